@@ -1,0 +1,49 @@
+/* Precision, host/device qualifiers and name mangling shared by the CPU engine (gcc) and CUDA (nvcc). */
+#ifndef CQ_REAL_H
+#define CQ_REAL_H
+#include <math.h>
+#include <stdint.h>
+
+/* Precision is a build parameter: the Makefile builds libcq_f32.so and libcq_f64.so from the same source. */
+#ifndef CQ_REAL_BITS
+#define CQ_REAL_BITS 64
+#endif
+#if CQ_REAL_BITS == 32
+typedef float cq_real;
+#define cq_sqrt sqrtf
+#define cq_log logf
+#define cq_exp expf
+#define cq_fabs fabsf
+#define cq_floor floorf
+#define cq_pow powf
+#define cq_sin sinf
+#define cq_cos cosf
+#define cq_atan2 atan2f
+#define CQ_REAL_EPS 1.1920929e-07f
+#else
+typedef double cq_real;
+#define cq_sqrt sqrt
+#define cq_log log
+#define cq_exp exp
+#define cq_fabs fabs
+#define cq_floor floor
+#define cq_pow pow
+#define cq_sin sin
+#define cq_cos cos
+#define cq_atan2 atan2
+#define CQ_REAL_EPS 2.220446049250313e-16
+#endif
+
+/* CQ_HD marks per-particle / per-node bodies that both backends run (one copy of every formula). */
+#ifdef __CUDACC__
+#define CQ_HD static __host__ __device__ __forceinline__
+#else
+#define CQ_HD static inline
+#endif
+
+/* Dimension-templated code is written once with D = 2 or 3 and named name_2 / name_3 via CQ_D(name). */
+#define CQ_CAT_(a, b) a##b
+#define CQ_CAT(a, b) CQ_CAT_(a, b)
+#define CQ_D(name) CQ_CAT(name, CQ_CAT(_, D))
+
+#endif

@@ -1,0 +1,93 @@
+/* Grid-to-particle stage (seed 000 eqs. 8-11) and its adjoint (Appendix A.2.2: A, B, C and the G2P part of H, J),
+ * per particle. Included once per dimension by kernels.h. */
+
+/* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
+ * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F, x = x + dt v. */
+CQ_HD void CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real* gridv) {
+  int n = s->n;
+  cq_real x[D], v[D] = {0}, B[D][D] = {{0}}, F[D][D];
+  for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  for (int o = 0; o < CQ_NN; o++) {
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    const cq_real* vi = gridv + node * (D + 1);
+    for (int a = 0; a < D; a++) {
+      v[a] += w * vi[a];
+      for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
+    }
+  }
+  cq_real kC = 4 * c->inv_dx * c->inv_dx;
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  for (int a = 0; a < D; a++) {
+    s->v[a * n + p] = v[a];
+    s->x[a * n + p] = x[a] + c->dt * v[a];
+    for (int b = 0; b < D; b++) {
+      cq_real Cab = kC * B[a][b], Fn = F[a][b];
+      for (int k = 0; k < D; k++) Fn += c->dt * kC * B[a][k] * F[k][b];
+      s->C[(a * D + b) * n + p] = Cab;
+      s->F[(a * D + b) * n + p] = Fn;
+    }
+  }
+}
+
+/* Adjoint: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->x and g0->F
+ * (P2G's adjoint adds to them later) and scatters dL/dv_i into adj (stride D+1); the caller keeps writers apart. */
+CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, const cq_real* gridv,
+                         const cq_particles* g1, cq_particles* g0, cq_real* adj) {
+  int n = s->n;
+  cq_real x[D], F[D][D], B[D][D] = {{0}};
+  for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  for (int o = 0; o < CQ_NN; o++) { /* recompute C^{n+1} (needed by dF^{n+1}/dF^n) */
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    const cq_real* vi = gridv + node * (D + 1);
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
+  }
+  cq_real kC = 4 * c->inv_dx * c->inv_dx;
+  cq_real gv[D], gC[D][D], gF1[D][D], gx[D];
+  for (int a = 0; a < D; a++) {
+    gx[a] = g1->x[a * n + p];
+    gv[a] = g1->v[a * n + p] + c->dt * gx[a]; /* eq. A47 */
+    for (int b = 0; b < D; b++) gF1[a][b] = g1->F[(a * D + b) * n + p];
+  }
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      cq_real t = g1->C[(a * D + b) * n + p];
+      for (int k = 0; k < D; k++) t += c->dt * gF1[a][k] * F[b][k]; /* eq. A50 */
+      gC[a][b] = t;
+    }
+  /* dL/dF^n = (I + dt C^{n+1})^T dL/dF^{n+1} (eq. A72, first term) */
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      cq_real t = gF1[a][b];
+      for (int k = 0; k < D; k++) t += c->dt * kC * B[k][a] * gF1[k][b];
+      g0->F[(a * D + b) * n + p] = t;
+    }
+  for (int o = 0; o < CQ_NN; o++) {
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    const cq_real* vi = gridv + node * (D + 1);
+    cq_real* ai = adj + node * (D + 1);
+    cq_real dv = 0; /* dL/dw through v and C */
+    for (int a = 0; a < D; a++) {
+      cq_real gCd = 0;
+      for (int b = 0; b < D; b++) gCd += gC[a][b] * dpos[b];
+      dv += vi[a] * (gv[a] + kC * gCd);
+      ai[a] += w * (gv[a] + kC * gCd); /* eq. A54 */
+    }
+    for (int a = 0; a < D; a++) {
+      cq_real gCtv = 0; /* dpos = x_i - x_p: -kC w gC^T v_i */
+      for (int b = 0; b < D; b++) gCtv += gC[b][a] * vi[b];
+      gx[a] += gw[a] * dv - kC * w * gCtv;
+    }
+  }
+  for (int a = 0; a < D; a++) g0->x[a * n + p] = gx[a];
+}

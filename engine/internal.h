@@ -1,0 +1,54 @@
+/* Internal definitions shared by world.c, cpu.c and memo.c (not part of the public API). */
+#ifndef CQ_INTERNAL_H
+#define CQ_INTERNAL_H
+#include "cq.h"
+#include "fields.h"
+#include "kernel_types.h"
+
+struct cq_state {
+  int dim, n;
+  long substep;       /* substeps since creation: time = substep * dt_sub */
+  cq_real* block;     /* one allocation holding every state field (so a checkpoint is one memcpy) */
+  long block_len;     /* reals in block */
+  cq_particles p;     /* views into block */
+};
+
+struct cq_world {
+  cq_world_desc desc;
+  int dim, n, n_act, threads, committed;
+  double dt_sub;
+  char err[512];
+#define X(name, ctype, type, shape, diff, doc) ctype* name;
+  CQ_PARAM_FIELDS(X)
+#undef X
+  uint8_t* act_kind;            /* [n_act] */
+  cq_real* ureal;               /* [n_act] actuation of the current control step in working precision */
+  int32_t* node_bc_index;       /* [n_nodes] or NULL */
+  cq_bc* node_bcs;              /* [n_node_bcs] */
+  int n_node_bcs;
+  long n_nodes;
+  /* CPU workspace, allocated once */
+  cq_real* grid;                /* [n_nodes][D+1] momentum+mass, then velocity in place (forward) */
+  cq_real* grid_v;              /* [n_nodes][D+1] post-boundary velocity (backward only, lazily allocated) */
+  cq_real* grid_adj;            /* [n_nodes][D+1] adjoint (backward only) */
+  cq_real* gact;                /* [n] per-particle dL/du scratch (backward only) */
+  int32_t* perm;                /* [n] particles bucketed by slab along axis 0 */
+  int32_t* slab_start;          /* [res0 + 2] */
+  int32_t* base0;               /* [n] scratch: base cell along axis 0 */
+  int lo[3], hi[3];             /* active node region of the current substep (inclusive) */
+  int n_slabs;
+};
+
+/* Error helpers: set the message and return the status. */
+int cqi_fail(cq_world* w, int status, const char* fmt, ...);
+cq_params cqi_params(const cq_world* w);
+cq_substep cqi_substep_ctx(const cq_world* w, long substep);
+int cqi_alloc_backward(cq_world* w);
+
+/* CPU backend (cpu.c): one substep forward, and its adjoint. */
+int cqi_cpu_substep(cq_world* w, cq_particles* s, const cq_real* u, long substep);
+int cqi_cpu_substep_adj(cq_world* w, const cq_particles* s, const cq_real* u, long substep, const cq_particles* g1,
+                        cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu);
+
+cq_state* cqi_state_alloc(int dim, int n);
+#endif

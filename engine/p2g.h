@@ -1,0 +1,150 @@
+/* Particle-to-grid stage (seed 000 eqs. 4-6 with actuation eqs. 15-16) and its adjoint (Appendix A.2.4: F, G, H, I,
+ * J, K and eq. A90), per particle. Included once per dimension by kernels.h. */
+
+/* Per-particle quantities of P2G that forward and adjoint share. */
+typedef struct {
+  cq_real x[D], v[D], Cm[D][D], F[D][D];
+  cq_real m, vol0;
+  cq_real P[D][D];   /* elastic first Piola-Kirchhoff stress */
+  cq_real tau[D][D]; /* Kirchhoff stress P F^T + F sigma_a F^T */
+  cq_real G[D][D];   /* -(4/dx^2) dt V0 tau + m C  (eq. 5) */
+  cq_real sig[D];    /* material-space actuation stress diagonal (stress actuators) */
+  cq_real f[D];      /* actuation force (force actuators) */
+  int act, act_kind;
+} CQ_D(cqi_p2g);
+
+CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
+                          CQ_D(cqi_p2g) * q) {
+  int n = s->n;
+  for (int a = 0; a < D; a++) {
+    q->x[a] = s->x[a * n + p];
+    q->v[a] = s->v[a * n + p];
+    for (int b = 0; b < D; b++) {
+      q->Cm[a][b] = s->C[(a * D + b) * n + p];
+      q->F[a][b] = s->F[(a * D + b) * n + p];
+    }
+  }
+  q->m = m->mass[p];
+  q->vol0 = m->vol0[p];
+  CQ_D(material_P)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q->F, q->P);
+  CQ_D(mmt)(q->P, q->F, q->tau);
+  q->act = m->act_id[p];
+  q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
+  cq_real ua = q->act >= 0 ? u[q->act] : 0;
+  for (int a = 0; a < D; a++) {
+    q->sig[a] = q->act_kind == CQ_ACT_STRESS ? ua * m->act_axis[a * n + p] : 0;
+    q->f[a] = q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0;
+  }
+  if (q->act_kind == CQ_ACT_STRESS) /* tau += F diag(sig) F^T (eq. 15) */
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) {
+        cq_real t = 0;
+        for (int k = 0; k < D; k++) t += q->F[i][k] * q->sig[k] * q->F[j][k];
+        q->tau[i][j] += t;
+      }
+  cq_real k = -4 * c->inv_dx * c->inv_dx * c->dt * q->vol0;
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
+}
+
+/* Forward: scatter mass and momentum of particle p into grid (stride D+1: momentum[D], mass). The caller makes sure
+ * no other thread writes the same nodes at the same time. */
+CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
+                     cq_real* grid) {
+  CQ_D(cqi_p2g) q;
+  CQ_D(p2g_load)(c, s, m, u, p, &q);
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, q.x, &st);
+  cq_real mv[D];
+  for (int a = 0; a < D; a++) mv[a] = q.m * q.v[a] + c->dt * q.f[a]; /* eq. 16: force impulse */
+  for (int o = 0; o < CQ_NN; o++) {
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    cq_real* g = grid + node * (D + 1);
+    for (int a = 0; a < D; a++) {
+      cq_real t = mv[a];
+      for (int b = 0; b < D; b++) t += q.G[a][b] * dpos[b];
+      g[a] += w * t;
+    }
+    g[D] += w * q.m;
+  }
+}
+
+/* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p.
+ * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F, adds to the parameter gradients
+ * (gmass, gvol0, gE, gnu) and writes the particle's actuation gradient gact[p] (dL/du of its actuator). */
+CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
+                         const cq_real* adj, cq_particles* gs, cq_real* gmass, cq_real* gvol0, cq_real* gE,
+                         cq_real* gnu, cq_real* gact) {
+  int n = s->n;
+  CQ_D(cqi_p2g) q;
+  CQ_D(p2g_load)(c, s, m, u, p, &q);
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, q.x, &st);
+  cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};
+  for (int a = 0; a < D; a++) mv[a] = q.m * q.v[a] + c->dt * q.f[a];
+  for (int o = 0; o < CQ_NN; o++) {
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    const cq_real* g = adj + node * (D + 1);
+    cq_real contrib = q.m * g[D]; /* d(node mass)/dw */
+    for (int a = 0; a < D; a++) {
+      cq_real t = mv[a];
+      for (int b = 0; b < D; b++) {
+        t += q.G[a][b] * dpos[b];
+        gG[a][b] += w * g[a] * dpos[b];
+      }
+      contrib += g[a] * t;
+      gv[a] += w * q.m * g[a];           /* eq. A64 */
+      gf[a] += w * c->dt * g[a];
+      sum_gp[a] += w * g[a];
+      gm += w * g[a] * q.v[a];
+    }
+    gm += w * g[D];                       /* eq. A90 */
+    for (int a = 0; a < D; a++) gx[a] += gw[a] * contrib;
+  }
+  /* dpos = x_i - x_p: -G^T sum_i w gp_i (eq. A88, second term) */
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) gx[a] -= q.G[b][a] * sum_gp[b];
+  /* G = k V0 tau + m C */
+  cq_real k = -4 * c->inv_dx * c->inv_dx * c->dt;
+  cq_real gtau[D][D];
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      gm += gG[a][b] * q.Cm[a][b];
+      gtau[a][b] = k * q.vol0 * gG[a][b];
+    }
+  gvol0[p] += k * CQ_D(ddot)(gG, q.tau);
+  /* tau = P F^T (+ F diag(sig) F^T): gP = gtau F, gF += gtau^T P */
+  cq_real gP[D][D], gF[D][D];
+  CQ_D(mm)(gtau, q.F, gP);
+  CQ_D(mtm)(gtau, q.P, gF);
+  cq_real ga = 0;
+  if (q.act_kind == CQ_ACT_STRESS) { /* gF += gtau F S + gtau^T F S; dL/dsig_d = (F^T gtau F)_dd */
+    cq_real FS[D][D], Ft_g_F[D][D], t1[D][D];
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) FS[i][j] = q.F[i][j] * q.sig[j];
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) {
+        cq_real t = 0;
+        for (int l = 0; l < D; l++) t += (gtau[i][l] + gtau[l][i]) * FS[l][j];
+        gF[i][j] += t;
+      }
+    CQ_D(mtm)(q.F, gtau, t1);
+    CQ_D(mm)(t1, q.F, Ft_g_F);
+    for (int d = 0; d < D; d++) ga += Ft_g_F[d][d] * m->act_axis[d * n + p];
+  } else if (q.act_kind == CQ_ACT_FORCE) {
+    for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
+  }
+  gact[p] = ga;
+  CQ_D(material_P_vjp)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q.F, gP, gF, &gE[p], &gnu[p]);
+  gmass[p] += gm;
+  for (int a = 0; a < D; a++) {
+    gs->x[a * n + p] += gx[a];
+    gs->v[a * n + p] = gv[a];
+    for (int b = 0; b < D; b++) {
+      gs->C[(a * D + b) * n + p] = q.m * gG[a][b]; /* eq. A76 */
+      gs->F[(a * D + b) * n + p] += gF[a][b];
+    }
+  }
+}
