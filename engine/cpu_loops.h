@@ -40,24 +40,28 @@ static int CQ_D(cpu_prepare)(cq_world* w, const cq_particles* s, long substep) {
     }
   }
   if (bad < n) {
-    int p = bad, nonfinite = 0;
-    double xs[3] = {0}, vs[3] = {0};
+    int p = bad, nonfinite = 0, axis = 0;
+    double xs[3] = {0}, vs[3] = {0}, speed = 0;
     for (int a = 0; a < D; a++) {
       xs[a] = s->x[a * n + p];
       vs[a] = s->v[a * n + p];
       nonfinite |= !isfinite(xs[a]) || !isfinite(vs[a]);
+      speed += vs[a] * vs[a];
+      double g = xs[a] / w->desc.dx - 0.5;
+      if (!(g >= 0 && g < w->desc.res[a] - 2)) axis = a;
     }
     long step = substep / w->desc.substeps;
-    if (nonfinite)
+    if (nonfinite || sqrt(speed) * w->dt_sub > w->desc.dx)
       return cqi_fail(w, CQ_ERR_BLOWUP,
-                      "blow-up at step %ld (substep %ld): particle %d has a non-finite position or velocity; "
+                      "blow-up at step %ld (substep %ld): particle %d has a %s velocity (|v| dt = %g > dx = %g); "
                       "the substep %g may be above the stable limit %g, or the material is too stiff / inverted",
-                      step, substep, p + 1, w->dt_sub, cq_world_stable_dt(w));
+                      step, substep, p + 1, nonfinite ? "non-finite" : "runaway", sqrt(speed) * w->dt_sub,
+                      w->desc.dx, w->dt_sub, cq_world_stable_dt(w));
     return cqi_fail(w, CQ_ERR_BLOWUP,
-                    "step %ld (substep %ld): particle %d at (%g, %g, %g) is outside the grid; every coordinate must "
-                    "stay in [0.5 dx, (res - 1.5) dx) = [%g, %g) (velocity (%g, %g, %g))",
-                    step, substep, p + 1, xs[0], xs[1], xs[2], 0.5 * w->desc.dx,
-                    (w->desc.res[0] - 1.5) * w->desc.dx, vs[0], vs[1], vs[2]);
+                    "step %ld (substep %ld): particle %d at (%g, %g, %g) is outside the grid; coordinate %d must "
+                    "stay in [0.5 dx, (res[%d] - 1.5) dx) = [%g, %g) (velocity (%g, %g, %g))",
+                    step, substep, p + 1, xs[0], xs[1], xs[2], axis + 1, axis + 1, 0.5 * w->desc.dx,
+                    (w->desc.res[axis] - 1.5) * w->desc.dx, vs[0], vs[1], vs[2]);
   }
   for (int a = 0; a < D; a++) {
     w->lo[a] = lo[a];

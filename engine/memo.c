@@ -190,7 +190,8 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
 
 int cq_memo_backward_step(cq_memo* m) {
   cq_world* w = m->w;
-  if (m->pos <= 0) return cqi_fail(w, CQ_ERR_STATE, "backward: already at step 0 (call backward_begin to restart)");
+  if (m->pos < 0) return cqi_fail(w, CQ_ERR_STATE, "backward_step: call backward_begin first");
+  if (m->pos == 0) return cqi_fail(w, CQ_ERR_STATE, "backward: already at step 0 (call backward_begin to restart)");
   int k = m->pos - 1, st = CQ_OK;
   for (long r = (long)(k + 1) * m->b - 1; r >= (long)k * m->b; r--) {
     cq_real* sblock = state_at(m, r, &st);

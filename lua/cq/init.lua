@@ -32,7 +32,7 @@ local World = {}
 World.__index = World
 M.World = World
 
-local function wall_desc(where, wd, spec, dim, axis)
+local function parse_wall(where, wd, spec, dim)
   check.options(where, spec, { type = true, friction = true, thickness = true, velocity = true, oscillation = true })
   local t = spec.type or "sticky"
   if BC[t] == nil then check.fail(where, "type must be one of none, sticky, slip, separate, friction", t, 3) end
@@ -53,6 +53,12 @@ local function wall_desc(where, wd, spec, dim, axis)
     wd.osc_omega = check.number(where, "oscillation.omega", o.omega or 0)
     wd.osc_phase = check.number(where, "oscillation.phase", o.phase or 0)
   end
+end
+
+-- Parses one wall spec; errors are re-raised at the caller of cq.world (not inside this helper).
+local function wall_desc(where, wd, spec, dim)
+  local ok, err = pcall(parse_wall, where, wd, spec, dim)
+  if not ok then error(tostring(err):gsub("^[^:]*:%d+: ", ""), 3) end
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, actuators, precision, threads, walls}
@@ -169,6 +175,8 @@ function World:fill(name, value, first, last)
   if not arr then check.fail("world:fill", "name must be a particle parameter (mass, vol0, E, nu, inc_p, act_axis, material, act_id)", name) end
   first, last = first or 1, last or self.n
   local n = self.n
+  check.integer("world:fill", "first", first, 1, n)
+  check.integer("world:fill", "last", last, first, n)
   if name == "act_axis" then
     check.vector("world:fill", "act_axis", value, self.dim)
     for p = first, last do for a = 1, self.dim do arr[(a - 1) * n + p - 1] = value[a] end end
@@ -181,6 +189,7 @@ function World:fill(name, value, first, last)
 end
 
 function World:release()
+  for m in pairs(self._memos or {}) do m:release() end
   if self._h ~= nil then
     self._lib.cq_world_free(ffi.gc(self._h, nil))
     self._h = nil
@@ -250,7 +259,9 @@ local function act_array(world, u, where)
   if na == 0 then return nil end
   if u == nil then return ffi.new("double[?]", na) end
   if type(u) == "cdata" then return u end
-  if type(u) ~= "table" or #u ~= na then check.fail(where, "u must be a table of " .. na .. " actuation values", u, 3) end
+  if type(u) ~= "table" or #u ~= na then
+    check.fail(where, "u must be a table of " .. na .. " actuation values", type(u) == "table" and ("a table of " .. #u) or u, 3)
+  end
   local a = ffi.new("double[?]", na)
   for i = 1, na do
     if type(u[i]) ~= "number" then check.fail(where, "u[" .. i .. "] must be a number", u[i], 3) end
@@ -280,6 +291,8 @@ function World:memo(opts)
   local h = self._lib.cq_memo_create(self:_handle(), steps, ck)
   if h == nil then error(where .. ": " .. ffi.string(self._lib.cq_world_error(self._h)), 2) end
   local m = setmetatable({ _h = ffi.gc(h, self._lib.cq_memo_free), world = self, max_steps = steps }, Memo)
+  self._memos = self._memos or setmetatable({}, { __mode = "k" })
+  self._memos[m] = true
   m.state = wrap_state(self, self._lib.cq_memo_state(h), false)
   m.grad = wrap_state(self, self._lib.cq_memo_grad(h), false)
   m.bstate = wrap_state(self, self._lib.cq_memo_backward_state(h), false)
@@ -293,11 +306,17 @@ function World:memo(opts)
 end
 
 function Memo:__tostring()
+  if self._h == nil then return "cq.memo (released)" end
   return string.format("cq.memo: %d/%d steps, %d stored states", self:steps(), self.max_steps,
     self.world._lib.cq_memo_stored_states(self._h))
 end
-function Memo:steps() return self.world._lib.cq_memo_steps(self._h) end
-function Memo:stored_states() return self.world._lib.cq_memo_stored_states(self._h) end
+-- The C handle, or a clear error when the memo (or its world) was released.
+function Memo:_handle()
+  if self._h == nil or self.world._h == nil then error("cq.memo: this memo (or its world) was released", 3) end
+  return self._h
+end
+function Memo:steps() return self.world._lib.cq_memo_steps(self:_handle()) end
+function Memo:stored_states() return self.world._lib.cq_memo_stored_states(self:_handle()) end
 
 -- The grad/state views point into buffers the memo swaps: refresh them after backward steps.
 function Memo:_refresh()
@@ -309,27 +328,27 @@ end
 
 --- Starts a recording from state s0 (copied).
 function Memo:begin(s0)
-  self.world:_check(self.world._lib.cq_memo_begin(self._h, s0._h), "cq.memo:begin")
+  self.world:_check(self.world._lib.cq_memo_begin(self:_handle(), s0._h), "cq.memo:begin")
 end
 
 --- Records one control step with actuation u.
 function Memo:step(u)
-  self.world:_check(self.world._lib.cq_memo_step(self._h, act_array(self.world, u, "memo:step")), "cq.memo:step")
+  self.world:_check(self.world._lib.cq_memo_step(self:_handle(), act_array(self.world, u, "memo:step")), "cq.memo:step")
 end
 
 --- Zeroes gradients; afterwards memo.grad holds dL/d(final state): add the loss gradient into it.
 function Memo:backward_begin()
-  self.world:_check(self.world._lib.cq_memo_backward_begin(self._h), "cq.memo:backward_begin")
+  self.world:_check(self.world._lib.cq_memo_backward_begin(self:_handle()), "cq.memo:backward_begin")
   self:_refresh()
 end
 
 --- One control step back: position k -> k-1. memo.grad is then dL/ds_{k-1}, memo.bstate is s_{k-1}.
 function Memo:backward_step()
-  self.world:_check(self.world._lib.cq_memo_backward_step(self._h), "cq.memo:backward_step")
+  self.world:_check(self.world._lib.cq_memo_backward_step(self:_handle()), "cq.memo:backward_step")
   self:_refresh()
   return self:position()
 end
-function Memo:position() return self.world._lib.cq_memo_position(self._h) end
+function Memo:position() return self.world._lib.cq_memo_position(self:_handle()) end
 
 --- Full backward pass. on_step(k, memo) (optional) is called at each control step k (from T down to 0) before
 --- stepping back, so running-loss gradients dL/ds_k can be added into memo.grad.

@@ -1,0 +1,161 @@
+-- Test helper: small scenes and central finite-difference checks of every gradient kind the engine provides.
+local cq = require "cq"
+local M = {}
+
+-- Deterministic pseudo-random numbers in [-1, 1] (so every run checks the same directions).
+local function prand(i, salt) return math.sin(12.9898 * i + 78.233 * salt) * 43758.5453 % 2 - 1 end
+M.prand = prand
+
+--- A block of side^dim particles (2 per cell) moving toward the floor and the left wall, half of it actuated
+--- (actuator 1: stress, actuator 2: force). opts: dim, material, inc_p, bc, friction, moving, precision, steps,
+--- substeps, gravity.
+function M.scene(opts)
+  local dim = opts.dim
+  local side = opts.side or (dim == 2 and 6 or 4)
+  local n = side ^ dim
+  local walls = { all = { type = opts.bc, friction = opts.friction or 0.4, thickness = 2 } }
+  if opts.moving then
+    walls.floor = { type = opts.bc, friction = opts.friction or 0.4, thickness = 2,
+      velocity = dim == 2 and { 0.1, 0 } or { 0.1, 0, 0.05 },
+      oscillation = { amplitude = dim == 2 and { 0, 0.2 } or { 0, 0.2, 0 }, omega = 40, phase = 0.3 } }
+  end
+  local w = cq.world { dim = dim, res = dim == 2 and { 20, 20 } or { 14, 14, 14 }, dx = 1 / 16, dt = opts.dt or 2e-3,
+    substeps = opts.substeps or 1, gravity = dim == 2 and { 0, -6 } or { 0, -6, 0 }, n = n, actuators = 2,
+    precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls }
+  w:fill("material", opts.material or "neohookean")
+  w:fill("inc_p", opts.inc_p or 0)
+  w:fill("E", function(p) return 30 * (1 + 0.2 * prand(p, 1)) end)
+  w:fill("nu", function(p) return 0.3 + 0.05 * prand(p, 2) end)
+  w:fill("mass", function(p) return 1 + 0.1 * prand(p, 3) end)
+  w:fill("vol0", function(p) return 1 + 0.1 * prand(p, 4) end)
+  w:fill("act_id", function(p) return p % 3 == 0 and 0 or (p % 3 == 1 and 1 or -1) end)
+  w:fill("act_axis", dim == 2 and { 0.3, 1 } or { 0.3, 1, -0.5 })
+  w:set_actuator(1, "stress")
+  w:set_actuator(2, "force")
+  w:commit()
+  local s = w:state()
+  local p = 0
+  local function place(idx, d)
+    if d > dim then
+      p = p + 1
+      local x, v, F, C = {}, {}, {}, {}
+      for a = 1, dim do
+        x[a] = 3.2 / 16 + idx[a] * 0.5 / 16 + 0.004 * prand(p, 10 + a)
+        v[a] = 0.2 * prand(p, 20 + a)
+      end
+      v[1], v[2] = v[1] - 0.6, v[2] - 0.8
+      for i = 1, dim * dim do
+        F[i] = ((i - 1) % (dim + 1) == 0 and 1 or 0) + 0.02 * prand(p, 30 + i)
+        C[i] = 0.2 * prand(p, 40 + i)
+      end
+      s:set("x", p, x); s:set("v", p, v); s:set("F", p, F); s:set("C", p, C)
+      return
+    end
+    for i = 0, side - 1 do idx[d] = i; place(idx, d + 1) end
+  end
+  place({}, 1)
+  return w, s
+end
+
+--- Loss = sum wx.x_T + wv.v_T + 0.5 * sum wy.x_mid (a running loss at the middle control step).
+function M.problem(w, s0, steps, checkpoint_every)
+  local n, dim = w.n, w.dim
+  local memo = w:memo { steps = steps, checkpoint_every = checkpoint_every or 0 }
+  local mid = math.floor(steps / 2)
+  local P = { w = w, s0 = s0, memo = memo, steps = steps }
+  P.u = function(k, a) return 0.4 * math.sin(0.3 * k + a) end
+  local function wx(i) return prand(i, 51) end
+  local function wv(i) return prand(i, 52) end
+  local function wy(i) return 0.5 * prand(i, 53) end
+  function P.loss(s_init)
+    memo:begin(s_init or s0)
+    local L = 0
+    for k = 1, steps do
+      memo:step({ P.u(k, 1), P.u(k, 2) })
+      if k == mid then
+        local x = memo.state.x
+        for i = 0, n * dim - 1 do L = L + wy(i) * x[i] end
+      end
+    end
+    local x, v = memo.state.x, memo.state.v
+    for i = 0, n * dim - 1 do L = L + wx(i) * x[i] + wv(i) * v[i] end
+    return L
+  end
+  function P.backward()
+    memo:backward(function(k, m)
+      local gx, gv = m.grad.x, m.grad.v
+      if k == steps then for i = 0, n * dim - 1 do gx[i] = gx[i] + wx(i); gv[i] = gv[i] + wv(i) end end
+      if k == mid then for i = 0, n * dim - 1 do gx[i] = gx[i] + wy(i) end end
+    end)
+    -- copy gradients out (the memo reuses its buffers)
+    local g = { act = {} }
+    for _, f in ipairs { "x", "v", "C", "F" } do
+      local len = (f == "x" or f == "v") and n * dim or n * dim * dim
+      g[f] = {}
+      for i = 0, len - 1 do g[f][i] = memo.grad[f][i] end
+    end
+    for _, f in ipairs { "mass", "vol0", "E", "nu" } do
+      g[f] = {}
+      for i = 0, n - 1 do g[f][i] = memo.grad_params[f][i] end
+    end
+    for k = 1, steps do g.act[k] = { memo:grad_u(k, 1), memo:grad_u(k, 2) } end
+    return g
+  end
+  return P
+end
+
+-- Richardson-extrapolated central difference of t -> f(t) at 0 (4th order): truncation ~ h^4.
+local function derivative(f, h)
+  local d1 = (f(h) - f(-h)) / (2 * h)
+  local d2 = (f(h / 2) - f(-h / 2)) / h
+  return (4 * d2 - d1) / 3
+end
+M.derivative = derivative
+
+--- Checks dL/d(kind) along a fixed pseudo-random direction; returns analytic, fd, relative error, step used.
+function M.check(P, g, kind, tol)
+  local w, s0, n, dim = P.w, P.s0, P.w.n, P.w.dim
+  local analytic, f = 0, nil
+  if kind == "x" or kind == "v" or kind == "C" or kind == "F" then
+    local len = (kind == "x" or kind == "v") and n * dim or n * dim * dim
+    for i = 0, len - 1 do analytic = analytic + g[kind][i] * prand(i, 60) end
+    f = function(t)
+      local s = s0:copy()
+      for i = 0, len - 1 do s[kind][i] = s[kind][i] + t * prand(i, 60) end
+      return P.loss(s)
+    end
+  elseif kind == "act" then
+    for k = 1, P.steps do analytic = analytic + g.act[k][1] * prand(k, 61) + g.act[k][2] * prand(k, 62) end
+    local u0 = P.u
+    f = function(t)
+      P.u = function(k, a) return u0(k, a) + t * prand(k, 60 + a) end
+      local L = P.loss()
+      P.u = u0
+      return L
+    end
+  else -- per-particle parameter, relative perturbation
+    local arr, base = w.params[kind], {}
+    for i = 0, n - 1 do base[i] = arr[i]; analytic = analytic + g[kind][i] * prand(i, 63) * base[i] end
+    f = function(t)
+      for i = 0, n - 1 do arr[i] = base[i] * (1 + t * prand(i, 63)) end
+      local L = P.loss()
+      for i = 0, n - 1 do arr[i] = base[i] end
+      return L
+    end
+  end
+  local best
+  for _, h in ipairs(M.steps) do
+    local fd = derivative(f, h)
+    local rel = math.abs(analytic - fd) / math.max(math.abs(analytic), math.abs(fd), 1e-300)
+    if not best or rel < best[2] then best = { fd, rel, h } end
+    if rel <= (tol or 1e-6) then break end
+  end
+  return analytic, best[1], best[2], best[3]
+end
+
+M.kinds = { "x", "v", "C", "F", "act", "E", "nu", "mass", "vol0" }
+-- FD steps tried in order: a step can straddle a contact switch (a node whose velocity crosses the wall's
+-- tangent plane changes the derivative there) or drown in roundoff, so a check passes when one step of this short
+-- ladder agrees (small derivatives such as dL/dC need the larger steps). A wrong gradient agrees at none.
+M.steps = { 1e-5, 1e-3, 1e-6, 1e-7, 1e-2 }
+return M
