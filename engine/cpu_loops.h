@@ -105,13 +105,13 @@ static void CQ_D(cpu_clear)(cq_world* w, const cq_substep* c, cq_real* g) {
   CQI_FOR_REGION(w, *c, { for (int a = 0; a <= D; a++) g[node * (D + 1) + a] = 0; })
 }
 
-/* Forward P2G over slabs of one color at a time. */
+/* Forward P2G over slabs of one color at a time; cache (may be NULL) receives each particle's stresses. */
 static void CQ_D(cpu_p2g)(cq_world* w, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                          const cq_real* u, cq_real* grid) {
+                          const cq_real* u, cq_real* grid, cq_real* cache) {
   for (int color = 0; color < 2; color++) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cqi_threads(w))
     for (int k = color; k < w->n_slabs; k += 2)
-      for (int j = w->slab_start[k]; j < w->slab_start[k + 1]; j++) CQ_D(p2g)(c, s, m, u, w->perm[j], grid);
+      for (int j = w->slab_start[k]; j < w->slab_start[k + 1]; j++) CQ_D(p2g)(c, s, m, u, w->perm[j], grid, cache);
   }
 }
 
@@ -125,25 +125,26 @@ static int CQ_D(cpu_substep)(cq_world* w, cq_particles* s, const cq_real* u, lon
   cq_substep c = cqi_substep_ctx(w, substep);
   cq_params m = cqi_params(w);
   CQ_D(cpu_clear)(w, &c, w->grid);
-  CQ_D(cpu_p2g)(w, &c, s, &m, u, w->grid);
+  CQ_D(cpu_p2g)(w, &c, s, &m, u, w->grid, NULL);
   CQ_D(cpu_grid)(w, &c, w->grid, w->grid); /* in place: momentum -> velocity */
 #pragma omp parallel for schedule(static) num_threads(cqi_threads(w))
   for (int p = 0; p < s->n; p++) CQ_D(g2p)(&c, s, p, w->grid);
   return CQ_OK;
 }
 
-/* Adjoint of one substep: s is the state before it (unchanged), g1 = dL/d(state after), g0 = dL/d(state before)
- * (overwritten). Parameter gradients and gu (per actuator) are accumulated. */
-static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_real* u, long substep,
-                                 const cq_particles* g1, cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                                 cq_real* gnu, double* gu) {
+/* Adjoint of one substep: s is the state before it (unchanged), s1 the state after it (for C^{n+1}; may be NULL),
+ * g1 = dL/d(state after), g0 = dL/d(state before) (overwritten). Parameter gradients and gu (per actuator) are
+ * accumulated. */
+static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u,
+                                 long substep, const cq_particles* g1, cq_particles* g0, cq_real* gmass,
+                                 cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu) {
   int st = CQ_D(cpu_prepare)(w, s, substep);
   if (st != CQ_OK) return st;
   cq_substep c = cqi_substep_ctx(w, substep);
   cq_params m = cqi_params(w);
   /* recompute the forward grid */
   CQ_D(cpu_clear)(w, &c, w->grid);
-  CQ_D(cpu_p2g)(w, &c, s, &m, u, w->grid);
+  CQ_D(cpu_p2g)(w, &c, s, &m, u, w->grid, w->p2g_cache);
   CQ_D(cpu_grid)(w, &c, w->grid, w->grid_v);
   /* G2P adjoint: particles -> grid (scatter, colored) */
   CQ_D(cpu_clear)(w, &c, w->grid_adj);
@@ -151,13 +152,14 @@ static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_re
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cqi_threads(w))
     for (int k = color; k < w->n_slabs; k += 2)
       for (int j = w->slab_start[k]; j < w->slab_start[k + 1]; j++)
-        CQ_D(g2p_adj)(&c, s, w->perm[j], w->grid_v, g1, g0, w->grid_adj);
+        CQ_D(g2p_adj)(&c, s, w->perm[j], w->grid_v, g1, g0, w->grid_adj, s1 ? s1->C : NULL);
   }
   /* grid adjoint */
   CQI_FOR_REGION(w, c, { CQ_D(grid_node_adj)(&c, node, i, w->grid + node * (D + 1), w->grid_adj + node * (D + 1)); })
   /* P2G adjoint: grid -> particles (gather) */
 #pragma omp parallel for schedule(static) num_threads(cqi_threads(w))
-  for (int p = 0; p < s->n; p++) CQ_D(p2g_adj)(&c, s, &m, u, p, w->grid_adj, g0, gmass, gvol0, gE, gnu, w->gact);
+  for (int p = 0; p < s->n; p++)
+    CQ_D(p2g_adj)(&c, s, &m, u, p, w->grid_adj, g0, gmass, gvol0, gE, gnu, w->gact, w->p2g_cache);
   if (w->n_act > 0)
     for (int p = 0; p < s->n; p++) /* serial: a fixed summation order per actuator */
       if (w->act_id[p] >= 0) gu[w->act_id[p]] += w->gact[p];

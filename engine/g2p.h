@@ -34,9 +34,10 @@ CQ_HD void CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real*
 }
 
 /* Adjoint: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->x and g0->F
- * (P2G's adjoint adds to them later) and scatters dL/dv_i into adj (stride D+1); the caller keeps writers apart. */
+ * (P2G's adjoint adds to them later) and scatters dL/dv_i into adj (stride D+1); the caller keeps writers apart.
+ * Cnext (may be NULL) is C of the state after the step; without it C^{n+1} is gathered again. */
 CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, const cq_real* gridv,
-                         const cq_particles* g1, cq_particles* g0, cq_real* adj) {
+                         const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* Cnext) {
   int n = s->n;
   cq_real x[D], F[D][D], B[D][D] = {{0}};
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
@@ -44,14 +45,22 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, cons
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, x, &st);
-  for (int o = 0; o < CQ_NN; o++) { /* recompute C^{n+1} (needed by dF^{n+1}/dF^n) */
-    cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
-    const cq_real* vi = gridv + node * (D + 1);
-    for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
-  }
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
+  cq_real Cn[D][D]; /* C^{n+1}, needed by dF^{n+1}/dF^n */
+  if (Cnext) {
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Cn[a][b] = Cnext[(a * D + b) * n + p];
+  } else {
+    for (int o = 0; o < CQ_NN; o++) {
+      cq_real w, gw[D], dpos[D];
+      long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+      const cq_real* vi = gridv + node * (D + 1);
+      for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
+    }
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Cn[a][b] = kC * B[a][b];
+  }
   cq_real gv[D], gC[D][D], gF1[D][D], gx[D];
   for (int a = 0; a < D; a++) {
     gx[a] = g1->x[a * n + p];
@@ -68,7 +77,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, cons
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) {
       cq_real t = gF1[a][b];
-      for (int k = 0; k < D; k++) t += c->dt * kC * B[k][a] * gF1[k][b];
+      for (int k = 0; k < D; k++) t += c->dt * Cn[k][a] * gF1[k][b];
       g0->F[(a * D + b) * n + p] = t;
     }
   for (int o = 0; o < CQ_NN; o++) {

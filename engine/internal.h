@@ -32,6 +32,7 @@ struct cq_world {
   cq_real* grid_v;              /* [n_nodes][D+1] post-boundary velocity (backward only, lazily allocated) */
   cq_real* grid_adj;            /* [n_nodes][D+1] adjoint (backward only) */
   cq_real* gact;                /* [n] per-particle dL/du scratch (backward only) */
+  cq_real* p2g_cache;           /* [3 D*D][n] stresses of the recomputed P2G, reused by its adjoint (backward only) */
   int32_t* perm;                /* [n] particles bucketed by slab along axis 0 */
   int32_t* slab_start;          /* [res0 + 2] */
   int32_t* base0;               /* [n] scratch: base cell along axis 0 */
@@ -47,8 +48,9 @@ int cqi_alloc_backward(cq_world* w);
 
 /* CPU backend (cpu.c): one substep forward, and its adjoint. */
 int cqi_cpu_substep(cq_world* w, cq_particles* s, const cq_real* u, long substep);
-int cqi_cpu_substep_adj(cq_world* w, const cq_particles* s, const cq_real* u, long substep, const cq_particles* g1,
-                        cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu);
+int cqi_cpu_substep_adj(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u, long substep,
+                        const cq_particles* g1, cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE,
+                        cq_real* gnu, double* gu);
 
 cq_state* cqi_state_alloc(int dim, int n);
 #endif

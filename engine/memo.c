@@ -196,10 +196,13 @@ int cq_memo_backward_step(cq_memo* m) {
   for (long r = (long)(k + 1) * m->b - 1; r >= (long)k * m->b; r--) {
     cq_real* sblock = state_at(m, r, &st);
     if (!sblock) return st;
-    cq_particles s = view_of(m, sblock);
+    /* the state after substep r: same segment, the next checkpoint, or the final state (no recompute) */
+    cq_real* nblock = r + 1 == (long)m->steps * m->b ? m->cur->block : state_at(m, r + 1, &st);
+    if (!nblock) return st;
+    cq_particles s = view_of(m, sblock), s1 = view_of(m, nblock);
     load_u(m, k);
-    st = cqi_cpu_substep_adj(w, &s, w->ureal, m->sub0 + r, &m->g_cur->p, &m->g_tmp->p, m->gmass, m->gvol0, m->gE,
-                             m->gnu, m->gact + (long)k * w->n_act);
+    st = cqi_cpu_substep_adj(w, &s, &s1, w->ureal, m->sub0 + r, &m->g_cur->p, &m->g_tmp->p, m->gmass, m->gvol0,
+                             m->gE, m->gnu, m->gact + (long)k * w->n_act);
     if (st != CQ_OK) return st;
     cq_state* t = m->g_cur;
     m->g_cur = m->g_tmp;

@@ -13,8 +13,22 @@ typedef struct {
   int act, act_kind;
 } CQ_D(cqi_p2g);
 
+/* Stress cache (backward only): the forward recompute stores P, tau and G per particle, component-major
+ * cache[(k * D*D + i*D + j) * n + p] for k = 0 (P), 1 (tau), 2 (G), so the adjoint does not evaluate the
+ * material again. */
+CQ_HD void CQ_D(p2g_cache_io)(CQ_D(cqi_p2g) * q, cq_real* cache, int n, int p, int store) {
+  cq_real* mats[3] = {&q->P[0][0], &q->tau[0][0], &q->G[0][0]};
+  for (int k = 0; k < 3; k++)
+    for (int e = 0; e < D * D; e++) {
+      cq_real* slot = &cache[(long)(k * D * D + e) * n + p];
+      if (store) *slot = mats[k][e];
+      else mats[k][e] = *slot;
+    }
+}
+
+/* Loads particle p and computes its stresses, or reads them from cache when cache_in is non-NULL. */
 CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
-                          CQ_D(cqi_p2g) * q) {
+                          CQ_D(cqi_p2g) * q, const cq_real* cache_in) {
   int n = s->n;
   for (int a = 0; a < D; a++) {
     q->x[a] = s->x[a * n + p];
@@ -26,8 +40,6 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   }
   q->m = m->mass[p];
   q->vol0 = m->vol0[p];
-  CQ_D(material_P)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q->F, q->P);
-  CQ_D(mmt)(q->P, q->F, q->tau);
   q->act = m->act_id[p];
   q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
   cq_real ua = q->act >= 0 ? u[q->act] : 0;
@@ -35,6 +47,12 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     q->sig[a] = q->act_kind == CQ_ACT_STRESS ? ua * m->act_axis[a * n + p] : 0;
     q->f[a] = q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0;
   }
+  if (cache_in) {
+    CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
+    return;
+  }
+  CQ_D(material_P)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q->F, q->P);
+  CQ_D(mmt)(q->P, q->F, q->tau);
   if (q->act_kind == CQ_ACT_STRESS) /* tau += F diag(sig) F^T (eq. 15) */
     for (int i = 0; i < D; i++)
       for (int j = 0; j < D; j++) {
@@ -48,11 +66,12 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
 }
 
 /* Forward: scatter mass and momentum of particle p into grid (stride D+1: momentum[D], mass). The caller makes sure
- * no other thread writes the same nodes at the same time. */
+ * no other thread writes the same nodes at the same time. cache_out (may be NULL) receives the stresses. */
 CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
-                     cq_real* grid) {
+                     cq_real* grid, cq_real* cache_out) {
   CQ_D(cqi_p2g) q;
-  CQ_D(p2g_load)(c, s, m, u, p, &q);
+  CQ_D(p2g_load)(c, s, m, u, p, &q, NULL);
+  if (cache_out) CQ_D(p2g_cache_io)(&q, cache_out, s->n, p, 1);
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D];
@@ -70,15 +89,16 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
   }
 }
 
-/* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p.
+/* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p. cache (may be NULL) holds
+ * the stresses stored by p2g of the same state.
  * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F, adds to the parameter gradients
  * (gmass, gvol0, gE, gnu) and writes the particle's actuation gradient gact[p] (dL/du of its actuator). */
 CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
                          const cq_real* adj, cq_particles* gs, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                         cq_real* gnu, cq_real* gact) {
+                         cq_real* gnu, cq_real* gact, const cq_real* cache) {
   int n = s->n;
   CQ_D(cqi_p2g) q;
-  CQ_D(p2g_load)(c, s, m, u, p, &q);
+  CQ_D(p2g_load)(c, s, m, u, p, &q, cache);
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};

@@ -74,7 +74,8 @@ CQ_HD void CQ_D(polar)(const cq_real F[D][D], cq_real R[D][D], cq_real S[D][D]) 
 #if D == 2
   cq_real a = F[0][0] + F[1][1], b = F[1][0] - F[0][1];
   cq_real r = cq_sqrt(a * a + b * b);
-  cq_real c = r > 0 ? a / r : (cq_real)1, s = r > 0 ? b / r : (cq_real)0;
+  cq_real ir = r > 0 ? 1 / r : 0;
+  cq_real c = r > 0 ? a * ir : (cq_real)1, s = b * ir;
   R[0][0] = c; R[0][1] = -s; R[1][0] = s; R[1][1] = c;
 #else
   cq_real X[3][3], Y[3][3];

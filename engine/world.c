@@ -120,6 +120,7 @@ void cq_world_free(cq_world* w) {
   free(w->grid_v);
   free(w->grid_adj);
   free(w->gact);
+  free(w->p2g_cache);
   free(w->perm);
   free(w->base0);
   free(w->slab_start);
@@ -288,7 +289,8 @@ int cqi_alloc_backward(cq_world* w) {
   if (!w->grid_v) w->grid_v = calloc(1, len);
   if (!w->grid_adj) w->grid_adj = calloc(1, len);
   if (!w->gact) w->gact = calloc(w->n, sizeof(cq_real));
-  if (!w->grid_v || !w->grid_adj || !w->gact) return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for the backward pass");
+  if (!w->p2g_cache) w->p2g_cache = calloc((size_t)w->n * 3 * w->dim * w->dim, sizeof(cq_real));
+  if (!w->grid_v || !w->grid_adj || !w->gact || !w->p2g_cache) return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for the backward pass");
   return CQ_OK;
 }
 
