@@ -1,52 +1,56 @@
 /* Grid stage (seed 000 eq. 7 and sec. 3.2, Appendix B): momentum -> velocity, gravity, damping and the boundary
  * projections (sticky, slip, separate, Coulomb friction, moving boundaries), forward and adjoint. Per dimension. */
 
+/* Quantities of eqs. B1-B5 shared by the projection and its adjoint: relative velocity r = v - v_b, its normal
+ * part ln = r.n, tangential part t = r - ln n, lt = |t| and the friction scale s = max(0, 1 + mu ln / lt). */
+typedef struct {
+  cq_real r[D], ln, t[D], lt, s;
+} CQ_D(cqi_bc_frame);
+
+CQ_HD void CQ_D(bc_frame)(const cq_bc* b, const cq_real v[D], CQ_D(cqi_bc_frame) * f) {
+  f->ln = 0;
+  for (int a = 0; a < D; a++) {
+    f->r[a] = v[a] - b->vel[a];
+    f->ln += f->r[a] * b->n[a];
+  }
+  f->lt = 0;
+  for (int a = 0; a < D; a++) {
+    f->t[a] = f->r[a] - f->ln * b->n[a];
+    f->lt += f->t[a] * f->t[a];
+  }
+  f->lt = cq_sqrt(f->lt);
+  f->s = (f->lt > 0 && !isinf(b->mu)) ? 1 + b->mu * f->ln / f->lt : 0;
+  if (f->s < 0) f->s = 0;
+}
+
 /* One boundary projection of a node velocity v (in place), in the boundary's frame v_rel = v - v_b. */
 CQ_HD void CQ_D(bc_apply)(const cq_bc* b, cq_real v[D]) {
-  cq_real r[D], ln = 0;
-  for (int a = 0; a < D; a++) {
-    r[a] = v[a] - b->vel[a];
-    ln += r[a] * b->n[a];
-  }
+  CQ_D(cqi_bc_frame) f;
+  CQ_D(bc_frame)(b, v, &f);
+  cq_real* r = f.r;
+  cq_real ln = f.ln;
   if (b->type == CQ_BC_STICKY) {
     for (int a = 0; a < D; a++) r[a] = 0;
   } else if (b->type == CQ_BC_SLIP || (ln < 0 && b->type == CQ_BC_SEPARATE)) {
     for (int a = 0; a < D; a++) r[a] -= ln * b->n[a];
-  } else if (ln < 0 && b->type == CQ_BC_FRICTION) { /* eqs. B1-B6 */
-    cq_real t[D], lt = 0;
-    for (int a = 0; a < D; a++) {
-      t[a] = r[a] - ln * b->n[a];
-      lt += t[a] * t[a];
-    }
-    lt = cq_sqrt(lt);
-    cq_real s = (lt > 0 && !isinf(b->mu)) ? 1 + b->mu * ln / lt : 0;
-    if (s < 0) s = 0;
-    for (int a = 0; a < D; a++) r[a] = s * t[a];
+  } else if (ln < 0 && b->type == CQ_BC_FRICTION) { /* eq. B6 */
+    for (int a = 0; a < D; a++) r[a] = f.s * f.t[a];
   }
   for (int a = 0; a < D; a++) v[a] = r[a] + b->vel[a];
 }
 
 /* Adjoint of bc_apply: v is the velocity BEFORE the projection, g = dL/dv_after on input, dL/dv_before on output. */
 CQ_HD void CQ_D(bc_apply_adj)(const cq_bc* b, const cq_real v[D], cq_real g[D]) {
-  cq_real r[D], ln = 0;
-  for (int a = 0; a < D; a++) {
-    r[a] = v[a] - b->vel[a];
-    ln += r[a] * b->n[a];
-  }
+  CQ_D(cqi_bc_frame) f;
+  CQ_D(bc_frame)(b, v, &f);
+  cq_real ln = f.ln, lt = f.lt, s = f.s, *t = f.t;
   if (b->type == CQ_BC_STICKY) {
     for (int a = 0; a < D; a++) g[a] = 0;
   } else if (b->type == CQ_BC_SLIP || (ln < 0 && b->type == CQ_BC_SEPARATE)) {
     cq_real gn = 0;
     for (int a = 0; a < D; a++) gn += g[a] * b->n[a];
     for (int a = 0; a < D; a++) g[a] -= gn * b->n[a];
-  } else if (ln < 0 && b->type == CQ_BC_FRICTION) {
-    cq_real t[D], lt = 0;
-    for (int a = 0; a < D; a++) {
-      t[a] = r[a] - ln * b->n[a];
-      lt += t[a] * t[a];
-    }
-    lt = cq_sqrt(lt);
-    cq_real s = (lt > 0 && !isinf(b->mu)) ? 1 + b->mu * ln / lt : 0;
+  } else if (ln < 0 && b->type == CQ_BC_FRICTION) { /* eqs. B9-B15 */
     if (s <= 0) {
       for (int a = 0; a < D; a++) g[a] = 0;
       return;

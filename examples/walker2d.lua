@@ -73,7 +73,7 @@ end
 
 local clock = require "cq.clock"
 print(string.format("walker2d: %d particles, %d steps, %s, %d threads", world.n, steps, precision, threads))
-local first, last, total = nil, nil, 0
+local first, last, total, rest = nil, nil, 0, 0
 for it = 1, iters do
   local t0 = clock.now()
   local loss, gW, gb = loss_and_grad()
@@ -83,9 +83,11 @@ for it = 1, iters do
   end
   local dt = clock.now() - t0
   total = total + dt
+  if it > 1 then rest = rest + dt end
   first, last = first or loss, loss
   print(string.format("iter %3d  loss %.6f  %.3f s/iter", it, loss, dt))
 end
 print(string.format("initial loss %.6f  final loss %.6f  improvement %.4f  mean %.3f s/iter", first, last,
   first - last, total / iters))
-return { initial = first, final = last, seconds_per_iter = total / iters }
+return { initial = first, final = last, seconds_per_iter = total / iters,
+  steady_seconds_per_iter = iters > 1 and rest / (iters - 1) or total }

@@ -1,0 +1,372 @@
+-- tools/bench.lua: forward / backward cost of the CPU engine on the ChainQueen (Hu et al. 2019) Table II scenes.
+--
+-- usage: build/bin/cqlua tools/bench.lua [quick] [FILTER...]
+--   quick    a short smoke-test run (few steps, numbers are noisy)
+--   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k)
+-- Without the host:  luajit tools/bench.lua [quick] [FILTER...]  (run from anywhere; paths come from arg[0]).
+--
+-- For each scene x precision (f32, f64) x threads (1, 2) it reports, per substep (substeps = 1, so a control step
+-- is one substep, which is what ChainQueen's "step" is):
+--   fwd    world:step on a state (after a warm-up), best of 3 timed chunks;
+--   rec    recording the same number of steps into a memo with checkpoint_every = 1 (all states stored);
+--   bwd    memo:backward() over that recording (only the backward), best of 2 runs, seeded with dL/dx_T = 1/n;
+-- and the ratio to ChainQueen's Table II (CUDA, GTX 1080 Ti). Ours is a CPU, theirs a GPU: ratio > 1 means slower.
+-- A last section compares checkpoint_every = 1, 0 (auto) and ceil(sqrt(N)) on one configuration (the largest
+-- selected scene, f64, 2 threads); with sqrt(N) checkpoints the backward pass also recomputes forward states.
+
+---------------------------------------------------------------- paths (the cqlua host sets cq._paths itself)
+if not package.loaded["cq._paths"] then
+  local script = (arg and arg[0]) or "tools/bench.lua"
+  local dir = script:match("^(.*)/[^/]*$") or "."
+  local root = dir .. "/.."
+  package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+  package.loaded["cq._paths"] = { lua = root .. "/lua", lib = root .. "/build/lib" }
+end
+
+local ffi = require "ffi"
+local cq = require "cq"
+
+local now = require("cq.clock").now
+
+---------------------------------------------------------------- arguments
+local QUICK, FILTERS = false, {}
+for _, a in ipairs(arg or {}) do
+  if a == "quick" or a == "--quick" then QUICK = true
+  elseif a == "-h" or a == "--help" then
+    print("usage: cqlua tools/bench.lua [quick] [FILTER...]   (FILTER: scene name substring)")
+    os.exit(0)
+  else FILTERS[#FILTERS + 1] = a end
+end
+
+-- Time targets (seconds) and step bounds.
+local T_FWD = QUICK and 0.05 or 1.5     -- forward: total over 3 chunks
+local T_BWD = QUICK and 0.05 or 1.0     -- sets the recording length: S_b * fwd_step ~ T_BWD
+local MIN_STEPS = QUICK and 2 or 10
+local MAX_STEPS = QUICK and 10 or 2000
+local WARMUP = QUICK and 1 or 5
+local PRECISIONS = { "f32", "f64" }
+local THREADS = { 1, 2 }
+
+---------------------------------------------------------------- machine info
+local function read_first(path, pattern)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  for line in f:lines() do
+    local m = line:match(pattern)
+    if m then f:close() return m end
+  end
+  f:close()
+end
+local function command(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local s = p:read("*a")
+  p:close()
+  s = s and s:gsub("%s+$", "")
+  return s ~= "" and s or nil
+end
+
+local cpu_model = read_first("/proc/cpuinfo", "^model name%s*:%s*(.-)%s*$") or "unknown CPU"
+local nproc = command("nproc") or "?"
+local mem_kb = read_first("/proc/meminfo", "^MemTotal:%s*(%d+)")
+print("cqlua benchmark" .. (QUICK and " (quick: smoke test, numbers are not meaningful)" or ""))
+print(string.format("date:    %s", os.date("%Y-%m-%d %H:%M:%S %Z")))
+print(string.format("machine: %s, nproc %s%s", cpu_model, nproc,
+  mem_kb and string.format(", %.1f GiB RAM", tonumber(mem_kb) / 1048576) or ""))
+local load0 = read_first("/proc/loadavg", "^(%S+ %S+ %S+)")
+print(string.format("load:    %s (1/5/15 min)%s", load0 or "?",
+  load0 and tonumber(load0:match("^%S+")) > 0.5 and "  (recent load: other processes may disturb the timings, see the cpu column)" or ""))
+print(string.format("engine:  cq %s, %s, LuaJIT %s", cq._VERSION, jit and jit.version or _VERSION,
+  (jit and jit.arch) or ""))
+print()
+
+---------------------------------------------------------------- scenes
+-- Each builds a world (precision, threads) and its initial state. Blocks are lattices with spacing dx/2 (2 particles
+-- per cell per axis), rest volume (dx/2)^dim, density 1, NeoHookean E = 1e3, nu = 0.3, gravity -9.8, a friction
+-- floor and slip walls elsewhere. dt is fixed per scene at about half of world:stable_dt().
+local E, NU, RHO = 1e3, 0.3, 1.0
+
+local function block_world(o, precision, threads)
+  local dim, dx, m = o.dim, o.dx, o.per_side
+  local n = m ^ dim
+  local walls = { left = { type = "slip" }, right = { type = "slip" }, floor = { type = "friction", friction = 0.5 },
+                  top = { type = "slip" } }
+  if dim == 3 then walls.back, walls.front = { type = "slip" }, { type = "slip" } end
+  local gravity = dim == 2 and { 0, -9.8 } or { 0, -9.8, 0 }
+  local w = cq.world { dim = dim, res = o.res, dx = dx, dt = o.dt, substeps = 1, gravity = gravity, n = n,
+                       precision = precision, threads = threads, walls = walls }
+  local h = dx / 2
+  local vol = h ^ dim
+  w:fill("vol0", vol)
+  w:fill("mass", vol * RHO)
+  w:fill("E", E)
+  w:fill("nu", NU)
+  w:fill("material", "neohookean")
+  local sdt = w:stable_dt()
+  if o.dt > sdt then error(string.format("%s: dt %g above world:stable_dt() %g", o.name, o.dt, sdt)) end
+  w:commit()
+  local s = w:state()
+  local x = s.x
+  local p = 0
+  if dim == 2 then
+    for i = 0, m - 1 do for j = 0, m - 1 do
+      x[p] = o.origin[1] + (i + 0.5) * h
+      x[n + p] = o.origin[2] + (j + 0.5) * h
+      p = p + 1
+    end end
+  else
+    for i = 0, m - 1 do for j = 0, m - 1 do for k = 0, m - 1 do
+      x[p] = o.origin[1] + (i + 0.5) * h
+      x[n + p] = o.origin[2] + (j + 0.5) * h
+      x[2 * n + p] = o.origin[3] + (k + 0.5) * h
+      p = p + 1
+    end end end
+  end
+  return w, s, sdt
+end
+
+-- ChainQueen Table II (CUDA, GTX 1080 Ti), ms per step.
+local SCENES = {
+  { name = "2d-block", dim = 2, res = { 128, 128 }, dx = 1 / 128, per_side = 80, dt = 1e-4,
+    origin = { 0.34375, 0.1 }, cq_fwd = 0.10, cq_bwd = 0.14 },
+  { name = "3d-cube-8k", dim = 3, res = { 64, 64, 64 }, dx = 1 / 64, per_side = 20, dt = 2e-4,
+    origin = { 0.421875, 0.1, 0.421875 }, cq_fwd = 0.392, cq_bwd = 0.406 },
+  { name = "3d-cube-64k", dim = 3, res = { 64, 64, 64 }, dx = 1 / 64, per_side = 40, dt = 2e-4,
+    origin = { 0.34375, 0.1, 0.34375 }, cq_fwd = 1.594, cq_bwd = 1.774 },
+}
+
+local function selected(name)
+  if #FILTERS == 0 then return true end
+  for _, f in ipairs(FILTERS) do if name:find(f, 1, true) then return true end end
+  return false
+end
+
+---------------------------------------------------------------- measurement
+local function clamp(v, lo, hi) return math.max(lo, math.min(hi, v)) end
+
+-- Seeds dL/dx_T = 1/n (the mean position loss) so the adjoint carries non-zero values.
+local function seeded_backward(memo, T)
+  local n, dim = memo.world.n, memo.world.dim
+  local t0
+  memo:backward(function(k, m)
+    if k == T then
+      local gx = m.grad.x
+      for i = 0, dim * n - 1 do gx[i] = gx[i] + 1 / n end
+    end
+  end)
+end
+
+-- Best of reps backward passes; also returns CPU seconds / wall seconds over all of them.
+local function time_backward(memo, T, reps)
+  local best, wall, c0 = math.huge, 0, os.clock()
+  for _ = 1, reps do
+    local t0 = now()
+    seeded_backward(memo, T)
+    local dt = now() - t0
+    wall = wall + dt
+    if dt < best then best = dt end
+  end
+  return best, (os.clock() - c0) / wall
+end
+
+-- One configuration: returns a result row.
+local function bench_once(sc, precision, threads)
+  local w, s0, sdt = block_world(sc, precision, threads)
+  local n = w.n
+  local s = s0:copy()
+  -- warm-up (also calibrates the step count)
+  local t0 = now()
+  for _ = 1, WARMUP do w:step(s) end
+  local est = (now() - t0) / WARMUP
+  local chunk = clamp(math.ceil(T_FWD / 3 / est), math.ceil(MIN_STEPS / 3), MAX_STEPS)
+  local fwd, wall, c0 = math.huge, 0, os.clock()
+  for _ = 1, 3 do
+    t0 = now()
+    for _ = 1, chunk do w:step(s) end
+    local dt = now() - t0
+    wall = wall + dt
+    if dt / chunk < fwd then fwd = dt / chunk end
+  end
+  local util = (os.clock() - c0) / wall
+  -- recording + backward: S_b steps from the warmed-up state, all states stored
+  local S = clamp(math.ceil(T_BWD / fwd), MIN_STEPS, MAX_STEPS)
+  local start = s0:copy()
+  for _ = 1, WARMUP do w:step(start) end
+  local memo = w:memo { steps = S, checkpoint_every = 1 }
+  -- the first recording writes fresh memory (page faults); the second, over the same buffers, is the one reported
+  local rec_cold
+  for pass = 1, 2 do
+    t0 = now()
+    memo:begin(start)
+    for _ = 1, S do memo:step() end
+    if pass == 1 then rec_cold = (now() - t0) / S end
+  end
+  local rec = (now() - t0) / S
+  local bwd, util_b = time_backward(memo, S, QUICK and 1 or 2)
+  bwd = bwd / S
+  local row = { scene = sc.name, n = n, precision = precision, threads = threads, fwd_steps = 3 * chunk,
+    bwd_steps = S, util = math.min(util, util_b), fwd = fwd, rec = rec, rec_cold = rec_cold, bwd = bwd, stored = memo:stored_states(), sc = sc, dt = sc.dt, sdt = sdt }
+  memo:release()
+  w:release()
+  collectgarbage()
+  return row
+end
+
+-- On a shared machine other processes can take the cores (with OpenMP, a descheduled thread stalls every barrier):
+-- when the CPU/wall ratio shows it, wait a little and measure again (at most RETRIES more times).
+local RETRIES = QUICK and 0 or 1
+local function sleep(sec) os.execute("sleep " .. sec) end
+local function bench(sc, precision, threads)
+  local row
+  for attempt = 0, RETRIES do
+    row = bench_once(sc, precision, threads)
+    row.attempts = attempt + 1
+    row.contended = row.util < 0.8 * threads
+    if not row.contended then break end
+    if attempt < RETRIES then
+      io.stderr:write(string.format("bench: %s %s %d threads: cpu/wall %.2f (machine busy), measuring again\n",
+        sc.name, precision, threads, row.util))
+      sleep(3)
+    end
+  end
+  return row
+end
+
+-- Checkpointing variants for one configuration: 1 (store all), 0 (auto: all if <= 256 MiB, else ~sqrt(N)) and
+-- K = ceil(sqrt(N)) explicitly (backward then recomputes each K-substep segment from its checkpoint).
+local function bench_ckpt(sc, precision, threads, S)
+  local w, s0 = block_world(sc, precision, threads)
+  local start = s0:copy()
+  for _ = 1, WARMUP do w:step(start) end
+  local out = {}
+  local state_bytes = w.n * (2 * w.dim + 2 * w.dim * w.dim) * (precision == "f32" and 4 or 8)
+  for _, ck in ipairs({ 1, 0, math.ceil(math.sqrt(S)) }) do
+    local memo = w:memo { steps = S, checkpoint_every = ck }
+    local t0 = now()
+    memo:begin(start)
+    for _ = 1, S do memo:step() end
+    local rec = (now() - t0) / S
+    local bwd, util = time_backward(memo, S, QUICK and 1 or 2)
+    bwd = bwd / S
+    out[#out + 1] = { ck = ck, util = util, rec = rec, bwd = bwd, stored = memo:stored_states(),
+      mib = memo:stored_states() * state_bytes / 1048576 }
+    memo:release()
+    collectgarbage()
+  end
+  w:release()
+  collectgarbage()
+  return out
+end
+
+---------------------------------------------------------------- run
+local any = false
+for _, sc in ipairs(SCENES) do any = any or selected(sc.name) end
+if not any then
+  local names = {}
+  for _, sc in ipairs(SCENES) do names[#names + 1] = sc.name end
+  print("no scene matches the filter " .. table.concat(FILTERS, ", ") .. " (scenes: " .. table.concat(names, ", ") .. ")")
+  os.exit(1)
+end
+local t_start = now()
+local rows = {}
+local hdr = string.format("%-12s %7s %4s %3s | %9s %9s %9s | %8s %8s %8s | %6s %6s %4s | %7s %7s",
+  "scene", "parts", "prec", "thr", "fwd ns", "rec ns", "bwd ns", "fwd ms", "rec ms", "bwd ms", "S_fwd", "S_bwd",
+  "cpu", "fwd/CQ", "bwd/CQ")
+print("Per substep. ns = ns per particle-substep; ms = wall ms per substep; S = steps timed;")
+print("fwd/CQ, bwd/CQ = our ms / ChainQueen's ms (CUDA on a GTX 1080 Ti; ours: this CPU).")
+print("rec = forward while recording a memo (checkpoint_every = 1; second recording into the same memo, see rec1 below);")
+print("bwd = memo:backward() alone over that recording.")
+print("cpu = process CPU seconds / wall seconds while timing fwd and bwd (the lower): about the thread count when the")
+print("      machine is idle; below 0.8 x threads (BUSY) means other processes took the cores: those numbers are unreliable.")
+print()
+print(hdr)
+print(string.rep("-", #hdr))
+io.stdout:flush()
+for _, sc in ipairs(SCENES) do
+  if selected(sc.name) then
+    for _, prec in ipairs(PRECISIONS) do
+      for _, th in ipairs(THREADS) do
+        local r = bench(sc, prec, th)
+        rows[#rows + 1] = r
+        print(string.format("%-12s %7d %4s %3d | %9.1f %9.1f %9.1f | %8.3f %8.3f %8.3f | %6d %6d %4.2f | %7.1f %7.1f%s",
+          r.scene, r.n, r.precision, r.threads, r.fwd / r.n * 1e9, r.rec / r.n * 1e9, r.bwd / r.n * 1e9,
+          r.fwd * 1e3, r.rec * 1e3, r.bwd * 1e3, r.fwd_steps, r.bwd_steps, r.util,
+          r.fwd * 1e3 / sc.cq_fwd, r.bwd * 1e3 / sc.cq_bwd, r.contended and "  BUSY" or ""))
+        io.stdout:flush()
+      end
+    end
+  end
+end
+local busy = 0
+for _, r in ipairs(rows) do if r.contended then busy = busy + 1 end end
+if busy > 0 then
+  print(string.format("NOTE: %d row(s) BUSY: other processes held the cores. OpenMP threads that spin at barriers", busy))
+  print("      (libgomp's default) stall badly when a core is taken; rerun on an idle machine, or with")
+  print("      OMP_WAIT_POLICY=passive to see the cost under contention.")
+end
+
+print()
+print("Derived: bwd/fwd = backward over forward cost (1 and 2 threads); x2t = 2-thread speedup (1-thread ms / 2-thread ms);")
+print("rec1 ms = first recording into a fresh memo (includes first-touch page faults), 1 and 2 threads.")
+local hdr2 = string.format("%-12s %4s | %8s %8s | %8s %8s | %8s %8s", "scene", "prec", "bwd/fwd1", "bwd/fwd2",
+  "fwd x2t", "bwd x2t", "rec1 ms1", "rec1 ms2")
+print(hdr2)
+print(string.rep("-", #hdr2))
+local by = {}
+for _, r in ipairs(rows) do by[r.scene .. "/" .. r.precision .. "/" .. r.threads] = r end
+for _, sc in ipairs(SCENES) do
+  for _, prec in ipairs(PRECISIONS) do
+    local r1, r2 = by[sc.name .. "/" .. prec .. "/1"], by[sc.name .. "/" .. prec .. "/2"]
+    if r1 and r2 then
+      print(string.format("%-12s %4s | %8.2f %8.2f | %8.2f %8.2f | %8.3f %8.3f", sc.name, prec, r1.bwd / r1.fwd,
+        r2.bwd / r2.fwd, r1.fwd / r2.fwd, r1.bwd / r2.bwd, r1.rec_cold * 1e3, r2.rec_cold * 1e3))
+    end
+  end
+end
+
+-- Checkpointing variants: on the last selected scene (the largest), f64, 2 threads, with that row's S_bwd.
+print()
+local pick
+for _, r in ipairs(rows) do if r.precision == "f64" and r.threads == 2 then pick = r end end
+pick = pick or rows[#rows]
+print(string.format("Checkpointing (%s, %s, %d threads, %d steps): checkpoint_every = 1 (store all), 0 (auto: all if",
+  pick.scene, pick.precision, pick.threads, pick.bwd_steps))
+print("they fit in 256 MiB, else ~sqrt(N)), K = ceil(sqrt(N)) (backward recomputes each segment's states).")
+local hdr3 = string.format("%-16s %7s %9s | %9s %9s | %8s %8s | %7s %4s", "checkpoint_every", "stored", "MiB",
+  "rec ns", "bwd ns", "rec ms", "bwd ms", "bwd/fwd", "cpu")
+print(hdr3)
+print(string.rep("-", #hdr3))
+for _, v in ipairs(bench_ckpt(pick.sc, pick.precision, pick.threads, pick.bwd_steps)) do
+  print(string.format("%-16s %7d %9.1f | %9.1f %9.1f | %8.3f %8.3f | %7.2f %4.2f%s",
+    v.ck == 0 and "0 (auto)" or tostring(v.ck), v.stored, v.mib, v.rec / pick.n * 1e9, v.bwd / pick.n * 1e9,
+    v.rec * 1e3, v.bwd * 1e3, v.bwd / pick.fwd, v.util, v.util < 0.8 * pick.threads and "  BUSY" or ""))
+end
+
+print()
+print("Scene setup: spacing dx/2, density 1, NeoHookean E = 1e3, nu = 0.3, gravity -9.8, friction floor (0.5), slip walls.")
+for _, sc in ipairs(SCENES) do
+  for _, r in ipairs(rows) do
+    if r.scene == sc.name then
+      print(string.format("  %-12s %dD grid %s, dx = 1/%d, dt = %g (stable_dt %.3g), ChainQueen %.3f ms F / %.3f ms B",
+        sc.name, sc.dim, table.concat(sc.res, "x"), math.floor(1 / sc.dx + 0.5), sc.dt, r.sdt, sc.cq_fwd, sc.cq_bwd))
+      break
+    end
+  end
+end
+
+-- Walker2d (DiffTaichi's diffmpm.py scene): forward + backward + update per optimization iteration, against
+-- Taichi 1.7.4's CPU backend running diffmpm.py on this machine (2 threads, measured 2026-11-21: 3.81-4.11 s mean,
+-- 3.14 s best per iteration; see docs/benchmarks.md).
+if selected("walker2d") then
+  local TAICHI_MEAN, TAICHI_BEST = 3.81, 3.14
+  local chunk = assert(loadfile((package.loaded["cq._paths"].lua or "lua") .. "/../examples/walker2d.lua"))
+  local iters = QUICK and 2 or 6
+  setfenv(chunk, setmetatable({ arg = { tostring(iters), "f32", "2" }, print = function() end }, { __index = _G }))
+  local r = chunk()
+  local s = r.steady_seconds_per_iter
+  print(string.format("\nwalker2d (2,976 particles, 1,023 steps, f32, 2 threads): %.3f s/iteration after the first" ..
+    " (%.3f incl. it); Taichi CPU %.2f s mean / %.2f s best -> %.1fx / %.1fx faster", s, r.seconds_per_iter,
+    TAICHI_MEAN, TAICHI_BEST, TAICHI_MEAN / s, TAICHI_BEST / s))
+end
+print(string.format("\nload at end: %s", read_first("/proc/loadavg", "^(%S+ %S+ %S+)") or "?"))
+print(string.format("total time: %.1f s", now() - t_start))
