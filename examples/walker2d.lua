@@ -18,14 +18,13 @@ end
 rect(0.0, 0.1, 0.3, 0.1, -1)
 for k, x in ipairs { 0.0, 0.05, 0.2, 0.25 } do rect(x, 0.0, 0.05, 0.1, k - 1) end
 
--- World: mu = lambda = 10 (E = 25, nu = 0.25), mass = volume = 1, fixed corotated, vertical stress actuators of
+-- World: mu = lambda = 10 (as diffmpm.py), mass = volume = 1, fixed corotated, vertical stress actuators of
 -- strength 4. Walls and floor: no slip while in contact, free to separate (diffmpm's boundary within 3 cells).
 local world = cq.world { dim = 2, res = { 128, 128 }, dx = dx, dt = 1e-3, gravity = { 0, -3.8 }, n = #pts,
   actuators = 4, precision = precision, threads = threads,
   walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
 world:fill("material", "corotated")
-world:fill("E", 25)
-world:fill("nu", 0.25)
+world:fill_lame(10, 10)
 world:fill("act_axis", { 0, 4 })
 world:fill("act_id", function(p) return act[p] end)
 world:commit()

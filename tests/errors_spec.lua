@@ -415,3 +415,15 @@ describe("misuse that must not crash the process (checked in a child process)", 
     has(out, "SURVIVED", "FILL\tfalse")
   end)
 end)
+
+describe("Lame parameters", function()
+  it("fill_lame converts mu, lambda to E, nu and checks its arguments", function()
+    local w = cq.world { n = 1 }
+    w:fill_lame(10, 10)
+    assert.is_true(math.abs(w.params.E[0] - 25) < 1e-12 and math.abs(w.params.nu[0] - 0.25) < 1e-12)
+    local ok, msg = pcall(w.fill_lame, w, -1, 10)
+    print(msg)
+    assert.is_false(ok)
+    assert.truthy(msg:find("mu must be > 0", 1, true))
+  end)
+end)

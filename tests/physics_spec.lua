@@ -275,3 +275,26 @@ describe("energy of an elastic block bouncing on a floor", function()
     end)
   end
 end)
+
+describe("determinism", function()
+  it("gives bit-identical states and gradients with 1 and 2 threads", function()
+    local G = require "tests._grad"
+    local out = {}
+    for _, threads in ipairs { 1, 2 } do
+      local w, s0 = G.scene { dim = 3, bc = "friction", threads = threads }
+      local P = G.problem(w, s0, 60)
+      local L = P.loss()
+      local g = P.backward()
+      out[threads] = { L = L, g = g, x = P.memo.state:get("x", 7) }
+    end
+    local same = out[1].L == out[2].L and out[1].x[1] == out[2].x[1]
+    local ndiff = 0
+    for _, kind in ipairs { "x", "v", "C", "F", "E", "nu", "mass", "vol0" } do
+      for i, a in pairs(out[1].g[kind]) do if a ~= out[2].g[kind][i] then ndiff = ndiff + 1 end end
+    end
+    print(string.format("  loss 1 thread %.17g, 2 threads %.17g; differing gradient entries: %d", out[1].L, out[2].L,
+      ndiff))
+    assert.is_true(same)
+    assert.are.equal(0, ndiff)
+  end)
+end)

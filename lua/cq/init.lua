@@ -188,6 +188,16 @@ function World:fill(name, value, first, last)
   end
 end
 
+--- Sets E and nu from Lame parameters mu (> 0) and lambda (> -2/3 mu) for particles first..last:
+--- E = mu (3 lambda + 2 mu) / (lambda + mu), nu = lambda / (2 (lambda + mu)). (DiffTaichi scripts set mu, lambda.)
+function World:fill_lame(mu, lambda, first, last)
+  local where = "world:fill_lame"
+  check.number(where, "mu", mu, 0, math.huge, { open_lo = true })
+  check.number(where, "lambda", lambda, -2 / 3 * mu, math.huge, { open_lo = true })
+  self:fill("E", mu * (3 * lambda + 2 * mu) / (lambda + mu), first, last)
+  self:fill("nu", lambda / (2 * (lambda + mu)), first, last)
+end
+
 function World:release()
   for m in pairs(self._memos or {}) do m:release() end
   if self._h ~= nil then
