@@ -24,15 +24,19 @@ CQ_HD void CQ_D(stencil)(const cq_substep* c, const cq_real xp[D], CQ_D(cqi_sten
   }
 }
 
-/* Node o (0..3^D-1) of the stencil: its grid index, weight, weight gradient and dpos = x_i - x_p. */
-CQ_HD long CQ_D(stencil_node)(const cq_substep* c, const CQ_D(cqi_stencil) * s, int o, cq_real* w, cq_real gw[D],
-                              cq_real dpos[D]) {
-  int off[D];
-#if D == 2
-  off[0] = o / 3; off[1] = o % 3;
-#else
-  off[0] = o / 9; off[1] = (o / 3) % 3; off[2] = o % 3;
+#ifndef CQI_FOR_STENCIL
+/* Loops over the 3^D stencil nodes with off[a] = the node's offset along axis a. The bounds are constants, so the
+ * compiler unrolls the loops and the offsets become constants in every node's code (no index decoding). */
+#define CQI_FOR_STENCIL(off)                                              \
+  for (int cqi_o0 = 0; cqi_o0 < 3; cqi_o0++)                              \
+    for (int cqi_o1 = 0; cqi_o1 < 3; cqi_o1++)                            \
+      for (int cqi_o2 = 0; cqi_o2 < (D == 3 ? 3 : 1); cqi_o2++)           \
+        for (int off[3] = {cqi_o0, cqi_o1, cqi_o2}, cqi_once = 1; cqi_once; cqi_once = 0)
 #endif
+
+/* Stencil node at offset off[]: its grid index, weight, weight gradient and dpos = x_i - x_p. */
+CQ_HD long CQ_D(stencil_node)(const cq_substep* c, const CQ_D(cqi_stencil) * s, const int off[3], cq_real* w,
+                              cq_real gw[D], cq_real dpos[D]) {
   cq_real ww = 1;
   long idx = 0;
   for (int a = 0; a < D; a++) {

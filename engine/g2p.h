@@ -9,9 +9,9 @@ CQ_HD void CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real*
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, x, &st);
-  for (int o = 0; o < CQ_NN; o++) {
+  CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     const cq_real* vi = gridv + node * (D + 1);
     for (int a = 0; a < D; a++) {
       v[a] += w * vi[a];
@@ -51,9 +51,9 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, cons
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) Cn[a][b] = Cnext[(a * D + b) * n + p];
   } else {
-    for (int o = 0; o < CQ_NN; o++) {
+    CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];
-      long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+      long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
       const cq_real* vi = gridv + node * (D + 1);
       for (int a = 0; a < D; a++)
         for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
@@ -80,9 +80,9 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, cons
       for (int k = 0; k < D; k++) t += c->dt * Cn[k][a] * gF1[k][b];
       g0->F[(a * D + b) * n + p] = t;
     }
-  for (int o = 0; o < CQ_NN; o++) {
+  CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     const cq_real* vi = gridv + node * (D + 1);
     cq_real* ai = adj + node * (D + 1);
     cq_real dv = 0; /* dL/dw through v and C */

@@ -76,9 +76,9 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D];
   for (int a = 0; a < D; a++) mv[a] = q.m * q.v[a] + c->dt * q.f[a]; /* eq. 16: force impulse */
-  for (int o = 0; o < CQ_NN; o++) {
+  CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     cq_real* g = grid + node * (D + 1);
     for (int a = 0; a < D; a++) {
       cq_real t = mv[a];
@@ -103,9 +103,9 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};
   for (int a = 0; a < D; a++) mv[a] = q.m * q.v[a] + c->dt * q.f[a];
-  for (int o = 0; o < CQ_NN; o++) {
+  CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, o, &w, gw, dpos);
+    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     const cq_real* g = adj + node * (D + 1);
     cq_real contrib = q.m * g[D]; /* d(node mass)/dw */
     for (int a = 0; a < D; a++) {
