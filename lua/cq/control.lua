@@ -1,0 +1,147 @@
+-- Observers (state -> observation vector) and controllers (observation -> actuation in [-1, 1]), as functions
+-- recorded on a cq.tape so closed-loop gradients flow from the actuation back into parameters and state.
+local tape = require "cq.tape"
+local check = require "cq._check"
+
+local M = {}
+
+---------------------------------------------------------------- observers
+--- Centroid observer (seed 000 sec. 4): mean position (and optionally velocity) of each particle group.
+--- groups = { {p1, p2, ...}, ... } (1-based particle indices); fields = {"x"} or {"x", "v"}.
+function M.centroid_observer(opts)
+  check.options("cq.centroid_observer", opts, { groups = true, fields = true })
+  local groups, fields = opts.groups, opts.fields or { "x", "v" }
+  if type(groups) ~= "table" or #groups == 0 then
+    check.fail("cq.centroid_observer", "groups must be a non-empty list of particle index lists", groups)
+  end
+  return {
+    size = function(dim) return #groups * #fields * dim end,
+    observe = function(_, t, state)
+      local parts = {}
+      for _, g in ipairs(groups) do
+        for _, f in ipairs(fields) do parts[#parts + 1] = t:centroid(state, f, g) end
+      end
+      return t:concat(parts)
+    end,
+  }
+end
+
+--- k-means clusters of the rest positions (deterministic Lloyd iterations from evenly spaced seeds), returned as
+--- lists of particle indices: the "automatically segmented" groups of the centroid observer.
+function M.kmeans_groups(state, k, particles, iterations)
+  local n, dim = state.n, state.dim
+  particles = particles or {}
+  if #particles == 0 then for p = 1, n do particles[p] = p end end
+  local centers = {}
+  for c = 1, k do centers[c] = state:get("x", particles[math.floor((c - 0.5) * #particles / k) + 1]) end
+  local assign = {}
+  for _ = 1, iterations or 20 do
+    for i, p in ipairs(particles) do
+      local x, best, bd = state:get("x", p), 1, math.huge
+      for c = 1, k do
+        local d = 0
+        for a = 1, dim do d = d + (x[a] - centers[c][a]) ^ 2 end
+        if d < bd then best, bd = c, d end
+      end
+      assign[i] = best
+    end
+    local sums, counts = {}, {}
+    for c = 1, k do sums[c], counts[c] = {}, 0 for a = 1, dim do sums[c][a] = 0 end end
+    for i, p in ipairs(particles) do
+      local c, x = assign[i], state:get("x", p)
+      counts[c] = counts[c] + 1
+      for a = 1, dim do sums[c][a] = sums[c][a] + x[a] end
+    end
+    for c = 1, k do if counts[c] > 0 then for a = 1, dim do centers[c][a] = sums[c][a] / counts[c] end end end
+  end
+  local groups = {}
+  for c = 1, k do groups[c] = {} end
+  for i, p in ipairs(particles) do table.insert(groups[assign[i]], p) end
+  local out = {}
+  for c = 1, k do if #groups[c] > 0 then out[#out + 1] = groups[c] end end
+  return out
+end
+
+---------------------------------------------------------------- controllers
+local function randn(rng)
+  return math.sqrt(-2 * math.log(1 - rng())) * math.cos(2 * math.pi * rng())
+end
+
+--- Multi-layer perceptron controller: hidden layers (default 64, 64) with ReLU or tanh, tanh output.
+--- opts: inputs, outputs, hidden, activation ("relu" | "tanh"), seed, scale (initial weight scale factor).
+function M.mlp(opts)
+  local where = "cq.mlp"
+  check.options(where, opts, { inputs = true, outputs = true, hidden = true, activation = true, seed = true, scale = true })
+  local inputs = check.integer(where, "inputs", opts.inputs, 1)
+  local outputs = check.integer(where, "outputs", opts.outputs, 1)
+  local hidden = opts.hidden or { 64, 64 }
+  local act = opts.activation or "relu"
+  check.oneof(where, "activation", act, { "relu", "tanh" })
+  local seed = opts.seed or 1
+  local rng = function() seed = (seed * 1103515245 + 12345) % 2147483648 return seed / 2147483648 end
+  local sizes = { inputs }
+  for _, h in ipairs(hidden) do sizes[#sizes + 1] = check.integer(where, "hidden size", h, 1) end
+  sizes[#sizes + 1] = outputs
+  local layers, params = {}, {}
+  for l = 1, #sizes - 1 do
+    local fan_in, fan_out = sizes[l], sizes[l + 1]
+    local s = (opts.scale or 1) * math.sqrt(2 / (fan_in + fan_out)) -- Glorot
+    local W = tape.param(fan_in * fan_out, function() return s * randn(rng) end, fan_out)
+    local b = tape.param(fan_out, 0)
+    layers[l] = { W = W, b = b }
+    params[#params + 1] = W
+    params[#params + 1] = b
+  end
+  return {
+    params = params,
+    act = function(_, t, obs)
+      local h = obs
+      for l, L in ipairs(layers) do
+        h = t:add(t:matvec(L.W, h), L.b)
+        if l < #layers then h = act == "relu" and t:relu(h) or t:tanh(h) else h = t:tanh(h) end
+      end
+      return h
+    end,
+  }
+end
+
+--- Open-loop controller: one trainable actuation vector per control step (ignores the observation).
+function M.open_loop(opts)
+  local where = "cq.open_loop"
+  check.options(where, opts, { steps = true, outputs = true, init = true })
+  local steps = check.integer(where, "steps", opts.steps, 1)
+  local outputs = check.integer(where, "outputs", opts.outputs, 1)
+  local u = tape.param(steps * outputs, opts.init or 0)
+  return {
+    params = { u },
+    act = function(_, t, _, k) -- k: 0-based control step
+      local y = t:const(outputs)
+      for i = 0, outputs - 1 do y.v[i] = u.v[k * outputs + i] end
+      y.back = function(y) for i = 0, outputs - 1 do u.g[k * outputs + i] = u.g[k * outputs + i] + y.g[i] end end
+      return y
+    end,
+  }
+end
+
+--- DiffTaichi's sine controller: u_i = tanh(sum_j W_ij sin(omega t + 2 pi j / waves) + b_i), t = k dt.
+function M.sine(opts)
+  local where = "cq.sine"
+  check.options(where, opts, { outputs = true, waves = true, omega = true, dt = true, seed = true })
+  local outputs = check.integer(where, "outputs", opts.outputs, 1)
+  local waves, omega = opts.waves or 4, opts.omega or 20
+  local dt = check.number(where, "dt", opts.dt, 0, math.huge, { open_lo = true })
+  local seed = opts.seed or 1
+  local rng = function() seed = (seed * 1103515245 + 12345) % 2147483648 return seed / 2147483648 end
+  local W = tape.param(outputs * waves, function() return 0.01 * randn(rng) end, outputs)
+  local b = tape.param(outputs, 0)
+  return {
+    params = { W, b },
+    act = function(_, t, _, k)
+      local phase = {}
+      for j = 1, waves do phase[j] = math.sin(omega * k * dt + 2 * math.pi * (j - 1) / waves) end
+      return t:tanh(t:add(t:matvec(W, t:const(phase)), b))
+    end,
+  }
+end
+
+return M
