@@ -15,3 +15,13 @@ describe("examples/walker2d.lua", function()
     assert.is_true(r.final < r.initial - 0.01)
   end)
 end)
+
+describe("examples/biped2d.lua", function()
+  it("four Adam iterations of the closed-loop MLP move the biped forward", function()
+    local log = run_example("examples/biped2d.lua", { "4" })
+    print(string.format("  biped2d: distance %.4f -> %.4f, loss %.5f -> %.5f", log.first.distance, log.last.distance,
+      log.first.loss, log.last.loss))
+    assert.is_true(log.last.loss < log.first.loss - 0.005)
+    assert.is_true(log.last.distance > log.first.distance + 0.005)
+  end)
+end)

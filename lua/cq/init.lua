@@ -382,6 +382,19 @@ function Memo:release()
   end
 end
 
+-- The robotics layer (loaded on first use so the low-level layer stays light).
+local lazy = { robot = function() return require("cq.robot").new end,
+  tape = function() return require "cq.tape" end,
+  control = function() return require "cq.control" end,
+  rollout = function() return require("cq.rollout").new end,
+  objectives = function() return require "cq.objectives" end,
+  optim = function() return require "cq.optim" end,
+  log = function() return require "cq.log" end }
+setmetatable(M, { __index = function(t, k)
+  local f = lazy[k]
+  if f then local v = f(); rawset(t, k, v); return v end
+end })
+
 M.fields = function(precision) return { state = fields(C.lib(precision or "f64"), 0), param = fields(C.lib(precision or "f64"), 1) } end
 
 return M

@@ -1,0 +1,140 @@
+-- Robots built from particle groups (boxes now; images and meshes later through the same group interface), with
+-- per-group materials and actuators. robot:world{...} creates the cq.world and the initial state.
+local cq = require "cq"
+local check = require "cq._check"
+
+local M = {}
+local Robot = {}
+Robot.__index = Robot
+
+--- cq.robot{ dim = 2 | 3 }
+function M.new(opts)
+  opts = opts or {}
+  check.options("cq.robot", opts, { dim = true })
+  local dim = check.integer("cq.robot", "dim", opts.dim or 2, 2, 3)
+  return setmetatable({ dim = dim, x = {}, v = {}, vol = {}, mat = {}, groups = {}, actuators = {}, act_of = {} }, Robot)
+end
+
+local MATERIAL_KEYS = { model = true, E = true, nu = true, density = true, inc_p = true }
+
+-- Fills defaults and checks a material table: model, E (> 0), nu (-1, 0.5), density (> 0), inc_p (0 or >= 2).
+local function material(where, m)
+  m = m or {}
+  check.options(where .. ".material", m, MATERIAL_KEYS)
+  local out = { model = m.model or "neohookean", E = m.E or 10, nu = m.nu or 0.3, density = m.density or 1,
+    inc_p = m.inc_p or 0 }
+  check.oneof(where, "material.model", out.model, { "neohookean", "corotated" })
+  check.number(where, "material.E", out.E, 0, math.huge, { open_lo = true })
+  check.number(where, "material.nu", out.nu, -1, 0.5, { open_lo = true, open_hi = true })
+  check.number(where, "material.density", out.density, 0, math.huge, { open_lo = true })
+  if out.inc_p ~= 0 then check.number(where, "material.inc_p", out.inc_p, 2, math.huge) end
+  return out
+end
+
+--- Adds a box of particles on a regular lattice: offset (lower corner), size, spacing (default 1/128) or
+--- count = particles per axis; material; velocity. Returns the group {first, last, particles = {...}}.
+function Robot:box(opts)
+  local where = "robot:box"
+  check.options(where, opts, { offset = true, size = true, spacing = true, count = true, material = true,
+    velocity = true, name = true })
+  local dim = self.dim
+  check.vector(where, "offset", opts.offset, dim)
+  check.vector(where, "size", opts.size, dim)
+  local count = {}
+  for a = 1, dim do
+    check.number(where, "size[" .. a .. "]", opts.size[a], 0, math.huge, { open_lo = true })
+    if opts.count then
+      count[a] = check.integer(where, "count[" .. a .. "]", opts.count[a], 1)
+    else
+      local h = check.number(where, "spacing", opts.spacing or 1 / 128, 0, math.huge, { open_lo = true })
+      count[a] = math.max(1, math.floor(opts.size[a] / h + 0.5))
+    end
+  end
+  local ok, mat = pcall(material, where, opts.material)
+  if not ok then error((tostring(mat):gsub("^[^:]*:%d+: ", "")), 2) end
+  local vel = opts.velocity or {}
+  local cell = 1
+  for a = 1, dim do cell = cell * opts.size[a] / count[a] end
+  local g = { first = #self.x + 1, particles = {}, name = opts.name, material = mat }
+  local idx = {}
+  local function place(a)
+    if a > dim then
+      local x = {}
+      for b = 1, dim do x[b] = opts.offset[b] + (idx[b] + 0.5) * opts.size[b] / count[b] end
+      self.x[#self.x + 1] = x
+      self.v[#self.v + 1] = vel
+      self.vol[#self.vol + 1] = cell
+      self.mat[#self.mat + 1] = mat
+      g.particles[#g.particles + 1] = #self.x
+      return
+    end
+    for i = 0, count[a] - 1 do idx[a] = i; place(a + 1) end
+  end
+  place(1)
+  g.last = #self.x
+  self.groups[#self.groups + 1] = g
+  return g
+end
+
+--- Pressure (stress) actuator on groups: along axis (1..dim) or isotropic (axis = "isotropic"), actuation in
+--- [-1, 1] scaled by max: material-space stress diag(max * u * e_axis) (seed 000 eq. 15). Returns its index.
+function Robot:pressure_actuator(opts)
+  local where = "robot:pressure_actuator"
+  check.options(where, opts, { groups = true, axis = true, max = true })
+  if type(opts.groups) ~= "table" or #opts.groups == 0 then
+    check.fail(where, "groups must be a non-empty list of groups from robot:box", opts.groups)
+  end
+  local axis = opts.axis or 2
+  local dir = {}
+  if axis == "isotropic" then
+    for a = 1, self.dim do dir[a] = 1 end
+  else
+    check.integer(where, "axis", axis, 1, self.dim)
+    for a = 1, self.dim do dir[a] = a == axis and 1 or 0 end
+  end
+  local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
+  for a = 1, self.dim do dir[a] = dir[a] * max end
+  local id = #self.actuators + 1
+  self.actuators[id] = { kind = "stress", axis = dir, groups = opts.groups }
+  for _, g in ipairs(opts.groups) do
+    for _, p in ipairs(g.particles) do
+      if self.act_of[p] then check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p], id) end
+      self.act_of[p] = id
+    end
+  end
+  return id
+end
+
+--- Creates the world for this robot (options of cq.world except n and actuators) and its initial state.
+function Robot:world(opts)
+  opts = opts or {}
+  if #self.x == 0 then error("robot:world: the robot has no particles (add groups with robot:box)", 2) end
+  local wopts = {}
+  for k, v in pairs(opts) do wopts[k] = v end
+  wopts.dim, wopts.n, wopts.actuators = self.dim, #self.x, #self.actuators
+  local w = cq.world(wopts)
+  local P = w.params
+  for p = 1, w.n do
+    local m = self.mat[p]
+    P.E[p - 1], P.nu[p - 1], P.inc_p[p - 1] = m.E, m.nu, m.inc_p
+    P.material[p - 1] = cq.MATERIAL[m.model]
+    P.vol0[p - 1] = self.vol[p]
+    P.mass[p - 1] = m.density * self.vol[p]
+    local a = self.act_of[p]
+    P.act_id[p - 1] = a and a - 1 or -1
+    if a then for d = 1, self.dim do P.act_axis[(d - 1) * w.n + p - 1] = self.actuators[a].axis[d] end end
+  end
+  for i, a in ipairs(self.actuators) do w:set_actuator(i, a.kind) end
+  w:commit()
+  local s = w:state()
+  for p = 1, w.n do
+    s:set("x", p, self.x[p])
+    if #self.v[p] > 0 then s:set("v", p, self.v[p]) end
+  end
+  return w, s
+end
+
+--- Number of particles so far.
+function Robot:size() return #self.x end
+
+return M
