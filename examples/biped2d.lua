@@ -1,7 +1,8 @@
 -- Seed 000 Appendix C: a 2D biped of 8 blocks with 4 pressure actuators (max 2) learns to walk with a closed-loop
--- MLP controller. Usage: cqlua examples/biped2d.lua [iterations=100] [spacing=1/128]
+-- MLP controller. Usage: cqlua examples/biped2d.lua [iterations=100] [spacing=1/128] [learning rate=1e-2]
 local cq = require "cq"
 local iters, spacing = tonumber(arg and arg[1]) or 100, tonumber(arg and arg[2]) or 1 / 128
+local lr = tonumber(arg and arg[3]) or 1e-2
 local T, dt, substeps = 200, 0.02, 10                              -- 4 s of control at 50 Hz, 10 substeps each
 
 -- Geometry: leg width/height 0.1, body 0.3 x 0.1; the four half-legs are actuated.
@@ -27,7 +28,7 @@ local controller = cq.control.mlp { inputs = observer.size(2), outputs = 4, hidd
 local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, observer = observer, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-8 } } }
-local opt = cq.optim.adam { params = controller.params, lr = 1e-2 }
+local opt = cq.optim.adam { params = controller.params, lr = lr }
 
 local log = require("cq.log").new("biped2d", { "iteration", "loss", "distance", "grad_norm", "seconds" })
 local x0 = s0:mean("x")[1]

@@ -18,7 +18,7 @@ end)
 
 describe("examples/biped2d.lua", function()
   it("four Adam iterations of the closed-loop MLP move the biped forward", function()
-    local log = run_example("examples/biped2d.lua", { "4" })
+    local log = run_example("examples/biped2d.lua", { "4", tostring(1 / 128), "1e-3" })
     print(string.format("  biped2d: distance %.4f -> %.4f, loss %.5f -> %.5f", log.first.distance, log.last.distance,
       log.first.loss, log.last.loss))
     assert.is_true(log.last.loss < log.first.loss - 0.005)
