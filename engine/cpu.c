@@ -19,9 +19,9 @@ int cqi_cpu_substep(cq_world* w, cq_particles* s, const cq_real* u, long substep
 
 int cqi_cpu_substep_adj(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u, long substep,
                         const cq_particles* g1, cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                        cq_real* gnu, double* gu) {
+                        cq_real* gnu, double* gu, cq_real* gfuser) {
   int st = cqi_alloc_backward(w);
   if (st != CQ_OK) return st;
-  return w->dim == 2 ? cpu_substep_adj_2(w, s, s1, u, substep, g1, g0, gmass, gvol0, gE, gnu, gu)
-                     : cpu_substep_adj_3(w, s, s1, u, substep, g1, g0, gmass, gvol0, gE, gnu, gu);
+  return w->dim == 2 ? cpu_substep_adj_2(w, s, s1, u, substep, g1, g0, gmass, gvol0, gE, gnu, gu, gfuser)
+                     : cpu_substep_adj_3(w, s, s1, u, substep, g1, g0, gmass, gvol0, gE, gnu, gu, gfuser);
 }

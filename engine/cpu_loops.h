@@ -119,11 +119,24 @@ static void CQ_D(cpu_grid)(cq_world* w, const cq_substep* c, const cq_real* mp, 
   CQI_FOR_REGION(w, *c, { CQ_D(grid_node)(c, node, i, mp + node * (D + 1), v + node * (D + 1)); })
 }
 
+/* Extra particle forces of this substep: the control step's user force plus cable forces (eqs. 16-17), or NULL
+ * when there are none. Cables run serially: they are few, and a fixed order keeps results deterministic. */
+static const cq_real* CQ_D(cpu_fext)(cq_world* w, const cq_particles* s, const cq_real* u) {
+  if (w->n_cables == 0 && !w->fuser) return NULL;
+  size_t len = sizeof(cq_real) * (size_t)s->n * D;
+  if (w->fuser) memcpy(w->fext, w->fuser, len);
+  else memset(w->fext, 0, len);
+  for (int k = 0; k < w->n_cables; k++)
+    CQ_D(cable_forces)(&w->cables[k], w->cable_idx, s->x, s->n, u[w->cables[k].act], w->fext);
+  return w->fext;
+}
+
 static int CQ_D(cpu_substep)(cq_world* w, cq_particles* s, const cq_real* u, long substep) {
   int st = CQ_D(cpu_prepare)(w, s, substep);
   if (st != CQ_OK) return st;
   cq_substep c = cqi_substep_ctx(w, substep);
   cq_params m = cqi_params(w);
+  m.fext = CQ_D(cpu_fext)(w, s, u);
   CQ_D(cpu_clear)(w, &c, w->grid);
   CQ_D(cpu_p2g)(w, &c, s, &m, u, w->grid, NULL);
   CQ_D(cpu_grid)(w, &c, w->grid, w->grid); /* in place: momentum -> velocity */
@@ -133,15 +146,17 @@ static int CQ_D(cpu_substep)(cq_world* w, cq_particles* s, const cq_real* u, lon
 }
 
 /* Adjoint of one substep: s is the state before it (unchanged), s1 the state after it (for C^{n+1}; may be NULL),
- * g1 = dL/d(state after), g0 = dL/d(state before) (overwritten). Parameter gradients and gu (per actuator) are
- * accumulated. */
+ * g1 = dL/d(state after), g0 = dL/d(state before) (overwritten). Parameter gradients, gu (per actuator) and
+ * gfuser (dL/d user force, may be NULL) are accumulated. */
 static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u,
                                  long substep, const cq_particles* g1, cq_particles* g0, cq_real* gmass,
-                                 cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu) {
+                                 cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu, cq_real* gfuser) {
   int st = CQ_D(cpu_prepare)(w, s, substep);
   if (st != CQ_OK) return st;
   cq_substep c = cqi_substep_ctx(w, substep);
   cq_params m = cqi_params(w);
+  m.fext = CQ_D(cpu_fext)(w, s, u);
+  cq_real* gfext = m.fext ? w->gfext : NULL;
   /* recompute the forward grid */
   CQ_D(cpu_clear)(w, &c, w->grid);
   CQ_D(cpu_p2g)(w, &c, s, &m, u, w->grid, w->p2g_cache);
@@ -159,10 +174,18 @@ static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_pa
   /* P2G adjoint: grid -> particles (gather) */
 #pragma omp parallel for schedule(static) num_threads(cqi_threads(w))
   for (int p = 0; p < s->n; p++)
-    CQ_D(p2g_adj)(&c, s, &m, u, p, w->grid_adj, g0, gmass, gvol0, gE, gnu, w->gact, w->p2g_cache);
+    CQ_D(p2g_adj)(&c, s, &m, u, p, w->grid_adj, g0, gmass, gvol0, gE, gnu, w->gact, gfext, w->p2g_cache);
   if (w->n_act > 0)
     for (int p = 0; p < s->n; p++) /* serial: a fixed summation order per actuator */
       if (w->act_id[p] >= 0) gu[w->act_id[p]] += w->gact[p];
+  if (gfext) {
+    for (int k = 0; k < w->n_cables; k++) {
+      const cq_cable* cb = &w->cables[k];
+      gu[cb->act] += CQ_D(cable_forces_adj)(cb, w->cable_idx, s->x, s->n, u[cb->act], gfext, g0->x);
+    }
+    if (gfuser)
+      for (long i = 0; i < (long)s->n * D; i++) gfuser[i] += gfext[i];
+  }
   return CQ_OK;
 }
 #undef CQI_SLAB

@@ -51,6 +51,11 @@ void* cq_world_param(cq_world* w, const char* name);   /* per-particle parameter
 int cq_world_set_actuator(cq_world* w, int a, int kind); /* actuator a is CQ_ACT_STRESS (0) or CQ_ACT_FORCE (1) */
 /* Explicit node boundary conditions (terrain): nodes[k] is a flat node index, normals[3k..] its unit normal. */
 int cq_world_set_node_bcs(cq_world* w, int count, const int* nodes, const double* normals, int type, double friction);
+/* Cable (seed 000 eq. 17) through particles[0..count) (0-based, in order), stiffness k, rest length (length at
+ * u = 1), driven by actuator `actuator`, whose kind must be CQ_ACT_CABLE (2). */
+int cq_world_add_cable(cq_world* w, int actuator, int count, const int* particles, double k, double rest);
+/* Lets memos record a per-particle force per control step (Lua actuators); must precede cq_memo_create. */
+int cq_world_enable_user_forces(cq_world* w);
 int cq_world_commit(cq_world* w);        /* validates parameters (E, nu, mass, dt vs. stability limit, ...) */
 double cq_world_stable_dt(const cq_world* w); /* dx / max wave speed over particles (needs parameters set) */
 int cq_world_set_threads(cq_world* w, int threads);
@@ -69,6 +74,8 @@ int cq_state_copy(cq_state* dst, const cq_state* src);
 /* One control step = world substeps with actuation u[n_actuators] held fixed. Detects blow-ups and particles
  * leaving the grid; on error the state is left at the failing substep. */
 int cq_step(cq_world* w, cq_state* s, const double* u);
+/* Same, with an extra per-particle force force[D][n] (component-major, may be NULL) held over the substeps. */
+int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force);
 
 /* Recording for gradients. checkpoint_every = substeps between stored states: 1 = store every substep (full
  * memory), K = one state every K substeps (sqrt(N) is optimal), 0 = auto: every substep if that fits in 256 MiB,
@@ -77,6 +84,8 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every);
 void cq_memo_free(cq_memo* m);
 int cq_memo_begin(cq_memo* m, const cq_state* s0);  /* records s0 as the initial state; discards earlier steps */
 int cq_memo_step(cq_memo* m, const double* u);      /* one control step from the current state, recorded */
+/* Same with a per-particle force [D][n] for this control step (needs cq_world_enable_user_forces). */
+int cq_memo_step_force(cq_memo* m, const double* u, const double* force);
 cq_state* cq_memo_state(cq_memo* m);                /* current (latest) state of the recording */
 int cq_memo_steps(const cq_memo* m);                /* control steps recorded */
 int cq_memo_stored_states(const cq_memo* m);        /* states held in memory (checkpoints + one segment) */
@@ -92,6 +101,7 @@ int cq_memo_position(const cq_memo* m);      /* current backward position k */
 cq_state* cq_memo_backward_state(cq_memo* m); /* the (recomputed) state at the current backward position */
 int cq_memo_backward(cq_memo* m);            /* all remaining backward steps */
 double* cq_memo_grad_act(cq_memo* m);        /* dL/du, [steps][n_actuators] */
+void* cq_memo_grad_force(cq_memo* m);        /* dL/d(user force) of the control step at the current position */
 void* cq_memo_grad_param(cq_memo* m, const char* name); /* dL/d(mass|vol0|E|nu) per particle (cq_real) */
 
 #ifdef __cplusplus

@@ -23,6 +23,15 @@ struct cq_world {
 #undef X
   uint8_t* act_kind;            /* [n_act] */
   cq_real* ureal;               /* [n_act] actuation of the current control step in working precision */
+  cq_cable* cables;             /* [n_cables] */
+  int n_cables;
+  int32_t* cable_idx;           /* particle indices of all cables, concatenated */
+  int n_cable_idx;
+  int user_forces;              /* 1 when Lua actuators give per-particle forces each control step */
+  const cq_real* fuser;         /* [D][n] user force of the current control step, or NULL */
+  cq_real* fuser_buf;           /* [D][n] working-precision copy of cq_step_force's force */
+  cq_real* fext;                /* [D][n] extra particle forces of the current substep (cables + user) */
+  cq_real* gfext;               /* [D][n] dL/d(extra particle forces) of the current substep (backward) */
   int32_t* node_bc_index;       /* [n_nodes] or NULL */
   cq_bc* node_bcs;              /* [n_node_bcs] */
   int n_node_bcs;
@@ -50,7 +59,7 @@ int cqi_alloc_backward(cq_world* w);
 int cqi_cpu_substep(cq_world* w, cq_particles* s, const cq_real* u, long substep);
 int cqi_cpu_substep_adj(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u, long substep,
                         const cq_particles* g1, cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                        cq_real* gnu, double* gu);
+                        cq_real* gnu, double* gu, cq_real* gfuser);
 
 cq_state* cqi_state_alloc(int dim, int n);
 #endif

@@ -5,8 +5,16 @@
 
 /* Boundary condition types (seed 000 sec. 3.2). FRICTION with an infinite coefficient is "no slip while in contact". */
 enum { CQ_BC_NONE = 0, CQ_BC_STICKY = 1, CQ_BC_SLIP = 2, CQ_BC_SEPARATE = 3, CQ_BC_FRICTION = 4 };
-/* Actuator kinds: stress (seed 000 eq. 15) or force (eq. 16). */
-enum { CQ_ACT_STRESS = 0, CQ_ACT_FORCE = 1 };
+/* Actuator kinds: stress (seed 000 eq. 15), force (eq. 16) or cable (eq. 17, forces from the cable energy). */
+enum { CQ_ACT_STRESS = 0, CQ_ACT_FORCE = 1, CQ_ACT_CABLE = 2 };
+
+/* One cable: particles idx[first .. first+count) in order, stiffness k, rest length, driven by actuator act. */
+typedef struct cq_cable {
+  int first, count; /* range in the cable particle index list */
+  int act;          /* actuator index */
+  cq_real k;        /* stiffness (force/length) */
+  cq_real rest;     /* rest length R: the cable length at u = 1 */
+} cq_cable;
 
 /* Particle state, structure of arrays, component-major: x[c * n + p], C[(a * D + b) * n + p]. */
 typedef struct cq_particles {
@@ -27,7 +35,8 @@ typedef struct cq_params {
   const cq_real* act_axis; /* [D][n] actuation axis: stress diag (material space) or force direction */
   const uint8_t* material; /* [n] CQ_COROTATED / CQ_NEOHOOKEAN */
   const int32_t* act_id;   /* [n] actuator index, -1 = none */
-  const uint8_t* act_kind; /* [n_act] CQ_ACT_STRESS / CQ_ACT_FORCE */
+  const uint8_t* act_kind; /* [n_act] CQ_ACT_STRESS / CQ_ACT_FORCE / CQ_ACT_CABLE */
+  const cq_real* fext;     /* [D][n] extra particle forces of this substep (cables, Lua actuators), or NULL */
 } cq_params;
 
 /* One boundary region: a wall slab of the domain or an explicit node set; velocity is the wall's at this substep. */

@@ -13,6 +13,7 @@
 #include "grid.h"
 #include "p2g.h"
 #include "g2p.h"
+#include "cable.h"
 #undef CQ_NN
 #undef D
 
@@ -24,6 +25,7 @@
 #include "grid.h"
 #include "p2g.h"
 #include "g2p.h"
+#include "cable.h"
 #undef CQ_NN
 #undef D
 #endif

@@ -23,6 +23,8 @@ struct cq_memo {
   long sub0;         /* absolute substep counter of the initial state (sets the time) */
   cq_state* cur;     /* working state of the forward recording */
   double* act;       /* [max_steps][n_act] recorded actuation */
+  cq_real* fuser;    /* [max_steps][D n] recorded user forces (worlds with user forces only) */
+  cq_real* gfuser;   /* [D n] dL/d(user force) of the control step at the backward position */
   /* backward */
   int pos;           /* backward position (control step) */
   cq_state* g_cur;   /* dL/d(state at pos) */
@@ -43,6 +45,8 @@ void cq_memo_free(cq_memo* m) {
   free(m->ckpt);
   free(m->seg);
   free(m->act);
+  free(m->fuser);
+  free(m->gfuser);
   free(m->gact);
   free(m->gmass);
   free(m->gvol0);
@@ -86,8 +90,12 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   m->gvol0 = calloc(w->n, sizeof(cq_real));
   m->gE = calloc(w->n, sizeof(cq_real));
   m->gnu = calloc(w->n, sizeof(cq_real));
+  if (w->user_forces) {
+    m->fuser = calloc((size_t)max_steps * w->n * w->dim, sizeof(cq_real));
+    m->gfuser = calloc((size_t)w->n * w->dim, sizeof(cq_real));
+  }
   if (!m->cur || !m->g_cur || !m->g_tmp || !m->bstate || !m->ckpt || (m->K > 1 && !m->seg) || !m->act || !m->gact ||
-      !m->gmass || !m->gvol0 || !m->gE || !m->gnu) {
+      !m->gmass || !m->gvol0 || !m->gE || !m->gnu || (w->user_forces && (!m->fuser || !m->gfuser))) {
     cq_memo_free(m);
     return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for a memo of %d steps", max_steps), NULL;
   }
@@ -124,11 +132,17 @@ void* cq_memo_grad_param(cq_memo* m, const char* name) {
   return NULL;
 }
 
+/* Makes control step `step`'s actuation (and user force) the world's current ones. */
 static void load_u(cq_memo* m, int step) {
   for (int a = 0; a < m->w->n_act; a++) m->w->ureal[a] = (cq_real)m->act[(long)step * m->w->n_act + a];
+  m->w->fuser = m->fuser ? m->fuser + (long)step * m->w->n * m->w->dim : NULL;
 }
 
-int cq_memo_step(cq_memo* m, const double* u) {
+void* cq_memo_grad_force(cq_memo* m) { return m->gfuser; }
+
+int cq_memo_step(cq_memo* m, const double* u) { return cq_memo_step_force(m, u, NULL); }
+
+int cq_memo_step_force(cq_memo* m, const double* u, const double* force) {
   cq_world* w = m->w;
   if (m->steps >= m->max_steps)
     return cqi_fail(w, CQ_ERR_STATE, "memo is full: it was created for %d steps", m->max_steps);
@@ -136,6 +150,15 @@ int cq_memo_step(cq_memo* m, const double* u) {
     double ua = u ? u[a] : 0;
     if (!isfinite(ua)) return cqi_fail(w, CQ_ERR_ARG, "step %d: actuation %d is not finite (%g)", m->steps, a + 1, ua);
     m->act[(long)m->steps * w->n_act + a] = ua;
+  }
+  if (force && !m->fuser)
+    return cqi_fail(w, CQ_ERR_STATE, "memo: per-particle forces need cq_world_enable_user_forces before the memo");
+  if (m->fuser) {
+    cq_real* f = m->fuser + (long)m->steps * w->n * w->dim;
+    for (long i = 0; i < (long)w->n * w->dim; i++) {
+      if (force && !isfinite(force[i])) return cqi_fail(w, CQ_ERR_ARG, "step %d: force entry %ld is not finite", m->steps, i);
+      f[i] = force ? (cq_real)force[i] : 0;
+    }
   }
   load_u(m, m->steps);
   m->seg_loaded = -1;
@@ -146,6 +169,7 @@ int cq_memo_step(cq_memo* m, const double* u) {
     if (st != CQ_OK) return st;
     m->cur->substep = m->sub0 + r + 1;
   }
+  w->fuser = NULL;
   m->steps++;
   return CQ_OK;
 }
@@ -193,6 +217,7 @@ int cq_memo_backward_step(cq_memo* m) {
   if (m->pos < 0) return cqi_fail(w, CQ_ERR_STATE, "backward_step: call backward_begin first");
   if (m->pos == 0) return cqi_fail(w, CQ_ERR_STATE, "backward: already at step 0 (call backward_begin to restart)");
   int k = m->pos - 1, st = CQ_OK;
+  if (m->gfuser) memset(m->gfuser, 0, sizeof(cq_real) * w->n * w->dim);
   for (long r = (long)(k + 1) * m->b - 1; r >= (long)k * m->b; r--) {
     cq_real* sblock = state_at(m, r, &st);
     if (!sblock) return st;
@@ -202,7 +227,7 @@ int cq_memo_backward_step(cq_memo* m) {
     cq_particles s = view_of(m, sblock), s1 = view_of(m, nblock);
     load_u(m, k);
     st = cqi_cpu_substep_adj(w, &s, &s1, w->ureal, m->sub0 + r, &m->g_cur->p, &m->g_tmp->p, m->gmass, m->gvol0,
-                             m->gE, m->gnu, m->gact + (long)k * w->n_act);
+                             m->gE, m->gnu, m->gact + (long)k * w->n_act, m->gfuser);
     if (st != CQ_OK) return st;
     cq_state* t = m->g_cur;
     m->g_cur = m->g_tmp;
@@ -213,6 +238,7 @@ int cq_memo_backward_step(cq_memo* m) {
     }
   }
   m->pos = k;
+  w->fuser = NULL;
   return CQ_OK;
 }
 

@@ -45,7 +45,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   cq_real ua = q->act >= 0 ? u[q->act] : 0;
   for (int a = 0; a < D; a++) {
     q->sig[a] = q->act_kind == CQ_ACT_STRESS ? ua * m->act_axis[a * n + p] : 0;
-    q->f[a] = q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0;
+    q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (m->fext ? m->fext[a * n + p] : 0);
   }
   if (cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
@@ -92,10 +92,11 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
 /* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p. cache (may be NULL) holds
  * the stresses stored by p2g of the same state.
  * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F, adds to the parameter gradients
- * (gmass, gvol0, gE, gnu) and writes the particle's actuation gradient gact[p] (dL/du of its actuator). */
+ * (gmass, gvol0, gE, gnu) and writes the particle's actuation gradient gact[p] (dL/du of its actuator) and, when
+ * gfext is non-NULL, dL/d(extra particle force) into gfext ([D][n]). */
 CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
                          const cq_real* adj, cq_particles* gs, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                         cq_real* gnu, cq_real* gact, const cq_real* cache) {
+                         cq_real* gnu, cq_real* gact, cq_real* gfext, const cq_real* cache) {
   int n = s->n;
   CQ_D(cqi_p2g) q;
   CQ_D(p2g_load)(c, s, m, u, p, &q, cache);
@@ -157,6 +158,8 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
   }
   gact[p] = ga;
+  if (gfext)
+    for (int a = 0; a < D; a++) gfext[a * n + p] = gf[a];
   CQ_D(material_P_vjp)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q.F, gP, gF, &gE[p], &gnu[p]);
   gmass[p] += gm;
   for (int a = 0; a < D; a++) {

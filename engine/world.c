@@ -85,11 +85,14 @@ cq_world* cq_world_create(const cq_world_desc* d, char* err, int errlen) {
 #undef X
   w->act_kind = calloc(w->n_act > 0 ? w->n_act : 1, 1);
   w->ureal = calloc(w->n_act > 0 ? w->n_act : 1, sizeof(cq_real));
+  w->fext = calloc((size_t)n * d->dim, sizeof(cq_real));
+  w->gfext = calloc((size_t)n * d->dim, sizeof(cq_real));
+  w->fuser_buf = calloc((size_t)n * d->dim, sizeof(cq_real));
   w->grid = malloc(sizeof(cq_real) * w->n_nodes * (d->dim + 1));
   w->perm = malloc(sizeof(int32_t) * n);
   w->base0 = malloc(sizeof(int32_t) * n);
   w->slab_start = malloc(sizeof(int32_t) * (d->res[0] + 2));
-  if (!ok || !w->act_kind || !w->ureal || !w->grid || !w->perm || !w->base0 || !w->slab_start) {
+  if (!ok || !w->act_kind || !w->ureal || !w->fext || !w->gfext || !w->fuser_buf || !w->grid || !w->perm || !w->base0 || !w->slab_start) {
     snprintf(err, errlen, "out of memory allocating a world with %d particles and %ld grid nodes", n, w->n_nodes);
     cq_world_free(w);
     return NULL;
@@ -114,6 +117,11 @@ void cq_world_free(cq_world* w) {
 #undef X
   free(w->act_kind);
   free(w->ureal);
+  free(w->fext);
+  free(w->gfext);
+  free(w->fuser_buf);
+  free(w->cables);
+  free(w->cable_idx);
   free(w->node_bc_index);
   free(w->node_bcs);
   free(w->grid);
@@ -155,9 +163,41 @@ int cq_field_info(int kind, int index, const char** name, int* type, int* shape,
 
 int cq_world_set_actuator(cq_world* w, int a, int kind) {
   if (a < 0 || a >= w->n_act) return cqi_fail(w, CQ_ERR_ARG, "actuator index must be in [0, %d) (got %d)", w->n_act, a);
-  if (kind != CQ_ACT_STRESS && kind != CQ_ACT_FORCE)
-    return cqi_fail(w, CQ_ERR_ARG, "actuator kind must be 0 (stress) or 1 (force) (got %d)", kind);
+  if (kind != CQ_ACT_STRESS && kind != CQ_ACT_FORCE && kind != CQ_ACT_CABLE)
+    return cqi_fail(w, CQ_ERR_ARG, "actuator kind must be 0 (stress), 1 (force) or 2 (cable) (got %d)", kind);
   w->act_kind[a] = (uint8_t)kind;
+  return CQ_OK;
+}
+
+int cq_world_add_cable(cq_world* w, int actuator, int count, const int* particles, double k, double rest) {
+  if (actuator < 0 || actuator >= w->n_act)
+    return cqi_fail(w, CQ_ERR_ARG, "cable: actuator must be in [0, %d) (got %d)", w->n_act, actuator);
+  if (w->act_kind[actuator] != CQ_ACT_CABLE)
+    return cqi_fail(w, CQ_ERR_ARG, "cable: actuator %d is not a cable actuator (set its kind to 2 first)", actuator);
+  if (count < 2) return cqi_fail(w, CQ_ERR_ARG, "cable: needs at least 2 particles (got %d)", count);
+  if (!(k >= 0) || !isfinite(k)) return cqi_fail(w, CQ_ERR_ARG, "cable: stiffness k must be >= 0 (got %g)", k);
+  if (!(rest >= 0) || !isfinite(rest)) return cqi_fail(w, CQ_ERR_ARG, "cable: rest length must be >= 0 (got %g)", rest);
+  for (int i = 0; i < count; i++)
+    if (particles[i] < 0 || particles[i] >= w->n)
+      return cqi_fail(w, CQ_ERR_ARG, "cable: particle index %d out of range [0, %d)", particles[i], w->n);
+  cq_cable* cb = realloc(w->cables, sizeof(cq_cable) * (w->n_cables + 1));
+  if (!cb) return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for cables");
+  w->cables = cb;
+  int32_t* ix = realloc(w->cable_idx, sizeof(int32_t) * (w->n_cable_idx + count));
+  if (!ix) return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for cables");
+  w->cable_idx = ix;
+  cq_cable* c = &w->cables[w->n_cables++];
+  c->first = w->n_cable_idx;
+  c->count = count;
+  c->act = actuator;
+  c->k = (cq_real)k;
+  c->rest = (cq_real)rest;
+  for (int i = 0; i < count; i++) w->cable_idx[w->n_cable_idx++] = particles[i];
+  return CQ_OK;
+}
+
+int cq_world_enable_user_forces(cq_world* w) {
+  w->user_forces = 1;
   return CQ_OK;
 }
 
@@ -248,7 +288,7 @@ int cq_world_commit(cq_world* w) {
 }
 
 cq_params cqi_params(const cq_world* w) {
-  cq_params m = {w->mass, w->vol0, w->E, w->nu, w->inc_p, w->act_axis, w->material, w->act_id, w->act_kind};
+  cq_params m = {w->mass, w->vol0, w->E, w->nu, w->inc_p, w->act_axis, w->material, w->act_id, w->act_kind, NULL};
   return m;
 }
 
@@ -343,14 +383,21 @@ int cq_state_copy(cq_state* dst, const cq_state* src) {
   return CQ_OK;
 }
 
-int cq_step(cq_world* w, cq_state* s, const double* u) {
+int cq_step(cq_world* w, cq_state* s, const double* u) { return cq_step_force(w, s, u, NULL); }
+
+int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force) {
   if (!w->committed) return cqi_fail(w, CQ_ERR_STATE, "cq_step: call cq_world_commit first");
   if (s->n != w->n || s->dim != w->dim) return cqi_fail(w, CQ_ERR_ARG, "cq_step: state does not belong to this world");
   for (int a = 0; a < w->n_act; a++) w->ureal[a] = (cq_real)(u ? u[a] : 0);
+  if (force) { /* held over the substeps */
+    for (long i = 0; i < (long)w->n * w->dim; i++) w->fuser_buf[i] = (cq_real)force[i];
+    w->fuser = w->fuser_buf;
+  }
   int st = CQ_OK;
   for (int b = 0; b < w->desc.substeps && st == CQ_OK; b++) {
     st = cqi_cpu_substep(w, &s->p, w->ureal, s->substep);
     if (st == CQ_OK) s->substep++;
   }
+  w->fuser = NULL;
   return st;
 }

@@ -9,7 +9,7 @@ local M = { _VERSION = "0.1.0" }
 local BC = { none = 0, sticky = 1, slip = 2, separate = 3, friction = 4 }
 M.BC = BC
 M.MATERIAL = { corotated = 0, neohookean = 1 }
-M.ACTUATOR = { stress = 0, force = 1 }
+M.ACTUATOR = { stress = 0, force = 1, cable = 2 }
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 
 local function fields(lib, kind)
@@ -132,10 +132,10 @@ function World:__tostring()
     self.precision)
 end
 
---- Sets actuator a (1-based) to kind "stress" or "force".
+--- Sets actuator a (1-based) to kind "stress", "force" or "cable".
 function World:set_actuator(a, kind)
   check.integer("world:set_actuator", "actuator", a, 1, self.n_actuators)
-  check.oneof("world:set_actuator", "kind", kind, { "stress", "force" })
+  check.oneof("world:set_actuator", "kind", kind, { "stress", "force", "cable" })
   self:_check(self._lib.cq_world_set_actuator(self:_handle(), a - 1, M.ACTUATOR[kind]), "world:set_actuator")
 end
 
@@ -154,6 +154,27 @@ function World:set_node_bcs(nodes, normals, spec)
   local t = spec.type or "sticky"
   if BC[t] == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
   self:_check(self._lib.cq_world_set_node_bcs(self:_handle(), count, ni, nn, BC[t], spec.friction or 0), where)
+end
+
+--- Cable (seed 000 eq. 17) through particles (1-based, in order) driven by cable actuator a (1-based): stiffness
+--- k, rest length = the cable length at u = 1 (contract-only: no force while slack).
+function World:add_cable(a, particles, k, rest)
+  local where = "world:add_cable"
+  check.integer(where, "actuator", a, 1, self.n_actuators)
+  if type(particles) ~= "table" or #particles < 2 then
+    check.fail(where, "particles must be a list of at least 2 particle indices", particles)
+  end
+  local idx = ffi.new("int[?]", #particles)
+  for i, p in ipairs(particles) do idx[i - 1] = check.integer(where, "particles[" .. i .. "]", p, 1, self.n) - 1 end
+  check.number(where, "k", k, 0, math.huge)
+  check.number(where, "rest", rest, 0, math.huge)
+  self:_check(self._lib.cq_world_add_cable(self:_handle(), a - 1, #particles, idx, k, rest), where)
+end
+
+--- Lets memos take a per-particle force every control step (actuators written in Lua); call before world:memo.
+function World:enable_user_forces()
+  self._lib.cq_world_enable_user_forces(self:_handle())
+  self.user_forces = true
 end
 
 --- Validates parameters (E > 0, nu in (-1, 0.5), mass, volume, dt vs. the stability limit). Required before step.
@@ -280,10 +301,11 @@ local function act_array(world, u, where)
   return a
 end
 
---- Advances state s by one control step (substeps x dt/substeps) with actuation u (table or double[]).
-function World:step(s, u)
+--- Advances state s by one control step (substeps x dt/substeps) with actuation u (table or double[]) and an
+--- optional per-particle force (double[dim * n], component-major) held over the substeps.
+function World:step(s, u, force)
   if not self.committed then error("cq.world:step: call world:commit() first", 2) end
-  self:_check(self._lib.cq_step(self:_handle(), s._h, act_array(self, u, "world:step")), "cq.world:step")
+  self:_check(self._lib.cq_step_force(self:_handle(), s._h, act_array(self, u, "world:step"), force), "cq.world:step")
 end
 
 ---------------------------------------------------------------- memo
@@ -312,6 +334,8 @@ function World:memo(opts)
     m.grad_params[name] = ffi.cast(R, self._lib.cq_memo_grad_param(h, name))
   end
   m.grad_act = self._lib.cq_memo_grad_act(h) -- double [steps][n_actuators]
+  local gf = self._lib.cq_memo_grad_force(h)
+  m.grad_force = gf ~= nil and ffi.cast(R, gf) or nil -- dL/d(user force) of the step at the backward position
   return m
 end
 
@@ -341,9 +365,11 @@ function Memo:begin(s0)
   self.world:_check(self.world._lib.cq_memo_begin(self:_handle(), s0._h), "cq.memo:begin")
 end
 
---- Records one control step with actuation u.
-function Memo:step(u)
-  self.world:_check(self.world._lib.cq_memo_step(self:_handle(), act_array(self.world, u, "memo:step")), "cq.memo:step")
+--- Records one control step with actuation u and, optionally, a per-particle force (double[dim * n],
+--- component-major) held over its substeps (worlds with enable_user_forces).
+function Memo:step(u, force)
+  self.world:_check(self.world._lib.cq_memo_step_force(self:_handle(), act_array(self.world, u, "memo:step"), force),
+    "cq.memo:step")
 end
 
 --- Zeroes gradients; afterwards memo.grad holds dL/d(final state): add the loss gradient into it.

@@ -105,6 +105,23 @@ function Robot:pressure_actuator(opts)
   return id
 end
 
+--- Cable actuator (seed 000 eq. 17) through particles (1-based indices, in order along the cable): stiffness k,
+--- rest length (default: the initial cable length, so u = 1 is just taut; u <= 0 pulls the cable to zero
+--- length). Contract-only: a slack cable exerts no force. Returns its actuator index.
+function Robot:cable_actuator(opts)
+  local where = "robot:cable_actuator"
+  check.options(where, opts, { particles = true, k = true, rest = true })
+  if type(opts.particles) ~= "table" or #opts.particles < 2 then
+    check.fail(where, "particles must be a list of at least 2 particle indices", opts.particles)
+  end
+  for i, p in ipairs(opts.particles) do check.integer(where, "particles[" .. i .. "]", p, 1, #self.x) end
+  local k = check.number(where, "k", opts.k or 10, 0, math.huge)
+  if opts.rest then check.number(where, "rest", opts.rest, 0, math.huge) end
+  local id = #self.actuators + 1
+  self.actuators[id] = { kind = "cable", particles = opts.particles, k = k, rest = opts.rest }
+  return id
+end
+
 --- Creates the world for this robot (options of cq.world except n and actuators) and its initial state.
 function Robot:world(opts)
   opts = opts or {}
@@ -125,6 +142,18 @@ function Robot:world(opts)
     if a then for d = 1, self.dim do P.act_axis[(d - 1) * w.n + p - 1] = self.actuators[a].axis[d] end end
   end
   for i, a in ipairs(self.actuators) do w:set_actuator(i, a.kind) end
+  for i, a in ipairs(self.actuators) do
+    if a.kind == "cable" then
+      local len = 0
+      for j = 1, #a.particles - 1 do
+        local p, q = self.x[a.particles[j]], self.x[a.particles[j + 1]]
+        local d2 = 0
+        for b = 1, self.dim do d2 = d2 + (q[b] - p[b]) ^ 2 end
+        len = len + math.sqrt(d2)
+      end
+      w:add_cable(i, a.particles, a.k, a.rest or len)
+    end
+  end
   w:commit()
   local s = w:state()
   for p = 1, w.n do

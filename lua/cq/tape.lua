@@ -34,8 +34,10 @@ local function node(t, n, back)
   return x
 end
 
---- A constant vector (no gradient flows out of it).
+--- A constant vector (no gradient flows out of it): from a Lua table, another node, or a length (zeros).
+--- Custom ops fill the values of a const(n) node and set its back(node, sink) function.
 function Tape:const(values)
+  if type(values) == "number" then return node(self, values, nil) end
   local n = type(values) == "table" and #values or values.n
   local x = node(self, n, nil)
   for i = 0, n - 1 do x.v[i] = type(values) == "table" and values[i + 1] or values.v[i] end
