@@ -112,6 +112,27 @@ local function derivative(f, h)
 end
 M.derivative = derivative
 
+--- Directional derivative of f() along direction d (d[k][i] for params[k], 0-based entries) of a list of
+--- parameters ({n, v} arrays), by Richardson-extrapolated central differences with step h.
+function M.fd_params(params, d, f, h)
+  return derivative(function(t)
+    for k, p in ipairs(params) do for i = 0, p.n - 1 do p.v[i] = p.v[i] + t * d[k][i] end end
+    local L = f()
+    for k, p in ipairs(params) do for i = 0, p.n - 1 do p.v[i] = p.v[i] - t * d[k][i] end end
+    return L
+  end, h)
+end
+
+--- A fixed pseudo-random direction over params (salt selects it) and the analytic derivative sum g . d.
+function M.param_direction(params, salt)
+  local d, analytic = {}, 0
+  for k, p in ipairs(params) do
+    d[k] = {}
+    for i = 0, p.n - 1 do d[k][i] = prand(100 * k + i, salt); analytic = analytic + p.g[i] * d[k][i] end
+  end
+  return d, analytic
+end
+
 --- Checks dL/d(kind) along a fixed pseudo-random direction; returns analytic, fd, relative error, step used.
 function M.check(P, g, kind, tol)
   local w, s0, n, dim = P.w, P.s0, P.w.n, P.w.dim

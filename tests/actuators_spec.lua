@@ -44,14 +44,8 @@ describe("cable actuator", function()
       final = function(t, s) local c = t:centroid(s, "x", tip) return t:add(t:index(c, 1), t:scale(t:index(c, 2), 0.5)) end }
     R:forward(s0)
     R:backward()
-    local p, an = ctl.params[1], 0
-    for i = 0, p.n - 1 do an = an + p.g[i] * G.prand(i, 4) end
-    local fd = G.derivative(function(h)
-      for i = 0, p.n - 1 do p.v[i] = p.v[i] + h * G.prand(i, 4) end
-      local L = R:forward(s0)
-      for i = 0, p.n - 1 do p.v[i] = p.v[i] - h * G.prand(i, 4) end
-      return L
-    end, 1e-5)
+    local d, an = G.param_direction(ctl.params, 4)
+    local fd = G.fd_params(ctl.params, d, function() return R:forward(s0) end, 1e-5)
     local rel = math.abs(an - fd) / math.abs(fd)
     print(string.format("  cable: dL/du . d = %.10g (fd %.10g, rel %.1e)", an, fd, rel))
     assert.is_true(rel <= 1e-5)
@@ -107,14 +101,8 @@ describe("actuator written in Lua (seed 000 Listing 3)", function()
     s2:copy_from(s0)
     local L = R:forward(s2)
     R:backward()
-    local an = 0
-    for k, p in ipairs(ctl.params) do for i = 0, p.n - 1 do an = an + p.g[i] * G.prand(10 * k + i, 5) end end
-    local fd = G.derivative(function(h)
-      for k, p in ipairs(ctl.params) do for i = 0, p.n - 1 do p.v[i] = p.v[i] + h * G.prand(10 * k + i, 5) end end
-      local Lh = R:forward(s2)
-      for k, p in ipairs(ctl.params) do for i = 0, p.n - 1 do p.v[i] = p.v[i] - h * G.prand(10 * k + i, 5) end end
-      return Lh
-    end, 1e-5)
+    local d, an = G.param_direction(ctl.params, 5)
+    local fd = G.fd_params(ctl.params, d, function() return R:forward(s2) end, 1e-5)
     local rel = math.abs(an - fd) / math.abs(fd)
     print(string.format("  Lua actuator: tip x %.5f; dL/dweights . d = %.10g (fd %.10g, rel %.1e)", L, an, fd, rel))
     assert.is_true(rel <= 1e-5)

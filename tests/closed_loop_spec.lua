@@ -6,17 +6,6 @@ local control = require "cq.control"
 local rollout = require "cq.rollout"
 local G = require "tests._grad"
 
--- Directional derivative of f along the parameters' direction d, by Richardson-extrapolated central differences.
-local function fd_params(params, d, f, h)
-  local function shifted(t)
-    for k, p in ipairs(params) do for i = 0, p.n - 1 do p.v[i] = p.v[i] + t * d[k][i] end end
-    local L = f()
-    for k, p in ipairs(params) do for i = 0, p.n - 1 do p.v[i] = p.v[i] - t * d[k][i] end end
-    return L
-  end
-  return G.derivative(shifted, h)
-end
-
 describe("cq.tape", function()
   it("matches central differences for every op", function()
     local a = tape.param(3, function(i) return 0.3 * i - 0.5 end)
@@ -66,12 +55,8 @@ describe("closed-loop MLP controller", function()
       running = function(t, _, u) return t:scale(t:dot(u, u), 0.01) end }
     local L = R:forward(s0)
     R:backward()
-    local d, analytic = {}, 0
-    for k, p in ipairs(ctl.params) do
-      d[k] = {}
-      for i = 0, p.n - 1 do d[k][i] = G.prand(100 * k + i, 7); analytic = analytic + p.g[i] * d[k][i] end
-    end
-    local fd = fd_params(ctl.params, d, function() return R:forward(s0) end, 1e-4)
+    local d, analytic = G.param_direction(ctl.params, 7)
+    local fd = G.fd_params(ctl.params, d, function() return R:forward(s0) end, 1e-4)
     local rel = math.abs(analytic - fd) / math.abs(fd)
     -- initial velocity through the whole closed loop
     R:forward(s0); local m = R:backward()
