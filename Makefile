@@ -14,7 +14,7 @@ VERSION  := 0.1.0
 DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted libstb-dev libnlopt-dev pkg-config gcc make
 
 ENGINE_SRC := $(wildcard engine/*.c)
-ENGINE_SRC := $(filter-out engine/cqlua.c,$(ENGINE_SRC))
+ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(ENGINE_SRC))
 ENGINE_HDR := $(wildcard engine/*.h)
 
 .PHONY: all deps test bench demo install clean
@@ -29,8 +29,9 @@ deps:
 	  else echo "run as root: apt-get install$$missing"; exit 1; fi; \
 	fi
 
-$(BUILD)/bin/cqlua: engine/cqlua.c | $(BUILD)/bin
-	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ $< $(LUAJIT_LIBS) -Wl,-E -ldl -lm
+# The host also carries engine/png.c (PNG frames via stb); -Wl,-E exports its cq_png_* symbols to the FFI (ffi.C).
+$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c | $(BUILD)/bin
+	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ engine/cqlua.c engine/png.c $(LUAJIT_LIBS) -Wl,-E -ldl -lm
 
 # The same engine sources compiled twice: float32 and float64 (selectable from Lua). -z nodelete: the
 # libraries (and the OpenMP runtime) stay mapped when LuaJIT unloads them at exit, while worker threads exist.
@@ -39,7 +40,33 @@ $(BUILD)/lib/libcq_f32.so: $(ENGINE_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/lib
 $(BUILD)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/lib
 	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -DCQ_REAL_BITS=64 -o $@ $(ENGINE_SRC) -lm
 
-$(BUILD)/bin $(BUILD)/lib:
+# CUDA backend (cuda/, issue 4): when nvcc is found, the same engine sources plus cuda/cuda.cu, compiled with
+# -DCQ_WITH_CUDA, give libcq_cuda_f32.so / libcq_cuda_f64.so (chosen at run time by cq.world{backend = ...}).
+# cudart is linked statically, so only the driver (libcuda.so) is needed at run time; the CPU libraries above
+# never depend on CUDA. `make NVCC=` builds without it.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
+CUDA_SRC := $(wildcard cuda/*.cu) $(wildcard cuda/*.cuh)
+ifneq ($(strip $(NVCC)),)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib $(CUDA_HOME)/lib))
+CUDA_LIBS := $(BUILD)/lib/libcq_cuda_f32.so $(BUILD)/lib/libcq_cuda_f64.so
+all: $(CUDA_LIBS)
+$(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CUDA_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/cuda
+	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
+	  -DCQ_REAL_BITS=$* -c cuda/cuda.cu -o $@
+$(CUDA_LIBS): $(BUILD)/lib/libcq_cuda_f%.so: $(BUILD)/cuda/cuda_f%.o $(ENGINE_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/lib
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -DCQ_WITH_CUDA -DCQ_REAL_BITS=$* -o $@ $(ENGINE_SRC) $< \
+	  -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+else
+all: cuda-skip
+.PHONY: cuda-skip
+cuda-skip:
+	@echo "make: nvcc not found: skipping the CUDA backend ($(BUILD)/lib/libcq_cuda_*.so); set NVCC=/path/to/nvcc to build it"
+endif
+
+$(BUILD)/bin $(BUILD)/lib $(BUILD)/cuda:
 	mkdir -p $@
 
 test: deps all

@@ -146,11 +146,12 @@ static int CQ_D(cpu_substep)(cq_world* w, cq_particles* s, const cq_real* u, lon
 }
 
 /* Adjoint of one substep: s is the state before it (unchanged), s1 the state after it (for C^{n+1}; may be NULL),
- * g1 = dL/d(state after), g0 = dL/d(state before) (overwritten). Parameter gradients, gu (per actuator) and
- * gfuser (dL/d user force, may be NULL) are accumulated. */
+ * g1 = dL/d(state after), g0 = dL/d(state before) (overwritten). Parameter gradients, gu (per actuator),
+ * gfuser (dL/d user force, may be NULL) and gauser (dL/d user stress, [D*D][n], may be NULL) are accumulated. */
 static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u,
                                  long substep, const cq_particles* g1, cq_particles* g0, cq_real* gmass,
-                                 cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu, cq_real* gfuser) {
+                                 cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu, cq_real* gfuser,
+                                 cq_real* gauser) {
   int st = CQ_D(cpu_prepare)(w, s, substep);
   if (st != CQ_OK) return st;
   cq_substep c = cqi_substep_ctx(w, substep);
@@ -174,7 +175,7 @@ static int CQ_D(cpu_substep_adj)(cq_world* w, const cq_particles* s, const cq_pa
   /* P2G adjoint: grid -> particles (gather) */
 #pragma omp parallel for schedule(static) num_threads(cqi_threads(w))
   for (int p = 0; p < s->n; p++)
-    CQ_D(p2g_adj)(&c, s, &m, u, p, w->grid_adj, g0, gmass, gvol0, gE, gnu, w->gact, gfext, w->p2g_cache);
+    CQ_D(p2g_adj)(&c, s, &m, u, p, w->grid_adj, g0, gmass, gvol0, gE, gnu, w->gact, gfext, gauser, w->p2g_cache);
   if (w->n_act > 0)
     for (int p = 0; p < s->n; p++) /* serial: a fixed summation order per actuator */
       if (w->act_id[p] >= 0) gu[w->act_id[p]] += w->gact[p];

@@ -59,6 +59,18 @@ int cq_world_enable_user_forces(cq_world* w);
 int cq_world_commit(cq_world* w);        /* validates parameters (E, nu, mass, dt vs. stability limit, ...) */
 double cq_world_stable_dt(const cq_world* w); /* dx / max wave speed over particles (needs parameters set) */
 int cq_world_set_threads(cq_world* w, int threads);
+/* Backend: 0 = CPU (default), 1 = CUDA (only in libcq_cuda_*.so, with a device; allocates device buffers).
+ * Returns CQ_OK, or CQ_ERR_ARG with the reason in cq_world_error. */
+int cq_world_set_backend(cq_world* w, int backend);
+int cq_world_backend(const cq_world* w);
+/* CUDA devices usable by this library: > 0, or 0 / -1 with the reason in err (no device, no driver, or a library
+ * built without CUDA). */
+int cq_cuda_device_count(char* err, int errlen);
+/* Name and memory of device 0 in buf; CQ_OK or an error status with the reason in buf. */
+int cq_cuda_device_info(char* buf, int len);
+/* Device-to-device cudaMemcpy rate of device 0 in bytes/s (read + written bytes over the time: 2 x size per copy),
+ * best of reps copies of `bytes` bytes; <= 0 with the reason in err on failure. */
+double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen);
 
 /* Field description for generic views: kind 0 = state, 1 = param. Returns 0 past the end. */
 int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
@@ -76,6 +88,11 @@ int cq_state_copy(cq_state* dst, const cq_state* src);
 int cq_step(cq_world* w, cq_state* s, const double* u);
 /* Same, with an extra per-particle force force[D][n] (component-major, may be NULL) held over the substeps. */
 int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force);
+/* Same, with user actuation from actuators written in Lua, both held over the substeps and either may be NULL:
+ * force[D][n] (component-major) and stress[D*D][n], a material-space actuation stress tensor A_p per particle
+ * (row-major components, stress units; stress[(i*D + j)*n + p] = A_p[i][j]) that adds F A_p F^T to the Kirchhoff
+ * stress exactly as a stress actuator adds F diag(u axis) F^T (seed 000 eq. 15). */
+int cq_step_ext(cq_world* w, cq_state* s, const double* u, const double* force, const double* stress);
 
 /* Recording for gradients. checkpoint_every = substeps between stored states: 1 = store every substep (full
  * memory), K = one state every K substeps (sqrt(N) is optimal), 0 = auto: every substep if that fits in 256 MiB,
@@ -86,6 +103,10 @@ int cq_memo_begin(cq_memo* m, const cq_state* s0);  /* records s0 as the initial
 int cq_memo_step(cq_memo* m, const double* u);      /* one control step from the current state, recorded */
 /* Same with a per-particle force [D][n] for this control step (needs cq_world_enable_user_forces). */
 int cq_memo_step_force(cq_memo* m, const double* u, const double* force);
+/* Same with a user force [D][n] (needs cq_world_enable_user_forces) and/or a user stress [D*D][n] (as in
+ * cq_step_ext; no set-up needed: the memo allocates its stress record, steps x D*D*n reals, at the first step that
+ * has one); either may be NULL. */
+int cq_memo_step_ext(cq_memo* m, const double* u, const double* force, const double* stress);
 cq_state* cq_memo_state(cq_memo* m);                /* current (latest) state of the recording */
 int cq_memo_steps(const cq_memo* m);                /* control steps recorded */
 int cq_memo_stored_states(const cq_memo* m);        /* states held in memory (checkpoints + one segment) */
@@ -102,6 +123,8 @@ cq_state* cq_memo_backward_state(cq_memo* m); /* the (recomputed) state at the c
 int cq_memo_backward(cq_memo* m);            /* all remaining backward steps */
 double* cq_memo_grad_act(cq_memo* m);        /* dL/du, [steps][n_actuators] */
 void* cq_memo_grad_force(cq_memo* m);        /* dL/d(user force) of the control step at the current position */
+void* cq_memo_grad_stress(cq_memo* m);       /* dL/d(user stress) [D*D][n] of that control step (cq_real; zero
+                                                when the step had no user stress) */
 void* cq_memo_grad_param(cq_memo* m, const char* name); /* dL/d(mass|vol0|E|nu) per particle (cq_real) */
 
 #ifdef __cplusplus

@@ -41,6 +41,14 @@ typedef double cq_real;
 #define CQ_HD static inline
 #endif
 
+/* CQ_SCATTER_ADD(p, v): *p += v for scatters whose writers may collide (P2G forward, G2P adjoint). The CPU backend
+ * keeps writers apart (colored slabs), so it is a plain add there; CUDA kernels add atomically. */
+#ifdef __CUDA_ARCH__
+#define CQ_SCATTER_ADD(p, v) atomicAdd((p), (v))
+#else
+#define CQ_SCATTER_ADD(p, v) (*(p) += (v))
+#endif
+
 /* Dimension-templated code is written once with D = 2 or 3 and named name_2 / name_3 via CQ_D(name). */
 #define CQ_CAT_(a, b) a##b
 #define CQ_CAT(a, b) CQ_CAT_(a, b)

@@ -90,7 +90,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, int p, cons
       cq_real gCd = 0;
       for (int b = 0; b < D; b++) gCd += gC[a][b] * dpos[b];
       dv += vi[a] * (gv[a] + kC * gCd);
-      ai[a] += w * (gv[a] + kC * gCd); /* eq. A54 */
+      CQ_SCATTER_ADD(&ai[a], w * (gv[a] + kC * gCd)); /* eq. A54 */
     }
     for (int a = 0; a < D; a++) {
       cq_real gCtv = 0; /* dpos = x_i - x_p: -kC w gC^T v_i */

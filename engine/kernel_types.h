@@ -37,6 +37,8 @@ typedef struct cq_params {
   const int32_t* act_id;   /* [n] actuator index, -1 = none */
   const uint8_t* act_kind; /* [n_act] CQ_ACT_STRESS / CQ_ACT_FORCE / CQ_ACT_CABLE */
   const cq_real* fext;     /* [D][n] extra particle forces of this substep (cables, Lua actuators), or NULL */
+  const cq_real* auser;    /* [D*D][n] user actuation stress A_p (material space, row-major, stress units) of this
+                              control step, or NULL: adds F A_p F^T to the Kirchhoff stress like eq. 15 */
 } cq_params;
 
 /* One boundary region: a wall slab of the domain or an explicit node set; velocity is the wall's at this substep. */

@@ -25,6 +25,9 @@ struct cq_memo {
   double* act;       /* [max_steps][n_act] recorded actuation */
   cq_real* fuser;    /* [max_steps][D n] recorded user forces (worlds with user forces only) */
   cq_real* gfuser;   /* [D n] dL/d(user force) of the control step at the backward position */
+  uint8_t* has_auser; /* [max_steps] 1 when that control step was given a user stress */
+  cq_real* auser;    /* [max_steps][D*D n] recorded user stresses (allocated by the first step that has one) */
+  cq_real* gauser;   /* [D*D n] dL/d(user stress) of the control step at the backward position */
   /* backward */
   int pos;           /* backward position (control step) */
   cq_state* g_cur;   /* dL/d(state at pos) */
@@ -47,6 +50,9 @@ void cq_memo_free(cq_memo* m) {
   free(m->act);
   free(m->fuser);
   free(m->gfuser);
+  free(m->has_auser);
+  free(m->auser);
+  free(m->gauser);
   free(m->gact);
   free(m->gmass);
   free(m->gvol0);
@@ -90,12 +96,14 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   m->gvol0 = calloc(w->n, sizeof(cq_real));
   m->gE = calloc(w->n, sizeof(cq_real));
   m->gnu = calloc(w->n, sizeof(cq_real));
+  m->has_auser = calloc(max_steps, 1);
+  m->gauser = calloc((size_t)w->n * w->dim * w->dim, sizeof(cq_real));
   if (w->user_forces) {
     m->fuser = calloc((size_t)max_steps * w->n * w->dim, sizeof(cq_real));
     m->gfuser = calloc((size_t)w->n * w->dim, sizeof(cq_real));
   }
   if (!m->cur || !m->g_cur || !m->g_tmp || !m->bstate || !m->ckpt || (m->K > 1 && !m->seg) || !m->act || !m->gact ||
-      !m->gmass || !m->gvol0 || !m->gE || !m->gnu || (w->user_forces && (!m->fuser || !m->gfuser))) {
+      !m->gmass || !m->gvol0 || !m->gE || !m->gnu || !m->has_auser || !m->gauser || (w->user_forces && (!m->fuser || !m->gfuser))) {
     cq_memo_free(m);
     return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for a memo of %d steps", max_steps), NULL;
   }
@@ -132,17 +140,29 @@ void* cq_memo_grad_param(cq_memo* m, const char* name) {
   return NULL;
 }
 
-/* Makes control step `step`'s actuation (and user force) the world's current ones. */
+/* Makes control step `step`'s actuation (and user force and stress) the world's current ones. */
 static void load_u(cq_memo* m, int step) {
-  for (int a = 0; a < m->w->n_act; a++) m->w->ureal[a] = (cq_real)m->act[(long)step * m->w->n_act + a];
-  m->w->fuser = m->fuser ? m->fuser + (long)step * m->w->n * m->w->dim : NULL;
+  cq_world* w = m->w;
+  for (int a = 0; a < w->n_act; a++) w->ureal[a] = (cq_real)m->act[(long)step * w->n_act + a];
+  w->fuser = m->fuser ? m->fuser + (long)step * w->n * w->dim : NULL;
+  w->auser = m->has_auser[step] ? m->auser + (long)step * w->n * w->dim * w->dim : NULL;
+}
+
+/* Clears the world's per-step user inputs (they point into this memo). */
+static void unload_u(cq_memo* m) {
+  m->w->fuser = NULL;
+  m->w->auser = NULL;
 }
 
 void* cq_memo_grad_force(cq_memo* m) { return m->gfuser; }
+void* cq_memo_grad_stress(cq_memo* m) { return m->gauser; }
 
-int cq_memo_step(cq_memo* m, const double* u) { return cq_memo_step_force(m, u, NULL); }
-
+int cq_memo_step(cq_memo* m, const double* u) { return cq_memo_step_ext(m, u, NULL, NULL); }
 int cq_memo_step_force(cq_memo* m, const double* u, const double* force) {
+  return cq_memo_step_ext(m, u, force, NULL);
+}
+
+int cq_memo_step_ext(cq_memo* m, const double* u, const double* force, const double* stress) {
   cq_world* w = m->w;
   if (m->steps >= m->max_steps)
     return cqi_fail(w, CQ_ERR_STATE, "memo is full: it was created for %d steps", m->max_steps);
@@ -160,16 +180,27 @@ int cq_memo_step_force(cq_memo* m, const double* u, const double* force) {
       f[i] = force ? (cq_real)force[i] : 0;
     }
   }
+  m->has_auser[m->steps] = 0;
+  if (stress) {
+    long len = (long)w->n * w->dim * w->dim;
+    int st = cqi_check_stress(w, stress, m->steps);
+    if (st != CQ_OK) return st;
+    if (!m->auser && !(m->auser = malloc(sizeof(cq_real) * len * m->max_steps)))
+      return cqi_fail(w, CQ_ERR_NOMEM, "out of memory recording user stresses for a memo of %d steps", m->max_steps);
+    cq_real* a = m->auser + (long)m->steps * len;
+    for (long i = 0; i < len; i++) a[i] = (cq_real)stress[i];
+    m->has_auser[m->steps] = 1;
+  }
   load_u(m, m->steps);
   m->seg_loaded = -1;
   for (int j = 0; j < m->b; j++) {
     long r = (long)m->steps * m->b + j; /* substep relative to the initial state */
     if (r % m->K == 0) memcpy(m->ckpt + (r / m->K) * m->len, m->cur->block, sizeof(cq_real) * m->len);
-    int st = cqi_cpu_substep(w, &m->cur->p, w->ureal, m->sub0 + r);
-    if (st != CQ_OK) return st;
+    int st = cqi_substep(w, &m->cur->p, w->ureal, m->sub0 + r);
+    if (st != CQ_OK) return unload_u(m), st;
     m->cur->substep = m->sub0 + r + 1;
   }
-  w->fuser = NULL;
+  unload_u(m);
   m->steps++;
   return CQ_OK;
 }
@@ -203,8 +234,8 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
       memcpy(dst, prev, sizeof(cq_real) * m->len);
       cq_particles p = view_of(m, dst);
       load_u(m, (int)((q - 1) / m->b));
-      *status = cqi_cpu_substep(m->w, &p, m->w->ureal, m->sub0 + q - 1);
-      if (*status != CQ_OK) return NULL;
+      *status = cqi_substep(m->w, &p, m->w->ureal, m->sub0 + q - 1);
+      if (*status != CQ_OK) return unload_u(m), NULL;
       prev = dst;
     }
     m->seg_loaded = sg;
@@ -218,6 +249,7 @@ int cq_memo_backward_step(cq_memo* m) {
   if (m->pos == 0) return cqi_fail(w, CQ_ERR_STATE, "backward: already at step 0 (call backward_begin to restart)");
   int k = m->pos - 1, st = CQ_OK;
   if (m->gfuser) memset(m->gfuser, 0, sizeof(cq_real) * w->n * w->dim);
+  memset(m->gauser, 0, sizeof(cq_real) * w->n * w->dim * w->dim);
   for (long r = (long)(k + 1) * m->b - 1; r >= (long)k * m->b; r--) {
     cq_real* sblock = state_at(m, r, &st);
     if (!sblock) return st;
@@ -226,9 +258,9 @@ int cq_memo_backward_step(cq_memo* m) {
     if (!nblock) return st;
     cq_particles s = view_of(m, sblock), s1 = view_of(m, nblock);
     load_u(m, k);
-    st = cqi_cpu_substep_adj(w, &s, &s1, w->ureal, m->sub0 + r, &m->g_cur->p, &m->g_tmp->p, m->gmass, m->gvol0,
-                             m->gE, m->gnu, m->gact + (long)k * w->n_act, m->gfuser);
-    if (st != CQ_OK) return st;
+    st = cqi_substep_adj(w, &s, &s1, w->ureal, m->sub0 + r, &m->g_cur->p, &m->g_tmp->p, m->gmass, m->gvol0,
+                         m->gE, m->gnu, m->gact + (long)k * w->n_act, m->gfuser, m->gauser);
+    if (st != CQ_OK) return unload_u(m), st;
     cq_state* t = m->g_cur;
     m->g_cur = m->g_tmp;
     m->g_tmp = t;
@@ -238,7 +270,7 @@ int cq_memo_backward_step(cq_memo* m) {
     }
   }
   m->pos = k;
-  w->fuser = NULL;
+  unload_u(m);
   return CQ_OK;
 }
 

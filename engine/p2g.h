@@ -1,4 +1,5 @@
-/* Particle-to-grid stage (seed 000 eqs. 4-6 with actuation eqs. 15-16) and its adjoint (Appendix A.2.4: F, G, H, I,
+/* Particle-to-grid stage (seed 000 eqs. 4-6 with actuation eqs. 15-16, and a per-particle user actuation stress A_p
+ * from actuators written in Lua: tau += F A_p F^T, eq. 15 with a full tensor) and its adjoint (Appendix A.2.4: F, G, H, I,
  * J, K and eq. A90), per particle. Included once per dimension by kernels.h. */
 
 /* Per-particle quantities of P2G that forward and adjoint share. */
@@ -6,10 +7,11 @@ typedef struct {
   cq_real x[D], v[D], Cm[D][D], F[D][D];
   cq_real m, vol0;
   cq_real P[D][D];   /* elastic first Piola-Kirchhoff stress */
-  cq_real tau[D][D]; /* Kirchhoff stress P F^T + F sigma_a F^T */
+  cq_real tau[D][D]; /* Kirchhoff stress P F^T + F sigma_a F^T + F A_p F^T */
   cq_real G[D][D];   /* -(4/dx^2) dt V0 tau + m C  (eq. 5) */
   cq_real sig[D];    /* material-space actuation stress diagonal (stress actuators) */
   cq_real f[D];      /* actuation force (force actuators) */
+  cq_real A[D][D];   /* material-space user actuation stress A_p (zero when m->auser is NULL) */
   int act, act_kind;
 } CQ_D(cqi_p2g);
 
@@ -46,6 +48,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   for (int a = 0; a < D; a++) {
     q->sig[a] = q->act_kind == CQ_ACT_STRESS ? ua * m->act_axis[a * n + p] : 0;
     q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (m->fext ? m->fext[a * n + p] : 0);
+    for (int b = 0; b < D; b++) q->A[a][b] = m->auser ? m->auser[(a * D + b) * n + p] : 0;
   }
   if (cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
@@ -60,6 +63,16 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
         for (int k = 0; k < D; k++) t += q->F[i][k] * q->sig[k] * q->F[j][k];
         q->tau[i][j] += t;
       }
+  if (m->auser) { /* tau += F A F^T (eq. 15 with the user's full material-space tensor) */
+    cq_real FA[D][D];
+    CQ_D(mm)(q->F, q->A, FA);
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) {
+        cq_real t = 0;
+        for (int l = 0; l < D; l++) t += FA[i][l] * q->F[j][l];
+        q->tau[i][j] += t;
+      }
+  }
   cq_real k = -4 * c->inv_dx * c->inv_dx * c->dt * q->vol0;
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
@@ -83,9 +96,9 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
     for (int a = 0; a < D; a++) {
       cq_real t = mv[a];
       for (int b = 0; b < D; b++) t += q.G[a][b] * dpos[b];
-      g[a] += w * t;
+      CQ_SCATTER_ADD(&g[a], w * t);
     }
-    g[D] += w * q.m;
+    CQ_SCATTER_ADD(&g[D], w * q.m);
   }
 }
 
@@ -93,10 +106,11 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
  * the stresses stored by p2g of the same state.
  * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F, adds to the parameter gradients
  * (gmass, gvol0, gE, gnu) and writes the particle's actuation gradient gact[p] (dL/du of its actuator) and, when
- * gfext is non-NULL, dL/d(extra particle force) into gfext ([D][n]). */
+ * gfext is non-NULL, dL/d(extra particle force) into gfext ([D][n]). With a user stress (m->auser) it adds
+ * dL/dA_p = F^T gtau F into gauser ([D*D][n], accumulated over the substeps of a control step) when non-NULL. */
 CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
                          const cq_real* adj, cq_particles* gs, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                         cq_real* gnu, cq_real* gact, cq_real* gfext, const cq_real* cache) {
+                         cq_real* gnu, cq_real* gact, cq_real* gfext, cq_real* gauser, const cq_real* cache) {
   int n = s->n;
   CQ_D(cqi_p2g) q;
   CQ_D(p2g_load)(c, s, m, u, p, &q, cache);
@@ -156,6 +170,23 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     for (int d = 0; d < D; d++) ga += Ft_g_F[d][d] * m->act_axis[d * n + p];
   } else if (q.act_kind == CQ_ACT_FORCE) {
     for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
+  }
+  if (m->auser) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
+    cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];
+    CQ_D(mm)(q.F, q.A, FA);
+    CQ_D(mmt)(q.F, q.A, FAt);
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) {
+        cq_real t = 0;
+        for (int l = 0; l < D; l++) t += gtau[i][l] * FAt[l][j] + gtau[l][i] * FA[l][j];
+        gF[i][j] += t;
+      }
+    if (gauser) {
+      CQ_D(mtm)(q.F, gtau, t1);
+      CQ_D(mm)(t1, q.F, gA);
+      for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) gauser[(i * D + j) * n + p] += gA[i][j];
+    }
   }
   gact[p] = ga;
   if (gfext)

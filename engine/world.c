@@ -120,6 +120,7 @@ void cq_world_free(cq_world* w) {
   free(w->fext);
   free(w->gfext);
   free(w->fuser_buf);
+  free(w->auser_buf);
   free(w->cables);
   free(w->cable_idx);
   free(w->node_bc_index);
@@ -132,6 +133,7 @@ void cq_world_free(cq_world* w) {
   free(w->perm);
   free(w->base0);
   free(w->slab_start);
+  cqi_backend_free(w);
   free(w);
 }
 
@@ -288,7 +290,8 @@ int cq_world_commit(cq_world* w) {
 }
 
 cq_params cqi_params(const cq_world* w) {
-  cq_params m = {w->mass, w->vol0, w->E, w->nu, w->inc_p, w->act_axis, w->material, w->act_id, w->act_kind, NULL};
+  cq_params m = {w->mass, w->vol0, w->E, w->nu, w->inc_p, w->act_axis, w->material, w->act_id, w->act_kind, NULL,
+                 w->auser};
   return m;
 }
 
@@ -383,9 +386,22 @@ int cq_state_copy(cq_state* dst, const cq_state* src) {
   return CQ_OK;
 }
 
-int cq_step(cq_world* w, cq_state* s, const double* u) { return cq_step_force(w, s, u, NULL); }
+int cq_step(cq_world* w, cq_state* s, const double* u) { return cq_step_ext(w, s, u, NULL, NULL); }
 
 int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force) {
+  return cq_step_ext(w, s, u, force, NULL);
+}
+
+int cqi_check_stress(cq_world* w, const double* stress, int step) {
+  long len = (long)w->n * w->dim * w->dim;
+  for (long i = 0; i < len; i++)
+    if (!isfinite(stress[i]))
+      return cqi_fail(w, CQ_ERR_ARG, "step %d: user stress entry %ld (particle %ld, component %ld) is not finite (%g)",
+                      step, i, i % w->n + 1, i / w->n + 1, stress[i]);
+  return CQ_OK;
+}
+
+int cq_step_ext(cq_world* w, cq_state* s, const double* u, const double* force, const double* stress) {
   if (!w->committed) return cqi_fail(w, CQ_ERR_STATE, "cq_step: call cq_world_commit first");
   if (s->n != w->n || s->dim != w->dim) return cqi_fail(w, CQ_ERR_ARG, "cq_step: state does not belong to this world");
   for (int a = 0; a < w->n_act; a++) w->ureal[a] = (cq_real)(u ? u[a] : 0);
@@ -393,11 +409,21 @@ int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force
     for (long i = 0; i < (long)w->n * w->dim; i++) w->fuser_buf[i] = (cq_real)force[i];
     w->fuser = w->fuser_buf;
   }
+  if (stress) { /* held over the substeps; the buffer is allocated once, on first use */
+    long len = (long)w->n * w->dim * w->dim;
+    int st = cqi_check_stress(w, stress, (int)(s->substep / w->desc.substeps));
+    if (st != CQ_OK) return w->fuser = NULL, st;
+    if (!w->auser_buf && !(w->auser_buf = malloc(sizeof(cq_real) * len)))
+      return w->fuser = NULL, cqi_fail(w, CQ_ERR_NOMEM, "out of memory for a user stress of %d particles", w->n);
+    for (long i = 0; i < len; i++) w->auser_buf[i] = (cq_real)stress[i];
+    w->auser = w->auser_buf;
+  }
   int st = CQ_OK;
   for (int b = 0; b < w->desc.substeps && st == CQ_OK; b++) {
-    st = cqi_cpu_substep(w, &s->p, w->ureal, s->substep);
+    st = cqi_substep(w, &s->p, w->ureal, s->substep);
     if (st == CQ_OK) s->substep++;
   }
   w->fuser = NULL;
+  w->auser = NULL;
   return st;
 }

@@ -20,15 +20,16 @@ for _, i in ipairs { 1, 2, 7, 8 } do robot:pressure_actuator { groups = { groups
 local world, s0 = robot:world { res = { 400, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -3.8 },
   threads = 2, walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
 
--- Centroid observer over the 8 blocks (positions and velocities), MLP 64-64 (ReLU, tanh output).
+-- Centroid observer over the 8 blocks (positions relative to the body, velocities, a 4-phase clock), MLP 64-64 (ReLU, tanh output).
 local group_idx = {}
 for i, g in ipairs(groups) do group_idx[i] = g.particles end
-local observer = cq.control.centroid_observer { groups = group_idx, fields = { "x", "v" } }
+local observer = cq.control.centroid_observer { groups = group_idx, fields = { "x", "v" }, relative = true,
+  clock = { waves = 4, period = 25 } }
 local controller = cq.control.mlp { inputs = observer.size(2), outputs = 4, hidden = { 64, 64 }, activation = "relu" }
 local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, observer = observer, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-8 } } }
-local opt = cq.optim.adam { params = controller.params, lr = lr }
+local opt = cq.optim.adam { params = controller.params, lr = lr, clip_norm = 1 }
 
 local log = require("cq.log").new("biped2d", { "iteration", "loss", "distance", "grad_norm", "seconds" })
 local x0 = s0:mean("x")[1]
@@ -40,4 +41,8 @@ for it = 1, iters do
     grad_norm = log.grad_norm(controller.params) })
 end
 print(string.format("biped2d: walked %.3f (target >= 0.6 = 2 body lengths) in %g s", log.last.distance, T * dt))
+-- PNG frames of the last rollout (blue = contracting, red = expanding legs) over the first 1.6 x 0.4 of the floor.
+local nf = cq.frames.write { trajectory = run:trajectory(), dir = "out/biped2d", every = 4, width = 800,
+  view = { 0, 0, 1.6, 0.4 } }
+print(string.format("biped2d: %d frames in out/biped2d/ (ffmpeg -i out/biped2d/frame_%%04d.png biped2d.mp4)", nf))
 return log

@@ -41,8 +41,10 @@ end end
 local function phase(k, j) return math.sin(omega * k * 1e-3 + 2 * math.pi * (j - 1) / n_sin) end
 local u_hist = {}
 
-local function loss_and_grad()
+-- traj (a cq.trajectory, optional) records the positions at every control step, for PNG frames.
+local function loss_and_grad(traj)
   memo:begin(s0)
+  if traj then traj:record_state(0, memo.state) end
   for k = 0, steps - 1 do
     local u = {}
     for i = 1, 4 do
@@ -52,6 +54,7 @@ local function loss_and_grad()
     end
     u_hist[k + 1] = u
     memo:step(u)
+    if traj then traj:record_action(k, u); traj:record_state(k + 1, memo.state) end
   end
   local n = world.n
   local loss = -memo.state:mean("x")[1]
@@ -73,9 +76,10 @@ end
 local clock = require "cq.clock"
 print(string.format("walker2d: %d particles, %d steps, %s, %d threads", world.n, steps, precision, threads))
 local first, last, total, rest = nil, nil, 0, 0
+local traj = cq.trajectory.new { world = world, steps = steps } -- positions of the last iteration's motion
 for it = 1, iters do
   local t0 = clock.now()
-  local loss, gW, gb = loss_and_grad()
+  local loss, gW, gb = loss_and_grad(it == iters and traj or nil)
   for i = 1, 4 do
     b[i] = b[i] - lr * gb[i]
     for j = 1, n_sin do W[i][j] = W[i][j] - lr * gW[i][j] end
@@ -88,5 +92,7 @@ for it = 1, iters do
 end
 print(string.format("initial loss %.6f  final loss %.6f  improvement %.4f  mean %.3f s/iter", first, last,
   first - last, total / iters))
+local nf = cq.frames.write { trajectory = traj, dir = "out/walker2d", every = 32, width = 512 }
+print(string.format("walker2d: %d frames of the last iteration's motion in out/walker2d/", nf))
 return { initial = first, final = last, seconds_per_iter = total / iters,
   steady_seconds_per_iter = iters > 1 and rest / (iters - 1) or total }

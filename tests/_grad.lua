@@ -7,7 +7,7 @@ local function prand(i, salt) return math.sin(12.9898 * i + 78.233 * salt) * 437
 M.prand = prand
 
 --- A block of side^dim particles (2 per cell) moving toward the floor and the left wall, half of it actuated
---- (actuator 1: stress, actuator 2: force). opts: dim, material, inc_p, bc, friction, moving, precision, steps,
+--- (actuator 1: stress, actuator 2: force). opts: dim, material, inc_p, bc, friction, moving, precision, backend, steps,
 --- substeps, gravity.
 function M.scene(opts)
   local dim = opts.dim
@@ -21,7 +21,8 @@ function M.scene(opts)
   end
   local w = cq.world { dim = dim, res = dim == 2 and { 20, 20 } or { 14, 14, 14 }, dx = 1 / 16, dt = opts.dt or 2e-3,
     substeps = opts.substeps or 1, gravity = dim == 2 and { 0, -6 } or { 0, -6, 0 }, n = n, actuators = 2,
-    precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls }
+    precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
+    backend = opts.backend or "cpu" } -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
   w:fill("E", function(p) return 30 * (1 + 0.2 * prand(p, 1)) end)

@@ -2,7 +2,7 @@
 --
 -- usage: build/bin/cqlua tools/bench.lua [quick] [FILTER...]
 --   quick    a short smoke-test run (few steps, numbers are noisy)
---   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k)
+--   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone)
 -- Without the host:  luajit tools/bench.lua [quick] [FILTER...]  (run from anywhere; paths come from arg[0]).
 --
 -- For each scene x precision (f32, f64) x threads (1, 2) it reports, per substep (substeps = 1, so a control step
@@ -86,7 +86,7 @@ print()
 -- floor and slip walls elsewhere. dt is fixed per scene at about half of world:stable_dt().
 local E, NU, RHO = 1e3, 0.3, 1.0
 
-local function block_world(o, precision, threads)
+local function block_world(o, precision, threads, backend)
   local dim, dx, m = o.dim, o.dx, o.per_side
   local n = m ^ dim
   local walls = { left = { type = "slip" }, right = { type = "slip" }, floor = { type = "friction", friction = 0.5 },
@@ -94,7 +94,7 @@ local function block_world(o, precision, threads)
   if dim == 3 then walls.back, walls.front = { type = "slip" }, { type = "slip" } end
   local gravity = dim == 2 and { 0, -9.8 } or { 0, -9.8, 0 }
   local w = cq.world { dim = dim, res = o.res, dx = dx, dt = o.dt, substeps = 1, gravity = gravity, n = n,
-                       precision = precision, threads = threads, walls = walls }
+                       precision = precision, threads = threads, walls = walls, backend = backend or "cpu" }
   local h = dx / 2
   local vol = h ^ dim
   w:fill("vol0", vol)
@@ -276,9 +276,78 @@ local function bench_walker()
   io.stdout:flush()
 end
 if selected("walker2d") then bench_walker() end
+
+---------------------------------------------------------------- GPU (CUDA backend, issue 4)
+-- Table II scenes plus 512k and 1M-particle cubes on backend = "cuda", f32, substeps = 1: fwd = world:step, bwd =
+-- memo:backward over a recording with every state stored, ms per step and ns per particle-step. GB/s is a model
+-- of the compulsory DRAM traffic of a forward step (state read + written, parameters read; grid of the active box
+-- zeroed, scattered into (read + write), updated (read + write) and gathered) over the measured time, and "of D2D"
+-- that rate over the device-to-device cudaMemcpy rate measured here (read + written bytes). The first CUDA backend
+-- mirrors every substep's state through the host (cuda/README.md), so these numbers include PCIe transfers.
+local GPU_SCENES = {
+  SCENES[1], SCENES[2], SCENES[3],
+  { name = "3d-cube-512k", dim = 3, res = { 128, 128, 128 }, dx = 1 / 128, per_side = 80, dt = 1e-4,
+    origin = { 0.34375, 0.1, 0.34375 } },
+  { name = "3d-cube-1M", dim = 3, res = { 128, 128, 128 }, dx = 1 / 128, per_side = 100, dt = 1e-4,
+    origin = { 0.3046875, 0.1, 0.3046875 } },
+}
+local function bench_gpu()
+  print("GPU: CUDA backend, f32, per step (substeps = 1)")
+  local lib, why = require("cq._ffi").cuda_lib("f32")
+  if not lib then
+    print("skipped: no GPU (" .. tostring(why) .. ")")
+    print()
+    io.stdout:flush()
+    return
+  end
+  local buf = ffi.new("char[256]")
+  lib.cq_cuda_device_info(buf, 256)
+  print("device:  " .. ffi.string(buf))
+  local d2d = lib.cq_cuda_memcpy_bandwidth(512 * 1048576, QUICK and 3 or 20, buf, 256)
+  print(d2d > 0 and string.format("device-to-device cudaMemcpy: %.1f GB/s (read + written)", d2d / 1e9)
+    or ("device-to-device copy failed: " .. ffi.string(buf)))
+  local hdr = string.format("%-13s %8s | %9s %9s | %8s %8s | %7s %6s | %7s %7s", "scene", "parts", "fwd ms",
+    "bwd ms", "fwd ns", "bwd ns", "GB/s", "of D2D", "fwd/CQ", "bwd/CQ")
+  print(hdr)
+  print(string.rep("-", #hdr))
+  for _, sc in ipairs(GPU_SCENES) do
+    local w, s0 = block_world(sc, "f32", 0, "cuda")
+    local n, D, R = w.n, sc.dim, 4
+    local s = s0:copy()
+    for _ = 1, WARMUP do w:step(s) end
+    local t0 = now()
+    w:step(s)
+    local est = now() - t0
+    local steps = clamp(math.ceil(T_FWD / est), MIN_STEPS, MAX_STEPS)
+    t0 = now()
+    for _ = 1, steps do w:step(s) end
+    local fwd = (now() - t0) / steps
+    -- recording: every state stored, at most ~2 GiB of host memory
+    local state_bytes = n * (2 * D + 2 * D * D) * R
+    local S = clamp(math.ceil(T_BWD / fwd), QUICK and 2 or 5, math.max(2, math.min(MAX_STEPS, math.floor(2 ^ 31 / state_bytes))))
+    local memo = w:memo { steps = S, checkpoint_every = 1 }
+    memo:begin(s)
+    for _ = 1, S do memo:step() end
+    local bwd = time_backward(memo, S, 1) / S
+    memo:release()
+    local active = (sc.per_side / 2 + 3) ^ D
+    local bytes = n * (R * (2 * (2 * D + 2 * D * D) + 5 + D) + 5) + 6 * (D + 1) * R * active
+    local rate = bytes / fwd
+    print(string.format("%-13s %8d | %9.3f %9.3f | %8.2f %8.2f | %7.1f %5.1f%% | %7s %7s", sc.name, n, fwd * 1e3,
+      bwd * 1e3, fwd / n * 1e9, bwd / n * 1e9, rate / 1e9, d2d > 0 and 100 * rate / d2d or 0,
+      sc.cq_fwd and string.format("%.2f", fwd * 1e3 / sc.cq_fwd) or "-",
+      sc.cq_bwd and string.format("%.2f", bwd * 1e3 / sc.cq_bwd) or "-"))
+    io.stdout:flush()
+    w:release()
+    collectgarbage()
+  end
+  print()
+end
+if selected("gpu") then bench_gpu() end
+
 local any = false
 for _, sc in ipairs(SCENES) do any = any or selected(sc.name) end
-if not any and selected("walker2d") then os.exit(0) end
+if not any and (selected("walker2d") or selected("gpu")) then os.exit(0) end
 if not any then
   local names = {}
   for _, sc in ipairs(SCENES) do names[#names + 1] = sc.name end

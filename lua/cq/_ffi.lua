@@ -28,6 +28,11 @@ int cq_world_enable_user_forces(cq_world* w);
 int cq_world_commit(cq_world* w);
 double cq_world_stable_dt(const cq_world* w);
 int cq_world_set_threads(cq_world* w, int threads);
+int cq_world_set_backend(cq_world* w, int backend);
+int cq_world_backend(const cq_world* w);
+int cq_cuda_device_count(char* err, int errlen);
+int cq_cuda_device_info(char* buf, int len);
+double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen);
 int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable, const char** doc);
 cq_state* cq_state_create(const cq_world* w);
 void cq_state_free(cq_state* s);
@@ -37,12 +42,15 @@ void cq_state_set_substep(cq_state* s, long k);
 int cq_state_copy(cq_state* dst, const cq_state* src);
 int cq_step(cq_world* w, cq_state* s, const double* u);
 int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force);
+int cq_step_ext(cq_world* w, cq_state* s, const double* u, const double* force, const double* stress);
 cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every);
 void cq_memo_free(cq_memo* m);
 int cq_memo_begin(cq_memo* m, const cq_state* s0);
 int cq_memo_step(cq_memo* m, const double* u);
 int cq_memo_step_force(cq_memo* m, const double* u, const double* force);
+int cq_memo_step_ext(cq_memo* m, const double* u, const double* force, const double* stress);
 void* cq_memo_grad_force(cq_memo* m);
+void* cq_memo_grad_stress(cq_memo* m);
 cq_state* cq_memo_state(cq_memo* m);
 int cq_memo_steps(const cq_memo* m);
 int cq_memo_stored_states(const cq_memo* m);
@@ -61,10 +69,11 @@ local M = {}
 local paths = package.loaded["cq._paths"] or {}
 local libs = {}
 
--- The engine library for a precision ("f32" or "f64"), loaded once.
-function M.lib(precision)
-  if libs[precision] then return libs[precision] end
-  local name = "libcq_" .. precision .. ".so"
+-- The engine library for a precision ("f32" or "f64"), loaded once; flavor "cuda" = the CUDA build libcq_cuda_*.so.
+function M.lib(precision, flavor)
+  local key = (flavor or "") .. precision
+  if libs[key] then return libs[key] end
+  local name = "libcq_" .. (flavor and flavor .. "_" or "") .. precision .. ".so"
   local candidates = {}
   if paths.lib then candidates[#candidates + 1] = paths.lib .. "/" .. name end
   candidates[#candidates + 1] = name
@@ -72,12 +81,31 @@ function M.lib(precision)
   for _, path in ipairs(candidates) do
     local ok, lib = pcall(ffi.load, path)
     if ok then
-      libs[precision] = lib
+      libs[key] = lib
       return lib
     end
     errs[#errs + 1] = tostring(lib)
   end
   error("cq: cannot load the engine library " .. name .. " (run `make`): " .. table.concat(errs, "; "), 0)
+end
+
+-- The CUDA engine library for a precision when it loads and sees a usable device; else nil and the reason.
+-- Probed once per precision.
+local cuda_probe = {}
+function M.cuda_lib(precision)
+  local r = cuda_probe[precision]
+  if not r then
+    local ok, lib = pcall(M.lib, precision, "cuda")
+    if not ok then
+      r = { nil, "the CUDA engine library is not built or cannot load: " .. tostring(lib) }
+    else
+      local err = ffi.new("char[256]")
+      local count = lib.cq_cuda_device_count(err, 256)
+      r = count > 0 and { lib } or { nil, ffi.string(err) }
+    end
+    cuda_probe[precision] = r
+  end
+  return r[1], r[2]
 end
 
 M.real_ctype = { f32 = ffi.typeof("float*"), f64 = ffi.typeof("double*") }

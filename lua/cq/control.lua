@@ -7,19 +7,44 @@ local M = {}
 
 ---------------------------------------------------------------- observers
 --- Centroid observer (seed 000 sec. 4): mean position (and optionally velocity) of each particle group.
---- groups = { {p1, p2, ...}, ... } (1-based particle indices); fields = {"x"} or {"x", "v"}.
+--- groups = { {p1, p2, ...}, ... } (1-based particle indices); fields = {"x"} or {"x", "v"} (default both);
+--- relative = true: positions relative to the centroid of all the groups (so a walker that has moved sees the
+--- same inputs as at the start); clock = { waves = 4, period = 50 }: append sin(2 pi k / period + 2 pi j / waves),
+--- j = 0..waves-1, at control step k (the phase inputs of DiffTaichi's walkers; period in control steps).
 function M.centroid_observer(opts)
-  check.options("cq.centroid_observer", opts, { groups = true, fields = true })
+  local where = "cq.centroid_observer"
+  check.options(where, opts, { groups = true, fields = true, relative = true, clock = true })
   local groups, fields = opts.groups, opts.fields or { "x", "v" }
   if type(groups) ~= "table" or #groups == 0 then
-    check.fail("cq.centroid_observer", "groups must be a non-empty list of particle index lists", groups)
+    check.fail(where, "groups must be a non-empty list of particle index lists", groups)
+  end
+  for i, f in ipairs(fields) do check.oneof(where, "fields[" .. i .. "]", f, { "x", "v" }) end
+  local waves, period = 0, 1
+  if opts.clock then
+    check.options(where .. ".clock", opts.clock, { waves = true, period = true })
+    waves = check.integer(where, "clock.waves", opts.clock.waves or 4, 1)
+    period = check.number(where, "clock.period", opts.clock.period or 50, 0, math.huge, { open_lo = true })
+  end
+  local all
+  if opts.relative then
+    all = {}
+    for _, g in ipairs(groups) do for _, p in ipairs(g) do all[#all + 1] = p end end
   end
   return {
-    size = function(dim) return #groups * #fields * dim end,
-    observe = function(_, t, state)
-      local parts = {}
+    size = function(dim) return #groups * #fields * dim + waves end,
+    observe = function(_, t, state, k)
+      local parts, center = {}, all and t:centroid(state, "x", all)
       for _, g in ipairs(groups) do
-        for _, f in ipairs(fields) do parts[#parts + 1] = t:centroid(state, f, g) end
+        for _, f in ipairs(fields) do
+          local c = t:centroid(state, f, g)
+          if center and f == "x" then c = t:sub(c, center) end
+          parts[#parts + 1] = c
+        end
+      end
+      if waves > 0 then
+        local phase = {}
+        for j = 0, waves - 1 do phase[j + 1] = math.sin(2 * math.pi * ((k or 0) / period + j / waves)) end
+        parts[#parts + 1] = t:const(phase)
       end
       return t:concat(parts)
     end,

@@ -61,14 +61,26 @@ local function wall_desc(where, wd, spec, dim)
   if not ok then error(tostring(err):gsub("^[^:]*:%d+: ", ""), 3) end
 end
 
---- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, actuators, precision, threads, walls}
+--- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, actuators, precision, threads, walls, backend}
+--- backend: "auto" (default: CUDA when its library loads and sees a device, else the CPU), "cpu" or "cuda".
 function M.world(opts)
   local where = "cq.world"
   check.options(where, opts, { dim = true, res = true, dx = true, dt = true, substeps = true, gravity = true,
-    damping = true, n = true, actuators = true, precision = true, threads = true, walls = true })
+    damping = true, n = true, actuators = true, precision = true, threads = true, walls = true, backend = true })
   local precision = opts.precision or "f64"
   check.oneof(where, "precision", precision, { "f32", "f64" })
+  local backend = opts.backend or "auto"
+  check.oneof(where, "backend", backend, { "auto", "cpu", "cuda" })
   local lib = C.lib(precision)
+  if backend ~= "cpu" then
+    local clib, why = C.cuda_lib(precision)
+    if clib then lib = clib
+    elseif backend == "cuda" then
+      error(string.format('%s: backend = "cuda" but no CUDA device is available (%s); use backend = "cpu" or "auto"',
+        where, why), 2)
+    end
+    backend = clib and "cuda" or "cpu"
+  end
   local d = ffi.new("cq_world_desc")
   lib.cq_world_desc_default(d)
   local dim = opts.dim or 2
@@ -106,7 +118,12 @@ function M.world(opts)
   local err = ffi.new("char[512]")
   local h = lib.cq_world_create(d, err, 512)
   if h == nil then error(where .. ": " .. ffi.string(err), 2) end
-  local self = setmetatable({ _h = ffi.gc(h, lib.cq_world_free), _lib = lib, dim = dim, n = d.n_particles,
+  if backend == "cuda" and lib.cq_world_set_backend(h, 1) ~= 0 then
+    local msg = ffi.string(lib.cq_world_error(h))
+    lib.cq_world_free(h)
+    error(where .. ": " .. msg, 2)
+  end
+  local self = setmetatable({ _h = ffi.gc(h, lib.cq_world_free), _lib = lib, dim = dim, n = d.n_particles, backend = backend,
     n_actuators = d.n_actuators, precision = precision, res = res, dx = d.dx, dt = d.dt, substeps = d.substeps,
     _real = C.real_ctype[precision], params = {}, committed = false }, World)
   for _, f in ipairs(fields(lib, 1)) do
@@ -301,11 +318,14 @@ local function act_array(world, u, where)
   return a
 end
 
---- Advances state s by one control step (substeps x dt/substeps) with actuation u (table or double[]) and an
---- optional per-particle force (double[dim * n], component-major) held over the substeps.
-function World:step(s, u, force)
+--- Advances state s by one control step (substeps x dt/substeps) with actuation u (table or double[]), an
+--- optional per-particle force (double[dim * n], component-major) and an optional per-particle material-space
+--- actuation stress (double[dim * dim * n], stress[(i * dim + j) * n + p] = A_p[i][j], adds F A_p F^T like a
+--- stress actuator), both held over the substeps.
+function World:step(s, u, force, stress)
   if not self.committed then error("cq.world:step: call world:commit() first", 2) end
-  self:_check(self._lib.cq_step_force(self:_handle(), s._h, act_array(self, u, "world:step"), force), "cq.world:step")
+  self:_check(self._lib.cq_step_ext(self:_handle(), s._h, act_array(self, u, "world:step"), force, stress),
+    "cq.world:step")
 end
 
 ---------------------------------------------------------------- memo
@@ -336,6 +356,7 @@ function World:memo(opts)
   m.grad_act = self._lib.cq_memo_grad_act(h) -- double [steps][n_actuators]
   local gf = self._lib.cq_memo_grad_force(h)
   m.grad_force = gf ~= nil and ffi.cast(R, gf) or nil -- dL/d(user force) of the step at the backward position
+  m.grad_stress = ffi.cast(R, self._lib.cq_memo_grad_stress(h)) -- dL/d(user stress) [dim*dim][n], same step
   return m
 end
 
@@ -366,10 +387,11 @@ function Memo:begin(s0)
 end
 
 --- Records one control step with actuation u and, optionally, a per-particle force (double[dim * n],
---- component-major) held over its substeps (worlds with enable_user_forces).
-function Memo:step(u, force)
-  self.world:_check(self.world._lib.cq_memo_step_force(self:_handle(), act_array(self.world, u, "memo:step"), force),
-    "cq.memo:step")
+--- component-major; worlds with enable_user_forces) and a per-particle actuation stress (double[dim * dim * n],
+--- as in world:step), held over its substeps.
+function Memo:step(u, force, stress)
+  self.world:_check(self.world._lib.cq_memo_step_ext(self:_handle(), act_array(self.world, u, "memo:step"), force,
+    stress), "cq.memo:step")
 end
 
 --- Zeroes gradients; afterwards memo.grad holds dL/d(final state): add the loss gradient into it.
@@ -415,7 +437,10 @@ local lazy = { robot = function() return require("cq.robot").new end,
   rollout = function() return require("cq.rollout").new end,
   objectives = function() return require "cq.objectives" end,
   optim = function() return require "cq.optim" end,
-  log = function() return require "cq.log" end }
+  nlopt = function() return require "cq.nlopt" end,
+  log = function() return require "cq.log" end,
+  trajectory = function() return require "cq.trajectory" end,
+  frames = function() return require "cq.frames" end }
 setmetatable(M, { __index = function(t, k)
   local f = lazy[k]
   if f then local v = f(); rawset(t, k, v); return v end

@@ -12,13 +12,39 @@ local function project(p, b)
   end
 end
 
+-- Factor that scales the gradients of params down to global norm max_norm (1 when already within it or no clip).
+local function clip_factor(params, max_norm)
+  if not max_norm then return 1 end
+  local s = 0
+  for _, p in ipairs(params) do for i = 0, p.n - 1 do s = s + p.g[i] * p.g[i] end end
+  s = math.sqrt(s)
+  return s > max_norm and max_norm / s or 1
+end
+
+local function check_params(where, params)
+  if type(params) ~= "table" or #params == 0 then
+    check.fail(where, "params must be a non-empty list of parameters (cq.tape.param or controller.params)", params, 3)
+  end
+  for i, p in ipairs(params) do
+    if type(p) ~= "table" or type(p.n) ~= "number" or p.v == nil or p.g == nil then
+      check.fail(where, "params[" .. i .. "] must be a parameter with fields n, v, g (cq.tape.param)", p, 3)
+    end
+  end
+end
+
 --- Adam (Kingma & Ba). opts: params (list), lr [1e-3], beta1 [0.9], beta2 [0.999], eps [1e-8],
---- bounds = { [param] = {lo, hi} } (numbers or per-entry tables), applied after each step.
+--- bounds = { [param] = {lo, hi} } (numbers or per-entry tables), applied after each step; clip_norm: scale the
+--- gradient down to this global norm first (tames the rare exploding gradient of long contact-rich rollouts).
 function M.adam(opts)
   local where = "cq.optim.adam"
-  check.options(where, opts, { params = true, lr = true, beta1 = true, beta2 = true, eps = true, bounds = true })
+  check.options(where, opts, { params = true, lr = true, beta1 = true, beta2 = true, eps = true, bounds = true,
+    clip_norm = true })
+  check_params(where, opts.params)
   local lr = check.number(where, "lr", opts.lr or 1e-3, 0, math.huge, { open_lo = true })
-  local b1, b2, eps = opts.beta1 or 0.9, opts.beta2 or 0.999, opts.eps or 1e-8
+  local b1 = check.number(where, "beta1", opts.beta1 or 0.9, 0, 1, { open_hi = true })
+  local b2 = check.number(where, "beta2", opts.beta2 or 0.999, 0, 1, { open_hi = true })
+  local eps = check.number(where, "eps", opts.eps or 1e-8, 0, math.huge, { open_lo = true })
+  if opts.clip_norm then check.number(where, "clip_norm", opts.clip_norm, 0, math.huge, { open_lo = true }) end
   local state, t = {}, 0
   for k, p in ipairs(opts.params) do
     state[k] = { m = {}, v = {} }
@@ -29,10 +55,11 @@ function M.adam(opts)
     step = function(self)
       t = t + 1
       local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
+      local clip = clip_factor(opts.params, opts.clip_norm)
       for k, p in ipairs(opts.params) do
         local s = state[k]
         for i = 0, p.n - 1 do
-          local g = p.g[i]
+          local g = clip * p.g[i]
           s.m[i] = b1 * s.m[i] + (1 - b1) * g
           s.v[i] = b2 * s.v[i] + (1 - b2) * g * g
           p.v[i] = p.v[i] - self.lr * (s.m[i] / c1) / (math.sqrt(s.v[i] / c2) + eps)
@@ -43,20 +70,23 @@ function M.adam(opts)
   }
 end
 
---- Gradient descent with optional momentum. opts: params, lr [1e-2], momentum [0], bounds.
+--- Gradient descent with optional momentum. opts: params, lr [1e-2], momentum [0], bounds, clip_norm.
 function M.sgd(opts)
   local where = "cq.optim.sgd"
-  check.options(where, opts, { params = true, lr = true, momentum = true, bounds = true })
+  check.options(where, opts, { params = true, lr = true, momentum = true, bounds = true, clip_norm = true })
+  check_params(where, opts.params)
   local lr = check.number(where, "lr", opts.lr or 1e-2, 0, math.huge, { open_lo = true })
-  local mu = opts.momentum or 0
+  local mu = check.number(where, "momentum", opts.momentum or 0, 0, 1, { open_hi = true })
+  if opts.clip_norm then check.number(where, "clip_norm", opts.clip_norm, 0, math.huge, { open_lo = true }) end
   local vel = {}
   for k, p in ipairs(opts.params) do vel[k] = {} for i = 0, p.n - 1 do vel[k][i] = 0 end end
   return {
     lr = lr,
     step = function(self)
+      local clip = clip_factor(opts.params, opts.clip_norm)
       for k, p in ipairs(opts.params) do
         for i = 0, p.n - 1 do
-          vel[k][i] = mu * vel[k][i] - self.lr * p.g[i]
+          vel[k][i] = mu * vel[k][i] - self.lr * clip * p.g[i]
           p.v[i] = p.v[i] + vel[k][i]
         end
         project(p, opts.bounds and opts.bounds[p])
@@ -64,5 +94,8 @@ function M.sgd(opts)
     end,
   }
 end
+
+--- Gradient-based optimizers from libnlopt (lbfgs, slsqp, mma, ccsaq) with bounds and constraints: see cq/nlopt.lua.
+function M.nlopt(opts) return require("cq.nlopt").new(opts) end -- a tail call: errors point at the user's call
 
 return M

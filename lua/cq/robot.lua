@@ -50,17 +50,26 @@ function Robot:box(opts)
       count[a] = math.max(1, math.floor(opts.size[a] / h + 0.5))
     end
   end
+  return self:_lattice(where, opts, opts.offset, opts.size, count)
+end
+
+-- Places particles at the cell centres of a count[1] x ... lattice over the box offset + [0, size], keeping those
+-- for which inside(x) holds (all when nil); each gets the cell's volume. Returns the new group.
+function Robot:_lattice(where, opts, offset, size, count, inside)
+  local dim = self.dim
   local ok, mat = pcall(material, where, opts.material)
-  if not ok then error((tostring(mat):gsub("^[^:]*:%d+: ", "")), 2) end
+  if not ok then error((tostring(mat):gsub("^[^:]*:%d+: ", "")), 3) end
   local vel = opts.velocity or {}
+  if opts.velocity then check.vector(where, "velocity", opts.velocity, dim) end
   local cell = 1
-  for a = 1, dim do cell = cell * opts.size[a] / count[a] end
+  for a = 1, dim do cell = cell * size[a] / count[a] end
   local g = { first = #self.x + 1, particles = {}, name = opts.name, material = mat }
   local idx = {}
   local function place(a)
     if a > dim then
       local x = {}
-      for b = 1, dim do x[b] = opts.offset[b] + (idx[b] + 0.5) * opts.size[b] / count[b] end
+      for b = 1, dim do x[b] = offset[b] + (idx[b] + 0.5) * size[b] / count[b] end
+      if inside and not inside(x) then return end
       self.x[#self.x + 1] = x
       self.v[#self.v + 1] = vel
       self.vol[#self.vol + 1] = cell
@@ -71,9 +80,30 @@ function Robot:box(opts)
     for i = 0, count[a] - 1 do idx[a] = i; place(a + 1) end
   end
   place(1)
+  if #g.particles == 0 then check.fail(where, "the shape holds no particle at this spacing", opts.spacing, 3) end
   g.last = #self.x
   self.groups[#self.groups + 1] = g
   return g
+end
+
+--- Adds a ball (disc in 2D, sphere in 3D) of particles on a regular lattice: center, radius, spacing (default
+--- 1/128), material, velocity. Returns the group.
+function Robot:ball(opts)
+  local where = "robot:ball"
+  check.options(where, opts, { center = true, radius = true, spacing = true, material = true, velocity = true,
+    name = true })
+  local dim = self.dim
+  check.vector(where, "center", opts.center, dim)
+  local r = check.number(where, "radius", opts.radius, 0, math.huge, { open_lo = true })
+  local h = check.number(where, "spacing", opts.spacing or 1 / 128, 0, math.huge, { open_lo = true })
+  local m = math.max(1, math.ceil(2 * r / h))
+  local offset, size, count = {}, {}, {}
+  for a = 1, dim do offset[a], size[a], count[a] = opts.center[a] - m * h / 2, m * h, m end
+  return self:_lattice(where, opts, offset, size, count, function(x)
+    local d2 = 0
+    for a = 1, dim do d2 = d2 + (x[a] - opts.center[a]) ^ 2 end
+    return d2 <= r * r
+  end)
 end
 
 --- Pressure (stress) actuator on groups: along axis (1..dim) or isotropic (axis = "isotropic"), actuation in

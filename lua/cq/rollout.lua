@@ -5,25 +5,33 @@
 local ffi = require "ffi"
 local tape = require "cq.tape"
 local check = require "cq._check"
+local trajectory = require "cq.trajectory"
 
 local M = {}
 local Rollout = {}
 Rollout.__index = Rollout
 
 --- cq.rollout{ world, steps, controller, observer?, final(t, state) -> scalar node, running?(t, state, u, k),
----   actuator?(t, state, u, k) -> node of dim * n particle forces (component-major): an actuator written in Lua
----   (seed 000 Listing 3), differentiated on the tape; checkpoint_every? }
+---   actuator?(t, state, u, k) -> node of dim * n particle forces (component-major) or of dim * dim * n material-
+---   space actuation stresses (A_p[i][j] at (i * dim + j) * n + p; adds F A_p F^T like a pressure actuator): an
+---   actuator written in Lua (seed 000 Listing 3), differentiated on the tape; checkpoint_every?;
+---   accumulate? = "sum" (default) | "max" | "min": loss = final + sum_k / max_k / min_k of h_k over k = 0..steps-1;
+---   record? = {"x"} (default) | true (x and v) | false | {"x", "v"}: state fields kept per control step for
+---   run:trajectory() (8 * dim * n * (steps + 1) bytes per field; u_k and h_k are always kept) }
 function M.new(opts)
   local where = "cq.rollout"
   check.options(where, opts, { world = true, steps = true, controller = true, observer = true, final = true,
-    running = true, checkpoint_every = true, actuator = true })
+    running = true, checkpoint_every = true, actuator = true, accumulate = true, record = true })
+  local accumulate = check.oneof(where, "accumulate", opts.accumulate or "sum", { "sum", "max", "min" })
+  local record = trajectory.record_fields(where, opts.record)
   local w = opts.world
   local steps = check.integer(where, "steps", opts.steps, 1)
   if type(opts.controller) ~= "table" or type(opts.controller.act) ~= "function" then
     check.fail(where, "controller must be a controller object (cq.mlp, cq.open_loop, cq.sine or {act = f})", opts.controller)
   end
   local self = setmetatable({ world = w, steps = steps, controller = opts.controller, observer = opts.observer,
-    final = opts.final, running = opts.running, actuator = opts.actuator }, Rollout)
+    final = opts.final, running = opts.running, actuator = opts.actuator, accumulate = accumulate, record = record },
+    Rollout)
   if self.actuator and not w.user_forces then w:enable_user_forces() end
   self.memo = w:memo { steps = steps, checkpoint_every = opts.checkpoint_every or 0 }
   self.params = opts.controller.params or {}
@@ -31,7 +39,8 @@ function M.new(opts)
   return self
 end
 
--- The actuation node of control step k on tape t for state s, and the Lua actuator's force node (or nil).
+-- The actuation node of control step k on tape t for state s, and the Lua actuator's force node and stress node
+-- (each nil unless the actuator returned that kind).
 function Rollout:_act(t, s, k)
   local obs = self.observer and self.observer:observe(t, s, k) or nil
   local u = self.controller:act(t, obs, k)
@@ -40,29 +49,58 @@ function Rollout:_act(t, s, k)
       self.world.n_actuators), 3)
   end
   local f = self.actuator and self.actuator(t, s, u, k) or nil
-  if f and f.n ~= self.world.dim * self.world.n then
-    error(string.format("cq.rollout: the Lua actuator gives %d force values, expected dim * n = %d", f.n,
-      self.world.dim * self.world.n), 3)
+  local dim, n = self.world.dim, self.world.n
+  if f and f.n == dim * dim * n then return u, nil, f end -- a stress tensor per particle
+  if f and f.n ~= dim * n then
+    error(string.format("cq.rollout: the Lua actuator gives %d values, expected dim * n = %d (forces) or " ..
+      "dim * dim * n = %d (stress tensors)", f.n, dim * n, dim * dim * n), 3)
   end
   return u, f
 end
 
---- Runs the rollout from state s0; returns the loss (and records everything needed for backward).
+--- Runs the rollout from state s0; returns the loss (and records everything needed for backward, and the
+--- trajectory: states at control steps 0..steps, u_k, h_k).
 function Rollout:forward(s0)
   local m = self.memo
   m:begin(s0)
-  local L = 0
+  local rec = self._traj
+  if not rec or rec.taken then -- fresh buffers when the last ones were handed out by run:trajectory()
+    rec = trajectory.new { world = self.world, steps = self.steps, record = self.record, running = self.running ~= nil }
+    self._traj = rec
+  end
+  rec:record_state(0, m.state)
+  local acc, arg = 0, nil
   for k = 0, self.steps - 1 do
     local t = tape.new()
-    local u, f = self:_act(t, m.state, k)
-    if self.running then L = L + self.running(t, m.state, u, k).v[0] end
+    local u, f, a = self:_act(t, m.state, k)
+    if self.running then
+      local h = self.running(t, m.state, u, k).v[0]
+      rec.h[k] = h
+      if self.accumulate == "sum" then acc = acc + h
+      elseif arg == nil or (self.accumulate == "max" and h > acc) or (self.accumulate == "min" and h < acc) then
+        acc, arg = h, k
+      end
+    end
     ffi.copy(self.u, u.v, 8 * u.n)
-    m:step(self.u, f and f.v or nil)
+    rec:record_action(k, self.u)
+    m:step(self.u, f and f.v or nil, a and a.v or nil)
+    rec:record_state(k + 1, m.state)
   end
   local t = tape.new()
-  L = L + self.final(t, m.state).v[0]
-  self.loss = L
+  local final = self.final(t, m.state).v[0]
+  local L = acc + final
+  self.loss, self.argbest = L, arg -- argbest: the step whose h_k is the max / min (nil for sum)
+  rec.loss, rec.final, rec.accumulate, rec.argbest = L, final, self.accumulate, arg
   return L
+end
+
+--- The trajectory of the last forward (a cq.trajectory: x(k), v(k), u(k), running(k), centroid(k), export(prefix)).
+--- It keeps its buffers: the next forward records into new ones.
+function Rollout:trajectory()
+  local rec = self._traj
+  if not rec or rec.loss == nil then error("cq.rollout:trajectory: call run:forward(s0) first", 2) end
+  rec.taken = true
+  return rec
 end
 
 --- Gradients of the last forward's loss: controller parameters (param.g), memo.grad (dL/ds_0) and the world's
@@ -76,12 +114,15 @@ function Rollout:backward()
   for k = self.steps - 1, 0, -1 do
     m:backward_step() -- m.grad is now dL/ds_k through the physics, m:grad_u(k + 1, i) = dL/du_k
     t = tape.new()
-    local u, f = self:_act(t, m.bstate, k)
+    local u, f, a = self:_act(t, m.bstate, k)
     local seed = {}
     for i = 1, na do seed[i] = m:grad_u(k + 1, i) end
     t:seed(u, seed)
     if f then t:seed(f, m.grad_force) end
-    if self.running then t:seed(self.running(t, m.bstate, u, k), 1) end
+    if a then t:seed(a, m.grad_stress) end
+    if self.running and (self.accumulate == "sum" or k == self.argbest) then
+      t:seed(self.running(t, m.bstate, u, k), 1) -- max / min: only the arg-max / arg-min step carries the loss
+    end
     t:backward(nil, nil, m.grad)
   end
   return m

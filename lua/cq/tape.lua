@@ -11,10 +11,15 @@ local darr = ffi.typeof("double[?]")
 local Param = {}
 Param.__index = Param
 
---- A trainable array of n doubles (rows x cols for matrices) with a gradient of the same size.
+--- A trainable array of n doubles (rows x cols for matrices) with a gradient of the same size. init: a number
+--- (every entry), a table of n numbers, or a function i -> value (1-based); default 0.
 function M.param(n, init, rows)
   local p = setmetatable({ n = n, v = darr(n), g = darr(n), rows = rows, cols = rows and n / rows or nil }, Param)
-  for i = 0, n - 1 do p.v[i] = type(init) == "function" and init(i + 1) or (init or 0) end
+  for i = 0, n - 1 do
+    local x = type(init) == "function" and init(i + 1) or type(init) == "table" and init[i + 1] or init or 0
+    if type(x) ~= "number" then error("cq.tape.param: init must give a number for entry " .. (i + 1), 2) end
+    p.v[i] = x
+  end
   return p
 end
 function Param:zero_grad() ffi.fill(self.g, 8 * self.n) end

@@ -1,0 +1,241 @@
+-- Recorded trajectories (the queryable "memo" of seed 000 sec. 4): particle positions / velocities at every control
+-- step, the actuation u_k and running loss h_k of each step, and the loss; export to CSV / JSON files.
+-- cq.rollout records one per forward (run:trajectory()); cq.trajectory.new records by hand around memo:step.
+local ffi = require "ffi"
+local check = require "cq._check"
+local fs = require "cq._fs"
+
+local M = {}
+local Trajectory = {}
+Trajectory.__index = Trajectory
+M.Trajectory = Trajectory
+
+--- Parses a record option: false (nothing), true ({"x", "v"}), nil (default {"x"}) or a list drawn from "x", "v".
+function M.record_fields(where, record)
+  if record == nil then return { "x" } end
+  if record == false then return {} end
+  if record == true then return { "x", "v" } end
+  if type(record) ~= "table" then check.fail(where, "record must be false, true or a list of \"x\", \"v\"", record, 3) end
+  local out, seen = {}, {}
+  for i, f in ipairs(record) do
+    if f ~= "x" and f ~= "v" then check.fail(where, "record[" .. i .. "] must be one of x, v", f, 3) end
+    if not seen[f] then out[#out + 1], seen[f] = f, true end
+  end
+  return out
+end
+
+--- cq.trajectory.new{ world, steps, record = {"x"} (default) | true (x and v) | false | {"x", "v"}, running? }
+--- Buffers (double) for control steps 0..steps: dim * n values per recorded field and step, steps * n_actuators
+--- actuations, and steps running-loss values when running = true. Memory: 8 * dim * n * (steps + 1) bytes per field.
+function M.new(opts)
+  local where = "cq.trajectory"
+  check.options(where, opts, { world = true, steps = true, record = true, running = true })
+  local w = opts.world
+  if type(w) ~= "table" or not w.dim or not w.n then check.fail(where, "world must be a cq.world", w) end
+  local steps = check.integer(where, "steps", opts.steps, 1)
+  local self = setmetatable({ world = w, steps = steps, n = w.n, dim = w.dim, n_actuators = w.n_actuators,
+    dt = w.dt, t0 = 0, fields = M.record_fields(where, opts.record), data = {} }, Trajectory)
+  for _, f in ipairs(self.fields) do self.data[f] = ffi.new("double[?]", (steps + 1) * w.dim * w.n) end
+  self.act = ffi.new("double[?]", math.max(1, steps * w.n_actuators))
+  if opts.running then self.h = ffi.new("double[?]", steps) end
+  return self
+end
+
+function Trajectory:__tostring()
+  return string.format("cq.trajectory: %d control steps, %d particles, fields {%s}%s", self.steps, self.n,
+    table.concat(self.fields, ", "), self.loss and string.format(", loss %.6g", self.loss) or "")
+end
+
+local function check_step(self, where, k, last)
+  if type(k) ~= "number" or k ~= math.floor(k) or k < 0 or k > last then
+    check.fail("trajectory:" .. where, "k must be a control step in [0, " .. last .. "]", k, 3)
+  end
+end
+
+--- Copies the recorded fields of state s as control step k (0..steps); the time of step 0 sets t0.
+function Trajectory:record_state(k, s)
+  check_step(self, "record_state", k, self.steps)
+  if k == 0 and s.time then self.t0 = s:time() end
+  local len = self.dim * self.n
+  for f, buf in pairs(self.data) do
+    local src, dst = s[f], buf + k * len
+    if self.world.precision == "f64" then ffi.copy(dst, src, 8 * len)
+    else for i = 0, len - 1 do dst[i] = src[i] end end
+  end
+end
+
+--- Records the actuation of control step k (0..steps-1): a double array or a Lua table of n_actuators values.
+function Trajectory:record_action(k, u)
+  check_step(self, "record_action", k, self.steps - 1)
+  local na, dst = self.n_actuators, self.act + k * self.n_actuators
+  if type(u) == "table" then for i = 1, na do dst[i - 1] = u[i] end
+  elseif na > 0 then ffi.copy(dst, u, 8 * na) end
+end
+
+--- Records the running loss h_k of control step k (0..steps-1).
+function Trajectory:record_running(k, h)
+  check_step(self, "record_running", k, self.steps - 1)
+  if not self.h then self.h = ffi.new("double[?]", self.steps) end
+  self.h[k] = h
+end
+
+-- The buffer of a recorded field, or a clear error naming the record option.
+function Trajectory:_field(field, where)
+  local buf = self.data[field]
+  if not buf then
+    error(string.format("trajectory:%s: field %q was not recorded (record = {%s}; pass record = {\"x\", \"v\"} to " ..
+      "cq.rollout to keep it)", where, field, table.concat(self.fields, ", ")), 3)
+  end
+  return buf
+end
+
+--- FFI view (no copy) of field ("x" or "v") at control step k: dim * n doubles, component-major (all x, then all y).
+function Trajectory:view(field, k)
+  local buf = self:_field(field, "view")
+  check_step(self, "view", k, self.steps)
+  return buf + k * self.dim * self.n
+end
+
+local function points(self, field, k, p)
+  local buf = self:_field(field, field)
+  check_step(self, field, k, self.steps)
+  local n, dim, base = self.n, self.dim, k * self.dim * self.n
+  if p then
+    check.integer("trajectory:" .. field, "p", p, 1, n)
+    local out = {}
+    for a = 1, dim do out[a] = buf[base + (a - 1) * n + p - 1] end
+    return out
+  end
+  local out = {}
+  for q = 1, n do
+    local pt = {}
+    for a = 1, dim do pt[a] = buf[base + (a - 1) * n + q - 1] end
+    out[q] = pt
+  end
+  return out
+end
+
+--- Particle positions at control step k (0..steps): a list of n points {x, y[, z]}, or one point for particle p.
+function Trajectory:x(k, p) return points(self, "x", k, p) end
+--- Particle velocities at control step k (needs record = {"x", "v"} or true).
+function Trajectory:v(k, p) return points(self, "v", k, p) end
+
+--- Actuation vector u_k of control step k (0..steps-1) as a Lua table of n_actuators values.
+function Trajectory:u(k)
+  check_step(self, "u", k, self.steps - 1)
+  local out = {}
+  for i = 1, self.n_actuators do out[i] = self.act[k * self.n_actuators + i - 1] end
+  return out
+end
+
+--- Running loss h_k of control step k (0..steps-1), or nil when the rollout has no running loss.
+function Trajectory:running(k)
+  check_step(self, "running", k, self.steps - 1)
+  return self.h and self.h[k] or nil
+end
+
+--- Time of control step k (seconds).
+function Trajectory:time(k) return self.t0 + k * self.dt end
+
+--- Centroid of the positions (field "x", or "v") at control step k over particles idx (1-based list; nil = all).
+function Trajectory:centroid(k, idx, field)
+  local buf = self:_field(field or "x", "centroid")
+  check_step(self, "centroid", k, self.steps)
+  local n, base, out = self.n, k * self.dim * self.n, {}
+  for a = 0, self.dim - 1 do
+    local s = 0
+    if idx then for _, p in ipairs(idx) do s = s + buf[base + a * n + p - 1] end
+    else for p = 0, n - 1 do s = s + buf[base + a * n + p] end end
+    out[a + 1] = s / (idx and #idx or n)
+  end
+  return out
+end
+
+--- Centroids at every control step: list[k + 1] = centroid at step k, k = 0..steps.
+function Trajectory:centroids(idx, field)
+  local out = {}
+  for k = 0, self.steps do out[k + 1] = self:centroid(k, idx, field) end
+  return out
+end
+
+local function fmt(v) return string.format("%.17g", v) end
+
+local function open(path, where)
+  local f, err = io.open(path, "w")
+  if not f then error(string.format("%s: cannot write %s (%s)", where, path, tostring(err)), 3) end
+  return f
+end
+
+--- Writes the trajectory as files named prefix .. suffix (missing directories are created) and returns their
+--- paths. Every number is printed with 17 significant digits, so the files read back to the same doubles.
+---   <prefix>_actuation.csv  header k,time,u1..uM[,running]; one row per control step k = 0..steps-1
+---   <prefix>_x.csv          header k,time,x1,y1[,z1],x2,...; one row per control step k = 0..steps (positions
+---                           of particle p in columns 3 + dim*(p-1) ...); <prefix>_v.csv likewise (vx1,vy1,...)
+---   <prefix>_meta.json      steps, n, dim, dt, n_actuators, loss, final, accumulate, argbest, fields, files
+--- numpy: a = np.loadtxt(prefix + "_x.csv", delimiter=",", skiprows=1); x = a[:, 2:].reshape(len(a), n, dim)
+--- pandas: pd.read_csv(prefix + "_actuation.csv")
+function Trajectory:export(prefix)
+  local where = "trajectory:export"
+  if type(prefix) ~= "string" or prefix == "" or prefix:sub(-1) == "/" then
+    check.fail(where, "prefix must be a path prefix such as \"out/biped2d\"", prefix)
+  end
+  local dir = fs.dirname(prefix)
+  local ok, err = fs.mkdir_p(dir)
+  if not ok then error(string.format("%s: cannot create directory %s (%s)", where, dir, tostring(err)), 2) end
+  local written, files = {}, {}
+  local na, n, dim = self.n_actuators, self.n, self.dim
+
+  local path = prefix .. "_actuation.csv"
+  local f = open(path, where)
+  local head = { "k", "time" }
+  for i = 1, na do head[#head + 1] = "u" .. i end
+  if self.h then head[#head + 1] = "running" end
+  f:write(table.concat(head, ","), "\n")
+  for k = 0, self.steps - 1 do
+    local row = { tostring(k), fmt(self:time(k)) }
+    for i = 0, na - 1 do row[#row + 1] = fmt(self.act[k * na + i]) end
+    if self.h then row[#row + 1] = fmt(self.h[k]) end
+    f:write(table.concat(row, ","), "\n")
+  end
+  f:close()
+  written[#written + 1], files.actuation = path, path
+
+  local axes = { "x", "y", "z" }
+  for _, field in ipairs(self.fields) do
+    path = prefix .. "_" .. field .. ".csv"
+    f = open(path, where)
+    head = { "k", "time" }
+    for p = 1, n do for a = 1, dim do head[#head + 1] = (field == "v" and "v" or "") .. axes[a] .. p end end
+    f:write(table.concat(head, ","), "\n")
+    local buf = self.data[field]
+    for k = 0, self.steps do
+      local row, base = { tostring(k), fmt(self:time(k)) }, k * dim * n
+      for p = 0, n - 1 do for a = 0, dim - 1 do row[#row + 1] = fmt(buf[base + a * n + p]) end end
+      f:write(table.concat(row, ","), "\n")
+    end
+    f:close()
+    written[#written + 1], files[field] = path, path
+  end
+
+  path = prefix .. "_meta.json"
+  f = open(path, where)
+  local function num(v) return v == nil and "null" or (v ~= v or v == math.huge or v == -math.huge) and "null" or fmt(v) end
+  local flist, fnames = {}, {}
+  for name in pairs(files) do fnames[#fnames + 1] = name end
+  table.sort(fnames)
+  for _, name in ipairs(fnames) do flist[#flist + 1] = string.format("%q: %q", name, files[name]) end
+  local quoted = {}
+  for i, fld in ipairs(self.fields) do quoted[i] = string.format("%q", fld) end
+  f:write("{", table.concat({
+    '"steps": ' .. self.steps, '"n": ' .. n, '"dim": ' .. dim, '"n_actuators": ' .. na, '"dt": ' .. fmt(self.dt),
+    '"t0": ' .. fmt(self.t0), '"loss": ' .. num(self.loss), '"final": ' .. num(self.final),
+    '"accumulate": ' .. (self.accumulate and string.format("%q", self.accumulate) or "null"),
+    '"argbest": ' .. (self.argbest and tostring(self.argbest) or "null"),
+    '"fields": [' .. table.concat(quoted, ", ") .. "]", '"files": {' .. table.concat(flist, ", ") .. "}" }, ", "),
+    "}\n")
+  f:close()
+  written[#written + 1] = path
+  return written
+end
+
+return M

@@ -1,0 +1,193 @@
+-- CUDA backend (issue 4). Tests named #gpu compare CUDA against the CPU on the scenes of tests/_grad.lua: forward
+-- states over 100 steps and every gradient kind (x, v, C, F, actuation, E, nu, mass, vol0), relative error
+-- <= 1e-4 in float32 and <= 1e-10 in float64, cables, the CPU's error messages, and checkpointed against
+-- full-memory backward on the GPU. Without a usable GPU they are skipped with the reason. The other tests run
+-- everywhere: backend selection ("auto" falls back to the CPU with identical results, "cuda" is a clear error).
+local cq = require "cq"
+local C = require "cq._ffi"
+local G = require "tests._grad"
+
+local TOL = { f32 = 1e-4, f64 = 1e-10 }
+
+-- nil when a CUDA device is usable for this precision, else the reason.
+local function no_gpu(precision)
+  local lib, why = C.cuda_lib(precision or "f64")
+  return not lib and why or nil
+end
+
+-- A #gpu test: skipped (pending, with the reason) when no GPU is usable.
+local function gpu_it(name, precision, body)
+  it(name .. " #gpu", function()
+    local why = no_gpu(precision)
+    if why then pending("skipped: no GPU (" .. why .. ")") end
+    body()
+  end)
+end
+
+-- Largest |a - b| over max |b| (b: the CPU reference) of two arrays of len entries (0-based).
+local function rel_err(a, b, len)
+  local d, m = 0, 0
+  for i = 0, len - 1 do
+    d = math.max(d, math.abs(a[i] - b[i]))
+    m = math.max(m, math.abs(b[i]))
+  end
+  return m > 0 and d / m or d
+end
+
+local function field_len(w, f) return (f == "x" or f == "v") and w.n * w.dim or w.n * w.dim * w.dim end
+
+local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2 } }
+local bcs = { "sticky", "slip", "separate", "friction", "moving" }
+
+local function scene_opts(dim, mat, bc, precision, backend)
+  return { dim = dim, material = mat[1], inc_p = mat[2], bc = bc == "moving" and "friction" or bc,
+    moving = bc == "moving", precision = precision, backend = backend }
+end
+
+describe("backend selection", function()
+  it('backend = "cuda" without a usable GPU is a clear error', function()
+    if not no_gpu("f64") then
+      assert.are.equal("cuda", cq.world { dim = 2, n = 4, backend = "cuda" }.backend)
+      return
+    end
+    local ok, err = pcall(cq.world, { dim = 2, n = 4, backend = "cuda" })
+    assert.is_false(ok)
+    print("  " .. tostring(err))
+    assert.truthy(tostring(err):find('cq.world: backend = "cuda" but no CUDA device is available (', 1, true))
+    assert.truthy(tostring(err):find('); use backend = "cpu" or "auto"', 1, true))
+  end)
+
+  it("rejects an unknown backend", function()
+    local ok, err = pcall(cq.world, { dim = 2, n = 4, backend = "gpu" })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("backend", 1, true))
+  end)
+
+  it('backend = "auto" falls back to the CPU without a GPU, with identical results', function()
+    if not no_gpu("f64") then
+      assert.are.equal("cuda", cq.world { dim = 2, n = 4 }.backend)
+      return
+    end
+    for _, precision in ipairs { "f32", "f64" } do
+      local wa, sa = G.scene { dim = 2, bc = "friction", precision = precision, backend = "auto" }
+      local wc, sc = G.scene { dim = 2, bc = "friction", precision = precision, backend = "cpu" }
+      assert.are.equal("cpu", wa.backend)
+      assert.are.equal("cpu", cq.world { dim = 2, n = 4, precision = precision }.backend) -- the default is auto
+      for k = 1, 20 do
+        wa:step(sa, { 0.3 * math.sin(k), 0.2 })
+        wc:step(sc, { 0.3 * math.sin(k), 0.2 })
+      end
+      for _, f in ipairs { "x", "v", "C", "F" } do
+        for i = 0, field_len(wa, f) - 1 do assert.are.equal(sc[f][i], sa[f][i]) end
+      end
+    end
+  end)
+end)
+
+for _, precision in ipairs { "f32", "f64" } do
+  local tol = TOL[precision]
+  for _, dim in ipairs { 2, 3 } do
+    describe(string.format("CUDA vs CPU, %dD %s", dim, precision), function()
+      for _, mat in ipairs(materials) do
+        for _, bc in ipairs(bcs) do
+          local name = mat[1] .. (mat[2] > 0 and "+incompressible" or "") .. ", " .. bc .. " walls"
+          gpu_it("forward states over 100 steps, " .. name, precision, function()
+            local wc, sc = G.scene(scene_opts(dim, mat, bc, precision, "cpu"))
+            local wg, sg = G.scene(scene_opts(dim, mat, bc, precision, "cuda"))
+            assert.are.equal("cuda", wg.backend)
+            local worst = 0
+            for k = 1, 100 do
+              local u = { 0.4 * math.sin(0.3 * k + 1), 0.4 * math.sin(0.3 * k + 2) }
+              wc:step(sc, u)
+              wg:step(sg, u)
+              for _, f in ipairs { "x", "v", "C", "F" } do worst = math.max(worst, rel_err(sg[f], sc[f], field_len(wc, f))) end
+            end
+            print(string.format("  %dD %s %-30s forward max rel. error %.2e", dim, precision, name, worst))
+            assert.is_true(worst <= tol, string.format("forward relative error %.3e > %.0e", worst, tol))
+          end)
+          gpu_it("every gradient kind over 100 steps, " .. name, precision, function()
+            local wc, s0c = G.scene(scene_opts(dim, mat, bc, precision, "cpu"))
+            local wg, s0g = G.scene(scene_opts(dim, mat, bc, precision, "cuda"))
+            local Pc, Pg = G.problem(wc, s0c, 100), G.problem(wg, s0g, 100)
+            local Lc, Lg = Pc.loss(), Pg.loss()
+            local gc, gg = Pc.backward(), Pg.backward()
+            local worst, line = math.abs(Lg - Lc) / math.abs(Lc), {}
+            for _, kind in ipairs(G.kinds) do
+              local rel
+              if kind == "act" then
+                local a, b = {}, {}
+                for k = 1, 100 do a[2 * k - 2], a[2 * k - 1], b[2 * k - 2], b[2 * k - 1] = gg.act[k][1], gg.act[k][2], gc.act[k][1], gc.act[k][2] end
+                rel = rel_err(a, b, 200)
+              else
+                rel = rel_err(gg[kind], gc[kind], (kind == "x" or kind == "v" or kind == "C" or kind == "F") and
+                  field_len(wc, kind) or wc.n)
+              end
+              worst = math.max(worst, rel)
+              line[#line + 1] = string.format("%s %.1e", kind, rel)
+            end
+            print(string.format("  %dD %s %-30s gradient rel. errors: %s", dim, precision, name, table.concat(line, " ")))
+            assert.is_true(worst <= tol, string.format("worst gradient relative error %.3e > %.0e", worst, tol))
+          end)
+        end
+      end
+
+      gpu_it("cables: forward states and gradients", precision, function()
+        local function cable_scene(backend)
+          local w, s0 = G.scene { dim = dim, bc = "friction", precision = precision, backend = backend }
+          w:set_actuator(2, "cable")
+          local side = dim == 2 and 6 or 4
+          local path = {}
+          for i = 1, side do path[i] = (i - 1) * side + 1 end -- particles along axis 1 of the block
+          w:add_cable(2, path, 400, 0.25)
+          return w, s0
+        end
+        local wc, s0c = cable_scene("cpu")
+        local wg, s0g = cable_scene("cuda")
+        local Pc, Pg = G.problem(wc, s0c, 100), G.problem(wg, s0g, 100)
+        local Lc, Lg = Pc.loss(), Pg.loss()
+        local gc, gg = Pc.backward(), Pg.backward()
+        local worst = math.abs(Lg - Lc) / math.abs(Lc)
+        for _, kind in ipairs { "x", "v", "C", "F" } do worst = math.max(worst, rel_err(gg[kind], gc[kind], field_len(wc, kind))) end
+        for _, kind in ipairs { "E", "nu", "mass", "vol0" } do worst = math.max(worst, rel_err(gg[kind], gc[kind], wc.n)) end
+        local a, b = {}, {}
+        for k = 1, 100 do a[k - 1], b[k - 1] = gg.act[k][2], gc.act[k][2] end
+        worst = math.max(worst, rel_err(a, b, 100))
+        print(string.format("  %dD %s cables: max rel. error %.2e", dim, precision, worst))
+        assert.is_true(worst <= tol, string.format("relative error %.3e > %.0e", worst, tol))
+      end)
+    end)
+  end
+end
+
+describe("CUDA backend", function()
+  gpu_it("checkpointed backward equals full-memory backward on the GPU", "f64", function()
+    local w, s0 = G.scene { dim = 2, bc = "friction", substeps = 3, dt = 6e-3, backend = "cuda" }
+    local steps = 40 -- 120 substeps
+    local full, ck = G.problem(w, s0, steps, 1), G.problem(w, s0, steps, 11)
+    local L1, L2 = full.loss(), ck.loss()
+    local g1, g2 = full.backward(), ck.backward()
+    local maxdiff, maxabs = math.abs(L1 - L2), math.abs(L1)
+    for _, kind in ipairs { "x", "v", "C", "F", "E", "nu", "mass", "vol0" } do
+      for i, a in pairs(g1[kind]) do
+        maxdiff = math.max(maxdiff, math.abs(a - g2[kind][i]))
+        maxabs = math.max(maxabs, math.abs(a))
+      end
+    end
+    for k = 1, steps do for a = 1, 2 do maxdiff = math.max(maxdiff, math.abs(g1.act[k][a] - g2.act[k][a])) end end
+    print(string.format("  stored states: full %d, checkpointed %d; max |difference| %.3e (max |g| %.3e)",
+      full.memo:stored_states(), ck.memo:stored_states(), maxdiff, maxabs))
+    assert.is_true(maxdiff <= 1e-10 * maxabs)
+  end)
+
+  gpu_it("reports a particle leaving the grid with the CPU's message", "f64", function()
+    local msgs = {}
+    for _, backend in ipairs { "cpu", "cuda" } do
+      local w, s = G.scene { dim = 2, bc = "slip", backend = backend }
+      s.x[3] = -0.5
+      local ok, err = pcall(w.step, w, s)
+      assert.is_false(ok)
+      msgs[backend] = tostring(err):gsub("^.-cq%.world:step: ", "")
+    end
+    assert.are.equal(msgs.cpu, msgs.cuda)
+  end)
+end)
