@@ -298,3 +298,26 @@ describe("determinism", function()
     assert.are.equal(0, ndiff)
   end)
 end)
+
+describe("walls", function()
+  -- A block sliding along the floor keeps its speed on a slip floor and stops on a sticky one.
+  local function slide(walls)
+    local r = cq.robot { dim = 2 }
+    r:box { offset = { 0.3, 0.03 }, size = { 0.1, 0.05 }, spacing = 1 / 64, velocity = { 1, 0 },
+      material = { E = 100, density = 1 } }
+    local w, s = r:world { res = { 32, 32 }, dx = 1 / 32, dt = 2e-3, substeps = 2, gravity = { 0, -10 }, threads = 1,
+      backend = "cpu", walls = walls }
+    for _ = 1, 20 do w:step(s) end
+    return s:mean("v")[1]
+  end
+  it("named walls override 'all', whichever order the table lists them in", function()
+    local slip = slide { all = { type = "slip" } }
+    local sticky_floor = slide { all = { type = "slip" }, floor = { type = "sticky" } }
+    local sticky_all = slide { all = { type = "sticky" } }
+    local slip_floor = slide { all = { type = "sticky" }, floor = { type = "slip" } }
+    print(string.format("  mean vx after 40 ms: slip %.3f, all slip + sticky floor %.3f, sticky %.3f, all sticky + slip floor %.3f",
+      slip, sticky_floor, sticky_all, slip_floor))
+    assert.is_true(slip > 0.9 and slip_floor > 0.9)
+    assert.is_true(sticky_floor < 0.5 and sticky_all < 0.5)
+  end)
+end)

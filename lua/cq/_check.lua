@@ -51,6 +51,28 @@ function M.oneof(where, name, v, set)
   M.fail(where, name .. " must be one of " .. table.concat(set, ", "), v, 3)
 end
 
+-- An FFI double array handed to the engine (nil passes): a double[?] / double[N] of at least len values, or a
+-- double pointer (whose length cannot be known: the caller vouches for it). level: as in M.fail (default 2, a
+-- check made directly inside the public function). Cheap enough for a per-step call.
+local ffi = require "ffi"
+local DVLA = ffi.typeof("double[?]")
+function M.doubles(where, name, a, len, level)
+  if a == nil then return nil end
+  level = (level or 2) + 1
+  local what = string.format("%s must be an FFI array of %d doubles (ffi.new(\"double[?]\", %d))", name, len, len)
+  if type(a) ~= "cdata" then M.fail(where, what, a, level) end
+  if ffi.istype("double*", a) then return a end
+  local count
+  if ffi.istype(DVLA, a) then
+    count = ffi.sizeof(a) / 8
+  else
+    count = tonumber(tostring(ffi.typeof(a)):match("^ctype<double %(?&?%)?%[(%d+)%]>$"))
+    if not count then M.fail(where, what, tostring(ffi.typeof(a)), level) end
+  end
+  if count < len then M.fail(where, what, string.format("an array of %d", count), level) end
+  return a
+end
+
 -- Unknown option names are errors, so a typo never passes silently.
 function M.options(where, opts, known)
   if type(opts) ~= "table" then M.fail(where, "expects an options table", opts, 3) end

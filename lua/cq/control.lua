@@ -18,6 +18,13 @@ function M.centroid_observer(opts)
   if type(groups) ~= "table" or #groups == 0 then
     check.fail(where, "groups must be a non-empty list of particle index lists", groups)
   end
+  for i, g in ipairs(groups) do
+    if type(g) ~= "table" or #g == 0 then
+      check.fail(where, "groups[" .. i .. "] must be a non-empty list of particle indices", g)
+    end
+    for j, p in ipairs(g) do check.integer(where, "groups[" .. i .. "][" .. j .. "]", p, 1) end
+  end
+  if type(fields) ~= "table" or #fields == 0 then check.fail(where, "fields must be a list drawn from x, v", fields) end
   for i, f in ipairs(fields) do check.oneof(where, "fields[" .. i .. "]", f, { "x", "v" }) end
   local waves, period = 0, 1
   if opts.clock then
@@ -54,7 +61,17 @@ end
 --- k-means clusters of the rest positions (deterministic Lloyd iterations from evenly spaced seeds), returned as
 --- lists of particle indices: the "automatically segmented" groups of the centroid observer.
 function M.kmeans_groups(state, k, particles, iterations)
+  local where = "cq.control.kmeans_groups"
+  if type(state) ~= "table" or type(state.get) ~= "function" then
+    check.fail(where, "state must be a cq state (rest positions)", state)
+  end
   local n, dim = state.n, state.dim
+  if particles ~= nil and type(particles) ~= "table" then
+    check.fail(where, "particles must be nil (all) or a list of particle indices", particles)
+  end
+  for i, p in ipairs(particles or {}) do check.integer(where, "particles[" .. i .. "]", p, 1, n) end
+  check.integer(where, "k", k, 1, particles and #particles > 0 and #particles or n)
+  check.integer(where, "iterations", iterations or 20, 0)
   particles = particles or {}
   if #particles == 0 then for p = 1, n do particles[p] = p end end
   local centers = {}
@@ -100,6 +117,9 @@ function M.mlp(opts)
   local inputs = check.integer(where, "inputs", opts.inputs, 1)
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
   local hidden = opts.hidden or { 64, 64 }
+  if type(hidden) ~= "table" then check.fail(where, "hidden must be a list of layer sizes such as {64, 64}", hidden) end
+  if opts.scale ~= nil then check.number(where, "scale", opts.scale, 0, math.huge, { open_lo = true }) end
+  if opts.seed ~= nil then check.number(where, "seed", opts.seed) end
   local act = opts.activation or "relu"
   check.oneof(where, "activation", act, { "relu", "tanh" })
   local seed = opts.seed or 1
@@ -140,6 +160,10 @@ function M.open_loop(opts)
   return {
     params = { u },
     act = function(_, t, _, k) -- k: 0-based control step
+      if type(k) ~= "number" or k < 0 or k >= steps or k % 1 ~= 0 then
+        check.fail(where, "control step k must be in [0, " .. (steps - 1) .. "] (the open-loop controller has " ..
+          steps .. " steps; give the rollout at most as many)", k, 2)
+      end
       local y = t:const(outputs)
       for i = 0, outputs - 1 do y.v[i] = u.v[k * outputs + i] end
       y.back = function(y) for i = 0, outputs - 1 do u.g[k * outputs + i] = u.g[k * outputs + i] + y.g[i] end end
@@ -153,8 +177,10 @@ function M.sine(opts)
   local where = "cq.sine"
   check.options(where, opts, { outputs = true, waves = true, omega = true, dt = true, seed = true })
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
-  local waves, omega = opts.waves or 4, opts.omega or 20
+  local waves = check.integer(where, "waves", opts.waves or 4, 1)
+  local omega = check.number(where, "omega", opts.omega or 20)
   local dt = check.number(where, "dt", opts.dt, 0, math.huge, { open_lo = true })
+  if opts.seed ~= nil then check.number(where, "seed", opts.seed) end
   local seed = opts.seed or 1
   local rng = function() seed = (seed * 1103515245 + 12345) % 2147483648 return seed / 2147483648 end
   local W = tape.param(outputs * waves, function() return 0.01 * randn(rng) end, outputs)

@@ -36,12 +36,16 @@ M.PALETTE = { { 31, 119, 180 }, { 255, 127, 14 }, { 44, 160, 44 }, { 214, 39, 40
 
 --- A w x h RGB image (8 bits per channel, top row first) filled with colour c (default white).
 function M.image(w, h, c)
+  check.integer("cq.frames.image", "w", w, 1, 65536)
+  check.integer("cq.frames.image", "h", h, 1, 65536)
+  if c ~= nil then check.vector("cq.frames.image", "c", c, 3) end
   local img = setmetatable({ w = w, h = h, rgb = ffi.new("uint8_t[?]", w * h * 3) }, Image)
   img:clear(c)
   return img
 end
 
 function Image:clear(c)
+  if c ~= nil then check.vector("image:clear", "c", c, 3) end
   c = c or M.BACKGROUND
   if c[1] == c[2] and c[2] == c[3] then ffi.fill(self.rgb, self.w * self.h * 3, c[1])
   else for i = 0, self.w * self.h - 1 do self.rgb[3 * i], self.rgb[3 * i + 1], self.rgb[3 * i + 2] = c[1], c[2], c[3] end end
@@ -49,6 +53,8 @@ end
 
 --- Colour of pixel (i, j): column i from the left, row j from the top, both 0-based. Returns r, g, b.
 function Image:pixel(i, j)
+  if type(i) ~= "number" or i < 0 or i >= self.w or i % 1 ~= 0 then check.integer("image:pixel", "i", i, 0, self.w - 1) end
+  if type(j) ~= "number" or j < 0 or j >= self.h or j % 1 ~= 0 then check.integer("image:pixel", "j", j, 0, self.h - 1) end
   local o = 3 * (j * self.w + i)
   return self.rgb[o], self.rgb[o + 1], self.rgb[o + 2]
 end
@@ -62,6 +68,9 @@ end
 --- Pixel (i, j) of world point (x, y) under this image's camera (images from render_state), or nil when outside.
 function Image:to_pixel(x, y)
   local cam = self.camera
+  if not cam then error("image:to_pixel: this image has no camera (only images from cq.frames.render_state have one)", 2) end
+  check.number("image:to_pixel", "x", x)
+  check.number("image:to_pixel", "y", y)
   local i, j = math.floor((x - cam.x0) * cam.s), math.floor(self.h - (y - cam.y0) * cam.s)
   if i < 0 or j < 0 or i >= self.w or j >= self.h then return nil end
   return i, j
@@ -77,6 +86,7 @@ end
 
 --- Reads a PNG file into an image (any PNG colour type, converted to RGB).
 function M.read(path)
+  if type(path) ~= "string" or path == "" then check.fail("cq.frames.read", "path must be a file name", path) end
   local C = png("cq.frames.read")
   local w, h = ffi.new("int[1]"), ffi.new("int[1]")
   local data = C.cq_png_read(path, w, h)
@@ -90,6 +100,13 @@ end
 --- Per-particle colours from groups ({ {p, ...}, ... } or robot groups with .particles): group i gets
 --- PALETTE[i]; particles in no group are PASSIVE. Pass the result as color.
 function M.by_group(groups, n)
+  local where = "cq.frames.by_group"
+  if type(groups) ~= "table" then check.fail(where, "groups must be a list of particle index lists or robot groups", groups) end
+  check.integer(where, "n", n, 1)
+  for i, g in ipairs(groups) do
+    if type(g) ~= "table" then check.fail(where, "groups[" .. i .. "] must be a list of particle indices or a robot group", g) end
+    for j, p in ipairs(g.particles or g) do check.integer(where, "groups[" .. i .. "][" .. j .. "]", p, 1, n) end
+  end
   local out = {}
   for p = 1, n do out[p] = M.PASSIVE end
   for i, g in ipairs(groups) do
@@ -129,6 +146,14 @@ local function setup(where, opts)
   if type(color) == "table" and #color ~= w.n then
     check.fail(where, "color must have one {r, g, b} per particle (" .. w.n .. ")", #color, 3)
   end
+  if type(color) == "table" then
+    for p = 1, w.n do
+      local c = color[p]
+      if type(c) ~= "table" or type(c[1]) ~= "number" or type(c[2]) ~= "number" or type(c[3]) ~= "number" then
+        check.fail(where, "color[" .. p .. "] must be {r, g, b} (0..255)", c, 3)
+      end
+    end
+  end
   cfg.color = color
   if color == nil then -- actuator of each particle (1-based, 0 = passive)
     local ids = {}
@@ -137,6 +162,9 @@ local function setup(where, opts)
         check.fail(where, "act_id must list one actuator index (0 = passive) per particle (" .. w.n .. ")", opts.act_id, 3)
       end
       for p = 1, w.n do ids[p] = opts.act_id[p] or 0 end
+      for p = 1, w.n do
+        if type(ids[p]) ~= "number" then check.fail(where, "act_id[" .. p .. "] must be a number", ids[p], 3) end
+      end
     elseif w.params and w.params.act_id then
       for p = 1, w.n do ids[p] = w.params.act_id[p - 1] + 1 end
     else
@@ -222,8 +250,16 @@ function M.render_state(opts)
   for key in pairs(KNOWN) do known[key] = true end
   check.options(where, opts, known)
   local cfg = setup(where, opts)
+  if opts.state ~= nil and (type(opts.state) ~= "table" or opts.state.x == nil or opts.state.n ~= cfg.world.n) then
+    check.fail(where, "state must be a cq state of this world (" .. cfg.world.n .. " particles)", opts.state)
+  end
   local x = opts.x or (opts.state and opts.state.x)
   if x == nil then check.fail(where, "state (a cq state) or x (positions) is required", nil) end
+  if type(x) ~= "cdata" then
+    check.fail(where, "x must be an FFI array of 2 * n positions, component-major (a state's .x or trajectory:view)", x)
+  end
+  if not tostring(ffi.typeof(x)):find("%*>$") then check.doubles(where, "x", x, 2 * cfg.world.n) end -- pointers pass
+  if opts.k ~= nil then check.integer(where, "k", opts.k, 0) end
   if opts.u ~= nil and type(opts.u) ~= "table" then check.fail(where, "u must be a table of actuation values", opts.u) end
   local img = M.image(cfg.width, cfg.height)
   img.camera = cfg.camera

@@ -101,7 +101,10 @@ function M.world(opts)
   d.n_particles = check.integer(where, "n", opts.n, 1)
   d.n_actuators = check.integer(where, "actuators", opts.actuators or 0, 0)
   d.threads = check.integer(where, "threads", opts.threads or 0, 0)
-  for name, spec in pairs(opts.walls or {}) do
+  local names = {}                             -- "all" first, so named walls override it
+  for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
+  for _, name in ipairs(names) do
+    local spec = opts.walls[name]
     local ws = where .. ".walls." .. tostring(name)
     if type(spec) ~= "table" then check.fail(ws, "must be a table {type=..., friction=..., thickness=...}", spec) end
     if name == "all" then
@@ -159,17 +162,23 @@ end
 --- Explicit node boundary conditions: nodes = {flat node index (0-based), ...}, normals = {{nx,ny[,nz]}, ...}.
 function World:set_node_bcs(nodes, normals, spec)
   local where = "world:set_node_bcs"
+  if type(nodes) ~= "table" then check.fail(where, "nodes must be a list of flat node indices (0-based)", nodes) end
+  if type(normals) ~= "table" then check.fail(where, "normals must be a list of {nx, ny[, nz]}, one per node", normals) end
   local count = #nodes
   if #normals ~= count then check.fail(where, "normals must have one entry per node (" .. count .. ")", #normals) end
+  local n_nodes = 1
+  for a = 1, self.dim do n_nodes = n_nodes * self.res[a] end
   local ni, nn = ffi.new("int[?]", count), ffi.new("double[?]", 3 * count)
   for k = 1, count do
-    ni[k - 1] = nodes[k]
+    ni[k - 1] = check.integer(where, "nodes[" .. k .. "]", nodes[k], 0, n_nodes - 1)
     check.vector(where, "normals[" .. k .. "]", normals[k], self.dim)
     for a = 1, self.dim do nn[3 * (k - 1) + a - 1] = normals[k][a] end
   end
   spec = spec or {}
+  check.options(where, spec, { type = true, friction = true })
   local t = spec.type or "sticky"
   if BC[t] == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
+  check.number(where, "friction", spec.friction or 0, 0, math.huge)
   self:_check(self._lib.cq_world_set_node_bcs(self:_handle(), count, ni, nn, BC[t], spec.friction or 0), where)
 end
 
@@ -221,8 +230,17 @@ function World:fill(name, value, first, last)
   elseif name == "material" and type(value) == "string" then
     local m = M.MATERIAL[value] or check.fail("world:fill", "material must be corotated or neohookean", value)
     for p = first, last do arr[p - 1] = m end
+  elseif type(value) == "function" then
+    for p = first, last do
+      local x = value(p)
+      if type(x) ~= "number" then check.fail("world:fill", name .. " function must return a number for particle " .. p, x) end
+      arr[p - 1] = x
+    end
   else
-    for p = first, last do arr[p - 1] = type(value) == "function" and value(p) or value end
+    if type(value) ~= "number" then
+      check.fail("world:fill", name .. " value must be a number or a function p -> number", value)
+    end
+    for p = first, last do arr[p - 1] = value end
   end
 end
 
@@ -265,21 +283,49 @@ function World:state()
   return wrap_state(self, h, true)
 end
 
+-- Component count of a state field, or an error naming the valid fields (level: as in check.fail).
+local STATE_FIELDS = { x = 1, v = 1, C = 2, F = 2 }
+local function field_len(self, where, field, level)
+  local m = self._memo -- views into a memo's buffers die with the memo
+  if m and (m._h == nil or m.world._h == nil) then
+    error(where .. ": this state belongs to a released memo (or world)", (level or 2) + 1)
+  end
+  local shape = STATE_FIELDS[field]
+  if not shape then check.fail(where, "field must be one of x, v, C, F", field, (level or 2) + 1) end
+  return shape == 1 and self.dim or self.dim * self.dim
+end
+
+-- s must be a cq state (world:state(), memo.state, ...); level as in check.fail.
+local function state_arg(where, name, s, level)
+  if getmetatable(s) ~= State or s._h == nil then
+    check.fail(where, name .. " must be a cq state (from world:state())", s, (level or 2) + 1)
+  end
+  return s
+end
+
 function State:__tostring() return string.format("cq.state: %d particles, substep %d", self.n, self:substep()) end
 function State:substep() return tonumber(self.world._lib.cq_state_substep(self._h)) end
 function State:time() return self:substep() * self.world.dt / self.world.substeps end
 
 --- Position / velocity of particle p (1-based) as a Lua table.
 function State:get(field, p)
+  local len = field_len(self, "state:get", field)
   local arr, n = self[field], self.n
-  local len = (field == "x" or field == "v") and self.dim or self.dim * self.dim
+  if type(p) ~= "number" or p < 1 or p > n or p % 1 ~= 0 then check.integer("state:get", "p", p, 1, n) end
   local out = {}
   for c = 1, len do out[c] = arr[(c - 1) * n + p - 1] end
   return out
 end
 function State:set(field, p, values)
+  local where = "state:set"
+  local len = field_len(self, where, field)
   local arr, n = self[field], self.n
-  for c = 1, #values do arr[(c - 1) * n + p - 1] = values[c] end
+  if type(p) ~= "number" or p < 1 or p > n or p % 1 ~= 0 then check.integer(where, "p", p, 1, n) end
+  if type(values) ~= "table" or #values ~= len then check.vector(where, "values", values, len) end
+  for c = 1, len do -- any number (NaN / inf included: the engine reports those as blow-ups)
+    if type(values[c]) ~= "number" then check.fail(where, "values[" .. c .. "] must be a number", values[c]) end
+  end
+  for c = 1, len do arr[(c - 1) * n + p - 1] = values[c] end
 end
 
 --- Copy of this state (owned by Lua).
@@ -288,11 +334,26 @@ function State:copy()
   self.world._lib.cq_state_copy(s._h, self._h)
   return s
 end
-function State:copy_from(other) self.world._lib.cq_state_copy(self._h, other._h) end
+function State:copy_from(other)
+  state_arg("state:copy_from", "other", other)
+  if self.world._lib.cq_state_copy(self._h, other._h) ~= 0 then
+    check.fail("state:copy_from", "other must be a state of a world with " .. self.n .. " particles in " .. self.dim ..
+      "D", tostring(other))
+  end
+end
 
 --- Mean of a vector field ("x" or "v") over all particles, or over a list of 1-based indices.
 function State:mean(field, idx)
+  local where = "state:mean"
+  field_len(self, where, field or "x")
+  if field ~= nil and field ~= "x" and field ~= "v" then check.fail(where, "field must be x or v", field) end
   local arr, n, out = self[field or "x"], self.n, {}
+  if idx ~= nil then
+    if type(idx) ~= "table" or #idx == 0 then check.fail(where, "idx must be nil (all) or a non-empty list of particle indices", idx) end
+    for i, p in ipairs(idx) do
+      if type(p) ~= "number" or p < 1 or p > n or p % 1 ~= 0 then check.integer(where, "idx[" .. i .. "]", p, 1, n) end
+    end
+  end
   for a = 1, self.dim do
     local s = 0
     if idx then for _, p in ipairs(idx) do s = s + arr[(a - 1) * n + p - 1] end
@@ -306,7 +367,7 @@ local function act_array(world, u, where)
   local na = world.n_actuators
   if na == 0 then return nil end
   if u == nil then return ffi.new("double[?]", na) end
-  if type(u) == "cdata" then return u end
+  if type(u) == "cdata" then return check.doubles(where, "u", u, na, 3) end
   if type(u) ~= "table" or #u ~= na then
     check.fail(where, "u must be a table of " .. na .. " actuation values", type(u) == "table" and ("a table of " .. #u) or u, 3)
   end
@@ -324,6 +385,9 @@ end
 --- stress actuator), both held over the substeps.
 function World:step(s, u, force, stress)
   if not self.committed then error("cq.world:step: call world:commit() first", 2) end
+  state_arg("world:step", "s", s)
+  check.doubles("world:step", "force", force, self.dim * self.n)
+  check.doubles("world:step", "stress", stress, self.dim * self.dim * self.n)
   self:_check(self._lib.cq_step_ext(self:_handle(), s._h, act_array(self, u, "world:step"), force, stress),
     "cq.world:step")
 end
@@ -348,6 +412,7 @@ function World:memo(opts)
   m.state = wrap_state(self, self._lib.cq_memo_state(h), false)
   m.grad = wrap_state(self, self._lib.cq_memo_grad(h), false)
   m.bstate = wrap_state(self, self._lib.cq_memo_backward_state(h), false)
+  m.state._memo, m.grad._memo, m.bstate._memo = m, m, m
   local R = self._real
   m.grad_params = {}
   for _, name in ipairs({ "mass", "vol0", "E", "nu" }) do
@@ -383,6 +448,7 @@ end
 
 --- Starts a recording from state s0 (copied).
 function Memo:begin(s0)
+  state_arg("memo:begin", "s0", s0)
   self.world:_check(self.world._lib.cq_memo_begin(self:_handle(), s0._h), "cq.memo:begin")
 end
 
@@ -390,6 +456,9 @@ end
 --- component-major; worlds with enable_user_forces) and a per-particle actuation stress (double[dim * dim * n],
 --- as in world:step), held over its substeps.
 function Memo:step(u, force, stress)
+  local w = self.world
+  check.doubles("memo:step", "force", force, w.dim * w.n)
+  check.doubles("memo:step", "stress", stress, w.dim * w.dim * w.n)
   self.world:_check(self.world._lib.cq_memo_step_ext(self:_handle(), act_array(self.world, u, "memo:step"), force,
     stress), "cq.memo:step")
 end
@@ -411,6 +480,9 @@ function Memo:position() return self.world._lib.cq_memo_position(self:_handle())
 --- Full backward pass. on_step(k, memo) (optional) is called at each control step k (from T down to 0) before
 --- stepping back, so running-loss gradients dL/ds_k can be added into memo.grad.
 function Memo:backward(on_step)
+  if on_step ~= nil and type(on_step) ~= "function" then
+    check.fail("memo:backward", "on_step must be nil or a function(k, memo)", on_step)
+  end
   self:backward_begin()
   local k = self:position()
   while true do
@@ -421,7 +493,18 @@ function Memo:backward(on_step)
 end
 
 --- dL/du for control step k (1-based) and actuator a (1-based).
-function Memo:grad_u(k, a) return self.grad_act[(k - 1) * self.world.n_actuators + (a - 1)] end
+function Memo:grad_u(k, a)
+  local na = self.world.n_actuators
+  if type(k) ~= "number" or k < 1 or k > self.max_steps or k % 1 ~= 0 then
+    check.integer("memo:grad_u", "k (control step)", k, 1, self.max_steps)
+  end
+  if type(a) ~= "number" or a < 1 or a > na or a % 1 ~= 0 then
+    if na == 0 then check.fail("memo:grad_u", "a: this world has no actuators", a) end
+    check.integer("memo:grad_u", "a (actuator)", a, 1, na)
+  end
+  self:_handle()
+  return self.grad_act[(k - 1) * na + (a - 1)]
+end
 
 function Memo:release()
   if self._h ~= nil then

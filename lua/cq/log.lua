@@ -1,5 +1,6 @@
 -- Progress lines (iteration, values, seconds, ETA) and a CSV log under out/ for optimization scripts.
 local clock = require "cq.clock"
+local check = require "cq._check"
 
 local M = {}
 local Log = {}
@@ -7,6 +8,13 @@ Log.__index = Log
 
 --- cq.log.new(name, columns): writes out/<name>.csv with the given columns (iteration and seconds are filled in).
 function M.new(name, columns)
+  if type(name) ~= "string" or name == "" or name:find("/") then
+    check.fail("cq.log.new", "name must be a file name without '/' (the log goes to out/<name>.csv)", name)
+  end
+  if type(columns) ~= "table" then check.fail("cq.log.new", "columns must be a list of column names", columns) end
+  for i, c in ipairs(columns) do
+    if type(c) ~= "string" then check.fail("cq.log.new", "columns[" .. i .. "] must be a string", c) end
+  end
   os.execute("mkdir -p out")
   local f = io.open("out/" .. name .. ".csv", "w")
   if f then f:write(table.concat(columns, ","), "\n") end
@@ -15,6 +23,9 @@ end
 
 --- Records iteration it of total with a table of named values; prints one progress line.
 function Log:iteration(it, total, values)
+  check.integer("log:iteration", "it", it, 1)
+  check.number("log:iteration", "total", total)
+  if type(values) ~= "table" then check.fail("log:iteration", "values must be a table of named values", values) end
   local now = clock.now()
   values.iteration, values.seconds = it, now - self.tlast
   self.tlast = now
@@ -37,6 +48,12 @@ end
 
 --- Euclidean norm of the gradients of a list of parameters.
 function M.grad_norm(params)
+  if type(params) ~= "table" then check.fail("cq.log.grad_norm", "params must be a list of cq.tape.param", params) end
+  for i, p in ipairs(params) do
+    if type(p) ~= "table" or type(p.n) ~= "number" or p.g == nil then
+      check.fail("cq.log.grad_norm", "params[" .. i .. "] must be a cq.tape.param", p)
+    end
+  end
   local s = 0
   for _, p in ipairs(params) do for i = 0, p.n - 1 do s = s + p.g[i] * p.g[i] end end
   return math.sqrt(s)

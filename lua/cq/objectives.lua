@@ -1,15 +1,34 @@
 -- Built-in objective terms (seed 000 sec. 4): each returns a function recorded on a cq.tape. Final terms have the
 -- signature (t, state) -> scalar node; running terms (t, state, u, k) -> scalar node.
+local check = require "cq._check"
+
 local M = {}
+
+-- idx: nil (all particles) or a non-empty list of particle indices (their range is checked against the state
+-- when the term runs, by t:centroid / t:gather).
+local function check_idx(where, idx)
+  if idx == nil then return end
+  if type(idx) ~= "table" or #idx == 0 then
+    check.fail(where, "idx must be nil (all particles) or a non-empty list of particle indices", idx, 3)
+  end
+  for i, p in ipairs(idx) do check.integer(where, "idx[" .. i .. "]", p, 1) end
+end
 
 --- Forward progress: -mean position along axis (default 1, x) of the particles idx (nil = all).
 function M.forward_progress(axis, idx)
-  axis = axis or 1
+  axis = check.integer("cq.objectives.forward_progress", "axis", axis or 1, 1, 3)
+  check_idx("cq.objectives.forward_progress", idx)
   return function(t, s) return t:scale(t:index(t:centroid(s, "x", idx), axis), -1) end
 end
 
 --- Squared distance of the centroid of idx (nil = all) to a target point.
 function M.distance_to_target(target, idx)
+  local where = "cq.objectives.distance_to_target"
+  if type(target) ~= "table" or (#target ~= 2 and #target ~= 3) then
+    check.fail(where, "target must be a point {x, y} or {x, y, z}", type(target) == "table" and ("a table of " .. #target) or target)
+  end
+  check.vector(where, "target", target, #target)
+  check_idx(where, idx)
   return function(t, s)
     local c = t:centroid(s, "x", idx)
     return t:dot(t:sub(c, t:const(target)), t:sub(c, t:const(target)))
@@ -18,6 +37,7 @@ end
 
 --- Mean squared particle velocity of idx (nil = all particles).
 function M.final_velocity(idx)
+  check_idx("cq.objectives.final_velocity", idx)
   return function(t, s)
     if not idx then idx = {} for p = 1, s.n do idx[p] = p end end
     local v = t:gather(s, "v", idx)
@@ -34,6 +54,19 @@ end
 --- keyframes[k] (0-based control step k) = flat list of target coordinates, particle-major; steps without a
 --- keyframe contribute nothing.
 function M.keyframes(keyframes, idx)
+  local where = "cq.objectives.keyframes"
+  if type(keyframes) ~= "table" then
+    check.fail(where, "keyframes must be a table {[k] = {x1, y1, x2, y2, ...}} (0-based control steps)", keyframes)
+  end
+  if idx == nil then check.fail(where, "idx (the tracked particles) is required", idx) end
+  check_idx(where, idx)
+  for k, r in pairs(keyframes) do
+    if type(k) ~= "number" or k < 0 or k % 1 ~= 0 then check.fail(where, "keyframes keys must be control steps >= 0", k) end
+    if type(r) ~= "table" or #r % #idx ~= 0 or #r == 0 then
+      check.fail(where, string.format("keyframes[%d] must be a flat list of dim * %d target coordinates", k, #idx),
+        type(r) == "table" and ("a table of " .. #r) or r)
+    end
+  end
   return function(t, s, _, k)
     local r = keyframes[k]
     if not r then return t:const({ 0 }) end
@@ -44,6 +77,14 @@ end
 
 --- Weighted sum of terms: { {term, weight}, ... } -> one term with the same signature.
 function M.weighted(list)
+  local where = "cq.objectives.weighted"
+  if type(list) ~= "table" or #list == 0 then check.fail(where, "list must be a non-empty list of {term, weight}", list) end
+  for i, tw in ipairs(list) do
+    if type(tw) ~= "table" or type(tw[1]) ~= "function" then
+      check.fail(where, "list[" .. i .. "] must be {term (a function), weight (a number, default 1)}", tw)
+    end
+    if tw[2] ~= nil then check.number(where, "list[" .. i .. "][2] (weight)", tw[2]) end
+  end
   return function(t, ...)
     local total
     for _, tw in ipairs(list) do

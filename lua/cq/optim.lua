@@ -32,6 +32,28 @@ local function check_params(where, params)
   end
 end
 
+-- bounds = { [param] = {lo, hi} }: keys from params; lo, hi numbers, tables of param.n numbers or nil (unbounded).
+local function check_bounds(where, params, bounds)
+  if bounds == nil then return end
+  if type(bounds) ~= "table" then check.fail(where, "bounds must be a table { [param] = {lo, hi} }", bounds, 3) end
+  local known = {}
+  for _, p in ipairs(params) do known[p] = true end
+  for p, b in pairs(bounds) do
+    if not known[p] then check.fail(where, "bounds keys must be parameters listed in params", p, 3) end
+    if type(b) ~= "table" then check.fail(where, "bounds[param] must be {lo, hi}", b, 3) end
+    for j, name in ipairs({ "lo", "hi" }) do
+      local v = b[j]
+      if v ~= nil and type(v) ~= "number" and (type(v) ~= "table" or #v ~= p.n) then
+        check.fail(where, "bounds " .. name .. " must be a number or a table of " .. p.n .. " numbers",
+          type(v) == "table" and ("a table of " .. #v) or v, 3)
+      end
+    end
+    if type(b[1]) == "number" and type(b[2]) == "number" and b[1] > b[2] then
+      check.fail(where, "bounds must have lo <= hi", b[1] .. " > " .. b[2], 3)
+    end
+  end
+end
+
 --- Adam (Kingma & Ba). opts: params (list), lr [1e-3], beta1 [0.9], beta2 [0.999], eps [1e-8],
 --- bounds = { [param] = {lo, hi} } (numbers or per-entry tables), applied after each step; clip_norm: scale the
 --- gradient down to this global norm first (tames the rare exploding gradient of long contact-rich rollouts).
@@ -40,6 +62,7 @@ function M.adam(opts)
   check.options(where, opts, { params = true, lr = true, beta1 = true, beta2 = true, eps = true, bounds = true,
     clip_norm = true })
   check_params(where, opts.params)
+  check_bounds(where, opts.params, opts.bounds)
   local lr = check.number(where, "lr", opts.lr or 1e-3, 0, math.huge, { open_lo = true })
   local b1 = check.number(where, "beta1", opts.beta1 or 0.9, 0, 1, { open_hi = true })
   local b2 = check.number(where, "beta2", opts.beta2 or 0.999, 0, 1, { open_hi = true })
@@ -75,6 +98,7 @@ function M.sgd(opts)
   local where = "cq.optim.sgd"
   check.options(where, opts, { params = true, lr = true, momentum = true, bounds = true, clip_norm = true })
   check_params(where, opts.params)
+  check_bounds(where, opts.params, opts.bounds)
   local lr = check.number(where, "lr", opts.lr or 1e-2, 0, math.huge, { open_lo = true })
   local mu = check.number(where, "momentum", opts.momentum or 0, 0, 1, { open_hi = true })
   if opts.clip_norm then check.number(where, "clip_norm", opts.clip_norm, 0, math.huge, { open_lo = true }) end
@@ -97,5 +121,30 @@ end
 
 --- Gradient-based optimizers from libnlopt (lbfgs, slsqp, mma, ccsaq) with bounds and constraints: see cq/nlopt.lua.
 function M.nlopt(opts) return require("cq.nlopt").new(opts) end -- a tail call: errors point at the user's call
+
+--- Keeps a copy of the parameters with the lowest loss seen: keeper:consider(loss) after each evaluation (before
+--- the optimizer step), keeper:restore() writes the best copy back; keeper.loss and keeper.iteration tell which.
+--- Gradient steps through long contact-rich rollouts are noisy: this returns the best design found, not the last.
+function M.keep_best(params)
+  check_params("cq.optim.keep_best", params)
+  local keeper = { loss = math.huge, iteration = 0, count = 0, copy = {} }
+  function keeper:consider(loss)
+    if type(loss) ~= "number" then check.fail("keeper:consider", "loss must be a number", loss) end
+    self.count = self.count + 1
+    if loss < self.loss then
+      self.loss, self.iteration = loss, self.count
+      for k, p in ipairs(params) do
+        self.copy[k] = self.copy[k] or {}
+        for i = 0, p.n - 1 do self.copy[k][i] = p.v[i] end
+      end
+    end
+  end
+  function keeper:restore()
+    for k, p in ipairs(params) do
+      if self.copy[k] then for i = 0, p.n - 1 do p.v[i] = self.copy[k][i] end end
+    end
+  end
+  return keeper
+end
 
 return M

@@ -41,6 +41,7 @@ function Robot:box(opts)
   check.vector(where, "offset", opts.offset, dim)
   check.vector(where, "size", opts.size, dim)
   local count = {}
+  if opts.count ~= nil then check.vector(where, "count", opts.count, dim) end
   for a = 1, dim do
     check.number(where, "size[" .. a .. "]", opts.size[a], 0, math.huge, { open_lo = true })
     if opts.count then
@@ -126,6 +127,11 @@ function Robot:pressure_actuator(opts)
   for a = 1, self.dim do dir[a] = dir[a] * max end
   local id = #self.actuators + 1
   self.actuators[id] = { kind = "stress", axis = dir, groups = opts.groups }
+  for i, g in ipairs(opts.groups) do
+    if type(g) ~= "table" or type(g.particles) ~= "table" then
+      check.fail(where, "groups[" .. i .. "] must be a group from robot:box / robot:ball", g)
+    end
+  end
   for _, g in ipairs(opts.groups) do
     for _, p in ipairs(g.particles) do
       if self.act_of[p] then check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p], id) end
@@ -155,7 +161,15 @@ end
 --- Creates the world for this robot (options of cq.world except n and actuators) and its initial state.
 function Robot:world(opts)
   opts = opts or {}
+  if type(opts) ~= "table" then check.fail("robot:world", "expects an options table", opts) end
   if #self.x == 0 then error("robot:world: the robot has no particles (add groups with robot:box)", 2) end
+  if opts.n ~= nil or opts.actuators ~= nil then
+    check.fail("robot:world", "n and actuators are set by the robot (" .. #self.x .. " particles, " .. #self.actuators ..
+      " actuators); leave them out", opts.n ~= nil and ("n = " .. tostring(opts.n)) or ("actuators = " .. tostring(opts.actuators)))
+  end
+  if opts.dim ~= nil and opts.dim ~= self.dim then
+    check.fail("robot:world", "dim must be the robot's (" .. self.dim .. ") or left out", opts.dim)
+  end
   local wopts = {}
   for k, v in pairs(opts) do wopts[k] = v end
   wopts.dim, wopts.n, wopts.actuators = self.dim, #self.x, #self.actuators

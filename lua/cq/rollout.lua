@@ -25,9 +25,25 @@ function M.new(opts)
   local accumulate = check.oneof(where, "accumulate", opts.accumulate or "sum", { "sum", "max", "min" })
   local record = trajectory.record_fields(where, opts.record)
   local w = opts.world
+  if getmetatable(w) ~= require("cq").World then check.fail(where, "world must be a cq.world", w) end
   local steps = check.integer(where, "steps", opts.steps, 1)
   if type(opts.controller) ~= "table" or type(opts.controller.act) ~= "function" then
     check.fail(where, "controller must be a controller object (cq.mlp, cq.open_loop, cq.sine or {act = f})", opts.controller)
+  end
+  if opts.observer ~= nil and (type(opts.observer) ~= "table" or type(opts.observer.observe) ~= "function") then
+    check.fail(where, "observer must be nil or an observer object (cq.control.centroid_observer or {observe = f})",
+      opts.observer)
+  end
+  if type(opts.final) ~= "function" then
+    check.fail(where, "final must be a function(t, state) -> scalar tape node (see cq.objectives)", opts.final)
+  end
+  for _, name in ipairs({ "running", "actuator" }) do
+    if opts[name] ~= nil and type(opts[name]) ~= "function" then
+      check.fail(where, name .. " must be nil or a function", opts[name])
+    end
+  end
+  if opts.controller.params ~= nil and type(opts.controller.params) ~= "table" then
+    check.fail(where, "controller.params must be nil or a list of cq.tape.param", opts.controller.params)
   end
   local self = setmetatable({ world = w, steps = steps, controller = opts.controller, observer = opts.observer,
     final = opts.final, running = opts.running, actuator = opts.actuator, accumulate = accumulate, record = record },
@@ -44,11 +60,18 @@ end
 function Rollout:_act(t, s, k)
   local obs = self.observer and self.observer:observe(t, s, k) or nil
   local u = self.controller:act(t, obs, k)
+  if type(u) ~= "table" or type(u.n) ~= "number" or u.v == nil then
+    check.fail("cq.rollout", "the controller's act must return a tape node of " .. self.world.n_actuators ..
+      " actuation values", u, 3)
+  end
   if u.n ~= self.world.n_actuators then
     error(string.format("cq.rollout: the controller gives %d actuation values, the world has %d actuators", u.n,
       self.world.n_actuators), 3)
   end
   local f = self.actuator and self.actuator(t, s, u, k) or nil
+  if f ~= nil and (type(f) ~= "table" or type(f.n) ~= "number" or f.v == nil) then
+    check.fail("cq.rollout", "the Lua actuator must return a tape node (forces or stresses)", f, 3)
+  end
   local dim, n = self.world.dim, self.world.n
   if f and f.n == dim * dim * n then return u, nil, f end -- a stress tensor per particle
   if f and f.n ~= dim * n then
@@ -58,10 +81,22 @@ function Rollout:_act(t, s, k)
   return u, f
 end
 
+-- The value of a scalar loss node returned by final / running (name), or an error naming the function.
+local function scalar(node, name)
+  if type(node) ~= "table" or node.n ~= 1 or node.v == nil then
+    check.fail("cq.rollout", name .. " must return a scalar tape node (size 1; the constant 0 is t:const({0}), " ..
+      "t:const(0) is an empty node)", type(node) == "table" and node.n and ("a node of size " .. node.n) or node, 3)
+  end
+  return node.v[0]
+end
+
 --- Runs the rollout from state s0; returns the loss (and records everything needed for backward, and the
 --- trajectory: states at control steps 0..steps, u_k, h_k).
 function Rollout:forward(s0)
   local m = self.memo
+  if type(s0) ~= "table" or s0._h == nil or s0.world == nil then
+    check.fail("run:forward", "s0 must be a cq state (from world:state() or robot:world())", s0)
+  end
   m:begin(s0)
   local rec = self._traj
   if not rec or rec.taken then -- fresh buffers when the last ones were handed out by run:trajectory()
@@ -74,7 +109,7 @@ function Rollout:forward(s0)
     local t = tape.new()
     local u, f, a = self:_act(t, m.state, k)
     if self.running then
-      local h = self.running(t, m.state, u, k).v[0]
+      local h = scalar(self.running(t, m.state, u, k), "running")
       rec.h[k] = h
       if self.accumulate == "sum" then acc = acc + h
       elseif arg == nil or (self.accumulate == "max" and h > acc) or (self.accumulate == "min" and h < acc) then
@@ -87,7 +122,7 @@ function Rollout:forward(s0)
     rec:record_state(k + 1, m.state)
   end
   local t = tape.new()
-  local final = self.final(t, m.state).v[0]
+  local final = scalar(self.final(t, m.state), "final")
   local L = acc + final
   self.loss, self.argbest = L, arg -- argbest: the step whose h_k is the max / min (nil for sum)
   rec.loss, rec.final, rec.accumulate, rec.argbest = L, final, self.accumulate, arg

@@ -3,9 +3,45 @@
 -- particle fields); the backward pass accumulates parameter gradients into the params and state gradients into a
 -- "sink" (the memo's gradient state, dL/ds_k).
 local ffi = require "ffi"
+local check = require "cq._check"
 
 local M = {}
 local darr = ffi.typeof("double[?]")
+
+-- Argument checks. They cost O(1) per op (no per-element work), so they stay on in the per-step paths. level:
+-- 1 = the caller of the function that runs the check (the user's call when that function is the public op or
+-- is tail-called by it).
+local NODE = "a tape node (t:const, t:use or an op's result)"
+local function is_node(a) return type(a) == "table" and type(a.n) == "number" and a.v ~= nil end
+local function need_node(where, name, a, level)
+  if not is_node(a) then check.fail(where, name .. " must be " .. NODE, a, level + 2) end
+  return a
+end
+-- Size of an elementwise operand (a number, a cq.tape.param or a node), or nil.
+local function size_of(a)
+  if type(a) == "number" then return 1 end
+  if is_node(a) then return a.n end
+end
+-- Two elementwise operands: each of the same size, or of size 1 (broadcast). Returns the result size.
+local function check_pair(where, a, b, level)
+  local na, nb = size_of(a), size_of(b)
+  if not na then check.fail(where, "a must be " .. NODE .. ", a number or a cq.tape.param", a, level + 2) end
+  if not nb then check.fail(where, "b must be " .. NODE .. ", a number or a cq.tape.param", b, level + 2) end
+  if na ~= nb and not ((na == 1 and nb > 0) or (nb == 1 and na > 0)) then
+    if na == 0 or nb == 0 then -- a size-1 operand broadcasts over a non-empty one only
+      check.fail(where, "a and b must both be empty or both non-empty (t:const(0) is an empty node; the constant 0 " ..
+        "is t:const({0}) or 0)", string.format("sizes %d and %d", na, nb), level + 2)
+    end
+    check.fail(where, string.format("b must have %d values (the size of a) or 1", na), nb, level + 2)
+  end
+  return na > nb and na or nb
+end
+-- i must be an index in [1, n] (1-based).
+local function check_index(where, name, i, n, level)
+  if type(i) ~= "number" or i < 1 or i > n or i % 1 ~= 0 then
+    check.fail(where, name .. " must be an integer in [1, " .. n .. "]", i, level + 2)
+  end
+end
 
 ---------------------------------------------------------------- parameters
 local Param = {}
@@ -14,6 +50,14 @@ Param.__index = Param
 --- A trainable array of n doubles (rows x cols for matrices) with a gradient of the same size. init: a number
 --- (every entry), a table of n numbers, or a function i -> value (1-based); default 0.
 function M.param(n, init, rows)
+  local where = "cq.tape.param"
+  check.integer(where, "n", n, 1)
+  if rows ~= nil and (type(rows) ~= "number" or rows < 1 or rows % 1 ~= 0 or n % rows ~= 0) then
+    check.fail(where, "rows must be nil or a positive integer that divides n (" .. n .. ")", rows)
+  end
+  if init ~= nil and type(init) ~= "number" and type(init) ~= "table" and type(init) ~= "function" then
+    check.fail(where, "init must be a number, a table of " .. n .. " numbers or a function i -> number", init)
+  end
   local p = setmetatable({ n = n, v = darr(n), g = darr(n), rows = rows, cols = rows and n / rows or nil }, Param)
   for i = 0, n - 1 do
     local x = type(init) == "function" and init(i + 1) or type(init) == "table" and init[i + 1] or init or 0
@@ -23,8 +67,15 @@ function M.param(n, init, rows)
   return p
 end
 function Param:zero_grad() ffi.fill(self.g, 8 * self.n) end
-function Param:get(i) return self.v[i - 1] end
-function Param:set(i, x) self.v[i - 1] = x end
+function Param:get(i)
+  check_index("param:get", "i", i, self.n, 1)
+  return self.v[i - 1]
+end
+function Param:set(i, x)
+  check_index("param:set", "i", i, self.n, 1)
+  if type(x) ~= "number" then check.fail("param:set", "x must be a number", x) end
+  self.v[i - 1] = x
+end
 
 ---------------------------------------------------------------- tape
 local Tape = {}
@@ -42,15 +93,27 @@ end
 --- A constant vector (no gradient flows out of it): from a Lua table, another node, or a length (zeros).
 --- Custom ops fill the values of a const(n) node and set its back(node, sink) function.
 function Tape:const(values)
-  if type(values) == "number" then return node(self, values, nil) end
-  local n = type(values) == "table" and #values or values.n
+  if type(values) == "number" then
+    if values < 0 or values % 1 ~= 0 then check.integer("cq.tape:const", "length", values, 0) end
+    return node(self, values, nil)
+  end
+  if type(values) ~= "table" then
+    check.fail("cq.tape:const", "values must be a table of numbers, a node or a length", values)
+  end
+  if is_node(values) then -- a copy of another node's values
+    local x = node(self, values.n, nil)
+    ffi.copy(x.v, values.v, 8 * values.n)
+    return x
+  end
+  local n = #values
   local x = node(self, n, nil)
-  for i = 0, n - 1 do x.v[i] = type(values) == "table" and values[i + 1] or values.v[i] end
+  for i = 0, n - 1 do x.v[i] = values[i + 1] end
   return x
 end
 
 --- Uses a parameter as a leaf: its gradient is accumulated into the parameter.
 function Tape:use(p)
+  if not is_node(p) or p.g == nil then check.fail("cq.tape:use", "p must be a cq.tape.param", p) end
   local x = node(self, p.n, function(x) for i = 0, p.n - 1 do p.g[i] = p.g[i] + x.g[i] end end)
   ffi.copy(x.v, p.v, 8 * p.n)
   return x
@@ -58,9 +121,16 @@ end
 
 --- y = W x (W a rows x cols parameter or node with .rows, x a vector of cols).
 function Tape:matvec(W, x)
+  local where = "cq.tape:matvec"
+  if not is_node(W) or type(W.rows) ~= "number" then
+    check.fail(where, "W must be a matrix: a cq.tape.param made with rows (or a node with .rows)", W)
+  end
+  need_node(where, "x", x, 1)
   local Wn = W.back == nil and W.rows and self:use(W) or W
   local rows, cols = W.rows, x.n
-  assert(rows * cols == Wn.n, "cq.tape:matvec: matrix is " .. rows .. " x " .. Wn.n / rows .. ", vector has " .. x.n)
+  if rows * cols ~= Wn.n then
+    check.fail(where, string.format("x must have %s values (W is %d x %s)", Wn.n / rows, rows, Wn.n / rows), x.n)
+  end
   local y = node(self, rows, function(y)
     for r = 0, rows - 1 do
       local gy = y.g[r]
@@ -87,11 +157,10 @@ local function as_node(t, a)
 end
 
 -- Elementwise binary op with broadcasting of length-1 operands. f(a, b) -> value, da, db.
-local function binary(t, a, b, f)
+-- The public ops tail-call it: a failed check points at the user's call.
+local function binary(t, a, b, f, where)
+  local n = check_pair(where, a, b, 1)
   a, b = as_node(t, a), as_node(t, b)
-  local n = math.max(a.n, b.n)
-  assert(a.n == n or a.n == 1, "cq.tape: operand sizes differ")
-  assert(b.n == n or b.n == 1, "cq.tape: operand sizes differ")
   local ia, ib = a.n == 1 and 0 or 1, b.n == 1 and 0 or 1
   local y = node(t, n, function(y)
     for i = 0, n - 1 do
@@ -104,12 +173,13 @@ local function binary(t, a, b, f)
   return y
 end
 
-function Tape:add(a, b) return binary(self, a, b, function(x, y) return x + y, 1, 1 end) end
-function Tape:sub(a, b) return binary(self, a, b, function(x, y) return x - y, 1, -1 end) end
-function Tape:mul(a, b) return binary(self, a, b, function(x, y) return x * y, y, x end) end
+function Tape:add(a, b) return binary(self, a, b, function(x, y) return x + y, 1, 1 end, "cq.tape:add") end
+function Tape:sub(a, b) return binary(self, a, b, function(x, y) return x - y, 1, -1 end, "cq.tape:sub") end
+function Tape:mul(a, b) return binary(self, a, b, function(x, y) return x * y, y, x end, "cq.tape:mul") end
 
--- Elementwise unary op: f(x) -> value, derivative.
-local function unary(t, a, f)
+-- Elementwise unary op: f(x) -> value, derivative. Tail-called by the public ops, like binary.
+local function unary(t, a, f, where)
+  if not size_of(a) then check.fail(where, "a must be " .. NODE .. ", a number or a cq.tape.param", a, 2) end
   a = as_node(t, a)
   local y = node(t, a.n, function(y)
     for i = 0, a.n - 1 do
@@ -121,33 +191,45 @@ local function unary(t, a, f)
   return y
 end
 
-function Tape:scale(a, s) return unary(self, a, function(x) return s * x, s end) end
-function Tape:tanh(a) return unary(self, a, function(x) local y = math.tanh(x) return y, 1 - y * y end) end
-function Tape:relu(a) return unary(self, a, function(x) if x > 0 then return x, 1 end return 0, 0 end) end
-function Tape:sigmoid(a)
-  return unary(self, a, function(x) local y = 1 / (1 + math.exp(-x)) return y, y * (1 - y) end)
+function Tape:scale(a, s)
+  if type(s) ~= "number" then check.fail("cq.tape:scale", "s must be a number", s) end
+  return unary(self, a, function(x) return s * x, s end, "cq.tape:scale")
 end
-function Tape:exp(a) return unary(self, a, function(x) local y = math.exp(x) return y, y end) end
-function Tape:square(a) return unary(self, a, function(x) return x * x, 2 * x end) end
+function Tape:tanh(a) return unary(self, a, function(x) local y = math.tanh(x) return y, 1 - y * y end, "cq.tape:tanh") end
+function Tape:relu(a) return unary(self, a, function(x) if x > 0 then return x, 1 end return 0, 0 end, "cq.tape:relu") end
+function Tape:sigmoid(a)
+  return unary(self, a, function(x) local y = 1 / (1 + math.exp(-x)) return y, y * (1 - y) end, "cq.tape:sigmoid")
+end
+function Tape:exp(a) return unary(self, a, function(x) local y = math.exp(x) return y, y end, "cq.tape:exp") end
+function Tape:square(a) return unary(self, a, function(x) return x * x, 2 * x end, "cq.tape:square") end
 
 function Tape:sum(a)
+  need_node("cq.tape:sum", "a", a, 1)
   local y = node(self, 1, function(y) for i = 0, a.n - 1 do a.g[i] = a.g[i] + y.g[0] end end)
   local s = 0
   for i = 0, a.n - 1 do s = s + a.v[i] end
   y.v[0] = s
   return y
 end
-function Tape:mean(a) return self:scale(self:sum(a), 1 / a.n) end
-function Tape:dot(a, b) return self:sum(self:mul(a, b)) end
+function Tape:mean(a)
+  need_node("cq.tape:mean", "a", a, 1)
+  return self:scale(self:sum(a), 1 / a.n)
+end
+function Tape:dot(a, b)
+  check_pair("cq.tape:dot", a, b, 1)
+  return self:sum(self:mul(a, b))
+end
 function Tape:norm(a)
+  if not size_of(a) then check.fail("cq.tape:norm", "a must be " .. NODE .. ", a number or a cq.tape.param", a) end
   local s = self:dot(a, a)
   return unary(self, s, function(x) local r = math.sqrt(x) return r, r > 0 and 0.5 / r or 0 end)
 end
 
 --- Concatenation of vectors.
 function Tape:concat(list)
+  if type(list) ~= "table" then check.fail("cq.tape:concat", "list must be a list of tape nodes", list) end
   local n = 0
-  for _, a in ipairs(list) do n = n + a.n end
+  for i, a in ipairs(list) do n = n + need_node("cq.tape:concat", "list[" .. i .. "]", a, 1).n end
   local y = node(self, n, function(y)
     local o = 0
     for _, a in ipairs(list) do
@@ -165,6 +247,8 @@ end
 
 --- Element i (1-based) of a vector, as a scalar node.
 function Tape:index(a, i)
+  need_node("cq.tape:index", "a", a, 1)
+  check_index("cq.tape:index", "i", i, a.n, 1)
   local y = node(self, 1, function(y) a.g[i - 1] = a.g[i - 1] + y.g[0] end)
   y.v[0] = a.v[i - 1]
   return y
@@ -173,8 +257,42 @@ end
 ---------------------------------------------------------------- engine state leaves
 -- state: a cq state (fields x, v are component-major FFI arrays); the backward pass adds into sink[field].
 
+-- Particle index lists already checked against a particle count (weak keys): a list is re-checked when its length
+-- or the particle count changes, so the per-step cost of a centroid / gather leaf stays O(1) in the check.
+local idx_n, idx_len = setmetatable({}, { __mode = "k" }), setmetatable({}, { __mode = "k" })
+local function check_leaf(where, state, field, idx, level)
+  if type(state) ~= "table" or type(state.n) ~= "number" or type(state.dim) ~= "number" then
+    check.fail(where, "state must be a cq state (memo.state, world:state(), ...)", state, level + 2)
+  end
+  if field ~= "x" and field ~= "v" then check.fail(where, "field must be x or v", field, level + 2) end
+  if idx == nil then return end
+  local n = state.n
+  if type(idx) ~= "table" or #idx == 0 then
+    check.fail(where, "idx must be a non-empty list of particle indices (1-based)", idx, level + 2)
+  end
+  local len = #idx
+  if idx_n[idx] == n and idx_len[idx] == len then return end
+  for k = 1, len do
+    local p = idx[k]
+    if type(p) ~= "number" or p < 1 or p > n or p % 1 ~= 0 then
+      check.fail(where, string.format("idx[%d] must be a particle index in [1, %d]", k, n), p, level + 2)
+    end
+  end
+  idx_n[idx], idx_len[idx] = n, len
+end
+-- The gradient arrays of sink (memo.grad) for a state leaf's backward.
+local function sink_field(sink, field)
+  local g = type(sink) == "table" and sink[field]
+  if not g then
+    check.fail("cq.tape:backward", "sink must be the state gradient (memo.grad, with field " .. field .. ") when the " ..
+      "tape has state leaves (t:centroid, t:gather)", sink, 4)
+  end
+  return g
+end
+
 --- Mean of field ("x" or "v") over the particles idx (1-based list, or nil = all): a dim-vector.
 function Tape:centroid(state, field, idx)
+  check_leaf("cq.tape:centroid", state, field, idx, 1)
   local n, dim, arr = state.n, state.dim, state[field]
   local m = idx and #idx or n
   local y = node(self, dim, nil)
@@ -186,7 +304,7 @@ function Tape:centroid(state, field, idx)
     y.v[a] = s / m
   end
   y.back = function(y, sink)
-    local g = sink[field]
+    local g = sink_field(sink, field)
     for a = 0, dim - 1 do
       local ga = y.g[a] / m
       if idx then for _, p in ipairs(idx) do g[a * n + p - 1] = g[a * n + p - 1] + ga end
@@ -198,11 +316,13 @@ end
 
 --- The values of field for the particles idx, particle-major: (p1 axis 1, p1 axis 2, ..., p2 axis 1, ...).
 function Tape:gather(state, field, idx)
+  if idx == nil then check.fail("cq.tape:gather", "idx must be a non-empty list of particle indices (1-based)", idx) end
+  check_leaf("cq.tape:gather", state, field, idx, 1)
   local n, dim, arr = state.n, state.dim, state[field]
   local y = node(self, #idx * dim, nil)
   for k, p in ipairs(idx) do for a = 0, dim - 1 do y.v[(k - 1) * dim + a] = arr[a * n + p - 1] end end
   y.back = function(y, sink)
-    local g = sink[field]
+    local g = sink_field(sink, field)
     for k, p in ipairs(idx) do
       for a = 0, dim - 1 do g[a * n + p - 1] = g[a * n + p - 1] + y.g[(k - 1) * dim + a] end
     end
@@ -213,6 +333,18 @@ end
 ---------------------------------------------------------------- backward
 --- Adds seed to out's gradient: a number for every entry, or a Lua table / double array of out.n values.
 function Tape:seed(out, seed)
+  local where = "cq.tape:seed"
+  need_node(where, "out", out, 1)
+  local ts = type(seed)
+  if ts == "table" then
+    if #seed < out.n then check.fail(where, "seed must have " .. out.n .. " values (the size of out)", "a table of " .. #seed) end
+  elseif ts == "cdata" then -- engine arrays (double* / float*) pass; a double[?] must be long enough
+    if ffi.istype(darr, seed) and ffi.sizeof(seed) < 8 * out.n then
+      check.fail(where, "seed must have " .. out.n .. " values (the size of out)", "an array of " .. ffi.sizeof(seed) / 8)
+    end
+  elseif ts ~= "number" then
+    check.fail(where, "seed must be a number, a table or a double array of " .. out.n .. " values", seed)
+  end
   for i = 0, out.n - 1 do
     out.g[i] = out.g[i] + (type(seed) == "number" and seed or type(seed) == "table" and seed[i + 1] or seed[i])
   end
@@ -221,6 +353,7 @@ end
 --- Seeds out (default 1, optional when outputs were seeded with tape:seed) and runs every recorded node's
 --- backward in reverse order, once. sink receives engine-state gradients (sink.x, sink.v arrays).
 function Tape:backward(out, seed, sink)
+  if out ~= nil then need_node("cq.tape:backward", "out", out, 1) end
   if out then self:seed(out, seed == nil and 1 or seed) end
   for k = #self.nodes, 1, -1 do
     local x = self.nodes[k]
@@ -228,6 +361,11 @@ function Tape:backward(out, seed, sink)
   end
 end
 
-function Tape:value(x, i) return x.v[(i or 1) - 1] end
+function Tape:value(x, i)
+  need_node("cq.tape:value", "x", x, 1)
+  i = i or 1
+  check_index("cq.tape:value", "i", i, x.n, 1)
+  return x.v[i - 1]
+end
 
 return M

@@ -55,6 +55,10 @@ end
 --- Copies the recorded fields of state s as control step k (0..steps); the time of step 0 sets t0.
 function Trajectory:record_state(k, s)
   check_step(self, "record_state", k, self.steps)
+  if type(s) ~= "table" or s.n ~= self.n or s.dim ~= self.dim or s.x == nil then
+    check.fail("trajectory:record_state", string.format("s must be a cq state of %d particles in %dD", self.n, self.dim),
+      type(s) == "table" and s.n and string.format("a state of %s particles", tostring(s.n)) or s)
+  end
   if k == 0 and s.time then self.t0 = s:time() end
   local len = self.dim * self.n
   for f, buf in pairs(self.data) do
@@ -68,6 +72,12 @@ end
 function Trajectory:record_action(k, u)
   check_step(self, "record_action", k, self.steps - 1)
   local na, dst = self.n_actuators, self.act + k * self.n_actuators
+  if type(u) == "table" then
+    if #u ~= na then check.fail("trajectory:record_action", "u must have " .. na .. " values", "a table of " .. #u) end
+  elseif na > 0 then
+    if u == nil then check.fail("trajectory:record_action", "u must be a table or a double array of " .. na .. " values", u) end
+    check.doubles("trajectory:record_action", "u", u, na)
+  end
   if type(u) == "table" then for i = 1, na do dst[i - 1] = u[i] end
   elseif na > 0 then ffi.copy(dst, u, 8 * na) end
 end
@@ -75,6 +85,7 @@ end
 --- Records the running loss h_k of control step k (0..steps-1).
 function Trajectory:record_running(k, h)
   check_step(self, "record_running", k, self.steps - 1)
+  if type(h) ~= "number" then check.fail("trajectory:record_running", "h must be a number", h) end
   if not self.h then self.h = ffi.new("double[?]", self.steps) end
   self.h[k] = h
 end
@@ -83,6 +94,7 @@ end
 function Trajectory:_field(field, where)
   local buf = self.data[field]
   if not buf then
+    if field ~= "x" and field ~= "v" then check.fail("trajectory:" .. where, "field must be x or v", field, 3) end
     error(string.format("trajectory:%s: field %q was not recorded (record = {%s}; pass record = {\"x\", \"v\"} to " ..
       "cq.rollout to keep it)", where, field, table.concat(self.fields, ", ")), 3)
   end
@@ -135,13 +147,22 @@ function Trajectory:running(k)
 end
 
 --- Time of control step k (seconds).
-function Trajectory:time(k) return self.t0 + k * self.dt end
+function Trajectory:time(k)
+  if type(k) ~= "number" then check.fail("trajectory:time", "k must be a number (a control step)", k) end
+  return self.t0 + k * self.dt
+end
 
 --- Centroid of the positions (field "x", or "v") at control step k over particles idx (1-based list; nil = all).
 function Trajectory:centroid(k, idx, field)
   local buf = self:_field(field or "x", "centroid")
   check_step(self, "centroid", k, self.steps)
   local n, base, out = self.n, k * self.dim * self.n, {}
+  if idx ~= nil then
+    if type(idx) ~= "table" or #idx == 0 then
+      check.fail("trajectory:centroid", "idx must be nil (all) or a non-empty list of particle indices", idx)
+    end
+    for i, p in ipairs(idx) do check.integer("trajectory:centroid", "idx[" .. i .. "]", p, 1, n) end
+  end
   for a = 0, self.dim - 1 do
     local s = 0
     if idx then for _, p in ipairs(idx) do s = s + buf[base + a * n + p - 1] end

@@ -1,0 +1,52 @@
+-- Seed 000 sec. 5.2: a 2D biped with a contract-only cable down the back of each leg, driven open loop (one
+-- trainable pull per cable per control step), learns to walk forward with Adam (lr 2e-2).
+-- Usage: cqlua examples/cable_biped2d.lua [iterations=60] [spacing=1/128]
+local cq = require "cq"
+local iters, h = tonumber(arg and arg[1]) or 60, tonumber(arg and arg[2]) or 1 / 128
+local T, dt, substeps = 200, 0.02, 10                           -- 4 s of control at 50 Hz
+
+-- Body 0.3 x 0.1 on two legs 0.1 x 0.1; the cables run up the rear edge of each leg into the body.
+local robot, ox, oy = cq.robot { dim = 2 }, 0.1, 0.06
+local mat = { model = "neohookean", E = 10, nu = 0.3, density = 1 }
+local legs = { robot:box { offset = { ox, oy }, size = { 0.1, 0.1 }, spacing = h, material = mat },
+  robot:box { offset = { ox + 0.2, oy }, size = { 0.1, 0.1 }, spacing = h, material = mat } }
+local body = robot:box { offset = { ox, oy + 0.1 }, size = { 0.3, 0.1 }, spacing = h, material = mat }
+local _, s = robot:world { res = { 40, 40 }, dx = 1 / 16, dt = dt, substeps = substeps } -- to read rest positions
+for _, leg in ipairs(legs) do
+  local x_rear, path = math.huge, {}
+  for _, p in ipairs(leg.particles) do x_rear = math.min(x_rear, s:get("x", p)[1]) end
+  for _, p in ipairs(leg.particles) do -- the second column from the rear edge, bottom to top, then into the body
+    if math.abs(s:get("x", p)[1] - (x_rear + h)) < h / 4 then path[#path + 1] = p end
+  end
+  for _, p in ipairs(body.particles) do
+    local x = s:get("x", p)
+    if math.abs(x[1] - (x_rear + h)) < h / 4 and x[2] < oy + 0.15 then path[#path + 1] = p end
+  end
+  table.sort(path, function(a, b) return s:get("x", a)[2] < s:get("x", b)[2] end)
+  robot:cable_actuator { particles = path, k = 8 }
+end
+local world, s0 = robot:world { res = { 400, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -3.8 },
+  threads = 2, walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
+
+-- Open loop: u in [0.5, 1] per cable and step (1 = rest length, just taut; 0.5 = pulled in by half).
+local controller = cq.control.open_loop { steps = T, outputs = 2, init = 0.9 }
+local O = cq.objectives
+local run = cq.rollout { world = world, steps = T, controller = controller,
+  final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-6 } } }
+local opt = cq.optim.adam { params = controller.params, lr = 2e-2, bounds = { [controller.params[1]] = { 0.5, 1 } } }
+
+local log = cq.log.new("cable_biped2d", { "iteration", "loss", "distance", "grad_norm", "seconds" })
+local x0 = s0:mean("x")[1]
+for it = 1, iters do
+  local loss = run:forward(s0)
+  run:backward()
+  log:iteration(it, iters, { loss = loss, distance = run.memo.state:mean("x")[1] - x0,
+    grad_norm = cq.log.grad_norm(controller.params) })
+  if it < iters then opt:step() end
+end
+print(string.format("cable_biped2d: walked %.3f forward in %g s (first iteration %.3f)", log.last.distance, T * dt,
+  log.first.distance))
+local nf = cq.frames.write { trajectory = run:trajectory(), dir = "out/cable_biped2d", every = 4, width = 800,
+  view = { 0, 0, 1.6, 0.4 }, color = cq.frames.by_group({ legs[1], legs[2], body }, world.n) }
+print(string.format("cable_biped2d: %d frames in out/cable_biped2d/", nf))
+return log
