@@ -2,9 +2,9 @@
 -- particle mass 2.33 (per unit rest volume), nu = 0.25 generates 10 leftward-bending trajectories; 100 tracked
 -- particles are recorded at 200 keyframes each, in 10 copies with Gaussian noise (motion-capture error). Starting
 -- from E = 15, mass 3.0, nu = 0.3, stochastic gradient descent over the noisy trajectories recovers all three.
--- Usage: cqlua examples/finger_sysid.lua [epochs=30] [sequences=10]
+-- Usage: cqlua examples/finger_sysid.lua [epochs=15] [sequences=10]
 local cq = require "cq"
-local epochs, nseq = tonumber(arg and arg[1]) or 30, tonumber(arg and arg[2]) or 10
+local epochs, nseq = tonumber(arg and arg[1]) or 15, tonumber(arg and arg[2]) or 10
 local T, dt, substeps, noise, copies = 200, 0.005, 3, 2e-3, 10
 local truth, start = { E = 20, mass = 2.33, nu = 0.25 }, { E = 15, mass = 3.0, nu = 0.3 }
 
@@ -72,10 +72,13 @@ for j = 1, nseq do
   end
 end
 
--- Stochastic gradient descent on (E, mass, nu) normalized by their starting values, one noisy trajectory a step.
-local theta = cq.tape.param(3, 1)
-local scale = { start.E, start.mass, start.nu }
-local opt = cq.optim.sgd { params = { theta }, lr = 100, momentum = 0.5, bounds = { [theta] = { 0.2, 5 } } }
+-- Stochastic gradient descent (with momentum) on theta = (E, mass, nu) / scale, one noisy trajectory a step. The
+-- scales precondition the step: nu's scale is twice its value so its weak gradient (the loss mostly sees E / (1 -
+-- nu^2) and the mass) still moves it; bounds keep nu below 0.5.
+local scale = { 20, 3, 0.6 }
+local theta = cq.tape.param(3, { start.E / scale[1], start.mass / scale[2], start.nu / scale[3] })
+local opt = cq.optim.sgd { params = { theta }, lr = 100, momentum = 0.5,
+  bounds = { [theta] = { { 0.1, 0.1, 0 }, { 5, 5, 0.49 / scale[3] } } } }
 local log = cq.log.new("finger_sysid", { "iteration", "loss", "E", "mass", "nu", "grad_norm", "seconds" })
 local weight = 1 / (T * #tracked)
 local order = {}

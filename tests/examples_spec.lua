@@ -25,3 +25,50 @@ describe("examples/biped2d.lua", function()
     assert.is_true(log.last.distance > log.first.distance + 0.005)
   end)
 end)
+
+-- The other examples: a couple of iterations at their full scene size must lower the loss (their full runs and
+-- targets are in docs/benchmarks.md).
+describe("examples/cable_biped2d.lua", function()
+  it("three Adam iterations of the open-loop cables move the biped forward", function()
+    local log = run_example("examples/cable_biped2d.lua", { "3" })
+    print(string.format("  cable_biped2d: distance %.4f -> %.4f", log.first.distance, log.last.distance))
+    assert.is_true(log.last.distance > log.first.distance + 0.005)
+  end)
+end)
+
+describe("examples/arm_length.lua", function()
+  it("three Adam steps lengthen the arm and bring its tip closer to the target", function()
+    local log = run_example("examples/arm_length.lua", { "3" })
+    print(string.format("  arm_length: distance %.4f -> %.4f, length %.3f -> %.3f", log.first.distance,
+      log.last.distance, log.first.length, log.last.length))
+    assert.is_true(log.last.distance < log.first.distance - 0.02 and log.last.length > log.first.length)
+  end)
+end)
+
+describe("examples/billiards_density.lua", function()
+  it("three Adam steps on the density bring ball B closer to C", function()
+    local log = run_example("examples/billiards_density.lua", { "3" })
+    print(string.format("  billiards_density: distance %.4f -> %.4f, density %.3f -> %.3f", log.first.distance,
+      log.last.distance, log.first.density, log.last.density))
+    assert.is_true(log.last.distance < 0.7 * log.first.distance)
+  end)
+end)
+
+describe("examples/finger_sysid.lua", function()
+  it("one epoch over two sequences moves E and the mass toward the truth", function()
+    local log = run_example("examples/finger_sysid.lua", { "1", "2" })
+    print(string.format("  finger_sysid: E %.3f -> %.3f, mass %.3f -> %.3f (truth 20, 2.33)", log.first.E, log.last.E,
+      log.first.mass, log.last.mass))
+    assert.is_true(log.last.E > log.first.E + 0.5 and log.last.mass < log.first.mass - 0.1)
+  end)
+end)
+
+describe("examples/arm_codesign2d.lua", function()
+  it("SLSQP co-design evaluations run and bring the tip toward the goal", function()
+    local results = run_example("examples/arm_codesign2d.lua", { "8", "codesign" })
+    local r = results[1]
+    print(string.format("  arm_codesign2d: after %d evaluations cost %.4f, distance %.4f, mean v^2 %.2e (%s)", r.evals,
+      r.cost, r.distance, r.v2, r.result))
+    assert.is_true(r.evals >= 4 and r.distance < 0.1)
+  end)
+end)
