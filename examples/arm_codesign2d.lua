@@ -85,9 +85,7 @@ local function optimize(name, codesign, stiffness)
   local v2 = run:forward(s0)
   local emin, emax = math.huge, 0
   for p = 0, n - 1 do emin, emax = math.min(emin, e.v[p]), math.max(emax, e.v[p]) end
-  if cq.frames then
-    cq.frames.write { trajectory = traj, dir = "out/arm_codesign2d_" .. name, every = 2, targets = { goal } }
-  end
+  cq.frames.write { trajectory = traj, dir = "out/arm_codesign2d_" .. name, every = 2, targets = { goal } }
   return { name = name, cost = cost, reached = d <= goal_radius and v2 <= rest_ok, distance = d, v2 = v2, result = result, evals = evals, emin = emin, emax = emax }
 end
 

@@ -112,4 +112,14 @@ local err = { math.abs(E / truth.E - 1), math.abs(mass / truth.mass - 1), math.a
 print(string.format("finger_sysid: E %.3f (truth 20, error %.1f%%), mass %.3f (2.33, %.1f%%), nu %.4f (0.25, %.1f%%);"
   .. " target: every error < 5%%", E, 100 * err[1], mass, 100 * err[2], nu, 100 * err[3]))
 log.errors = err
+-- Frames of the identified finger replaying the last sequence, with the noisy keyframes of its last copy as targets
+-- drawn at the final step.
+set_material(E, mass, nu)
+run.controller = sequences[data[#data].seq]
+run:forward(s0)
+local last = data[#data].keyframes[T]
+local marks = {}
+for i = 1, #tracked, 7 do marks[#marks + 1] = { last[2 * i - 1], last[2 * i] } end
+cq.frames.write { trajectory = run:trajectory(), dir = "out/finger_sysid", every = 4, targets = marks,
+  view = { 0.25, 0, 0.75, 0.4 } }
 return log
