@@ -7,12 +7,11 @@ typedef struct {
   cq_real x[D], v[D], Cm[D][D], F[D][D];
   cq_real m, vol0;
   cq_real P[D][D];   /* elastic first Piola-Kirchhoff stress */
-  cq_real tau[D][D]; /* Kirchhoff stress P F^T + F sigma_a F^T + F A_p F^T */
+  cq_real tau[D][D]; /* Kirchhoff stress P F^T + F A F^T */
   cq_real G[D][D];   /* -(4/dx^2) dt V0 tau + m C  (eq. 5) */
-  cq_real sig[D];    /* material-space actuation stress diagonal (stress actuators) */
   cq_real f[D];      /* actuation force (force actuators) */
-  cq_real A[D][D];   /* material-space user actuation stress A_p (zero when m->auser is NULL) */
-  int act, act_kind;
+  cq_real A[D][D];   /* material-space actuation stress: diag(u axis) of a stress actuator + the user's A_p */
+  int act, act_kind, actuated; /* actuated: A may be non-zero */
 } CQ_D(cqi_p2g);
 
 /* Stress cache (backward only): the forward recompute stores P, tau and G per particle, component-major
@@ -45,10 +44,11 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   q->act = m->act_id[p];
   q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
   cq_real ua = q->act >= 0 ? u[q->act] : 0;
+  q->actuated = q->act_kind == CQ_ACT_STRESS || m->auser;
   for (int a = 0; a < D; a++) {
-    q->sig[a] = q->act_kind == CQ_ACT_STRESS ? ua * m->act_axis[a * n + p] : 0;
     q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (m->fext ? m->fext[a * n + p] : 0);
     for (int b = 0; b < D; b++) q->A[a][b] = m->auser ? m->auser[(a * D + b) * n + p] : 0;
+    if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * m->act_axis[a * n + p];
   }
   if (cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
@@ -56,14 +56,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   }
   CQ_D(material_P)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q->F, q->P);
   CQ_D(mmt)(q->P, q->F, q->tau);
-  if (q->act_kind == CQ_ACT_STRESS) /* tau += F diag(sig) F^T (eq. 15) */
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) {
-        cq_real t = 0;
-        for (int k = 0; k < D; k++) t += q->F[i][k] * q->sig[k] * q->F[j][k];
-        q->tau[i][j] += t;
-      }
-  if (m->auser) { /* tau += F A F^T (eq. 15 with the user's full material-space tensor) */
+  if (q->actuated) { /* tau += F A F^T (eq. 15; A = diag(u axis) for a stress actuator, plus a user tensor) */
     cq_real FA[D][D];
     CQ_D(mm)(q->F, q->A, FA);
     for (int i = 0; i < D; i++)
@@ -150,28 +143,14 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
       gtau[a][b] = k * q.vol0 * gG[a][b];
     }
   gvol0[p] += k * CQ_D(ddot)(gG, q.tau);
-  /* tau = P F^T (+ F diag(sig) F^T): gP = gtau F, gF += gtau^T P */
+  /* tau = P F^T (+ F A F^T): gP = gtau F, gF += gtau^T P */
   cq_real gP[D][D], gF[D][D];
   CQ_D(mm)(gtau, q.F, gP);
   CQ_D(mtm)(gtau, q.P, gF);
   cq_real ga = 0;
-  if (q.act_kind == CQ_ACT_STRESS) { /* gF += gtau F S + gtau^T F S; dL/dsig_d = (F^T gtau F)_dd */
-    cq_real FS[D][D], Ft_g_F[D][D], t1[D][D];
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) FS[i][j] = q.F[i][j] * q.sig[j];
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) {
-        cq_real t = 0;
-        for (int l = 0; l < D; l++) t += (gtau[i][l] + gtau[l][i]) * FS[l][j];
-        gF[i][j] += t;
-      }
-    CQ_D(mtm)(q.F, gtau, t1);
-    CQ_D(mm)(t1, q.F, Ft_g_F);
-    for (int d = 0; d < D; d++) ga += Ft_g_F[d][d] * m->act_axis[d * n + p];
-  } else if (q.act_kind == CQ_ACT_FORCE) {
+  if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
-  }
-  if (m->auser) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
+  if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];
     CQ_D(mm)(q.F, q.A, FA);
     CQ_D(mmt)(q.F, q.A, FAt);
@@ -181,12 +160,13 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
         for (int l = 0; l < D; l++) t += gtau[i][l] * FAt[l][j] + gtau[l][i] * FA[l][j];
         gF[i][j] += t;
       }
-    if (gauser) {
-      CQ_D(mtm)(q.F, gtau, t1);
-      CQ_D(mm)(t1, q.F, gA);
+    CQ_D(mtm)(q.F, gtau, t1);
+    CQ_D(mm)(t1, q.F, gA);
+    if (q.act_kind == CQ_ACT_STRESS) /* A_dd = u axis_d: dL/du = sum_d (dL/dA)_dd axis_d */
+      for (int d = 0; d < D; d++) ga += gA[d][d] * m->act_axis[d * n + p];
+    if (gauser && m->auser)
       for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) gauser[(i * D + j) * n + p] += gA[i][j];
-    }
   }
   gact[p] = ga;
   if (gfext)
