@@ -180,4 +180,20 @@ M.kinds = { "x", "v", "C", "F", "act", "E", "nu", "mass", "vol0" }
 -- tangent plane changes the derivative there) or drown in roundoff, so a check passes when one step of this short
 -- ladder agrees (small derivatives such as dL/dC need the larger steps). A wrong gradient agrees at none.
 M.steps = { 1e-5, 1e-3, 1e-6, 1e-7, 1e-2 }
+--- Largest |difference| between two M.problem backward results (every state and parameter kind and the actuation
+--- of every step), and the largest |gradient|, for comparing checkpointed with full-memory (or GPU with CPU) runs.
+function M.max_grad_diff(g1, g2, steps, n_act)
+  local maxdiff, maxabs = 0, 0
+  for _, kind in ipairs { "x", "v", "C", "F", "E", "nu", "mass", "vol0" } do
+    for i, a in pairs(g1[kind]) do
+      maxdiff = math.max(maxdiff, math.abs(a - g2[kind][i]))
+      maxabs = math.max(maxabs, math.abs(a))
+    end
+  end
+  for k = 1, steps do
+    for a = 1, n_act or 2 do maxdiff = math.max(maxdiff, math.abs(g1.act[k][a] - g2.act[k][a])) end
+  end
+  return maxdiff, maxabs
+end
+
 return M
