@@ -6,19 +6,19 @@ BUILD    ?= build
 CC       ?= gcc
 OPT      ?= -O3 -march=native
 CFLAGS   ?= $(OPT) -g
-CFLAGS   += -std=c99 -fno-math-errno -ffp-contract=fast -Wall -Wextra -Wno-unused-parameter -fPIC -fopenmp -D_GNU_SOURCE
+FP_CONTRACT ?= fast
+CFLAGS   += -std=c99 -fno-math-errno -ffp-contract=$(FP_CONTRACT) -Wall -Wextra -Wno-unused-parameter -fPIC -fopenmp -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 VERSION  := 0.1.0
 
 DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted libstb-dev libnlopt-dev pkg-config gcc make
 
-ENGINE_SRC := $(wildcard engine/*.c)
-ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(ENGINE_SRC))
+ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
 
-.PHONY: all deps test bench demo install clean
-all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so
+.PHONY: all deps test bench bench-peers demo install clean
+all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
 
 # Install the Debian packages that are missing (needs root; prints what to run otherwise).
 deps:
@@ -30,20 +30,34 @@ deps:
 	fi
 
 # The host also carries engine/png.c (PNG frames via stb); -Wl,-E exports its cq_png_* symbols to the FFI (ffi.C).
-$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c | $(BUILD)/bin
+$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c engine/png.h | $(BUILD)/bin
 	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ engine/cqlua.c engine/png.c $(LUAJIT_LIBS) -Wl,-E -ldl -lm
 
-# The same engine sources compiled twice: float32 and float64 (selectable from Lua). -z nodelete: the
-# libraries (and the OpenMP runtime) stay mapped when LuaJIT unloads them at exit, while worker threads exist.
-$(BUILD)/lib/libcq_f32.so: $(ENGINE_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -DCQ_REAL_BITS=32 -o $@ $(ENGINE_SRC) -lm
-$(BUILD)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -DCQ_REAL_BITS=64 -o $@ $(ENGINE_SRC) -lm
+# The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
+$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h Makefile | $(BUILD)/lib
+	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && mv $@.tmp $@
 
-# CUDA backend (cuda/, issue 4): when nvcc is found, the same engine sources plus cuda/cuda.cu, compiled with
-# -DCQ_WITH_CUDA, give libcq_cuda_f32.so / libcq_cuda_f64.so (chosen at run time by cq.world{backend = ...}).
-# cudart is linked statically, so only the driver (libcuda.so) is needed at run time; the CPU libraries above
-# never depend on CUDA. `make NVCC=` builds without it.
+# The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
+# (tests/layers_spec.lua). -z nodelete: the libraries (and the OpenMP runtime) stay mapped when LuaJIT unloads them
+# at exit, while worker threads exist.
+define ENGINE_FLAVOUR
+$(BUILD)/obj/$(1)/%.o: engine/%.c $(ENGINE_HDR) Makefile | $(BUILD)/obj/$(1)
+	$$(CC) $$(CFLAGS) $(2) -c $$< -o $$@
+$(BUILD)/obj/$(1):
+	mkdir -p $$@
+ENGINE_OBJ_$(1) := $(patsubst engine/%.c,$(BUILD)/obj/$(1)/%.o,$(ENGINE_SRC))
+endef
+$(eval $(call ENGINE_FLAVOUR,f32,-DCQ_REAL_BITS=32))
+$(eval $(call ENGINE_FLAVOUR,f64,-DCQ_REAL_BITS=64))
+$(BUILD)/lib/libcq_f32.so: $(ENGINE_OBJ_f32) | $(BUILD)/lib
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -lm
+$(BUILD)/lib/libcq_f64.so: $(ENGINE_OBJ_f64) | $(BUILD)/lib
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -lm
+
+# CUDA backend (cuda/): when nvcc is found, the same engine objects built with -DCQ_WITH_CUDA plus cuda/cuda.cu give
+# libcq_cuda_f32.so / libcq_cuda_f64.so (chosen at run time by cq.world{backend = ...}). cudart is linked
+# statically, so only the driver (libcuda.so) is needed at run time; the CPU libraries above never depend on CUDA.
+# `make NVCC=` builds without it.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
@@ -53,12 +67,15 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib $(CUDA_HOME)/lib))
 CUDA_LIBS := $(BUILD)/lib/libcq_cuda_f32.so $(BUILD)/lib/libcq_cuda_f64.so
 all: $(CUDA_LIBS)
+$(eval $(call ENGINE_FLAVOUR,cuda_f32,-DCQ_REAL_BITS=32 -DCQ_WITH_CUDA))
+$(eval $(call ENGINE_FLAVOUR,cuda_f64,-DCQ_REAL_BITS=64 -DCQ_WITH_CUDA))
 $(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CUDA_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/cuda
 	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
 	  -DCQ_REAL_BITS=$* -c cuda/cuda.cu -o $@
-$(CUDA_LIBS): $(BUILD)/lib/libcq_cuda_f%.so: $(BUILD)/cuda/cuda_f%.o $(ENGINE_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -DCQ_WITH_CUDA -DCQ_REAL_BITS=$* -o $@ $(ENGINE_SRC) $< \
-	  -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+$(BUILD)/lib/libcq_cuda_f32.so: $(BUILD)/cuda/cuda_f32.o $(ENGINE_OBJ_cuda_f32) | $(BUILD)/lib
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+$(BUILD)/lib/libcq_cuda_f64.so: $(BUILD)/cuda/cuda_f64.o $(ENGINE_OBJ_cuda_f64) | $(BUILD)/lib
+	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
 else
 all: cuda-skip
 .PHONY: cuda-skip
@@ -75,13 +92,26 @@ test: deps all
 bench: deps all
 	$(BUILD)/bin/cqlua tools/bench.lua
 
+# The walker against a Taichi implementation of the same scene (tools/peers/taichi_walker.py), interleaved in one
+# run (tools/bench_peers.lua). Installs taichi from PyPI into the user site when $(PYTHON) cannot import it (pip
+# itself from Debian's python3-pip when missing; --break-system-packages where Debian's python3 needs it).
+PYTHON ?= python3
+bench-peers: deps all
+	@$(PYTHON) -c "import taichi" >/dev/null 2>&1 || { \
+	  $(PYTHON) -m pip --version >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip; }; \
+	  echo "installing taichi: $(PYTHON) -m pip install --user taichi"; \
+	  $(PYTHON) -m pip install -q --user taichi || $(PYTHON) -m pip install -q --user --break-system-packages taichi \
+	  || $(PYTHON) -m pip install -q taichi || echo "make: could not install taichi for $(PYTHON)"; }
+	PYTHON=$(PYTHON) $(BUILD)/bin/cqlua tools/bench_peers.lua
+
 demo: deps all
 	$(BUILD)/bin/cqlua examples/walker2d.lua
 
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib/cqlua $(PREFIX)/share/cqlua/lua/cq
 	install -m 755 $(BUILD)/bin/cqlua $(PREFIX)/bin/cqlua
-	install -m 644 $(BUILD)/lib/*.so $(PREFIX)/lib/cqlua/
+	install -m 644 $(BUILD)/lib/*.so $(BUILD)/lib/cq_ffi.h $(PREFIX)/lib/cqlua/
 	cp -r lua/. $(PREFIX)/share/cqlua/lua/
 
 clean:

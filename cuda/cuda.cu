@@ -1,48 +1,18 @@
-/* CUDA backend: device buffers of a world and one substep forward / adjoint on the GPU, launching the same CQ_HD
- * bodies as the CPU backend (engine/kernels.h). First version: a mirror scheme (each substep uploads its inputs from
- * the host arrays and downloads its outputs), one kernel per stage, atomics for the scatters; see cuda/README.md. */
+/* The CUDA backend: the primitives of engine/backend.h on an NVIDIA GPU, launching the same CQ_HD bodies as the CPU
+ * backend (engine/kernels.h). Its memory is device memory: the integrator's grid vectors, the memo's checkpoints and
+ * gradients and the model's parameters (uploaded when they change) live there; the step layer uploads a state and
+ * the control at the start of a control step and downloads the state at its end. See cuda/README.md. */
 #include <cuda_runtime.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 extern "C" {
-#include "../engine/internal.h"
+#include "../engine/backend.h"
 }
 #include "../engine/kernels.h"
 
 #define CQ_BLOCK 128 /* threads per block of the per-particle and per-node kernels */
-
-/* Device copies of everything a substep reads or writes. Particle arrays are component-major as on the host. */
-struct cqi_cuda {
-  cudaStream_t stream;
-  int D;
-  cq_particles ds;            /* state (one block of n (2D + 2D^2) reals) */
-  cq_particles dg1, dg0;      /* dL/d(state after), dL/d(state before) (backward) */
-  cq_real* s1C;               /* [D*D][n] C of the state after the substep (backward) */
-#define X(name, ctype, type, shape, diff, doc) ctype* name;
-  CQ_PARAM_FIELDS(X)          /* per-particle parameters, re-uploaded every substep (Lua may write them) */
-#undef X
-  uint8_t* act_kind;          /* [n_act] */
-  cq_real* u;                 /* [n_act] actuation of the current control step */
-  cq_real* fext;              /* [D][n] extra particle forces (user force + cables) */
-  cq_real* gfext;             /* [D][n] their gradient (backward) */
-  cq_real* auser;             /* [D*D][n] user actuation stress (allocated on first use) */
-  cq_real* gauser;            /* [D*D][n] its gradient accumulator (backward, on first use) */
-  cq_real *gmass, *gvol0, *gE, *gnu, *gact; /* [n] parameter gradients (accumulated), per-particle dL/du */
-  cq_real* cache;             /* [3 D*D][n] P2G stresses of the recompute (backward) */
-  cq_real *grid, *grid_v, *grid_adj; /* [n_nodes][D+1] */
-  int32_t* node_bc_index;     /* [n_nodes] or NULL */
-  cq_bc* node_bcs;            /* [nbc] */
-  int nbc;                    /* node BCs uploaded (-1: none yet); they only grow, so the count identifies them */
-  cq_cable* cables;           /* [ncab] */
-  int32_t* cable_idx;         /* [n_cable_idx] */
-  cq_real* gcab;              /* [ncab] dL/du per cable (backward) */
-  int ncab;                   /* cables uploaded */
-  int* info;                  /* [7] prepare's reduction: lo[3], hi[3], first bad particle */
-  int* info_h;                /* pinned host copy of info */
-  cq_real *gact_h, *gfext_h, *gcab_h; /* pinned host scratch (backward) */
-};
 
 /* The active node box of a substep: lo + [0, ext) per axis (ext = 1 on unused axes), count nodes. */
 typedef struct {
@@ -50,192 +20,84 @@ typedef struct {
   long count;
 } cqi_box;
 
+typedef struct cuda_backend {
+  cqi_backend base;
+  cudaStream_t stream;
+  const cqi_model* model;     /* the host model of the last sync (cable actuator ids, act_id for reductions) */
+#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) ctype* name;
+  CQ_PARAM_FIELDS(CQI_MEMBER) /* device copies of the parameters */
+#undef CQI_MEMBER
+  uint8_t* act_kind;          /* [n_act] */
+  cq_cable* cables;           /* [cap_cables] */
+  int32_t* cable_idx;         /* [cap_cable_idx] */
+  cq_real* gcab;              /* [cap_cables] dL/du per cable (backward) */
+  cq_real* gcab_h;            /* pinned host copy */
+  int cap_cables, cap_cable_idx;
+  int32_t* node_bc_index;     /* [n_nodes] or NULL */
+  cq_bc* node_bcs;            /* [cap_bcs] */
+  int cap_bcs;
+  int* info;                  /* [6] prepare's reduction: lo[3], hi[3] */
+  int* info_h;                /* pinned host copy */
+  unsigned long long* key;    /* check reduction: min of check * n + particle (ULLONG_MAX: none) */
+  unsigned long long* key_h;  /* pinned host copy */
+  cq_real* gact_h;            /* [n] pinned host copy of the per-particle dL/du (act_grad) */
+  double *partial, *partial_h; /* [cap_partial] grid_dot block sums */
+  long cap_partial;
+  cqi_box box;                /* active region of the last prepare */
+  cq_substep region_ctx;      /* its strides */
+} cuda_backend;
+
 /* Every CUDA call is checked; the message names the file and line. */
-static int cqi_cuda_fail(cq_world* w, cudaError_t e, const char* what, const char* file, int line) {
-  return cqi_fail(w, e == cudaErrorMemoryAllocation ? CQ_ERR_NOMEM : CQ_ERR_STATE, "CUDA error at %s:%d: %s (%s)",
-                  file, line, cudaGetErrorString(e), what);
+static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char* file, int line) {
+  return cqi_errorf(b->err, e == cudaErrorMemoryAllocation ? CQ_ERR_NOMEM : CQ_ERR_STATE,
+                    "CUDA error at %s:%d: %s (%s)", file, line, cudaGetErrorString(e), what);
 }
-#define CK(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_ != cudaSuccess) return cqi_cuda_fail(w, e_, #call, __FILE__, __LINE__);   \
+#define CK(call)                                                                  \
+  do {                                                                            \
+    cudaError_t e_ = (call);                                                      \
+    if (e_ != cudaSuccess) return cuda_fail(&g->base, e_, #call, __FILE__, __LINE__); \
   } while (0)
 #define TRY(call)                 \
   do {                            \
     int st_ = (call);             \
     if (st_ != CQ_OK) return st_; \
   } while (0)
-/* Launches kernel over count threads (one per particle or node) on the world's stream. */
-#define LAUNCH(kernel, count, ...)                                                                      \
-  do {                                                                                                  \
-    long cnt_ = (count);                                                                                \
-    if (cnt_ > 0) {                                                                                     \
-      kernel<<<(unsigned)((cnt_ + CQ_BLOCK - 1) / CQ_BLOCK), CQ_BLOCK, 0, w->cuda->stream>>>(__VA_ARGS__); \
-      CK(cudaGetLastError());                                                                           \
-    }                                                                                                   \
+/* Launches kernel over count threads (one per particle or node) on the backend's stream. */
+#define LAUNCH(kernel, count, ...)                                                                    \
+  do {                                                                                                \
+    long cnt_ = (count);                                                                              \
+    if (cnt_ > 0) {                                                                                   \
+      kernel<<<(unsigned)((cnt_ + CQ_BLOCK - 1) / CQ_BLOCK), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);  \
+      CK(cudaGetLastError());                                                                         \
+    }                                                                                                 \
   } while (0)
 
-static size_t state_len(int n, int D) { return (size_t)n * (2 * D + 2 * D * D); }
-
-/* Views of a state block (x, v, C, F consecutive, as cqi_state_alloc lays them out). */
-static cq_particles particles_view(cq_real* block, int n, int D) {
-  cq_particles p;
-  p.n = n;
-  p.x = block;
-  p.v = p.x + (size_t)n * D;
-  p.C = p.v + (size_t)n * D;
-  p.F = p.C + (size_t)n * D * D;
-  return p;
-}
-
-/* Copies the four fields of a particle state between host and device (src and dst views of n particles). */
-static int copy_particles(cq_world* w, const cq_particles* dst, const cq_particles* src, cudaMemcpyKind kind) {
-  size_t vec = sizeof(cq_real) * (size_t)w->n * w->dim, mat = vec * w->dim;
-  cudaStream_t st = w->cuda->stream;
-  CK(cudaMemcpyAsync(dst->x, src->x, vec, kind, st));
-  CK(cudaMemcpyAsync(dst->v, src->v, vec, kind, st));
-  CK(cudaMemcpyAsync(dst->C, src->C, mat, kind, st));
-  CK(cudaMemcpyAsync(dst->F, src->F, mat, kind, st));
+static int reset_key(cuda_backend* g) {
+  CK(cudaMemsetAsync(g->key, 0xff, sizeof *g->key, g->stream));
   return CQ_OK;
 }
 
-static int cuda_alloc_backward(cq_world* w) {
-  cqi_cuda* g = w->cuda;
-  if (g->grid_v) return CQ_OK;
-  int n = w->n, D = w->dim;
-  size_t R = sizeof(cq_real), grid = R * w->n_nodes * (D + 1);
-  cq_real *b1, *b0;
-  CK(cudaMalloc((void**)&b1, R * state_len(n, D)));
-  g->dg1 = particles_view(b1, n, D);
-  CK(cudaMalloc((void**)&b0, R * state_len(n, D)));
-  g->dg0 = particles_view(b0, n, D);
-  CK(cudaMalloc((void**)&g->s1C, R * n * D * D));
-  CK(cudaMalloc((void**)&g->gmass, R * n));
-  CK(cudaMalloc((void**)&g->gvol0, R * n));
-  CK(cudaMalloc((void**)&g->gE, R * n));
-  CK(cudaMalloc((void**)&g->gnu, R * n));
-  CK(cudaMalloc((void**)&g->gact, R * n));
-  CK(cudaMalloc((void**)&g->gfext, R * n * D));
-  CK(cudaMalloc((void**)&g->cache, R * n * 3 * D * D));
-  CK(cudaMalloc((void**)&g->grid_adj, grid));
-  CK(cudaMallocHost((void**)&g->gact_h, R * n));
-  CK(cudaMallocHost((void**)&g->gfext_h, R * n * D));
-  CK(cudaMalloc((void**)&g->grid_v, grid)); /* last: marks the backward buffers complete */
+/* Waits for the stream and turns the check key into *bad (after: see cqi_check). */
+static int read_key(cuda_backend* g, int after, cqi_check* bad) {
+  CK(cudaMemcpyAsync(g->key_h, g->key, sizeof *g->key, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  unsigned long long k = *g->key_h;
+  int n = g->base.n;
+  bad->check = k == ULLONG_MAX ? CQ_CHECK_OK : (int)(k / n);
+  bad->particle = k == ULLONG_MAX ? -1 : (int)(k % n);
+  bad->after = after;
   return CQ_OK;
 }
 
-/* Uploads what every substep reads (state s, parameters, actuation, node BCs, cables, user stress) and fills the
- * substep constants c and parameters m with device pointers (m.fext = NULL: see cuda_fext). */
-static int cuda_inputs(cq_world* w, const cq_particles* s, const cq_real* u, long substep, cq_substep* c,
-                       cq_params* m) {
-  cqi_cuda* g = w->cuda;
-  int n = w->n, D = w->dim;
-  cudaStream_t st = g->stream;
-  TRY(copy_particles(w, &g->ds, s, cudaMemcpyHostToDevice));
-#define X(name, ctype, type, shape, diff, doc) \
-  CK(cudaMemcpyAsync(g->name, w->name, sizeof(ctype) * n * cqi_shape_len(shape, D), cudaMemcpyHostToDevice, st));
-  CQ_PARAM_FIELDS(X)
-#undef X
-  if (w->n_act > 0) {
-    CK(cudaMemcpyAsync(g->act_kind, w->act_kind, w->n_act, cudaMemcpyHostToDevice, st));
-    CK(cudaMemcpyAsync(g->u, u, sizeof(cq_real) * w->n_act, cudaMemcpyHostToDevice, st));
-  }
-  if (w->node_bc_index && g->nbc != w->n_node_bcs) { /* node BCs changed since the last upload */
-    CK(cudaStreamSynchronize(st));
-    cudaFree(g->node_bcs);
-    g->node_bcs = NULL;
-    if (!g->node_bc_index) CK(cudaMalloc((void**)&g->node_bc_index, sizeof(int32_t) * w->n_nodes));
-    if (w->n_node_bcs > 0) CK(cudaMalloc((void**)&g->node_bcs, sizeof(cq_bc) * w->n_node_bcs));
-    CK(cudaMemcpyAsync(g->node_bc_index, w->node_bc_index, sizeof(int32_t) * w->n_nodes, cudaMemcpyHostToDevice, st));
-    if (w->n_node_bcs > 0)
-      CK(cudaMemcpyAsync(g->node_bcs, w->node_bcs, sizeof(cq_bc) * w->n_node_bcs, cudaMemcpyHostToDevice, st));
-    g->nbc = w->n_node_bcs;
-  }
-  if (g->ncab != w->n_cables) { /* cables are only ever added */
-    CK(cudaStreamSynchronize(st));
-    cudaFree(g->cables);
-    cudaFree(g->cable_idx);
-    cudaFree(g->gcab);
-    cudaFreeHost(g->gcab_h);
-    g->cables = NULL, g->cable_idx = NULL, g->gcab = g->gcab_h = NULL, g->ncab = 0;
-    CK(cudaMalloc((void**)&g->cables, sizeof(cq_cable) * w->n_cables));
-    CK(cudaMalloc((void**)&g->cable_idx, sizeof(int32_t) * w->n_cable_idx));
-    CK(cudaMalloc((void**)&g->gcab, sizeof(cq_real) * w->n_cables));
-    CK(cudaMallocHost((void**)&g->gcab_h, sizeof(cq_real) * w->n_cables));
-    CK(cudaMemcpyAsync(g->cables, w->cables, sizeof(cq_cable) * w->n_cables, cudaMemcpyHostToDevice, st));
-    CK(cudaMemcpyAsync(g->cable_idx, w->cable_idx, sizeof(int32_t) * w->n_cable_idx, cudaMemcpyHostToDevice, st));
-    g->ncab = w->n_cables;
-  }
-  if (w->auser) {
-    if (!g->auser) CK(cudaMalloc((void**)&g->auser, sizeof(cq_real) * n * D * D));
-    CK(cudaMemcpyAsync(g->auser, w->auser, sizeof(cq_real) * n * D * D, cudaMemcpyHostToDevice, st));
-  }
-  *c = cqi_substep_ctx(w, substep);
-  c->node_bc_index = w->node_bc_index ? g->node_bc_index : NULL;
-  c->node_bcs = w->node_bc_index ? g->node_bcs : NULL;
-  memset(m, 0, sizeof *m);
-#define X(name, ctype, type, shape, diff, doc) m->name = g->name;
-  CQ_PARAM_FIELDS(X)
-#undef X
-  m->act_kind = g->act_kind;
-  m->fext = NULL;
-  m->auser = w->auser ? g->auser : NULL;
-  return CQ_OK;
-}
-
-/* Backward inputs: C of the state after (s1, may be NULL), the incoming gradient g1, the parameter-gradient
- * accumulators and, with a user stress, its gradient accumulator gauser (may be NULL). */
-static int cuda_inputs_adj(cq_world* w, const cq_particles* s1, const cq_particles* g1, const cq_real* gmass,
-                           const cq_real* gvol0, const cq_real* gE, const cq_real* gnu, const cq_real* gauser) {
-  cqi_cuda* g = w->cuda;
-  size_t sn = sizeof(cq_real) * w->n, mat = sn * w->dim * w->dim;
-  cudaStream_t st = g->stream;
-  if (s1) CK(cudaMemcpyAsync(g->s1C, s1->C, mat, cudaMemcpyHostToDevice, st));
-  TRY(copy_particles(w, &g->dg1, g1, cudaMemcpyHostToDevice));
-  CK(cudaMemcpyAsync(g->gmass, gmass, sn, cudaMemcpyHostToDevice, st));
-  CK(cudaMemcpyAsync(g->gvol0, gvol0, sn, cudaMemcpyHostToDevice, st));
-  CK(cudaMemcpyAsync(g->gE, gE, sn, cudaMemcpyHostToDevice, st));
-  CK(cudaMemcpyAsync(g->gnu, gnu, sn, cudaMemcpyHostToDevice, st));
-  if (gauser) {
-    if (!g->gauser) CK(cudaMalloc((void**)&g->gauser, mat));
-    CK(cudaMemcpyAsync(g->gauser, gauser, mat, cudaMemcpyHostToDevice, st));
-  }
-  return CQ_OK;
-}
-
-static int cuda_download_state(cq_world* w, cq_particles* s) {
-  TRY(copy_particles(w, s, &w->cuda->ds, cudaMemcpyDeviceToHost));
-  CK(cudaStreamSynchronize(w->cuda->stream));
-  return CQ_OK;
-}
-
-/* Backward outputs: g0, the parameter gradients, and on the host (fixed order, as the CPU): gu from the
- * per-particle dL/du then the cables, gfuser += dL/d(extra force) (when gfuser is non-NULL), gauser. */
-static int cuda_outputs_adj(cq_world* w, cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE, cq_real* gnu,
-                            double* gu, cq_real* gfuser, int has_gfext, cq_real* gauser) {
-  cqi_cuda* g = w->cuda;
-  int n = w->n, D = w->dim;
-  size_t sn = sizeof(cq_real) * n;
-  cudaStream_t st = g->stream;
-  TRY(copy_particles(w, g0, &g->dg0, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpyAsync(gmass, g->gmass, sn, cudaMemcpyDeviceToHost, st));
-  CK(cudaMemcpyAsync(gvol0, g->gvol0, sn, cudaMemcpyDeviceToHost, st));
-  CK(cudaMemcpyAsync(gE, g->gE, sn, cudaMemcpyDeviceToHost, st));
-  CK(cudaMemcpyAsync(gnu, g->gnu, sn, cudaMemcpyDeviceToHost, st));
-  if (w->n_act > 0) CK(cudaMemcpyAsync(g->gact_h, g->gact, sn, cudaMemcpyDeviceToHost, st));
-  if (has_gfext && w->n_cables > 0)
-    CK(cudaMemcpyAsync(g->gcab_h, g->gcab, sizeof(cq_real) * w->n_cables, cudaMemcpyDeviceToHost, st));
-  if (has_gfext && gfuser) CK(cudaMemcpyAsync(g->gfext_h, g->gfext, sn * D, cudaMemcpyDeviceToHost, st));
-  if (gauser) CK(cudaMemcpyAsync(gauser, g->gauser, sn * D * D, cudaMemcpyDeviceToHost, st));
-  CK(cudaStreamSynchronize(st));
-  if (w->n_act > 0)
-    for (int p = 0; p < n; p++)
-      if (w->act_id[p] >= 0) gu[w->act_id[p]] += g->gact_h[p];
-  if (has_gfext) {
-    for (int k = 0; k < w->n_cables; k++) gu[w->cables[k].act] += g->gcab_h[k];
-    if (gfuser)
-      for (long i = 0; i < (long)n * D; i++) gfuser[i] += g->gfext_h[i];
-  }
+static int ensure_partials(cuda_backend* g, long blocks) {
+  if (blocks <= g->cap_partial) return CQ_OK;
+  cudaFree(g->partial);
+  cudaFreeHost(g->partial_h);
+  g->partial = g->partial_h = NULL;
+  g->cap_partial = 0;
+  CK(cudaMalloc((void**)&g->partial, sizeof(double) * blocks));
+  CK(cudaMallocHost((void**)&g->partial_h, sizeof(double) * blocks));
+  g->cap_partial = blocks;
   return CQ_OK;
 }
 
@@ -246,85 +108,250 @@ static int cuda_outputs_adj(cq_world* w, cq_particles* g0, cq_real* gmass, cq_re
 #include "cuda_loops.cuh"
 #undef D
 
-/* ---- entry points (internal.h) ---- */
+/* Calls the 2D or 3D variant of a primitive. */
+#define CQI_BY_DIM(b, name, ...) ((b)->dim == 2 ? name##_2(b, __VA_ARGS__) : name##_3(b, __VA_ARGS__))
 
-int cqi_cuda_init(cq_world* w) {
-  if (w->cuda) return CQ_OK;
-  char why[256];
-  if (cq_cuda_device_count(why, sizeof why) <= 0)
-    return cqi_fail(w, CQ_ERR_ARG, "backend cuda: no usable CUDA device (%s)", why);
-  cqi_cuda* g = (cqi_cuda*)calloc(1, sizeof *g);
-  if (!g) return cqi_fail(w, CQ_ERR_NOMEM, "out of memory");
-  w->cuda = g;
-  g->D = w->dim;
-  g->nbc = -1;
-  int st = CQ_OK;
-  do {
-    int n = w->n, D = w->dim;
-    size_t R = sizeof(cq_real);
-    cq_real* block;
-#define CKI(call)                                                             \
-  {                                                                           \
-    cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                  \
-      st = cqi_cuda_fail(w, e_, #call, __FILE__, __LINE__);                   \
-      break;                                                                  \
-    }                                                                         \
+/* ---- memory ---- */
+
+static void* cuda_alloc(cqi_backend* b, size_t bytes) {
+  cuda_backend* g = (cuda_backend*)b;
+  void* p = NULL;
+  if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess || cudaMemsetAsync(p, 0, bytes, g->stream) != cudaSuccess ||
+      cudaStreamSynchronize(g->stream) != cudaSuccess) {
+    cudaGetLastError();
+    cudaFree(p);
+    return NULL;
   }
-    CKI(cudaSetDevice(0));
-    CKI(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
-    CKI(cudaMalloc((void**)&block, R * state_len(n, D)));
-    g->ds = particles_view(block, n, D);
-#define X(name, ctype, type, shape, diff, doc) \
-    CKI(cudaMalloc((void**)&g->name, sizeof(ctype) * n * cqi_shape_len(shape, D)));
-    CQ_PARAM_FIELDS(X)
-#undef X
-    CKI(cudaMalloc((void**)&g->act_kind, w->n_act > 0 ? w->n_act : 1));
-    CKI(cudaMalloc((void**)&g->u, R * (w->n_act > 0 ? w->n_act : 1)));
-    CKI(cudaMalloc((void**)&g->fext, R * n * D));
-    CKI(cudaMalloc((void**)&g->grid, R * w->n_nodes * (D + 1)));
-    CKI(cudaMalloc((void**)&g->info, sizeof(int) * 7));
-    CKI(cudaMallocHost((void**)&g->info_h, sizeof(int) * 7));
-#undef CKI
-  } while (0);
-  if (st != CQ_OK) cqi_cuda_free(w);
-  return st;
+  return p;
+}
+static void cuda_release(cqi_backend* b, void* p) {
+  cuda_backend* g = (cuda_backend*)b;
+  cudaStreamSynchronize(g->stream);
+  cudaFree(p);
+}
+static int cuda_upload(cqi_backend* b, void* dst, const void* src, size_t bytes) {
+  cuda_backend* g = (cuda_backend*)b;
+  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g->stream));
+  CK(cudaStreamSynchronize(g->stream)); /* the host buffer may change after return */
+  return CQ_OK;
+}
+static int cuda_download(cqi_backend* b, void* dst, const void* src, size_t bytes) {
+  cuda_backend* g = (cuda_backend*)b;
+  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  return CQ_OK;
+}
+static int cuda_copy(cqi_backend* b, void* dst, const void* src, size_t bytes) {
+  cuda_backend* g = (cuda_backend*)b;
+  if (dst != src) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g->stream));
+  return CQ_OK;
+}
+static int cuda_zero(cqi_backend* b, void* dst, size_t bytes) {
+  cuda_backend* g = (cuda_backend*)b;
+  CK(cudaMemsetAsync(dst, 0, bytes, g->stream));
+  return CQ_OK;
 }
 
-void cqi_cuda_free(cq_world* w) {
-  cqi_cuda* g = w->cuda;
-  if (!g) return;
+/* ---- model ---- */
+
+/* Reallocates *p to hold count elements of size bytes when its capacity *cap is smaller. */
+static int grow(cuda_backend* g, void** p, int* cap, int count, size_t size) {
+  if (count <= *cap) return CQ_OK;
+  CK(cudaStreamSynchronize(g->stream));
+  cudaFree(*p);
+  *p = NULL;
+  *cap = 0;
+  CK(cudaMalloc(p, size * (count > 0 ? count : 1)));
+  *cap = count;
+  return CQ_OK;
+}
+
+static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v) {
+  cuda_backend* g = (cuda_backend*)b;
+  cudaStream_t st = g->stream;
+  int n = m->n, D = m->dim;
+  g->model = m;
+#define CQI_UP(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                       \
+  CK(cudaMemcpyAsync(g->name, m->name, sizeof(ctype) * n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? D : D * D), \
+                     cudaMemcpyHostToDevice, st));                                                              \
+  v->params.name = g->name;
+  CQ_PARAM_FIELDS(CQI_UP)
+#undef CQI_UP
+  if (m->n_act > 0) CK(cudaMemcpyAsync(g->act_kind, m->act_kind, m->n_act, cudaMemcpyHostToDevice, st));
+  v->params.act_kind = g->act_kind;
+  TRY(grow(g, (void**)&g->cables, &g->cap_cables, m->n_cables, sizeof(cq_cable)));
+  if (g->cap_cables > 0 && !g->gcab) {
+    CK(cudaMalloc((void**)&g->gcab, sizeof(cq_real) * g->cap_cables));
+    CK(cudaMallocHost((void**)&g->gcab_h, sizeof(cq_real) * g->cap_cables));
+  }
+  TRY(grow(g, (void**)&g->cable_idx, &g->cap_cable_idx, m->n_cable_idx, sizeof(int32_t)));
+  if (m->n_cables > 0) {
+    CK(cudaMemcpyAsync(g->cables, m->cables, sizeof(cq_cable) * m->n_cables, cudaMemcpyHostToDevice, st));
+    CK(cudaMemcpyAsync(g->cable_idx, m->cable_idx, sizeof(int32_t) * m->n_cable_idx, cudaMemcpyHostToDevice, st));
+  }
+  v->cables = g->cables;
+  v->cable_idx = g->cable_idx;
+  v->n_cables = m->n_cables;
+  v->node_bc_index = NULL;
+  v->node_bcs = NULL;
+  if (m->node_bc_index) {
+    if (!g->node_bc_index) CK(cudaMalloc((void**)&g->node_bc_index, sizeof(int32_t) * m->n_nodes));
+    TRY(grow(g, (void**)&g->node_bcs, &g->cap_bcs, m->n_node_bcs, sizeof(cq_bc)));
+    CK(cudaMemcpyAsync(g->node_bc_index, m->node_bc_index, sizeof(int32_t) * m->n_nodes, cudaMemcpyHostToDevice, st));
+    if (m->n_node_bcs > 0)
+      CK(cudaMemcpyAsync(g->node_bcs, m->node_bcs, sizeof(cq_bc) * m->n_node_bcs, cudaMemcpyHostToDevice, st));
+    v->node_bc_index = g->node_bc_index;
+    v->node_bcs = g->node_bcs;
+  }
+  CK(cudaStreamSynchronize(st));
+  return CQ_OK;
+}
+
+static int cuda_set_threads(cqi_backend* b, int max_threads) { return 1; } /* the host thread only drives the GPU */
+
+/* ---- stages (per dimension, cuda_loops.cuh) ---- */
+
+static int cuda_prepare(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
+  return CQI_BY_DIM(b, cuda_prepare, c, s, check_all, bad);
+}
+/* Zeroes the axis-0 layers lo[0] .. lo[0] + ext[0] - 1 (a superset of the active box, one memset). */
+static int cuda_grid_clear(cqi_backend* b, cq_real* grid) {
+  cuda_backend* g = (cuda_backend*)b;
+  long layer = g->region_ctx.stride[0] * (b->dim + 1);
+  CK(cudaMemsetAsync(grid + (size_t)g->box.lo[0] * layer, 0, sizeof(cq_real) * layer * g->box.ext[0], g->stream));
+  return CQ_OK;
+}
+static int cuda_p2g(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
+                    cq_real* grid, cq_real* cache) {
+  return CQI_BY_DIM(b, cuda_p2g, c, s, m, ctl, grid, cache);
+}
+static int cuda_grid_update(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {
+  return CQI_BY_DIM(b, cuda_grid_update, c, mp, v);
+}
+static int cuda_g2p(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
+  return CQI_BY_DIM(b, cuda_g2p, c, s, gridv, bad);
+}
+static int cuda_g2p_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
+                        const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
+  return CQI_BY_DIM(b, cuda_g2p_adj, c, s, gridv, g1, g0, adj, C1);
+}
+static int cuda_grid_update_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {
+  return CQI_BY_DIM(b, cuda_grid_update_adj, c, mp, adj);
+}
+static int cuda_p2g_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                        const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
+                        const cq_ctl_grads* gc, const cq_real* cache) {
+  return CQI_BY_DIM(b, cuda_p2g_adj, c, s, m, ctl, adj, g0, gp, gc, cache);
+}
+static int cuda_cable_forces(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                             cq_real* f) {
+  return CQI_BY_DIM(b, cuda_cable_forces, v, s, u, f);
+}
+static int cuda_cable_forces_adj(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                 const cq_real* gf, cq_real* gx, double* gu) {
+  return CQI_BY_DIM(b, cuda_cable_forces_adj, v, s, u, gf, gx, gu);
+}
+
+/* ---- reductions and vectors ---- */
+
+/* Downloads the per-particle dL/du and sums it on the host in particle order, as the CPU does. */
+static int cuda_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu) {
+  cuda_backend* g = (cuda_backend*)b;
+  CK(cudaMemcpyAsync(g->gact_h, gact, sizeof(cq_real) * b->n, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  const int32_t* ids = g->model->act_id; /* host copy of act_id (the argument is the device's) */
+  for (int p = 0; p < b->n; p++)
+    if (ids[p] >= 0) gu[ids[p]] += g->gact_h[p];
+  return CQ_OK;
+}
+
+__global__ void cqk_axpy(long len, cq_real a, const cq_real* x, cq_real* y) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < len) y[i] += a * x[i];
+}
+static int cuda_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_real* y) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(cqk_axpy, len, len, a, x, y);
+  return CQ_OK;
+}
+static int cuda_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
+  return CQI_BY_DIM(b, cuda_grid_axpy, a, x, y);
+}
+static int cuda_grid_dot(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
+  return CQI_BY_DIM(b, cuda_grid_dot, x, y, out);
+}
+
+/* ---- creation ---- */
+
+static void cuda_destroy(cqi_backend* b) {
+  cuda_backend* g = (cuda_backend*)b;
   if (g->stream) cudaStreamSynchronize(g->stream);
-  void* dev[] = {g->ds.x, g->dg1.x, g->dg0.x, g->s1C, g->act_kind, g->u, g->fext, g->gfext, g->auser, g->gauser,
-                 g->gmass, g->gvol0, g->gE, g->gnu, g->gact, g->cache, g->grid, g->grid_v, g->grid_adj,
-                 g->node_bc_index, g->node_bcs, g->cables, g->cable_idx, g->gcab, g->info};
+#define CQI_FREE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) cudaFree(g->name);
+  CQ_PARAM_FIELDS(CQI_FREE)
+#undef CQI_FREE
+  void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
+                 g->partial};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
-#define X(name, ctype, type, shape, diff, doc) cudaFree(g->name);
-  CQ_PARAM_FIELDS(X)
-#undef X
-  void* pinned[] = {g->info_h, g->gact_h, g->gfext_h, g->gcab_h};
+  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->gact_h, g->partial_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
   if (g->stream) cudaStreamDestroy(g->stream);
   cudaGetLastError(); /* errors while tearing down (e.g. at process exit) are not reported */
   free(g);
-  w->cuda = NULL;
 }
 
-int cqi_cuda_substep(cq_world* w, cq_particles* s, const cq_real* u, long substep) {
-  return w->dim == 2 ? cuda_substep_2(w, s, u, substep) : cuda_substep_3(w, s, u, substep);
+static const cqi_backend_ops cuda_ops = {
+    CQ_BACKEND_CUDA, 0, cuda_destroy,
+    cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_zero,
+    cuda_sync_model, cuda_set_threads,
+    cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
+    cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
+    cuda_cable_forces, cuda_cable_forces_adj,
+    cuda_act_grad, cuda_axpy, cuda_grid_axpy, cuda_grid_dot,
+};
+
+/* Allocates the device copies of the model and the small reduction buffers. */
+static int cuda_init(cuda_backend* g, const cqi_model* m) {
+  int n = m->n, D = m->dim;
+  CK(cudaSetDevice(0));
+  CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CK(cudaMalloc((void**)&g->name, sizeof(ctype) * n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? D : D * D)));
+  CQ_PARAM_FIELDS(CQI_ALLOC)
+#undef CQI_ALLOC
+  CK(cudaMalloc((void**)&g->act_kind, m->n_act > 0 ? m->n_act : 1));
+  CK(cudaMalloc((void**)&g->info, sizeof(int) * 6));
+  CK(cudaMallocHost((void**)&g->info_h, sizeof(int) * 6));
+  CK(cudaMalloc((void**)&g->key, sizeof *g->key));
+  CK(cudaMallocHost((void**)&g->key_h, sizeof *g->key_h));
+  CK(cudaMallocHost((void**)&g->gact_h, sizeof(cq_real) * n));
+  return CQ_OK;
 }
 
-int cqi_cuda_substep_adj(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u, long substep,
-                         const cq_particles* g1, cq_particles* g0, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                         cq_real* gnu, double* gu, cq_real* gfuser, cq_real* gauser) {
-  return w->dim == 2 ? cuda_substep_adj_2(w, s, s1, u, substep, g1, g0, gmass, gvol0, gE, gnu, gu, gfuser, gauser)
-                     : cuda_substep_adj_3(w, s, s1, u, substep, g1, g0, gmass, gvol0, gE, gnu, gu, gfuser, gauser);
+extern "C" cqi_backend* cqi_backend_cuda_create(const cqi_model* m, cqi_err* err) {
+  char why[256];
+  if (cq_cuda_device_count(why, sizeof why) <= 0)
+    return cqi_errorf(err, CQ_ERR_ARG, "backend cuda: no usable CUDA device (%s)", why), (cqi_backend*)NULL;
+  cuda_backend* g = (cuda_backend*)calloc(1, sizeof *g);
+  if (!g) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), (cqi_backend*)NULL;
+  cqi_backend* b = &g->base;
+  b->ops = &cuda_ops;
+  b->dim = m->dim;
+  b->n = m->n;
+  b->n_act = m->n_act;
+  b->n_nodes = m->n_nodes;
+  for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
+  b->err = err;
+  if (cuda_init(g, m) != CQ_OK) {
+    cuda_destroy(b);
+    return NULL;
+  }
+  return b;
 }
 
 /* ---- device queries (cq.h) ---- */
 
 /* Devices this build can run on: compute capability >= 9.0 (sm_90 code and compute_90 PTX). */
-int cq_cuda_device_count(char* err, int errlen) {
+extern "C" int cq_cuda_device_count(char* err, int errlen) {
   int n = 0, usable = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -353,7 +380,7 @@ int cq_cuda_device_count(char* err, int errlen) {
   return usable;
 }
 
-int cq_cuda_device_info(char* buf, int len) {
+extern "C" int cq_cuda_device_info(char* buf, int len) {
   cudaDeviceProp prop;
   cudaError_t e = cudaGetDeviceProperties(&prop, 0);
   if (e != cudaSuccess) {
@@ -370,7 +397,7 @@ int cq_cuda_device_info(char* buf, int len) {
   return CQ_OK;
 }
 
-double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen) {
+extern "C" double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen) {
   size_t b = (size_t)bytes;
   void *src = NULL, *dst = NULL;
   cudaEvent_t t0 = NULL, t1 = NULL;

@@ -1,43 +1,52 @@
-/* CUDA kernels and their launch sequence for one dimension D (included twice by cuda.cu): one thread per particle or
- * per active node, each calling the shared CQ_HD bodies of engine/kernels.h (no formula is repeated here).
- * Scatters (P2G forward, G2P adjoint) collide on nodes; the bodies add through CQ_SCATTER_ADD, atomicAdd on the
- * device. */
+/* CUDA kernels and the launchers of the backend primitives for one dimension D (included twice by cuda.cu): one
+ * thread per particle or per active node, each calling the shared CQ_HD bodies of engine/kernels.h (no formula is
+ * repeated here). Scatters (P2G forward, G2P adjoint) collide on nodes; the bodies add through CQ_SCATTER_ADD,
+ * atomicAdd on the device. */
 
-/* Per-particle bounds check and base cell (the CPU's cpu_prepare test: finite x and v, 0 <= x/dx - 1/2 < res - 2),
- * reduced to info = {lo[0..2], hi[0..2], first bad particle} with one atomic per warp. */
-__global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int* info) {
+/* Folds one thread's check key into the block's first lane of each warp, then one atomic per warp. */
+__device__ __forceinline__ void CQ_D(cqk_min_key)(unsigned long long key, unsigned long long* out) {
+  for (int o = 16; o > 0; o >>= 1) {
+    unsigned long long other = __shfl_down_sync(0xffffffffu, key, o);
+    if (other < key) key = other;
+  }
+  if ((threadIdx.x & 31) == 0 && key != ULLONG_MAX) atomicMin(out, key);
+}
+
+/* The particle checks (all, or finite and inside the grid: the CPU's test), reduced into info = {lo[0..2], hi[0..2]}
+ * and key = min over failing particles of check * n + p. */
+__global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, int* info, unsigned long long* key) {
   int p = blockIdx.x * blockDim.x + threadIdx.x, n = s.n;
-  int lo[D], hi[D], bad = INT_MAX;
+  int lo[D], hi[D];
+  unsigned long long k = ULLONG_MAX;
   for (int a = 0; a < D; a++) lo[a] = INT_MAX, hi[a] = INT_MIN;
   if (p < n) {
-    int b[D], ok = 1;
-    for (int a = 0; a < D && ok; a++) {
+    int b[D], check = check_all ? CQ_D(particle_check)(&c, &s, p) : CQ_CHECK_OK;
+    for (int a = 0; a < D && check == CQ_CHECK_OK; a++) {
       cq_real xa = s.x[a * n + p], va = s.v[a * n + p];
       cq_real g = xa * c.inv_dx - (cq_real)0.5;
-      ok = isfinite(xa) && isfinite(va) && g >= 0 && g < c.res[a] - 2;
-      b[a] = ok ? (int)g : 0;
+      if (!isfinite(xa) || !isfinite(va)) check = CQ_CHECK_NONFINITE;
+      else if (!(g >= 0 && g < c.res[a] - 2)) check = CQ_CHECK_OUTSIDE;
+      b[a] = check == CQ_CHECK_OK ? (int)g : 0;
     }
-    if (ok)
+    if (check == CQ_CHECK_OK)
       for (int a = 0; a < D; a++) lo[a] = hi[a] = b[a];
     else
-      bad = p;
+      k = (unsigned long long)check * n + p;
   }
   for (int a = 0; a < D; a++) {
     lo[a] = __reduce_min_sync(0xffffffffu, lo[a]);
     hi[a] = __reduce_max_sync(0xffffffffu, hi[a]);
   }
-  bad = __reduce_min_sync(0xffffffffu, bad);
-  if ((threadIdx.x & 31) == 0) {
+  if ((threadIdx.x & 31) == 0)
     for (int a = 0; a < D; a++) {
       if (lo[a] != INT_MAX) atomicMin(&info[a], lo[a]);
       if (hi[a] != INT_MIN) atomicMax(&info[3 + a], hi[a]);
     }
-    if (bad != INT_MAX) atomicMin(&info[6], bad);
-  }
+  CQ_D(cqk_min_key)(k, key);
 }
 
-/* Cable forces of this substep into f (which holds the user force or zeros): one thread runs the cables in order,
- * as the CPU does (few cables; a fixed order keeps the sum deterministic). */
+/* Cable forces into f: one thread runs the cables in order, as the CPU does (few cables; a fixed order keeps the sum
+ * deterministic). */
 __global__ void CQ_D(cqk_cables)(const cq_cable* cables, int n_cables, const int32_t* idx, const cq_real* x, int n,
                                  const cq_real* u, cq_real* f) {
   for (int k = 0; k < n_cables; k++) CQ_D(cable_forces)(&cables[k], idx, x, n, u[cables[k].act], f);
@@ -46,32 +55,34 @@ __global__ void CQ_D(cqk_cables)(const cq_cable* cables, int n_cables, const int
 /* Cable adjoint: adds dL/dx into gx and writes dL/du of cable k into gcab[k] (the host adds it to its actuator). */
 __global__ void CQ_D(cqk_cables_adj)(const cq_cable* cables, int n_cables, const int32_t* idx, const cq_real* x, int n,
                                      const cq_real* u, const cq_real* gf, cq_real* gx, cq_real* gcab) {
-  for (int k = 0; k < n_cables; k++)
-    gcab[k] = CQ_D(cable_forces_adj)(&cables[k], idx, x, n, u[cables[k].act], gf, gx);
+  for (int k = 0; k < n_cables; k++) gcab[k] = CQ_D(cable_forces_adj)(&cables[k], idx, x, n, u[cables[k].act], gf, gx);
 }
 
-__global__ void CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, const cq_real* u, cq_real* grid,
-                              cq_real* cache) {
+__global__ void CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, cq_real* grid, cq_real* cache) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(p2g)(&c, &s, &m, u, p, grid, cache);
+  if (p < s.n) CQ_D(p2g)(&c, &s, &m, &ctl, p, grid, cache);
 }
 
-__global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, const cq_real* gridv) {
+__global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, const cq_real* gridv, unsigned long long* key) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(g2p)(&c, &s, p, gridv);
+  unsigned long long k = ULLONG_MAX;
+  if (p < s.n) {
+    int check = CQ_D(g2p)(&c, &s, p, gridv);
+    if (check != CQ_CHECK_OK) k = (unsigned long long)check * s.n + p;
+  }
+  CQ_D(cqk_min_key)(k, key);
 }
 
 __global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, const cq_real* gridv, cq_particles g1, cq_particles g0,
-                                  cq_real* adj, const cq_real* Cnext) {
+                                  cq_real* adj, const cq_real* C1) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(g2p_adj)(&c, &s, p, gridv, &g1, &g0, adj, Cnext);
+  if (p < s.n) CQ_D(g2p_adj)(&c, &s, p, gridv, &g1, &g0, adj, C1);
 }
 
-__global__ void CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* u, const cq_real* adj,
-                                  cq_particles g0, cq_real* gmass, cq_real* gvol0, cq_real* gE, cq_real* gnu,
-                                  cq_real* gact, cq_real* gfext, cq_real* gauser, const cq_real* cache) {
+__global__ void CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,
+                                  cq_particles g0, cq_param_grads gp, cq_ctl_grads gc, const cq_real* cache) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(p2g_adj)(&c, &s, &m, u, p, adj, &g0, gmass, gvol0, gE, gnu, gact, gfext, gauser, cache);
+  if (p < s.n) CQ_D(p2g_adj)(&c, &s, &m, &ctl, p, adj, &g0, &gp, &gc, cache);
 }
 
 /* Node t of the active box lo + [0, ext): its grid coordinates i[] and flat index. */
@@ -106,104 +117,130 @@ __global__ void CQ_D(cqk_grid_adj)(cq_substep c, cqi_box b, const cq_real* mp, c
   CQ_D(grid_node_adj)(&c, node, i, mp + node * (D + 1), adj + node * (D + 1));
 }
 
-/* ---- host side ---- */
+/* y += a x over the first D components of every active node. */
+__global__ void CQ_D(cqk_grid_axpy)(cq_substep c, cqi_box b, cq_real a, const cq_real* x, cq_real* y) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i);
+  for (int d = 0; d < D; d++) y[node * (D + 1) + d] += a * x[node * (D + 1) + d];
+}
 
-/* Checks the particles on the device and sets the active region w->lo/hi; on a bad particle the CPU check on the
- * host copy (which the mirror scheme keeps current) writes the CPU's error message. */
-static int CQ_D(cuda_prepare)(cq_world* w, const cq_particles* s, const cq_substep* c, long substep, cqi_box* box) {
-  cqi_cuda* g = w->cuda;
-  const int init[7] = {INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN, INT_MAX};
+/* Per-block partial sums of x.y over active nodes, in a fixed tree order (deterministic for a given box). */
+__global__ void CQ_D(cqk_grid_dot)(cq_substep c, cqi_box b, const cq_real* x, const cq_real* y, double* partial) {
+  __shared__ double sum[CQ_BLOCK];
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  double v = 0;
+  if (t < b.count) {
+    int i[3];
+    long node = CQ_D(cqk_box_node)(&c, b, t, i);
+    for (int d = 0; d < D; d++) v += (double)x[node * (D + 1) + d] * y[node * (D + 1) + d];
+  }
+  sum[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = CQ_BLOCK / 2; s > 0; s >>= 1) {
+    if ((int)threadIdx.x < s) sum[threadIdx.x] += sum[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum[0];
+}
+
+/* ---- host side: the primitives for dimension D ---- */
+
+static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
+  cuda_backend* g = (cuda_backend*)b;
+  const int init[6] = {INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN};
   CK(cudaMemcpyAsync(g->info, init, sizeof init, cudaMemcpyHostToDevice, g->stream));
-  LAUNCH(CQ_D(cqk_prepare), s->n, g->ds, *c, g->info);
+  TRY(reset_key(g));
+  LAUNCH(CQ_D(cqk_prepare), s->n, *s, *c, check_all, g->info, g->key);
   CK(cudaMemcpyAsync(g->info_h, g->info, sizeof init, cudaMemcpyDeviceToHost, g->stream));
-  CK(cudaStreamSynchronize(g->stream));
-  if (g->info_h[6] != INT_MAX) {
-    int st = cqi_cpu_check(w, s, substep);
-    if (st != CQ_OK) return st;
-    return cqi_fail(w, CQ_ERR_BLOWUP, "substep %ld: particle %d failed the CUDA bounds check (x outside "
-                    "[0.5 dx, (res - 1.5) dx) or not finite) but passed the CPU one", substep, g->info_h[6] + 1);
-  }
-  box->count = 1;
+  TRY(read_key(g, 0, bad));
+  if (bad->check != CQ_CHECK_OK) return CQ_OK;
+  g->region_ctx = *c;
+  g->box.count = 1;
   for (int a = 0; a < 3; a++) {
-    w->lo[a] = a < D ? g->info_h[a] : 0;
-    w->hi[a] = a < D ? g->info_h[3 + a] + 2 : 0; /* last node touched */
-    box->lo[a] = w->lo[a];
-    box->ext[a] = w->hi[a] - w->lo[a] + 1;
-    box->count *= box->ext[a];
+    g->box.lo[a] = a < D ? g->info_h[a] : 0;
+    g->box.ext[a] = a < D ? g->info_h[3 + a] + 2 - g->box.lo[a] + 1 : 1; /* + 2: last node touched */
+    g->box.count *= g->box.ext[a];
   }
   return CQ_OK;
 }
 
-/* Zeroes the slab of axis-0 layers lo[0]..hi[0] of a grid array (a superset of the active box, one memset). */
-static int CQ_D(cuda_clear)(cq_world* w, const cq_substep* c, cq_real* grid) {
-  size_t first = (size_t)w->lo[0] * c->stride[0] * (D + 1);
-  size_t len = (size_t)(w->hi[0] - w->lo[0] + 1) * c->stride[0] * (D + 1);
-  CK(cudaMemsetAsync(grid + first, 0, len * sizeof(cq_real), w->cuda->stream));
+static int CQ_D(cuda_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                          const cq_ctl* ctl, cq_real* grid, cq_real* cache) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_p2g), s->n, *c, *s, *m, *ctl, grid, cache);
   return CQ_OK;
 }
 
-/* Extra particle forces of this substep on the device (user force + cables, as cpu_fext), or NULL when none. */
-static int CQ_D(cuda_fext)(cq_world* w, const cq_real** fext) {
-  cqi_cuda* g = w->cuda;
-  *fext = NULL;
-  if (w->n_cables == 0 && !w->fuser) return CQ_OK;
-  size_t len = sizeof(cq_real) * (size_t)w->n * D;
-  if (w->fuser) CK(cudaMemcpyAsync(g->fext, w->fuser, len, cudaMemcpyHostToDevice, g->stream));
-  else CK(cudaMemsetAsync(g->fext, 0, len, g->stream));
-  if (w->n_cables > 0) {
-    CQ_D(cqk_cables)<<<1, 1, 0, g->stream>>>(g->cables, w->n_cables, g->cable_idx, g->ds.x, w->n, g->u, g->fext);
-    CK(cudaGetLastError());
-  }
-  *fext = g->fext;
+static int CQ_D(cuda_grid_update)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_grid), g->box.count, *c, g->box, mp, v);
   return CQ_OK;
 }
 
-/* One substep forward: upload, prepare, clear, P2G, grid, G2P, download (contract of cqi_cpu_substep). */
-static int CQ_D(cuda_substep)(cq_world* w, cq_particles* s, const cq_real* u, long substep) {
-  cqi_cuda* g = w->cuda;
-  cq_substep c;
-  cq_params m;
-  cqi_box box;
-  TRY(cuda_inputs(w, s, u, substep, &c, &m));
-  TRY(CQ_D(cuda_prepare)(w, s, &c, substep, &box));
-  TRY(CQ_D(cuda_fext)(w, &m.fext));
-  TRY(CQ_D(cuda_clear)(w, &c, g->grid));
-  LAUNCH(CQ_D(cqk_p2g), w->n, c, g->ds, m, g->u, g->grid, (cq_real*)NULL);
-  LAUNCH(CQ_D(cqk_grid), box.count, c, box, g->grid, g->grid);
-  LAUNCH(CQ_D(cqk_g2p), w->n, c, g->ds, g->grid);
-  return cuda_download_state(w, s);
+static int CQ_D(cuda_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
+  cuda_backend* g = (cuda_backend*)b;
+  TRY(reset_key(g));
+  LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, gridv, g->key);
+  return read_key(g, 1, bad);
 }
 
-/* Adjoint of one substep (contract of cqi_cpu_substep_adj). */
-static int CQ_D(cuda_substep_adj)(cq_world* w, const cq_particles* s, const cq_particles* s1, const cq_real* u,
-                                  long substep, const cq_particles* g1, cq_particles* g0, cq_real* gmass,
-                                  cq_real* gvol0, cq_real* gE, cq_real* gnu, double* gu, cq_real* gfuser,
-                                  cq_real* gauser) {
-  cqi_cuda* g = w->cuda;
-  cq_substep c;
-  cq_params m;
-  cqi_box box;
-  TRY(cuda_alloc_backward(w));
-  TRY(cuda_inputs(w, s, u, substep, &c, &m));
-  TRY(cuda_inputs_adj(w, s1, g1, gmass, gvol0, gE, gnu, m.auser ? gauser : NULL));
-  TRY(CQ_D(cuda_prepare)(w, s, &c, substep, &box));
-  TRY(CQ_D(cuda_fext)(w, &m.fext));
-  cq_real* gfext = m.fext ? g->gfext : NULL;
-  /* recompute the forward grid */
-  TRY(CQ_D(cuda_clear)(w, &c, g->grid));
-  LAUNCH(CQ_D(cqk_p2g), w->n, c, g->ds, m, g->u, g->grid, g->cache);
-  LAUNCH(CQ_D(cqk_grid), box.count, c, box, g->grid, g->grid_v);
-  /* G2P adjoint (scatter), grid adjoint, P2G adjoint (gather) */
-  TRY(CQ_D(cuda_clear)(w, &c, g->grid_adj));
-  LAUNCH(CQ_D(cqk_g2p_adj), w->n, c, g->ds, g->grid_v, g->dg1, g->dg0, g->grid_adj, s1 ? g->s1C : NULL);
-  LAUNCH(CQ_D(cqk_grid_adj), box.count, c, box, g->grid, g->grid_adj);
-  LAUNCH(CQ_D(cqk_p2g_adj), w->n, c, g->ds, m, g->u, g->grid_adj, g->dg0, g->gmass, g->gvol0, g->gE, g->gnu, g->gact,
-         gfext, (m.auser && gauser) ? g->gauser : (cq_real*)NULL, g->cache);
-  if (gfext && w->n_cables > 0) {
-    CQ_D(cqk_cables_adj)<<<1, 1, 0, g->stream>>>(g->cables, w->n_cables, g->cable_idx, g->ds.x, w->n, g->u, gfext,
-                                                g->dg0.x, g->gcab);
-    CK(cudaGetLastError());
-  }
-  return cuda_outputs_adj(w, g0, gmass, gvol0, gE, gnu, gu, gfext ? gfuser : NULL, gfext != NULL,
-                          m.auser ? gauser : NULL);
+static int CQ_D(cuda_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
+                              const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, gridv, *g1, *g0, adj, C1);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_grid_update_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_grid_adj), g->box.count, *c, g->box, mp, adj);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                              const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
+                              const cq_ctl_grads* gc, const cq_real* cache) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_p2g_adj), s->n, *c, *s, *m, *ctl, adj, *g0, *gp, *gc, cache);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_cable_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                   cq_real* f) {
+  cuda_backend* g = (cuda_backend*)b;
+  CQ_D(cqk_cables)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, f);
+  CK(cudaGetLastError());
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
+                                       const cq_real* u, const cq_real* gf, cq_real* gx, double* gu) {
+  cuda_backend* g = (cuda_backend*)b;
+  CQ_D(cqk_cables_adj)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, gf, gx, g->gcab);
+  CK(cudaGetLastError());
+  CK(cudaMemcpyAsync(g->gcab_h, g->gcab, sizeof(cq_real) * v->n_cables, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  for (int k = 0; k < v->n_cables; k++) gu[g->model->cables[k].act] += g->gcab_h[k]; /* in cable order */
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_grid_axpy), g->box.count, g->region_ctx, g->box, a, x, y);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  long blocks = (g->box.count + CQ_BLOCK - 1) / CQ_BLOCK;
+  TRY(ensure_partials(g, blocks));
+  LAUNCH(CQ_D(cqk_grid_dot), g->box.count, g->region_ctx, g->box, x, y, g->partial);
+  CK(cudaMemcpyAsync(g->partial_h, g->partial, sizeof(double) * blocks, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  double sum = 0;
+  for (long i = 0; i < blocks; i++) sum += g->partial_h[i]; /* in block order */
+  *out = sum;
+  return CQ_OK;
 }

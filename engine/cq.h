@@ -1,22 +1,44 @@
-/* cq.h: the public C API of the cqlua engine (differentiable MLS-MPM). One-line contracts; all functions that can
- * fail return a CQ_* status and leave a message in cq_world_error(). Scalars cross the API as double; particle
- * arrays are cq_real (float or double, see cq_real_bits()), structure-of-arrays, component-major: a[c * n + p]. */
+/* cq.h: the public C API of the cqlua engine (differentiable MLS-MPM). All functions that can fail return a CQ_*
+ * status and leave a message in cq_world_error(). Scalars cross the API as double; particle arrays are cq_real (float
+ * or double, see cq_real_bits()), structure-of-arrays, component-major: a[c * n + p]. Indices passed to functions
+ * are 0-based; messages number particles, actuators, walls and steps from 1, as the Lua layer does.
+ * The Lua layer's FFI declarations are this file run through the C preprocessor (gcc -E -P): keep it free of
+ * system includes and of function bodies. */
 #ifndef CQ_H
 #define CQ_H
+#include "registry.h"
+#include "fields.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct cq_world cq_world; /* model (grid, boundary, per-particle parameters) + CPU workspace */
-typedef struct cq_state cq_state; /* x, v, C, F of every particle and the substep counter */
-typedef struct cq_memo cq_memo;   /* a recorded run: checkpoints, actuations, gradients */
+typedef struct cq_world cq_world; /* model (grid, walls, per-particle parameters, actuators) + backend + integrator */
+typedef struct cq_state cq_state; /* the state fields (fields.h) of every particle and the substep counter */
+typedef struct cq_memo cq_memo;   /* a recorded run: checkpoints, controls, gradients */
 
 enum { CQ_OK = 0, CQ_ERR_ARG = 1, CQ_ERR_NOMEM = 2, CQ_ERR_BLOWUP = 3, CQ_ERR_STATE = 4 };
 
+/* The registries (registry.h) as enums: CQ_BC_*, CQ_ACT_*, CQ_MAT_*, CQ_INTEGRATOR_*, CQ_BACKEND_*, CQ_CHECK_*. */
+#define CQI_ENUM_BC(ID, name, doc) CQ_BC_##ID,
+#define CQI_ENUM_ACT(ID, name, doc) CQ_ACT_##ID,
+#define CQI_ENUM_MAT(ID, name, doc) CQ_MAT_##ID,
+#define CQI_ENUM_INTEGRATOR(ID, name, doc) CQ_INTEGRATOR_##ID,
+#define CQI_ENUM_BACKEND(ID, name, doc) CQ_BACKEND_##ID,
+#define CQI_ENUM_CHECK(ID, name, doc) CQ_CHECK_##ID,
+enum { CQ_BOUNDARIES(CQI_ENUM_BC) CQ_N_BOUNDARIES };
+enum { CQ_ACTUATOR_KINDS(CQI_ENUM_ACT) CQ_N_ACTUATOR_KINDS };
+enum { CQ_MATERIALS(CQI_ENUM_MAT) CQ_N_MATERIALS };
+enum { CQ_INTEGRATORS(CQI_ENUM_INTEGRATOR) CQ_N_INTEGRATORS };
+enum { CQ_BACKENDS(CQI_ENUM_BACKEND) CQ_N_BACKENDS };
+enum { CQ_CHECKS(CQI_ENUM_CHECK) CQ_N_CHECKS };
+/* Lists for cq_name and field kinds for cq_field_info. */
+enum { CQ_LIST_BOUNDARY, CQ_LIST_ACTUATOR, CQ_LIST_MATERIAL, CQ_LIST_INTEGRATOR, CQ_LIST_BACKEND, CQ_LIST_CHECK };
+enum { CQ_FIELDS_STATE, CQ_FIELDS_PARAM, CQ_FIELDS_CONTROL };
+
 /* One domain wall: index 2*axis + side (side 0 = low, 1 = high). v_b(t) = velocity + amplitude sin(omega t + phase). */
 typedef struct cq_wall_desc {
-  int type;                /* CQ_BC_NONE, STICKY, SLIP, SEPARATE, FRICTION (see kernel_types.h; 0..4) */
-  double friction;         /* Coulomb coefficient for FRICTION (>= 0, may be INFINITY) */
+  int type;                /* CQ_BC_* */
+  double friction;         /* Coulomb coefficient for CQ_BC_FRICTION (>= 0, may be INFINITY) */
   int thickness;           /* cells from the domain edge that belong to the wall (>= 1 when type != NONE) */
   double velocity[3];      /* constant boundary velocity */
   double osc_amplitude[3]; /* oscillating part of the boundary velocity (vibrating floor) */
@@ -26,43 +48,71 @@ typedef struct cq_wall_desc {
 
 typedef struct cq_world_desc {
   int dim;                 /* 2 or 3 */
-  int res[3];              /* grid nodes per axis (>= 5) */
+  int res[3];              /* grid nodes per axis, in [5, 65536] */
   double dx;               /* cell size (> 0) */
   double dt;               /* control step (> 0); each substep is dt / substeps */
   int substeps;            /* substeps per control step (>= 1) */
   double gravity[3];       /* acceleration */
   double damping;          /* velocity damping rate (>= 0): v *= exp(-damping dt_sub) each substep */
-  int n_particles;         /* >= 1 */
+  int n;                   /* particles (>= 1) */
   int n_actuators;         /* >= 0 */
-  int threads;             /* OpenMP threads (0 = OpenMP default) */
+  int threads;             /* CPU threads: 0 = as many as the machine has idle cores, N = at most N (see README) */
+  int integrator;          /* CQ_INTEGRATOR_* */
   cq_wall_desc walls[6];
 } cq_world_desc;
 
-int cq_real_bits(void);                 /* 32 or 64: the precision this library was built with */
-const char* cq_version(void);           /* library version string */
-void cq_world_desc_default(cq_world_desc* d); /* fills defaults: 2D, 64x64, dx 1/64, dt 1e-3, no walls */
+/* The inputs of one control step, held over its substeps (fields.h, CQ_CONTROL_FIELDS); NULL = absent (zero):
+ * u[n_actuators], force[D][n] (component-major) and stress[D*D][n] (stress[(i*D + j)*n + p] = A_p[i][j]). */
+typedef struct cq_control {
+#define CQI_CONTROL_MEMBER(name, shape, doc) const double* name;
+  CQ_CONTROL_FIELDS(CQI_CONTROL_MEMBER)
+#undef CQI_CONTROL_MEMBER
+} cq_control;
 
+/* Where the last CQ_ERR_BLOWUP happened (cq_world_blowup). */
+typedef struct cq_blowup {
+  int check;    /* CQ_CHECK_* that failed (CQ_CHECK_OK: none since the last successful call) */
+  int particle; /* the failing particle, 0-based; -1 when the check is not about one particle */
+  long step;    /* control step of the failure (counted from the state's creation, 0-based) */
+  long substep; /* substep of the failure (counted from the state's creation, 0-based) */
+} cq_blowup;
+
+int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */
+const char* cq_version(void); /* library version string */
+/* Name of entry id of a registry list (CQ_LIST_*), and its doc in *doc (may be NULL); NULL past the end. */
+const char* cq_name(int list, int id, const char** doc);
+/* Size of a public struct ("cq_world_desc", "cq_wall_desc", "cq_control", "cq_blowup"), 0 if unknown. */
+unsigned long cq_sizeof(const char* type_name);
+/* Field description (fields.h) of table kind (CQ_FIELDS_*), entry index: name, element type (CQ_TYPE_*), shape
+ * (CQ_SHAPE_*), differentiable flag, doc, and a text of the valid range (params). Returns 0 past the end. */
+int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
+                  const char** doc, const char** range);
+
+void cq_world_desc_default(cq_world_desc* d); /* fills defaults: 2D, 64x64, dx 1/64, dt 1e-3, no walls */
 cq_world* cq_world_create(const cq_world_desc* d, char* err, int errlen); /* NULL + message in err on bad input */
-void cq_world_free(cq_world* w);                                         /* frees everything the world owns */
+void cq_world_free(cq_world* w); /* frees everything the world owns (once its last memo is freed) */
 const char* cq_world_error(const cq_world* w);                          /* last error message ("" if none) */
 int cq_world_dim(const cq_world* w);
 int cq_world_n(const cq_world* w);
-void* cq_world_param(cq_world* w, const char* name);   /* per-particle parameter array (see fields.h) or NULL */
-int cq_world_set_actuator(cq_world* w, int a, int kind); /* actuator a is CQ_ACT_STRESS (0) or CQ_ACT_FORCE (1) */
+int cq_world_n_actuators(const cq_world* w);
+void* cq_world_param(cq_world* w, const char* name);     /* per-particle parameter array (fields.h) or NULL */
+int cq_world_set_actuator(cq_world* w, int a, int kind); /* actuator a (0-based) is of kind CQ_ACT_* */
 /* Explicit node boundary conditions (terrain): nodes[k] is a flat node index, normals[3k..] its unit normal. */
 int cq_world_set_node_bcs(cq_world* w, int count, const int* nodes, const double* normals, int type, double friction);
 /* Cable (seed 000 eq. 17) through particles[0..count) (0-based, in order), stiffness k, rest length (length at
- * u = 1), driven by actuator `actuator`, whose kind must be CQ_ACT_CABLE (2). */
+ * u = 1), driven by actuator `actuator` (0-based), whose kind must be CQ_ACT_CABLE. */
 int cq_world_add_cable(cq_world* w, int actuator, int count, const int* particles, double k, double rest);
-/* Lets memos record a per-particle force per control step (Lua actuators); must precede cq_memo_create. */
-int cq_world_enable_user_forces(cq_world* w);
-int cq_world_commit(cq_world* w);        /* validates parameters (E, nu, mass, dt vs. stability limit, ...) */
+/* Validates every parameter and dt against the stability limit; required once before stepping. Every control
+ * step validates the parameters again (they may be written through cq_world_param at any time). */
+int cq_world_commit(cq_world* w);
 double cq_world_stable_dt(const cq_world* w); /* dx / max wave speed over particles (needs parameters set) */
-int cq_world_set_threads(cq_world* w, int threads);
-/* Backend: 0 = CPU (default), 1 = CUDA (only in libcq_cuda_*.so, with a device; allocates device buffers).
- * Returns CQ_OK, or CQ_ERR_ARG with the reason in cq_world_error. */
+int cq_world_set_threads(cq_world* w, int threads); /* as cq_world_desc.threads */
+int cq_world_threads_used(const cq_world* w);       /* CPU threads the last step ran on */
+/* Backend CQ_BACKEND_CPU (default) or CQ_BACKEND_CUDA (only in libcq_cuda_*.so, with a device). */
 int cq_world_set_backend(cq_world* w, int backend);
 int cq_world_backend(const cq_world* w);
+/* The last blow-up (CQ_ERR_BLOWUP) of cq_step / cq_memo_step: which check, particle, step and substep. */
+int cq_world_blowup(const cq_world* w, cq_blowup* out);
 /* CUDA devices usable by this library: > 0, or 0 / -1 with the reason in err (no device, no driver, or a library
  * built without CUDA). */
 int cq_cuda_device_count(char* err, int errlen);
@@ -72,60 +122,48 @@ int cq_cuda_device_info(char* buf, int len);
  * best of reps copies of `bytes` bytes; <= 0 with the reason in err on failure. */
 double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen);
 
-/* Field description for generic views: kind 0 = state, 1 = param. Returns 0 past the end. */
-int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
-                  const char** doc);
-
-cq_state* cq_state_create(const cq_world* w);  /* x = 0, v = 0, C = 0, F = I */
+cq_state* cq_state_create(const cq_world* w);        /* every field at its initial value (fields.h: F = I) */
 void cq_state_free(cq_state* s);
-void* cq_state_field(cq_state* s, const char* name); /* x, v, C or F (cq_real, component-major) */
+void* cq_state_field(cq_state* s, const char* name); /* a state field (cq_real, component-major) or NULL */
 long cq_state_substep(const cq_state* s);            /* substeps taken since creation (sets the time) */
 void cq_state_set_substep(cq_state* s, long k);
 int cq_state_copy(cq_state* dst, const cq_state* src);
 
-/* One control step = world substeps with actuation u[n_actuators] held fixed. Detects blow-ups and particles
- * leaving the grid; on error the state is left at the failing substep. */
-int cq_step(cq_world* w, cq_state* s, const double* u);
-/* Same, with an extra per-particle force force[D][n] (component-major, may be NULL) held over the substeps. */
-int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force);
-/* Same, with user actuation from actuators written in Lua, both held over the substeps and either may be NULL:
- * force[D][n] (component-major) and stress[D*D][n], a material-space actuation stress tensor A_p per particle
- * (row-major components, stress units; stress[(i*D + j)*n + p] = A_p[i][j]) that adds F A_p F^T to the Kirchhoff
- * stress exactly as a stress actuator adds F diag(u axis) F^T (seed 000 eq. 15). */
-int cq_step_ext(cq_world* w, cq_state* s, const double* u, const double* force, const double* stress);
+/* One control step = the world's substeps with the control c (may be NULL) held fixed. Checks the control (finite),
+ * the parameters and the stable dt first; after every substep it checks every particle (CQ_CHECKS) and stops with
+ * CQ_ERR_BLOWUP at the substep where one fails, leaving the state there (see cq_world_blowup). */
+int cq_step(cq_world* w, cq_state* s, const cq_control* c);
 
 /* Recording for gradients. checkpoint_every = substeps between stored states: 1 = store every substep (full
  * memory), K = one state every K substeps (sqrt(N) is optimal), 0 = auto: every substep if that fits in 256 MiB,
  * else about sqrt(N). Gradients are identical either way; the grid is never stored. */
 cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every);
 void cq_memo_free(cq_memo* m);
-int cq_memo_begin(cq_memo* m, const cq_state* s0);  /* records s0 as the initial state; discards earlier steps */
-int cq_memo_step(cq_memo* m, const double* u);      /* one control step from the current state, recorded */
-/* Same with a per-particle force [D][n] for this control step (needs cq_world_enable_user_forces). */
-int cq_memo_step_force(cq_memo* m, const double* u, const double* force);
-/* Same with a user force [D][n] (needs cq_world_enable_user_forces) and/or a user stress [D*D][n] (as in
- * cq_step_ext; no set-up needed: the memo allocates its stress record, steps x D*D*n reals, at the first step that
- * has one); either may be NULL. */
-int cq_memo_step_ext(cq_memo* m, const double* u, const double* force, const double* stress);
-cq_state* cq_memo_state(cq_memo* m);                /* current (latest) state of the recording */
-int cq_memo_steps(const cq_memo* m);                /* control steps recorded */
-int cq_memo_stored_states(const cq_memo* m);        /* states held in memory (checkpoints + one segment) */
-const double* cq_memo_act(const cq_memo* m);        /* recorded actuation, [steps][n_actuators] */
+int cq_memo_begin(cq_memo* m, const cq_state* s0); /* records s0 as the initial state; discards earlier steps */
+/* One control step from the current state, recorded, with control c (may be NULL; as cq_step). A force or stress
+ * record, steps x D n or D*D n reals, is allocated by the first step that has one. */
+int cq_memo_step(cq_memo* m, const cq_control* c);
+cq_state* cq_memo_state(cq_memo* m);         /* current (latest) state of the recording */
+int cq_memo_steps(const cq_memo* m);         /* control steps recorded */
+int cq_memo_stored_states(const cq_memo* m); /* states held in memory (checkpoints + one segment) */
+const double* cq_memo_act(const cq_memo* m); /* recorded actuation, [steps][n_actuators] */
 
 /* Backward pass, one control step at a time so callers can add running-loss and controller gradients:
  * backward_begin zeroes all gradients and sets position k = steps; add dL/ds_k into cq_memo_grad(); then
- * backward_step moves to k-1, accumulating dL/du_{k-1} and parameter gradients. */
+ * backward_step moves to k-1, accumulating dL/du_{k-1} and parameter gradients. Every pointer these functions
+ * return stays the same for the memo's lifetime. */
 int cq_memo_backward_begin(cq_memo* m);
-cq_state* cq_memo_grad(cq_memo* m);          /* dL/d(state at the current backward position) */
-int cq_memo_backward_step(cq_memo* m);       /* returns CQ_OK; position decreases by one */
-int cq_memo_position(const cq_memo* m);      /* current backward position k */
+cq_state* cq_memo_grad(cq_memo* m);           /* dL/d(state at the current backward position) */
+int cq_memo_backward_step(cq_memo* m);        /* position decreases by one */
+int cq_memo_position(const cq_memo* m);       /* current backward position k (-1 before backward_begin) */
 cq_state* cq_memo_backward_state(cq_memo* m); /* the (recomputed) state at the current backward position */
-int cq_memo_backward(cq_memo* m);            /* all remaining backward steps */
-double* cq_memo_grad_act(cq_memo* m);        /* dL/du, [steps][n_actuators] */
-void* cq_memo_grad_force(cq_memo* m);        /* dL/d(user force) of the control step at the current position */
-void* cq_memo_grad_stress(cq_memo* m);       /* dL/d(user stress) [D*D][n] of that control step (cq_real; zero
-                                                when the step had no user stress) */
-void* cq_memo_grad_param(cq_memo* m, const char* name); /* dL/d(mass|vol0|E|nu) per particle (cq_real) */
+int cq_memo_backward(cq_memo* m);             /* all remaining backward steps */
+double* cq_memo_grad_act(cq_memo* m);         /* dL/du, [steps][n_actuators] */
+/* dL/d(control field "force" or "stress") of the control step just stepped back over (cq_real, [D][n] or
+ * [D*D][n]; zero when that step had none); NULL for other names. */
+void* cq_memo_grad_control(cq_memo* m, const char* name);
+/* dL/d(differentiable parameter), per particle, accumulated over the run (cq_real); NULL if not differentiable. */
+void* cq_memo_grad_param(cq_memo* m, const char* name);
 
 #ifdef __cplusplus
 }

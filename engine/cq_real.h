@@ -41,6 +41,13 @@ typedef double cq_real;
 #define CQ_HD static inline
 #endif
 
+/* CQI_UNREACHABLE(): a path the caller guarantees is never taken (e.g. a material id that commit rejected). */
+#if defined(__GNUC__) || defined(__CUDACC__)
+#define CQI_UNREACHABLE() __builtin_unreachable()
+#else
+#define CQI_UNREACHABLE() ((void)0)
+#endif
+
 /* CQ_SCATTER_ADD(p, v): *p += v for scatters whose writers may collide (P2G forward, G2P adjoint). The CPU backend
  * keeps writers apart (colored slabs), so it is a plain add there; CUDA kernels add atomically. */
 #ifdef __CUDA_ARCH__

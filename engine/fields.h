@@ -1,35 +1,64 @@
-/* The one list of per-particle arrays. Allocation, zeroing, checkpoint copies, gradient buffers and the Lua views
- * are all generated from these tables: adding a field is one line here. */
+/* The one list of every per-particle array and per-step input. The state, parameter, gradient and control structs
+ * (kernel_types.h), the state layout, allocation, defaults, validation and its messages, checkpoint copies, device
+ * copies, the memo's gradient buffers, cq_field_info and through it the Lua views and docs/api.md are generated
+ * from these tables: adding a state field or a per-particle parameter is one line here (plus its math).
+ * Macros and enums only: cq.h includes this file and its preprocessed text feeds the LuaJIT FFI. */
 #ifndef CQ_FIELDS_H
 #define CQ_FIELDS_H
 
-/* Shapes: one value, one per axis (D), or a DxD matrix, per particle. */
-enum { CQ_SHAPE_SCALAR = 0, CQ_SHAPE_VEC = 1, CQ_SHAPE_MAT = 2 };
+/* Shapes: per particle one value, one per axis (D) or a row-major DxD matrix; or one value per actuator. */
+enum { CQ_SHAPE_SCALAR = 0, CQ_SHAPE_VEC = 1, CQ_SHAPE_MAT = 2, CQ_SHAPE_ACT = 3 };
 /* Element types as seen from Lua. */
 enum { CQ_TYPE_REAL = 0, CQ_TYPE_I32 = 1, CQ_TYPE_U8 = 2 };
+/* Initial value of a state field: zero, or the identity matrix. */
+enum { CQ_INIT_ZERO = 0, CQ_INIT_IDENTITY = 1 };
+/* How a parameter is validated: finite and within [lo, hi] (CQ_OPEN_* make an end open), or by code (CQ_CUSTOM:
+ * model.c says what is valid, e.g. an enum or a value that depends on the world). */
+enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4 };
 
-/* State: what evolves per step and is checkpointed. X(name, shape, doc); all cq_real; all differentiable. */
-#define CQ_STATE_FIELDS(X)                                                \
-  X(x, CQ_SHAPE_VEC, "position (length)")                                 \
-  X(v, CQ_SHAPE_VEC, "velocity (length/time)")                            \
-  X(C, CQ_SHAPE_MAT, "APIC affine velocity matrix, row-major (1/time)")   \
-  X(F, CQ_SHAPE_MAT, "deformation gradient, row-major (-)")
+/* State: what evolves per substep, is checkpointed and has a gradient. X(name, shape, init, doc); all cq_real. */
+#define CQ_STATE_FIELDS(X)                                                            \
+  X(x, CQ_SHAPE_VEC, CQ_INIT_ZERO, "position (length)")                               \
+  X(v, CQ_SHAPE_VEC, CQ_INIT_ZERO, "velocity (length/time)")                          \
+  X(C, CQ_SHAPE_MAT, CQ_INIT_ZERO, "APIC affine velocity matrix, row-major (1/time)") \
+  X(F, CQ_SHAPE_MAT, CQ_INIT_IDENTITY, "deformation gradient, row-major (-)")
 
-/* Model parameters per particle. X(name, ctype, type, shape, differentiable, doc). */
-#define CQ_PARAM_FIELDS(X)                                                                                     \
-  X(mass, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, "particle mass (> 0)")                                    \
-  X(vol0, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, "rest volume (> 0)")                                      \
-  X(E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, "Young's modulus (> 0)")                                     \
-  X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, "Poisson's ratio, in (-1, 0.5)")                            \
-  X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, "incompressibility exponent p >= 2 (eq. 14), 0 = off")   \
-  X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, "actuation: stress diagonal (material space) or force direction") \
-  X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, "0 = fixed corotated (eq. 12), 1 = NeoHookean (eq. 13)") \
-  X(act_id, int32_t, CQ_TYPE_I32, CQ_SHAPE_SCALAR, 0, "actuator index, -1 = none")
+/* Model parameters per particle, read-only during a step.
+ * X(name, ctype, type, shape, differentiable, default, lo, hi, bounds, doc). Differentiable ones get a gradient
+ * buffer in every memo (dL/dparam, accumulated over the whole run). */
+#define CQ_PARAM_FIELDS(X)                                                                                          \
+  X(mass, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "particle mass")                    \
+  X(vol0, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "rest volume")                      \
+  X(E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 10, 0, INFINITY, CQ_OPEN_LO, "Young's modulus")                    \
+  X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0.3, -1, 0.5, CQ_OPEN, "Poisson's ratio")                         \
+  X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                            \
+    "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                             \
+  X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
+    "actuation axis: stress diagonal (material space) of a stress actuator, force direction of a force actuator")   \
+  X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, CQ_MAT_NEOHOOKEAN, 0, 0, CQ_CUSTOM,                            \
+    "constitutive model (a material id, see cq_name(CQ_LIST_MATERIAL, ...))")                                        \
+  X(act_id, int32_t, CQ_TYPE_I32, CQ_SHAPE_SCALAR, 0, -1, 0, 0, CQ_CUSTOM, "actuator index (0-based), -1 = none")
 
+/* Per-control-step inputs, held over the step's substeps. X(name, shape, doc); given as double arrays (cq_control),
+ * each may be absent (NULL). */
+#define CQ_CONTROL_FIELDS(X)                                                                                 \
+  X(u, CQ_SHAPE_ACT, "actuation of each actuator")                                                          \
+  X(force, CQ_SHAPE_VEC, "extra force on each particle (actuators written in Lua)")                         \
+  X(stress, CQ_SHAPE_MAT,                                                                                   \
+    "material-space actuation stress A_p of each particle, row-major; adds F A_p F^T to the Kirchhoff stress " \
+    "like a stress actuator (eq. 15) (actuators written in Lua)")
+
+/* Generation helpers: CQI_IF(flag)(text) keeps text when flag is the literal 1. */
+#define CQI_CAT_(a, b) a##b
+#define CQI_CAT(a, b) CQI_CAT_(a, b)
+#define CQI_IF(flag) CQI_CAT(CQI_IF_, flag)
+#define CQI_IF_1(...) __VA_ARGS__
+#define CQI_IF_0(...)
 #define CQI_COUNT(...) +1
-enum { CQ_N_STATE_FIELDS = 0 CQ_STATE_FIELDS(CQI_COUNT), CQ_N_PARAM_FIELDS = 0 CQ_PARAM_FIELDS(CQI_COUNT) };
 
-static inline int cqi_shape_len(int shape, int dim) {
-  return shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim;
-}
+enum {
+  CQ_N_STATE_FIELDS = 0 CQ_STATE_FIELDS(CQI_COUNT),
+  CQ_N_PARAM_FIELDS = 0 CQ_PARAM_FIELDS(CQI_COUNT),
+  CQ_N_CONTROL_FIELDS = 0 CQ_CONTROL_FIELDS(CQI_COUNT)
+};
 #endif

@@ -1,9 +1,33 @@
 /* Grid-to-particle stage (seed 000 eqs. 8-11) and its adjoint (Appendix A.2.2: A, B, C and the G2P part of H, J),
  * per particle. Included once per dimension by kernels.h. */
 
+/* The blow-up checks of particle p's state (registry.h, CQ_CHECKS), run on every particle after every substep: the
+ * first of non-finite, inverted (J <= 0), too fast (|v| dt > dx) and outside the grid that applies, or CQ_CHECK_OK. */
+CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p) {
+  int n = s->n, outside = 0;
+  cq_real finite = 0, speed2 = 0, F[D][D];
+  for (int a = 0; a < D; a++) {
+    cq_real x = s->x[a * n + p], v = s->v[a * n + p];
+    finite += x * 0 + v * 0; /* stays 0 unless something is inf or NaN */
+    speed2 += v * v;
+    cq_real g = x * c->inv_dx - (cq_real)0.5; /* the base cell test of the next substep's stencil */
+    outside |= !(g >= 0 && g < c->res[a] - 2);
+    for (int b = 0; b < D; b++) {
+      F[a][b] = s->F[(a * D + b) * n + p];
+      finite += F[a][b] * 0 + s->C[(a * D + b) * n + p] * 0;
+    }
+  }
+  if (!(finite == 0)) return CQ_CHECK_NONFINITE;
+  if (!(CQ_D(det)(F) > 0)) return CQ_CHECK_INVERTED;
+  if (speed2 * c->dt * c->dt > c->dx * c->dx) return CQ_CHECK_TOO_FAST;
+  if (outside) return CQ_CHECK_OUTSIDE;
+  return CQ_CHECK_OK;
+}
+
 /* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
- * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F, x = x + dt v. */
-CQ_HD void CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real* gridv) {
+ * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F, x = x + dt v. Returns particle_check of the new
+ * state. */
+CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real* gridv) {
   int n = s->n;
   cq_real x[D], v[D] = {0}, B[D][D] = {{0}}, F[D][D];
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
@@ -31,6 +55,7 @@ CQ_HD void CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real*
       s->F[(a * D + b) * n + p] = Fn;
     }
   }
+  return CQ_D(particle_check)(c, s, p);
 }
 
 /* Adjoint: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->x and g0->F

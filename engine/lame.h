@@ -3,9 +3,6 @@
 #define CQ_LAME_H
 #include "cq_real.h"
 
-/* Material model ids stored per particle (cq_model field "material"). */
-enum { CQ_COROTATED = 0, CQ_NEOHOOKEAN = 1, CQ_N_MATERIALS = 2 };
-
 /* mu = E / (2(1+nu)), lambda = E nu / ((1+nu)(1-2nu)); d* are the partial derivatives. */
 typedef struct { cq_real mu, la, dmu_dE, dmu_dnu, dla_dE, dla_dnu; } cqi_lame;
 
@@ -20,7 +17,4 @@ CQ_HD cqi_lame cqi_lame_from(cq_real E, cq_real nu) {
   l.dla_dnu = E * (1 + 2 * nu * nu) / (a * a * b * b);
   return l;
 }
-
-/* Incompressibility coefficient of seed 000 eq. (14): k = E / (3 (2 - 2 nu)). */
-CQ_HD cq_real cqi_inc_coeff(cq_real E, cq_real nu) { return E / (3 * (2 - 2 * nu)); }
 #endif

@@ -1,85 +1,58 @@
-/* Constitutive models (seed 000 eqs. 12-14): first Piola-Kirchhoff stress P(F) and its adjoint, per particle.
- * Included once per dimension by kernels.h (no include guard). */
+/* Constitutive models: dispatch over the material registry (registry.h, CQ_MATERIALS) to one header per model, plus
+ * the optional incompressibility term of seed 000 eq. 14 that any model can carry. Included once per dimension by
+ * kernels.h (no include guard). Adding a material: write material_<name>.h with the four functions below, add its
+ * line to CQ_MATERIALS and its #include here (docs/architecture.md). */
+#include "material_corotated.h"
+#include "material_neohookean.h"
+#include "material_incompressible.h"
 
-/* P(F) for the particle's model, plus the optional incompressibility term
- * P_inc = k p |J-1|^(p-1) sgn(J-1) J F^{-T} (energy k |J-1|^p; equals eq. 14 for even p). inc_p = 0 disables it. */
-CQ_HD void CQ_D(material_P)(int model, cq_real E, cq_real nu, cq_real inc_p, const cq_real F[D][D], cq_real P[D][D]) {
-  cqi_lame l = cqi_lame_from(E, nu);
-  cq_real cof[D][D];
-  CQ_D(cofactor)(F, cof);
-  cq_real J = CQ_D(det)(F);
-  if (model == CQ_COROTATED) { /* eq. 12: 2 mu (F - R) + lambda (J - 1) J F^{-T} */
-    cq_real R[D][D], S[D][D];
-    CQ_D(polar)(F, R, S);
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) P[i][j] = 2 * l.mu * (F[i][j] - R[i][j]) + l.la * (J - 1) * cof[i][j];
-  } else { /* eq. 13: mu (F - F^{-T}) + lambda log(J) F^{-T} */
-    cq_real logJ = cq_log(J), invJ = 1 / J;
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) P[i][j] = l.mu * (F[i][j] - cof[i][j] * invJ) + l.la * logJ * cof[i][j] * invJ;
-  }
-  if (inc_p > 0) {
-    cq_real d = J - 1, ad = cq_fabs(d);
-    cq_real phi = ad > 0 ? cqi_inc_coeff(E, nu) * inc_p * cq_pow(ad, inc_p - 1) * (d > 0 ? 1 : -1) : 0;
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) P[i][j] += phi * cof[i][j];
-  }
+/* A material header defines, with D = 2 or 3 and m->...[p] its parameters (fields.h):
+ *   CQ_D(mat_<name>_P)(m, p, F, P)               first Piola-Kirchhoff stress P(F)
+ *   CQ_D(mat_<name>_P_vjp)(m, p, F, gP, gF, g)   gF += gP : dP/dF, g->param += gP : dP/dparam (its own parameters)
+ *   CQ_D(mat_<name>_modulus)(m, p)               P-wave modulus M (stress units): wave speed sqrt(M vol0 / mass)
+ *   CQ_D(mat_<name>_check)(m, p, why, len)       host only: 1 if its parameters are valid, else 0 and the reason */
+
+/* P(F) of particle p's model, plus the incompressibility term when inc_p > 0. The dispatch is an if-chain after a
+ * range assumption (material ids are validated before every step), so the compiler drops the impossible path. */
+CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
+  const unsigned model = m->material[p];
+  if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE(); /* commit rejects other ids */
+#define CQI_CASE(ID, name, doc) \
+  if (model == CQ_MAT_##ID) CQ_D(mat_##name##_P)(m, p, F, P); else
+  CQ_MATERIALS(CQI_CASE) {}
+#undef CQI_CASE
+  if (m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
 }
 
-/* Vector-Jacobian product of material_P: given gP = dL/dP, accumulate gF += dL/dF, *gE += dL/dE, *gnu += dL/dnu.
- * Uses d(F^{-T}) = -F^{-T} dF^T F^{-T} and d cof(F) = J (F^{-T}:dF) F^{-T} - J F^{-T} dF^T F^{-T}. */
-CQ_HD void CQ_D(material_P_vjp)(int model, cq_real E, cq_real nu, cq_real inc_p, const cq_real F[D][D],
-                                const cq_real gP[D][D], cq_real gF[D][D], cq_real* gE, cq_real* gnu) {
-  cqi_lame l = cqi_lame_from(E, nu);
-  cq_real A[D][D], AgA[D][D], tmp[D][D];
-  cq_real J = CQ_D(inv_t)(F, A); /* A = F^{-T} */
-  CQ_D(mmt)(A, gP, tmp);         /* A gP^T */
-  CQ_D(mm)(tmp, A, AgA);         /* A gP^T A */
-  cq_real gA = CQ_D(ddot)(gP, A);
-  cq_real g_mu, g_la;
-  if (model == CQ_COROTATED) {
-    cq_real R[D][D], S[D][D], gR[D][D];
-    CQ_D(polar)(F, R, S);
-    /* 2 mu (F - R) */
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) {
-        gF[i][j] += 2 * l.mu * gP[i][j];
-        gR[i][j] = -2 * l.mu * gP[i][j];
-      }
-    CQ_D(polar_vjp)(R, S, gR, gF);
-    /* lambda (J - 1) cof(F), cof = J A */
-    cq_real gcof = J * gA; /* gP : cof */
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++)
-        gF[i][j] += l.la * (gcof * J * A[i][j] + (J - 1) * (J * gA * A[i][j] - J * AgA[i][j]));
-    cq_real FmR = 0;
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) FmR += gP[i][j] * (F[i][j] - R[i][j]);
-    g_mu = 2 * FmR;
-    g_la = (J - 1) * gcof;
-  } else {
-    cq_real logJ = cq_log(J);
-    for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++)
-        gF[i][j] += l.mu * (gP[i][j] + AgA[i][j]) + l.la * (gA * A[i][j] - logJ * AgA[i][j]);
-    g_mu = CQ_D(ddot)(gP, F) - gA;
-    g_la = logJ * gA;
-  }
-  cq_real gEl = g_mu * l.dmu_dE + g_la * l.dla_dE, gnul = g_mu * l.dmu_dnu + g_la * l.dla_dnu;
-  if (inc_p > 0) {
-    cq_real d = J - 1, ad = cq_fabs(d);
-    if (ad > 0) {
-      cq_real k = cqi_inc_coeff(E, nu), sg = d > 0 ? (cq_real)1 : (cq_real)-1;
-      cq_real phi = k * inc_p * cq_pow(ad, inc_p - 1) * sg;
-      cq_real dphi = k * inc_p * (inc_p - 1) * cq_pow(ad, inc_p - 2); /* d phi / dJ */
-      cq_real gcof = J * gA;                                            /* gP : cof */
-      for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) gF[i][j] += gcof * dphi * J * A[i][j] + phi * (J * gA * A[i][j] - J * AgA[i][j]);
-      cq_real gk = gcof * phi / k; /* phi is linear in k */
-      gEl += gk * k / E;
-      gnul += gk * k / (1 - nu); /* k = E / (6 (1 - nu)) */
-    }
-  }
-  *gE += gEl;
-  *gnu += gnul;
+/* Vector-Jacobian product of material_P: gF += dL/dF, g->(its parameters) += dL/d(parameter), given gP = dL/dP. */
+CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                cq_real gF[D][D], cq_pgrad* g) {
+  const unsigned model = m->material[p];
+  if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE();
+#define CQI_CASE(ID, name, doc) \
+  if (model == CQ_MAT_##ID) CQ_D(mat_##name##_P_vjp)(m, p, F, gP, gF, g); else
+  CQ_MATERIALS(CQI_CASE) {}
+#undef CQI_CASE
+  if (m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
+}
+
+/* P-wave modulus of particle p (model plus incompressibility term), for the stable time step. */
+CQ_HD cq_real CQ_D(material_modulus)(const cq_params* m, int p) {
+  cq_real M = 0;
+  const unsigned model = m->material[p];
+#define CQI_CASE(ID, name, doc) \
+  if (model == CQ_MAT_##ID) M = CQ_D(mat_##name##_modulus)(m, p); else
+  CQ_MATERIALS(CQI_CASE) {}
+#undef CQI_CASE
+  return M + CQ_D(incompressible_modulus)(m, p);
+}
+
+/* Host only: 1 if particle p's model parameters are valid, else 0 with the reason in why. */
+static inline int CQ_D(material_check)(const cq_params* m, int p, char* why, int len) {
+  const int model = m->material[p];
+#define CQI_CASE(ID, name, doc) \
+  if (model == CQ_MAT_##ID) return CQ_D(mat_##name##_check)(m, p, why, len);
+  CQ_MATERIALS(CQI_CASE)
+#undef CQI_CASE
+  return 1;
 }

@@ -1,7 +1,11 @@
 /* The memo: a recorded run with O(sqrt(N)) checkpointing (seed 000 sec. 3.6) and the backward pass over it.
  * Forward stores the state every K substeps; backward recomputes one segment of K substeps at a time from its
- * checkpoint and runs the adjoint substeps in reverse. The grid is never stored: each adjoint substep rebuilds it. */
+ * checkpoint and runs the integrator's adjoint substeps in reverse. The grid is never stored: each adjoint substep
+ * rebuilds it. Checkpoints and gradients live in backend memory; what Lua sees (the current state, the recomputed
+ * state, dL/dstate, parameter and control gradients) are host buffers whose addresses never change. */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -9,122 +13,174 @@
 /* Auto mode stores every substep's state when that takes at most this many bytes. */
 #define CQ_MEMO_FULL_BUDGET (256.0 * 1024 * 1024)
 
+/* The record and gradient of one per-particle control field (force, stress). */
+typedef struct {
+  long len;          /* reals per control step */
+  cq_real* rec;      /* host [max_steps][len], allocated by the first step that has this field */
+  uint8_t* has;      /* [max_steps] 1 when that step had it */
+  cq_real* grad_b;   /* (B) [len] dL/d(field) of the control step at the backward position */
+  cq_real* grad;     /* host [len] the same, for callers (== grad_b on host-memory backends) */
+} memo_control;
+
 struct cq_memo {
   cq_world* w;
+  cqi_backend* be;
   int max_steps;     /* control steps the memo can hold */
   int steps;         /* control steps recorded */
   int b;             /* substeps per control step */
-  int K;             /* substeps per checkpoint segment */
-  int n_ckpt;        /* checkpoint capacity */
+  long K;            /* substeps per checkpoint segment */
+  long n_ckpt;       /* checkpoint capacity */
   long len;          /* reals per state block */
-  cq_real* ckpt;     /* [n_ckpt][len] state at relative substep j*K */
-  cq_real* seg;      /* [K-1][len] recomputed states at relative substeps sK+1 .. sK+K-1 */
-  int seg_loaded;    /* segment currently recomputed in seg, -1 = none */
-  long sub0;         /* absolute substep counter of the initial state (sets the time) */
-  cq_state* cur;     /* working state of the forward recording */
-  double* act;       /* [max_steps][n_act] recorded actuation */
-  cq_real* fuser;    /* [max_steps][D n] recorded user forces (worlds with user forces only) */
-  cq_real* gfuser;   /* [D n] dL/d(user force) of the control step at the backward position */
-  uint8_t* has_auser; /* [max_steps] 1 when that control step was given a user stress */
-  cq_real* auser;    /* [max_steps][D*D n] recorded user stresses (allocated by the first step that has one) */
-  cq_real* gauser;   /* [D*D n] dL/d(user stress) of the control step at the backward position */
+  long generation;   /* the model generation recorded (parameters must not change before backward) */
+  cq_real* ckpt;     /* (B) [n_ckpt][len] state at relative substep j*K */
+  cq_real* seg;      /* (B) [K-1][len] recomputed states at relative substeps sK+1 .. sK+K-1 */
+  long seg_loaded;   /* segment currently recomputed in seg, -1 = none */
+  long sub0;         /* substep counter of the initial state (sets the time) */
+  cq_state* cur;     /* host: current state of the recording */
+  cq_real* cur_b;    /* (B) its working copy (== cur->block on host-memory backends) */
+  double* act;       /* host [max_steps][n_act] recorded actuation */
+  cq_real* u_step;   /* host [n_act] actuation of one step in working precision */
+  memo_control ctl[CQ_N_CONTROL_FIELDS]; /* per control field; index 0 (u, per actuator) unused */
   /* backward */
-  int pos;           /* backward position (control step) */
-  cq_state* g_cur;   /* dL/d(state at pos) */
-  cq_state* g_tmp;   /* scratch for the next substep's gradient */
-  cq_state* bstate;  /* state at pos (recomputed) */
-  double* gact;      /* [max_steps][n_act] dL/du */
-  cq_real *gmass, *gvol0, *gE, *gnu;
+  int pos;           /* backward position (control step), -1 before backward_begin */
+  cq_state* g_cur;   /* host: dL/d(state at pos) */
+  cq_real* gb[2];    /* (B) ping-pong buffers of the adjoint substeps (gb[0] == g_cur->block on the host) */
+  cq_state* bstate;  /* host: the state at pos (recomputed) */
+  double* gact;      /* host [max_steps][n_act] dL/du */
+  cq_param_grads gp_b; /* (B) dL/dparameter, per differentiable parameter */
+  cq_param_grads gp;   /* host views of the same (equal on host-memory backends) */
 };
 
-static cq_particles view_of(const cq_memo* m, cq_real* block) {
-  int n = m->w->n, D = m->w->dim;
-  cq_particles p = {n, block, block + (long)n * D, block + (long)2 * n * D, block + (long)2 * n * D + (long)n * D * D};
-  return p;
+static void* backend_alloc(cq_memo* m, size_t count, size_t size) {
+  if (count > SIZE_MAX / (size ? size : 1) / 2) return NULL;
+  return m->be->ops->alloc(m->be, count * size);
+}
+static void backend_free(cq_memo* m, void* p) {
+  if (p) m->be->ops->release(m->be, p);
+}
+/* A host mirror of a backend buffer: the buffer itself on host-memory backends. */
+static void* host_mirror(cq_memo* m, void* b, size_t bytes) {
+  return m->be->ops->host_memory ? b : calloc(1, bytes ? bytes : 1);
+}
+static void free_mirror(cq_memo* m, void* host, void* b) {
+  if (host != b) free(host);
 }
 
 void cq_memo_free(cq_memo* m) {
   if (!m) return;
-  free(m->ckpt);
-  free(m->seg);
+  if (m->be) {
+    backend_free(m, m->ckpt);
+    backend_free(m, m->seg);
+    if (m->cur && m->cur_b != m->cur->block) backend_free(m, m->cur_b);
+    if (m->g_cur && m->gb[0] != m->g_cur->block) backend_free(m, m->gb[0]);
+    backend_free(m, m->gb[1]);
+#define CQI_FREE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(free_mirror(m, m->gp.name, m->gp_b.name); backend_free(m, m->gp_b.name);)
+    CQ_PARAM_FIELDS(CQI_FREE)
+#undef CQI_FREE
+    for (int f = 1; f < CQ_N_CONTROL_FIELDS; f++) {
+      free(m->ctl[f].rec);
+      free(m->ctl[f].has);
+      free_mirror(m, m->ctl[f].grad, m->ctl[f].grad_b);
+      backend_free(m, m->ctl[f].grad_b);
+    }
+  }
   free(m->act);
-  free(m->fuser);
-  free(m->gfuser);
-  free(m->has_auser);
-  free(m->auser);
-  free(m->gauser);
   free(m->gact);
-  free(m->gmass);
-  free(m->gvol0);
-  free(m->gE);
-  free(m->gnu);
+  free(m->u_step);
   cq_state_free(m->cur);
   cq_state_free(m->g_cur);
-  cq_state_free(m->g_tmp);
   cq_state_free(m->bstate);
+  cq_world* w = m->w;
   free(m);
+  if (w && --w->n_memos == 0 && w->released) cq_world_free(w);
 }
 
 cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
-  if (!w->committed) return cqi_fail(w, CQ_ERR_STATE, "memo: call cq_world_commit first"), NULL;
-  if (max_steps < 1) return cqi_fail(w, CQ_ERR_ARG, "memo: steps must be >= 1 (got %d)", max_steps), NULL;
+  if (!w->committed) return cqi_errorf(&w->err, CQ_ERR_STATE, "memo: call commit first"), NULL;
+  if (max_steps < 1) return cqi_errorf(&w->err, CQ_ERR_ARG, "memo: steps must be >= 1 (got %d)", max_steps), NULL;
   if (checkpoint_every < 0)
-    return cqi_fail(w, CQ_ERR_ARG, "memo: checkpoint_every must be >= 0 (0 = auto, got %d)", checkpoint_every), NULL;
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "memo: checkpoint_every must be >= 0 (0 = auto, got %d)", checkpoint_every), NULL;
   cq_memo* m = calloc(1, sizeof *m);
-  if (!m) return cqi_fail(w, CQ_ERR_NOMEM, "out of memory"), NULL;
+  if (!m) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory"), NULL;
+  const cqi_model* md = &w->model;
+  int n = md->n, D = md->dim, na = md->n_act > 0 ? md->n_act : 1;
   m->w = w;
+  m->be = w->be;
+  w->n_memos++;
   m->max_steps = max_steps;
-  m->b = w->desc.substeps;
+  m->b = md->desc.substeps;
+  m->len = cqi_state_len(n, D);
   long N = (long)max_steps * m->b;
-  m->cur = cq_state_create(w);
-  if (m->cur) m->len = m->cur->block_len;
-  if (checkpoint_every > 0)
-    m->K = checkpoint_every;
+  if (checkpoint_every > 0) m->K = checkpoint_every;
   else /* auto: keep every state when that fits the budget (no recompute), else O(sqrt(N)) checkpoints */
-    m->K = (double)N * m->len * sizeof(cq_real) <= CQ_MEMO_FULL_BUDGET ? 1 : (int)ceil(sqrt((double)N));
-  if (m->K > N) m->K = (int)N;
-  m->n_ckpt = (int)((N + m->K - 1) / m->K);
-  m->g_cur = cqi_state_alloc(w->dim, w->n);
-  m->g_tmp = cqi_state_alloc(w->dim, w->n);
-  m->bstate = cqi_state_alloc(w->dim, w->n);
-  int na = w->n_act > 0 ? w->n_act : 1;
-  m->ckpt = malloc(sizeof(cq_real) * m->len * m->n_ckpt);
-  m->seg = m->K > 1 ? malloc(sizeof(cq_real) * m->len * (m->K - 1)) : NULL;
+    m->K = (double)N * m->len * sizeof(cq_real) <= CQ_MEMO_FULL_BUDGET ? 1 : (long)ceil(sqrt((double)N));
+  if (m->K > N) m->K = N;
+  m->n_ckpt = (N + m->K - 1) / m->K;
+  int host = m->be->ops->host_memory;
+  size_t R = sizeof(cq_real), S = R * (size_t)m->len;
+  m->cur = cq_state_create(w);
+  m->g_cur = cqi_state_alloc(D, n);
+  m->bstate = cqi_state_alloc(D, n);
+  m->ckpt = backend_alloc(m, (size_t)m->n_ckpt, S);
+  m->seg = m->K > 1 ? backend_alloc(m, (size_t)(m->K - 1), S) : NULL;
   m->act = calloc((size_t)max_steps * na, sizeof(double));
   m->gact = calloc((size_t)max_steps * na, sizeof(double));
-  m->gmass = calloc(w->n, sizeof(cq_real));
-  m->gvol0 = calloc(w->n, sizeof(cq_real));
-  m->gE = calloc(w->n, sizeof(cq_real));
-  m->gnu = calloc(w->n, sizeof(cq_real));
-  m->has_auser = calloc(max_steps, 1);
-  m->gauser = calloc((size_t)w->n * w->dim * w->dim, sizeof(cq_real));
-  if (w->user_forces) {
-    m->fuser = calloc((size_t)max_steps * w->n * w->dim, sizeof(cq_real));
-    m->gfuser = calloc((size_t)w->n * w->dim, sizeof(cq_real));
+  m->u_step = calloc(na, R);
+  int ok = m->cur && m->g_cur && m->bstate && m->ckpt && (m->K == 1 || m->seg) && m->act && m->gact && m->u_step;
+  if (ok) {
+    m->cur_b = host ? m->cur->block : backend_alloc(m, 1, S);
+    m->gb[0] = host ? m->g_cur->block : backend_alloc(m, 1, S);
+    m->gb[1] = backend_alloc(m, 1, S);
+    ok = m->cur_b && m->gb[0] && m->gb[1];
   }
-  if (!m->cur || !m->g_cur || !m->g_tmp || !m->bstate || !m->ckpt || (m->K > 1 && !m->seg) || !m->act || !m->gact ||
-      !m->gmass || !m->gvol0 || !m->gE || !m->gnu || !m->has_auser || !m->gauser || (w->user_forces && (!m->fuser || !m->gfuser))) {
+#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                        \
+  CQI_IF(diff)(if (ok) {                                                                            \
+    m->gp_b.name = backend_alloc(m, (size_t)n, R);                                                 \
+    m->gp.name = m->gp_b.name ? host_mirror(m, m->gp_b.name, R * n) : NULL;                        \
+    ok = m->gp.name != NULL;                                                                        \
+  })
+  CQ_PARAM_FIELDS(CQI_ALLOC)
+#undef CQI_ALLOC
+  int f = 0;
+#define CQI_CTL(name, shape, doc)                                                                   \
+  if (ok && f > 0) {                                                                               \
+    memo_control* c = &m->ctl[f];                                                                   \
+    c->len = (long)n * (shape == CQ_SHAPE_VEC ? D : shape == CQ_SHAPE_MAT ? D * D : 1);             \
+    c->has = calloc(max_steps, 1);                                                                  \
+    c->grad_b = backend_alloc(m, (size_t)c->len, R);                                                \
+    c->grad = c->grad_b ? host_mirror(m, c->grad_b, R * c->len) : NULL;                             \
+    ok = c->has && c->grad;                                                                         \
+  }                                                                                                 \
+  f++;
+  CQ_CONTROL_FIELDS(CQI_CTL)
+#undef CQI_CTL
+  if (!ok) {
     cq_memo_free(m);
-    return cqi_fail(w, CQ_ERR_NOMEM, "out of memory for a memo of %d steps", max_steps), NULL;
+    return cqi_errorf(&w->err, CQ_ERR_NOMEM,
+                      "memo: out of memory for %d steps of %d particles (%ld stored states of %.3g MB; lower steps "
+                      "or set checkpoint_every)", max_steps, n, m->n_ckpt, S / 1e6), NULL;
   }
   m->seg_loaded = -1;
+  m->pos = -1;
   return m;
 }
 
 int cq_memo_begin(cq_memo* m, const cq_state* s0) {
-  if (s0->n != m->w->n || s0->dim != m->w->dim)
-    return cqi_fail(m->w, CQ_ERR_ARG, "memo:begin: state does not belong to this world");
+  if (s0->n != m->w->model.n || s0->dim != m->w->model.dim)
+    return cqi_errorf(&m->w->err, CQ_ERR_ARG, "memo:begin: the state does not belong to this world");
   cq_state_copy(m->cur, s0);
   m->sub0 = s0->substep;
   m->steps = 0;
   m->seg_loaded = -1;
   m->pos = -1;
+  m->generation = m->w->model.generation;
   return CQ_OK;
 }
 
 cq_state* cq_memo_state(cq_memo* m) { return m->cur; }
 int cq_memo_steps(const cq_memo* m) { return m->steps; }
-int cq_memo_stored_states(const cq_memo* m) { return m->n_ckpt + (m->K - 1); }
+int cq_memo_stored_states(const cq_memo* m) { return (int)(m->n_ckpt + (m->K - 1)); }
 const double* cq_memo_act(const cq_memo* m) { return m->act; }
 int cq_memo_position(const cq_memo* m) { return m->pos; }
 cq_state* cq_memo_grad(cq_memo* m) { return m->g_cur; }
@@ -132,110 +188,164 @@ cq_state* cq_memo_backward_state(cq_memo* m) { return m->bstate; }
 double* cq_memo_grad_act(cq_memo* m) { return m->gact; }
 
 void* cq_memo_grad_param(cq_memo* m, const char* name) {
-  if (!strcmp(name, "mass")) return m->gmass;
-  if (!strcmp(name, "vol0")) return m->gvol0;
-  if (!strcmp(name, "E")) return m->gE;
-  if (!strcmp(name, "nu")) return m->gnu;
-  cqi_fail(m->w, CQ_ERR_ARG, "no gradient for parameter '%s' (differentiable: mass, vol0, E, nu)", name);
+#define CQI_FIND(fname, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(if (strcmp(name, #fname) == 0) return m->gp.fname;)
+  CQ_PARAM_FIELDS(CQI_FIND)
+#undef CQI_FIND
+  cqi_errorf(&m->w->err, CQ_ERR_ARG, "no gradient for parameter '%s' (not differentiable)", name);
   return NULL;
 }
 
-/* Makes control step `step`'s actuation (and user force and stress) the world's current ones. */
-static void load_u(cq_memo* m, int step) {
+void* cq_memo_grad_control(cq_memo* m, const char* name) {
+  int f = 0;
+#define CQI_FIND(fname, shape, doc)                              \
+  if (f > 0 && strcmp(name, #fname) == 0) return m->ctl[f].grad; \
+  f++;
+  CQ_CONTROL_FIELDS(CQI_FIND)
+#undef CQI_FIND
+  return NULL;
+}
+
+/* The kernels' view of control step `step`'s recorded control. */
+static int load_control(cq_memo* m, int step, cq_ctl* ctl) {
   cq_world* w = m->w;
-  for (int a = 0; a < w->n_act; a++) w->ureal[a] = (cq_real)m->act[(long)step * w->n_act + a];
-  w->fuser = m->fuser ? m->fuser + (long)step * w->n * w->dim : NULL;
-  w->auser = m->has_auser[step] ? m->auser + (long)step * w->n * w->dim * w->dim : NULL;
+  int na = w->model.n_act;
+  for (int a = 0; a < na; a++) m->u_step[a] = (cq_real)m->act[(long)step * na + a];
+  const cq_real* rec[CQ_N_CONTROL_FIELDS] = {m->u_step};
+  for (int f = 1; f < CQ_N_CONTROL_FIELDS; f++)
+    rec[f] = m->ctl[f].rec && m->ctl[f].has[step] ? m->ctl[f].rec + (long)step * m->ctl[f].len : NULL;
+  return cqi_ctl_from_host(w, rec[0], rec[1], rec[2], ctl);
 }
 
-/* Clears the world's per-step user inputs (they point into this memo). */
-static void unload_u(cq_memo* m) {
-  m->w->fuser = NULL;
-  m->w->auser = NULL;
-}
-
-void* cq_memo_grad_force(cq_memo* m) { return m->gfuser; }
-void* cq_memo_grad_stress(cq_memo* m) { return m->gauser; }
-
-int cq_memo_step(cq_memo* m, const double* u) { return cq_memo_step_ext(m, u, NULL, NULL); }
-int cq_memo_step_force(cq_memo* m, const double* u, const double* force) {
-  return cq_memo_step_ext(m, u, force, NULL);
-}
-
-int cq_memo_step_ext(cq_memo* m, const double* u, const double* force, const double* stress) {
+/* Records control c (doubles, may be NULL) as control step `step`: checks it is finite, converts it. */
+static int record_control(cq_memo* m, const cq_control* c, int step) {
   cq_world* w = m->w;
-  if (m->steps >= m->max_steps)
-    return cqi_fail(w, CQ_ERR_STATE, "memo is full: it was created for %d steps", m->max_steps);
-  for (int a = 0; a < w->n_act; a++) {
-    double ua = u ? u[a] : 0;
-    if (!isfinite(ua)) return cqi_fail(w, CQ_ERR_ARG, "step %d: actuation %d is not finite (%g)", m->steps, a + 1, ua);
-    m->act[(long)m->steps * w->n_act + a] = ua;
+  int na = w->model.n_act;
+  cq_ctl staged; /* checks every field and converts it to working precision in the world's host staging */
+  int st = cqi_stage_control(w, c, step + 1, &staged);
+  if (st != CQ_OK) return st;
+  for (int a = 0; a < na; a++) m->act[(long)step * na + a] = c && c->u ? c->u[a] : 0;
+  const double* given[CQ_N_CONTROL_FIELDS] = {0};
+  const cq_real* host[CQ_N_CONTROL_FIELDS] = {0};
+  int f = 0;
+#define CQI_GIVEN(name, shape, doc) \
+  given[f] = c ? c->name : NULL;    \
+  host[f] = w->ctl.host_##name;     \
+  f++;
+  CQ_CONTROL_FIELDS(CQI_GIVEN)
+#undef CQI_GIVEN
+  for (f = 1; f < CQ_N_CONTROL_FIELDS; f++) {
+    memo_control* mc = &m->ctl[f];
+    mc->has[step] = given[f] != NULL;
+    if (!given[f]) continue;
+    if (!mc->rec && (size_t)m->max_steps > SIZE_MAX / sizeof(cq_real) / (size_t)mc->len / 2)
+      return cqi_errorf(&w->err, CQ_ERR_NOMEM, "memo: steps too large to record a control field");
+    if (!mc->rec && !(mc->rec = malloc(sizeof(cq_real) * (size_t)mc->len * m->max_steps)))
+      return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory recording a per-particle control for a memo of %d steps",
+                        m->max_steps);
+    memcpy(mc->rec + (long)step * mc->len, host[f], sizeof(cq_real) * mc->len);
   }
-  if (force && !m->fuser)
-    return cqi_fail(w, CQ_ERR_STATE, "memo: per-particle forces need cq_world_enable_user_forces before the memo");
-  if (m->fuser) {
-    cq_real* f = m->fuser + (long)m->steps * w->n * w->dim;
-    for (long i = 0; i < (long)w->n * w->dim; i++) {
-      if (force && !isfinite(force[i])) return cqi_fail(w, CQ_ERR_ARG, "step %d: force entry %ld is not finite", m->steps, i);
-      f[i] = force ? (cq_real)force[i] : 0;
-    }
-  }
-  m->has_auser[m->steps] = 0;
-  if (stress) {
-    long len = (long)w->n * w->dim * w->dim;
-    int st = cqi_check_stress(w, stress, m->steps);
-    if (st != CQ_OK) return st;
-    if (!m->auser && !(m->auser = malloc(sizeof(cq_real) * len * m->max_steps)))
-      return cqi_fail(w, CQ_ERR_NOMEM, "out of memory recording user stresses for a memo of %d steps", m->max_steps);
-    cq_real* a = m->auser + (long)m->steps * len;
-    for (long i = 0; i < len; i++) a[i] = (cq_real)stress[i];
-    m->has_auser[m->steps] = 1;
-  }
-  load_u(m, m->steps);
-  m->seg_loaded = -1;
-  for (int j = 0; j < m->b; j++) {
-    long r = (long)m->steps * m->b + j; /* substep relative to the initial state */
-    if (r % m->K == 0) memcpy(m->ckpt + (r / m->K) * m->len, m->cur->block, sizeof(cq_real) * m->len);
-    int st = cqi_substep(w, &m->cur->p, w->ureal, m->sub0 + r);
-    if (st != CQ_OK) return unload_u(m), st;
-    m->cur->substep = m->sub0 + r + 1;
-  }
-  unload_u(m);
-  m->steps++;
   return CQ_OK;
+}
+
+int cq_memo_step(cq_memo* m, const cq_control* c) {
+  cq_world* w = m->w;
+  cqi_backend* be = m->be;
+  if (m->steps >= m->max_steps)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "memo is full: it was created for %d steps", m->max_steps);
+  long step = m->steps + 1;
+  int st = cqi_prepare_step(w, step);
+  if (st == CQ_OK) st = record_control(m, c, m->steps);
+  cq_ctl ctl;
+  if (st == CQ_OK) st = load_control(m, m->steps, &ctl);
+  if (st != CQ_OK) return st;
+  size_t S = sizeof(cq_real) * m->len;
+  if ((st = be->ops->upload(be, m->cur_b, m->cur->block, S)) != CQ_OK) return st;
+  m->seg_loaded = -1;
+  cq_particles p = cqi_particles_view(m->cur_b, m->cur->n, m->cur->dim);
+  for (int j = 0; j < m->b && st == CQ_OK; j++) {
+    long r = (long)m->steps * m->b + j; /* substep relative to the initial state */
+    if (r % m->K == 0 && (st = be->ops->copy(be, m->ckpt + (r / m->K) * m->len, m->cur_b, S)) != CQ_OK) break;
+    /* one substep at a time: checkpoints fall between them */
+    long k = m->sub0 + r;
+    cqi_check bad = {CQ_CHECK_OK, -1, 0};
+    st = w->integ->substep(&w->sim, &p, &ctl, k, j == 0, &bad);
+    if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
+      int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
+      m->cur->substep = bad.after ? k + 1 : k;
+      return st2 != CQ_OK ? st2 : cqi_blowup(w, &bad, k, step, &m->cur->p);
+    }
+    m->cur->substep = k + 1;
+  }
+  int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
+  if (st != CQ_OK) return st;
+  if (st2 != CQ_OK) return st2;
+  m->steps++;
+  w->err.msg[0] = 0;
+  return CQ_OK;
+}
+
+/* Copies the backward results that callers read (parameter and control gradients) to their host mirrors. */
+static int download_grads(cq_memo* m) {
+  cqi_backend* be = m->be;
+  if (be->ops->host_memory) return CQ_OK;
+  int st = CQ_OK, n = m->w->model.n;
+#define CQI_DOWN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(if (st == CQ_OK) st = be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * n);)
+  CQ_PARAM_FIELDS(CQI_DOWN)
+#undef CQI_DOWN
+  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
+    st = be->ops->download(be, m->ctl[f].grad, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
+  return st;
 }
 
 int cq_memo_backward_begin(cq_memo* m) {
   cq_world* w = m->w;
-  if (m->steps == 0) return cqi_fail(w, CQ_ERR_STATE, "backward: nothing recorded (call step first)");
+  cqi_backend* be = m->be;
+  if (m->steps == 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: nothing recorded (call step first)");
+  if (m->generation != w->model.generation)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
+                      "this recording began; record again (memo:begin and steps) before backward");
+  int n = w->model.n, st = CQ_OK;
   memset(m->g_cur->block, 0, sizeof(cq_real) * m->len);
-  memset(m->gact, 0, sizeof(double) * m->max_steps * (w->n_act > 0 ? w->n_act : 1));
-  memset(m->gmass, 0, sizeof(cq_real) * w->n);
-  memset(m->gvol0, 0, sizeof(cq_real) * w->n);
-  memset(m->gE, 0, sizeof(cq_real) * w->n);
-  memset(m->gnu, 0, sizeof(cq_real) * w->n);
+  memset(m->gact, 0, sizeof(double) * m->max_steps * (w->model.n_act > 0 ? w->model.n_act : 1));
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(if (st == CQ_OK) st = be->ops->zero(be, m->gp_b.name, sizeof(cq_real) * n);)
+  CQ_PARAM_FIELDS(CQI_ZERO)
+#undef CQI_ZERO
+  if (st == CQ_OK) st = download_grads(m);
+  if (st != CQ_OK) return st;
   m->pos = m->steps;
   cq_state_copy(m->bstate, m->cur);
   return CQ_OK;
 }
 
-/* The state at relative substep r, recomputing its segment from the checkpoint if needed. */
+/* The state at relative substep r (B), recomputing its segment from the checkpoint if needed. */
 static cq_real* state_at(cq_memo* m, long r, int* status) {
-  int sg = (int)(r / m->K);
-  long i = r - (long)sg * m->K;
-  cq_real* c0 = m->ckpt + (long)sg * m->len;
+  cq_world* w = m->w;
+  cqi_backend* be = m->be;
+  long sg = r / m->K, i = r - sg * m->K;
+  cq_real* c0 = m->ckpt + sg * m->len;
   if (i == 0) return c0;
   if (m->seg_loaded != sg) { /* recompute substeps sg*K+1 .. of this segment */
-    long last = (long)sg * m->K + m->K - 1, N = (long)m->steps * m->b;
+    long last = sg * m->K + m->K - 1, N = (long)m->steps * m->b;
     if (last > N - 1) last = N - 1;
     cq_real* prev = c0;
-    for (long q = (long)sg * m->K + 1; q <= last; q++) {
-      cq_real* dst = m->seg + (q - (long)sg * m->K - 1) * m->len;
-      memcpy(dst, prev, sizeof(cq_real) * m->len);
-      cq_particles p = view_of(m, dst);
-      load_u(m, (int)((q - 1) / m->b));
-      *status = cqi_substep(m->w, &p, m->w->ureal, m->sub0 + q - 1);
-      if (*status != CQ_OK) return unload_u(m), NULL;
+    for (long q = sg * m->K + 1; q <= last; q++) {
+      cq_real* dst = m->seg + (q - sg * m->K - 1) * m->len;
+      cq_ctl ctl;
+      if ((*status = be->ops->copy(be, dst, prev, sizeof(cq_real) * m->len)) != CQ_OK) return NULL;
+      if ((*status = load_control(m, (int)((q - 1) / m->b), &ctl)) != CQ_OK) return NULL;
+      cq_particles p = cqi_particles_view(dst, w->model.n, w->model.dim);
+      cqi_check bad = {CQ_CHECK_OK, -1, 0};
+      *status = w->integ->substep(&w->sim, &p, &ctl, m->sub0 + q - 1, 0, &bad);
+      if (*status != CQ_OK) {
+        if (bad.check != CQ_CHECK_OK)
+          cqi_errorf(&w->err, CQ_ERR_STATE, "backward: recomputing substep %ld failed the %s check (particle %d); was "
+                     "the world changed after recording?", m->sub0 + q, cq_name(CQ_LIST_CHECK, bad.check, NULL),
+                     bad.particle + 1);
+        return NULL;
+      }
       prev = dst;
     }
     m->seg_loaded = sg;
@@ -245,32 +355,45 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
 
 int cq_memo_backward_step(cq_memo* m) {
   cq_world* w = m->w;
-  if (m->pos < 0) return cqi_fail(w, CQ_ERR_STATE, "backward_step: call backward_begin first");
-  if (m->pos == 0) return cqi_fail(w, CQ_ERR_STATE, "backward: already at step 0 (call backward_begin to restart)");
-  int k = m->pos - 1, st = CQ_OK;
-  if (m->gfuser) memset(m->gfuser, 0, sizeof(cq_real) * w->n * w->dim);
-  memset(m->gauser, 0, sizeof(cq_real) * w->n * w->dim * w->dim);
+  cqi_backend* be = m->be;
+  if (m->pos < 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward_step: call backward_begin first");
+  if (m->pos == 0)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: already back at the initial state (call backward_begin to restart)");
+  if (m->generation != w->model.generation)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
+                      "this recording began; record again before backward");
+  int k = m->pos - 1, st = CQ_OK, n = w->model.n, D = w->model.dim;
+  size_t S = sizeof(cq_real) * m->len;
+  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
+    st = be->ops->zero(be, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
+  if (st == CQ_OK) st = be->ops->upload(be, m->gb[0], m->g_cur->block, S); /* callers add dL/ds_k on the host */
+  if (st != CQ_OK) return st;
+  cq_ctl ctl;
+  cqi_adj_out out = {&m->gp_b, m->gact + (long)k * w->model.n_act, m->ctl[1].grad_b, m->ctl[2].grad_b};
+  int cur = 0; /* gb[cur] holds dL/d(state after the substep being undone) */
   for (long r = (long)(k + 1) * m->b - 1; r >= (long)k * m->b; r--) {
     cq_real* sblock = state_at(m, r, &st);
     if (!sblock) return st;
     /* the state after substep r: same segment, the next checkpoint, or the final state (no recompute) */
-    cq_real* nblock = r + 1 == (long)m->steps * m->b ? m->cur->block : state_at(m, r + 1, &st);
+    cq_real* nblock = r + 1 == (long)m->steps * m->b ? m->cur_b : state_at(m, r + 1, &st);
     if (!nblock) return st;
-    cq_particles s = view_of(m, sblock), s1 = view_of(m, nblock);
-    load_u(m, k);
-    st = cqi_substep_adj(w, &s, &s1, w->ureal, m->sub0 + r, &m->g_cur->p, &m->g_tmp->p, m->gmass, m->gvol0,
-                         m->gE, m->gnu, m->gact + (long)k * w->n_act, m->gfuser, m->gauser);
-    if (st != CQ_OK) return unload_u(m), st;
-    cq_state* t = m->g_cur;
-    m->g_cur = m->g_tmp;
-    m->g_tmp = t;
+    if ((st = load_control(m, k, &ctl)) != CQ_OK) return st;
+    cq_particles s = cqi_particles_view(sblock, n, D), s1 = cqi_particles_view(nblock, n, D);
+    cq_particles g1 = cqi_particles_view(m->gb[cur], n, D), g0 = cqi_particles_view(m->gb[1 - cur], n, D);
+    st = w->integ->substep_adj(&w->sim, &s, &s1, &ctl, m->sub0 + r, &g1, &g0, &out);
+    if (st != CQ_OK) return st;
+    cur = 1 - cur;
     if (r == (long)k * m->b) {
-      memcpy(m->bstate->block, sblock, sizeof(cq_real) * m->len);
+      if ((st = be->ops->download(be, m->bstate->block, sblock, S)) != CQ_OK) return st;
       m->bstate->substep = m->sub0 + r;
     }
   }
+  /* the result must be in g_cur, whose address callers hold */
+  st = be->ops->host_memory ? be->ops->copy(be, m->g_cur->block, m->gb[cur], S)
+                            : be->ops->download(be, m->g_cur->block, m->gb[cur], S);
+  if (st == CQ_OK) st = download_grads(m);
+  if (st != CQ_OK) return st;
   m->pos = k;
-  unload_u(m);
   return CQ_OK;
 }
 

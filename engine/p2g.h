@@ -28,7 +28,7 @@ CQ_HD void CQ_D(p2g_cache_io)(CQ_D(cqi_p2g) * q, cq_real* cache, int n, int p, i
 }
 
 /* Loads particle p and computes its stresses, or reads them from cache when cache_in is non-NULL. */
-CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
+CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
                           CQ_D(cqi_p2g) * q, const cq_real* cache_in) {
   int n = s->n;
   for (int a = 0; a < D; a++) {
@@ -43,18 +43,18 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   q->vol0 = m->vol0[p];
   q->act = m->act_id[p];
   q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
-  cq_real ua = q->act >= 0 ? u[q->act] : 0;
-  q->actuated = q->act_kind == CQ_ACT_STRESS || m->auser;
+  cq_real ua = q->act >= 0 ? ctl->u[q->act] : 0;
+  q->actuated = q->act_kind == CQ_ACT_STRESS || ctl->stress;
   for (int a = 0; a < D; a++) {
-    q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (m->fext ? m->fext[a * n + p] : 0);
-    for (int b = 0; b < D; b++) q->A[a][b] = m->auser ? m->auser[(a * D + b) * n + p] : 0;
+    q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (ctl->force ? ctl->force[a * n + p] : 0);
+    for (int b = 0; b < D; b++) q->A[a][b] = ctl->stress ? ctl->stress[(a * D + b) * n + p] : 0;
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * m->act_axis[a * n + p];
   }
   if (cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
     return;
   }
-  CQ_D(material_P)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q->F, q->P);
+  CQ_D(material_P)(m, p, q->F, q->P);
   CQ_D(mmt)(q->P, q->F, q->tau);
   if (q->actuated) { /* tau += F A F^T (eq. 15; A = diag(u axis) for a stress actuator, plus a user tensor) */
     cq_real FA[D][D];
@@ -73,10 +73,10 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
 
 /* Forward: scatter mass and momentum of particle p into grid (stride D+1: momentum[D], mass). The caller makes sure
  * no other thread writes the same nodes at the same time. cache_out (may be NULL) receives the stresses. */
-CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
+CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
                      cq_real* grid, cq_real* cache_out) {
   CQ_D(cqi_p2g) q;
-  CQ_D(p2g_load)(c, s, m, u, p, &q, NULL);
+  CQ_D(p2g_load)(c, s, m, ctl, p, &q, NULL);
   if (cache_out) CQ_D(p2g_cache_io)(&q, cache_out, s->n, p, 1);
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, q.x, &st);
@@ -97,16 +97,16 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
 
 /* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p. cache (may be NULL) holds
  * the stresses stored by p2g of the same state.
- * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F, adds to the parameter gradients
- * (gmass, gvol0, gE, gnu) and writes the particle's actuation gradient gact[p] (dL/du of its actuator) and, when
- * gfext is non-NULL, dL/d(extra particle force) into gfext ([D][n]). With a user stress (m->auser) it adds
- * dL/dA_p = F^T gtau F into gauser ([D*D][n], accumulated over the substeps of a control step) when non-NULL. */
-CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* u, int p,
-                         const cq_real* adj, cq_particles* gs, cq_real* gmass, cq_real* gvol0, cq_real* gE,
-                         cq_real* gnu, cq_real* gact, cq_real* gfext, cq_real* gauser, const cq_real* cache) {
+ * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F and to the parameter gradients gp, writes the
+ * particle's actuation gradient gc->u[p] (dL/du of its actuator) and, when gc->force is non-NULL, dL/d(extra
+ * particle force) into gc->force ([D][n]). With a user stress (ctl->stress) it adds dL/dA_p = F^T gtau F into
+ * gc->stress ([D*D][n], accumulated over the substeps of a control step) when non-NULL. */
+CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
+                         const cq_real* adj, cq_particles* gs, const cq_param_grads* gp, const cq_ctl_grads* gc,
+                         const cq_real* cache) {
   int n = s->n;
   CQ_D(cqi_p2g) q;
-  CQ_D(p2g_load)(c, s, m, u, p, &q, cache);
+  CQ_D(p2g_load)(c, s, m, ctl, p, &q, cache);
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};
@@ -142,7 +142,11 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
       gm += gG[a][b] * q.Cm[a][b];
       gtau[a][b] = k * q.vol0 * gG[a][b];
     }
-  gvol0[p] += k * CQ_D(ddot)(gG, q.tau);
+  cq_pgrad g; /* this particle's parameter gradients, added to gp at the end */
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(g.name = 0;)
+  CQ_PARAM_FIELDS(CQI_ZERO)
+#undef CQI_ZERO
+  g.vol0 = k * CQ_D(ddot)(gG, q.tau);
   /* tau = P F^T (+ F A F^T): gP = gtau F, gF += gtau^T P */
   cq_real gP[D][D], gF[D][D];
   CQ_D(mm)(gtau, q.F, gP);
@@ -164,15 +168,18 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     CQ_D(mm)(t1, q.F, gA);
     if (q.act_kind == CQ_ACT_STRESS) /* A_dd = u axis_d: dL/du = sum_d (dL/dA)_dd axis_d */
       for (int d = 0; d < D; d++) ga += gA[d][d] * m->act_axis[d * n + p];
-    if (gauser && m->auser)
+    if (gc->stress && ctl->stress)
       for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) gauser[(i * D + j) * n + p] += gA[i][j];
+        for (int j = 0; j < D; j++) gc->stress[(i * D + j) * n + p] += gA[i][j];
   }
-  gact[p] = ga;
-  if (gfext)
-    for (int a = 0; a < D; a++) gfext[a * n + p] = gf[a];
-  CQ_D(material_P_vjp)(m->material[p], m->E[p], m->nu[p], m->inc_p[p], q.F, gP, gF, &gE[p], &gnu[p]);
-  gmass[p] += gm;
+  gc->u[p] = ga;
+  if (gc->force)
+    for (int a = 0; a < D; a++) gc->force[a * n + p] = gf[a];
+  CQ_D(material_P_vjp)(m, p, q.F, gP, gF, &g);
+  g.mass = gm;
+#define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
+  CQ_PARAM_FIELDS(CQI_ACCUMULATE)
+#undef CQI_ACCUMULATE
   for (int a = 0; a < D; a++) {
     gs->x[a * n + p] += gx[a];
     gs->v[a * n + p] = gv[a];

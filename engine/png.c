@@ -1,6 +1,7 @@
 /* png.c: PNG files for frames and image assets, via stb_image_write / stb_image; linked into the cqlua host. */
 
 #include <stdlib.h>
+#include "png.h"
 
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION

@@ -68,6 +68,18 @@ CQ_HD cq_real CQ_D(inv_t)(const cq_real A[D][D], cq_real out[D][D]) {
   return J;
 }
 
+/* Pieces of d(F^{-T}) = -F^{-T} dF^T F^{-T} that the materials' adjoints share: A = F^{-T}, AgA = A gP^T A and
+ * *gA = gP : A; returns J = det F. */
+CQ_HD cq_real CQ_D(inv_t_adj_parts)(const cq_real F[D][D], const cq_real gP[D][D], cq_real A[D][D],
+                                    cq_real AgA[D][D], cq_real* gA) {
+  cq_real tmp[D][D];
+  cq_real J = CQ_D(inv_t)(F, A);
+  CQ_D(mmt)(A, gP, tmp);
+  CQ_D(mm)(tmp, A, AgA);
+  *gA = CQ_D(ddot)(gP, A);
+  return J;
+}
+
 /* Polar decomposition F = R S (R rotation, S symmetric). 2D: closed form; 3D: scaled Newton iteration
  * X <- (g X + X^{-T}/g)/2, which converges quadratically to the orthogonal factor. */
 CQ_HD void CQ_D(polar)(const cq_real F[D][D], cq_real R[D][D], cq_real S[D][D]) {

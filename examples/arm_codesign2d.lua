@@ -38,19 +38,19 @@ local reach, still = O.distance_to_target(goal, tip), O.final_velocity()
 
 -- One design run: SLSQP over u (T x 4 in [-1, 1]) and, when codesign, E / E0 per particle in [0.3, 4].
 local function optimize(name, codesign, stiffness)
-  local ctl = cq.control.open_loop { steps = T, outputs = 4, init = 0 }
+  local ctl = cq.open_loop { steps = T, outputs = 4, init = 0 }
   local u = ctl.params[1]
-  local e = cq.tape.param(n, stiffness)
+  local e = cq.param { n = n, init = stiffness }
   local run = cq.rollout { world = world, steps = T, controller = ctl, final = reach }
   local params, bounds = { u }, { [u] = { -1, 1 } }
   if codesign then params[2], bounds[e] = e, { 0.3, 4 } end
   local last = {}
-  local log = cq.log.new("arm_codesign2d_" .. name, { "iteration", "loss", "distance", "velocity2", "grad_norm", "seconds" })
+  local log = cq.log { name = "arm_codesign2d_" .. name, columns = { "iteration", "loss", "distance", "velocity2", "grad_norm", "seconds" } }
   local evals = 0
   -- A constraint term(s_T) - tol <= 0: one forward with that final term, and a backward when nlopt wants the gradient.
   local function constraint(term, tol, field)
     return { fn = function(need_grad)
-      for p = 0, n - 1 do world.params.E[p] = E0 * e.v[p] end
+      world:fill("E", function(p) return E0 * e.v[p - 1] end)
       run.final = term
       local value = run:forward(s0)
       if need_grad then
@@ -61,12 +61,12 @@ local function optimize(name, codesign, stiffness)
       if field == "v2" then -- the last call at each point (nlopt evaluates the objective, then the constraints)
         evals = evals + 1
         log:iteration(evals, maxeval, { loss = last.cost, distance = math.sqrt(last.d2), velocity2 = value,
-          grad_norm = cq.log.grad_norm(params) })
+          grad_norm = cq.grad_norm(params) })
       end
       return value - tol
     end, tol = 1e-10 }
   end
-  local opt = cq.optim.nlopt { algorithm = "slsqp", params = params, bounds = bounds, maxeval = maxeval, xtol_rel = 1e-6,
+  local opt = cq.nlopt { algorithm = "slsqp", params = params, bounds = bounds, maxeval = maxeval, xtol_rel = 1e-6,
     objective = function(need_grad) -- actuation cost sum u^T u dt (analytic: no simulation needed)
       local c = 0
       for i = 0, u.n - 1 do c = c + u.v[i] ^ 2 * dt; if need_grad then u.g[i] = 2 * u.v[i] * dt end end
@@ -77,7 +77,7 @@ local function optimize(name, codesign, stiffness)
   }
   local cost, result = opt:run()
   -- Evaluate the final point: distance and rest.
-  for p = 0, n - 1 do world.params.E[p] = E0 * e.v[p] end
+  world:fill("E", function(p) return E0 * e.v[p - 1] end)
   run.final = reach
   local d = math.sqrt(run:forward(s0))
   local traj = run:trajectory()

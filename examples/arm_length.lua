@@ -17,15 +17,14 @@ local tip = {}                                            -- the top row of part
 for _, p in ipairs(arm.particles) do if rest:get("x", p)[2] > y0 + L0 - h then tip[#tip + 1] = p end end
 
 -- The design: the arm's length is scale * L0; rest positions stretch about the base, mass and volume with them.
-local scale = cq.tape.param(1, { 1 })
+local scale = cq.param { n = 1, init = { 1 } }
 local vol0, mass = {}, {}
 for p = 0, n - 1 do vol0[p], mass[p] = world.params.vol0[p], world.params.mass[p] end
 local function build(s)
   local s0 = rest:copy()
-  for p = 0, n - 1 do
-    s0.x[n + p] = y0 + s * (rest.x[n + p] - y0)
-    world.params.vol0[p], world.params.mass[p] = s * vol0[p], s * mass[p]
-  end
+  for p = 0, n - 1 do s0.x[n + p] = y0 + s * (rest.x[n + p] - y0) end
+  world:fill("vol0", function(p) return s * vol0[p - 1] end)
+  world:fill("mass", function(p) return s * mass[p - 1] end)
   return s0
 end
 
@@ -36,9 +35,9 @@ local function distance2(state)
 end
 
 -- beta2 = 0.9: the step follows the recent gradient scale, which shrinks by 100x on the way to the target.
-local opt = cq.optim.adam { params = { scale }, lr = 0.1, beta2 = 0.9, bounds = { [scale] = { 0.5, 3 } } }
-local traj = cq.trajectory.new { world = world, steps = steps }
-local log = cq.log.new("arm_length", { "iteration", "loss", "distance", "length", "grad_norm", "seconds" })
+local opt = cq.adam { params = { scale }, lr = 0.1, beta2 = 0.9, bounds = { [scale] = { 0.5, 3 } } }
+local traj = cq.trajectory { world = world, steps = steps }
+local log = cq.log { name = "arm_length", columns = { "iteration", "loss", "distance", "length", "grad_norm", "seconds" } }
 for it = 1, iters do
   local s = scale.v[0]
   memo:begin(build(s))

@@ -15,13 +15,13 @@ local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = 0.01, subste
 local n, mass0 = world.n, {}
 for _, p in ipairs(A.particles) do mass0[p] = world.params.mass[p - 1] end
 
-local density = cq.tape.param(1, 1)                          -- relative density of ball A, initial guess 1
+local density = cq.param { n = 1, init = 1 }                          -- relative density of ball A, initial guess 1
 local memo = world:memo { steps = steps }
-local traj = cq.trajectory.new { world = world, steps = steps }
-local opt = cq.optim.adam { params = { density }, lr = 0.2, bounds = { [density] = { 0.1, 10 } } }
-local log = cq.log.new("billiards_density", { "iteration", "loss", "distance", "density", "grad_norm", "seconds" })
+local traj = cq.trajectory { world = world, steps = steps }
+local opt = cq.adam { params = { density }, lr = 0.2, bounds = { [density] = { 0.1, 10 } } }
+local log = cq.log { name = "billiards_density", columns = { "iteration", "loss", "distance", "density", "grad_norm", "seconds" } }
 for it = 1, iters do
-  for _, p in ipairs(A.particles) do world.params.mass[p - 1] = density.v[0] * mass0[p] end
+  world:fill("mass", function(p) return density.v[0] * mass0[p] end, A.first, A.last)
   memo:begin(s0)
   traj:record_state(0, memo.state)
   for k = 1, steps do memo:step() traj:record_state(k, memo.state) end

@@ -23,16 +23,16 @@ local world, s0 = robot:world { res = { 400, 64 }, dx = 1 / 64, dt = dt, substep
 -- Centroid observer over the 8 blocks (positions relative to the body, velocities, a 4-phase clock), MLP 64-64 (ReLU, tanh output).
 local group_idx = {}
 for i, g in ipairs(groups) do group_idx[i] = g.particles end
-local observer = cq.control.centroid_observer { groups = group_idx, fields = { "x", "v" }, relative = true,
+local observer = cq.centroid_observer { groups = group_idx, fields = { "x", "v" }, relative = true,
   clock = { waves = 4, period = 25 } }
-local controller = cq.control.mlp { inputs = observer.size(2), outputs = 4, hidden = { 64, 64 }, activation = "relu" }
+local controller = cq.mlp { inputs = observer.size(2), outputs = 4, hidden = { 64, 64 }, activation = "relu" }
 local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, observer = observer, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-8 } } }
-local opt = cq.optim.adam { params = controller.params, lr = lr, clip_norm = 1 }
-local best = cq.optim.keep_best(controller.params)                  -- the gait that walked farthest
+local opt = cq.adam { params = controller.params, lr = lr, clip_norm = 1 }
+local best = cq.keep_best { params = controller.params }                  -- the gait that walked farthest
 
-local log = require("cq.log").new("biped2d", { "iteration", "loss", "distance", "grad_norm", "seconds" })
+local log = cq.log { name = "biped2d", columns = { "iteration", "loss", "distance", "grad_norm", "seconds" } }
 local x0 = s0:mean("x")[1]
 for it = 1, iters do
   local loss = run:forward(s0)

@@ -29,19 +29,19 @@ local world, s0 = robot:world { res = { 400, 64 }, dx = 1 / 64, dt = dt, substep
   threads = 2, walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
 
 -- Open loop: u in [0.5, 1] per cable and step (1 = rest length, just taut; 0.5 = pulled in by half).
-local controller = cq.control.open_loop { steps = T, outputs = 2, init = 0.9 }
+local controller = cq.open_loop { steps = T, outputs = 2, init = 0.9 }
 local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-6 } } }
-local opt = cq.optim.adam { params = controller.params, lr = 2e-2, bounds = { [controller.params[1]] = { 0.5, 1 } } }
+local opt = cq.adam { params = controller.params, lr = 2e-2, bounds = { [controller.params[1]] = { 0.5, 1 } } }
 
-local log = cq.log.new("cable_biped2d", { "iteration", "loss", "distance", "grad_norm", "seconds" })
+local log = cq.log { name = "cable_biped2d", columns = { "iteration", "loss", "distance", "grad_norm", "seconds" } }
 local x0 = s0:mean("x")[1]
 for it = 1, iters do
   local loss = run:forward(s0)
   run:backward()
   log:iteration(it, iters, { loss = loss, distance = run.memo.state:mean("x")[1] - x0,
-    grad_norm = cq.log.grad_norm(controller.params) })
+    grad_norm = cq.grad_norm(controller.params) })
   if it < iters then opt:step() end
 end
 print(string.format("cable_biped2d: walked %.3f forward in %g s (first iteration %.3f)", log.last.distance, T * dt,

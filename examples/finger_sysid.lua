@@ -27,14 +27,16 @@ local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = dt, substeps
 local n, vol0 = world.n, world.params.vol0
 
 local function set_material(E, mass, nu)
-  for p = 0, n - 1 do world.params.E[p], world.params.mass[p], world.params.nu[p] = E, mass * vol0[p], nu end
+  world:fill("E", E)
+  world:fill("mass", function(p) return mass * vol0[p - 1] end)
+  world:fill("nu", nu)
 end
 
 -- 10 actuation sequences: the left cable pulls in by 10-30% with different rhythms, the right one stays slack.
 local sequences = {}
 for j = 1, nseq do
   local depth, omega, phase = 0.1 + 0.2 * (j - 1) / math.max(1, nseq - 1), 2 + j % 4, 0.3 * j
-  sequences[j] = cq.control.open_loop { steps = T, outputs = 2, init = function(i)
+  sequences[j] = cq.open_loop { steps = T, outputs = 2, init = function(i)
     local k, cable = math.floor((i - 1) / 2), (i - 1) % 2
     if cable == 1 then return 1.1 end
     return 1 - depth * (0.5 - 0.5 * math.cos(omega * k * dt + phase * math.min(1, k * dt)))
@@ -76,10 +78,10 @@ end
 -- scales precondition the step: nu's scale is twice its value so its weak gradient (the loss mostly sees E / (1 -
 -- nu^2) and the mass) still moves it; bounds keep nu below 0.5.
 local scale = { 20, 3, 0.6 }
-local theta = cq.tape.param(3, { start.E / scale[1], start.mass / scale[2], start.nu / scale[3] })
-local opt = cq.optim.sgd { params = { theta }, lr = 100, momentum = 0.5,
+local theta = cq.param { n = 3, init = { start.E / scale[1], start.mass / scale[2], start.nu / scale[3] } }
+local opt = cq.sgd { params = { theta }, lr = 100, momentum = 0.5,
   bounds = { [theta] = { { 0.1, 0.1, 0 }, { 5, 5, 0.49 / scale[3] } } } }
-local log = cq.log.new("finger_sysid", { "iteration", "loss", "E", "mass", "nu", "grad_norm", "seconds" })
+local log = cq.log { name = "finger_sysid", columns = { "iteration", "loss", "E", "mass", "nu", "grad_norm", "seconds" } }
 local weight = 1 / (T * #tracked)
 local order = {}
 for i = 1, #data do order[i] = i end
@@ -103,7 +105,7 @@ for epoch = 1, epochs do
     theta.g[0], theta.g[1], theta.g[2] = gE * scale[1], gm * scale[2], gnu * scale[3]
     it = it + 1
     sum = sum + loss
-    log:iteration(it, total, { loss = loss, E = E, mass = mass, nu = nu, grad_norm = cq.log.grad_norm { theta } })
+    log:iteration(it, total, { loss = loss, E = E, mass = mass, nu = nu, grad_norm = cq.grad_norm { theta } })
     opt:step()
   end
 end

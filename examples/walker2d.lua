@@ -21,7 +21,7 @@ for k, x in ipairs { 0.0, 0.05, 0.2, 0.25 } do rect(x, 0.0, 0.05, 0.1, k - 1) en
 -- World: mu = lambda = 10 (as diffmpm.py), mass = volume = 1, fixed corotated, vertical stress actuators of
 -- strength 4. Walls and floor: no slip while in contact, free to separate (diffmpm's boundary within 3 cells).
 local world = cq.world { dim = 2, res = { 128, 128 }, dx = dx, dt = 1e-3, gravity = { 0, -3.8 }, n = #pts,
-  actuators = 4, precision = precision, threads = threads,
+  n_actuators = 4, precision = precision, threads = threads,
   walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
 world:fill("material", "corotated")
 world:fill_lame(10, 10)
@@ -76,7 +76,7 @@ end
 local clock = require "cq.clock"
 print(string.format("walker2d: %d particles, %d steps, %s, %d threads", world.n, steps, precision, threads))
 local first, last, total, rest = nil, nil, 0, 0
-local traj = cq.trajectory.new { world = world, steps = steps } -- positions of the last iteration's motion
+local traj = cq.trajectory { world = world, steps = steps } -- positions of the last iteration's motion
 for it = 1, iters do
   local t0 = clock.now()
   local loss, gW, gb = loss_and_grad(it == iters and traj or nil)

@@ -96,7 +96,7 @@ describe("B (2D colliding billiards)", function()
       local s = w:state()
       for p = 1, n do
         s:set("x", p, pts[p])
-        if ball[p] == 1 then s:set("v", p, { vx, 0.05 }); w.params.mass[p - 1] = dens * (dx / 2) ^ 2 end
+        if ball[p] == 1 then s:set("v", p, { vx, 0.05 }); w:fill("mass", dens * (dx / 2) ^ 2, p, p) end
       end
       memo:begin(s)
       for _ = 1, T do memo:step() end
@@ -137,7 +137,7 @@ describe("C (2D finger, one controller parameter used at every step)", function(
     for i = 0, 7 do for j = 0, 31 do pts[#pts + 1] = { 0.45 + (i + 0.5) * dx / 2, 3 * dx + (j + 0.5) * dx / 2 } end end
     local n = #pts
     local w = cq.world { dim = 2, res = { 64, 64 }, dx = dx, dt = 1e-3, substeps = 2, gravity = { 0, -1 }, n = n,
-      actuators = 2, precision = "f64", threads = 2, walls = { floor = { type = "sticky", thickness = 4 } } }
+      n_actuators = 2, precision = "f64", threads = 2, walls = { floor = { type = "sticky", thickness = 4 } } }
     w:fill("E", 30); w:fill("nu", 0.3); w:fill("mass", (dx / 2) ^ 2); w:fill("vol0", (dx / 2) ^ 2)
     w:fill("act_axis", { 0, 1 })
     w:fill("act_id", function(p) return (p - 1) < n / 2 and 0 or 1 end)

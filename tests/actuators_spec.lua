@@ -38,7 +38,7 @@ describe("cable actuator", function()
 
   it("gradients of the tip position w.r.t. an open-loop cable actuation sequence match central differences", function()
     local w, s0, tip = finger {}
-    local ctl = cq.control.open_loop { steps = 40, outputs = 2, init = 0.6 }
+    local ctl = cq.open_loop { steps = 40, outputs = 2, init = 0.6 }
     for i = 0, ctl.params[1].n - 1 do ctl.params[1].v[i] = 0.5 + 0.3 * G.prand(i, 3) end
     local R = cq.rollout { world = w, steps = 40, controller = ctl,
       final = function(t, s) local c = t:centroid(s, "x", tip) return t:add(t:index(c, 1), t:scale(t:index(c, 2), 0.5)) end }
@@ -87,13 +87,11 @@ describe("actuator written in Lua (seed 000 Listing 3)", function()
     end
     -- a world with 2 (unused) engine actuators carries the controller's 2 outputs to the Lua actuator
     local r = cq.robot { dim = 2 }
-    local obs = cq.control.centroid_observer { groups = { tip }, fields = { "x", "v" } }
-    local ctl = cq.control.mlp { inputs = 4, outputs = 2, hidden = { 6 }, activation = "tanh", seed = 2, scale = 2 }
+    local obs = cq.centroid_observer { groups = { tip }, fields = { "x", "v" } }
+    local ctl = cq.mlp { inputs = 4, outputs = 2, hidden = { 6 }, activation = "tanh", seed = 2, scale = 2 }
     local w2 = cq.world { dim = 2, res = { 64, 64 }, dx = 1 / 64, dt = 2e-3, substeps = 2, gravity = { 0, -1 }, n = n,
-      actuators = 2, precision = "f64", threads = 2, walls = { floor = { type = "sticky", thickness = 3 } } }
-    for _, name in ipairs { "mass", "vol0", "E", "nu", "material" } do
-      for p = 0, n - 1 do w2.params[name][p] = w.params[name][p] end
-    end
+      n_actuators = 2, precision = "f64", threads = 2, walls = { floor = { type = "sticky", thickness = 3 } } }
+    for _, name in ipairs { "mass", "vol0", "E", "nu", "material" } do w2:fill(name, w.params[name]) end
     w2:commit()
     local R = cq.rollout { world = w2, steps = 40, controller = ctl, observer = obs, actuator = actuator,
       final = function(t, s) return t:index(t:centroid(s, "x", tip), 1) end }
@@ -115,16 +113,14 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
   -- reach the Lua actuator) or, with `pressure`, actuator 1 a built-in stress actuator on the particles `pressure`.
   local function copy_world(w, actuators, pressure, axis)
     local w2 = cq.world { dim = 2, res = { 64, 64 }, dx = 1 / 64, dt = 2e-3, substeps = 2, gravity = { 0, -1 },
-      n = w.n, actuators = actuators, precision = "f64", threads = 2,
+      n = w.n, n_actuators = actuators, precision = "f64", threads = 2,
       walls = { floor = { type = "sticky", thickness = 3 } } }
-    for _, name in ipairs { "mass", "vol0", "E", "nu", "material" } do
-      for p = 0, w.n - 1 do w2.params[name][p] = w.params[name][p] end
-    end
+    for _, name in ipairs { "mass", "vol0", "E", "nu", "material" } do w2:fill(name, w.params[name]) end
     if pressure then
       w2:set_actuator(1, "stress")
       for _, p in ipairs(pressure) do
-        w2.params.act_id[p - 1] = 0
-        for a = 1, D do w2.params.act_axis[(a - 1) * w.n + p - 1] = axis[a] end
+        w2:fill("act_id", 0, p, p)
+        w2:fill("act_axis", axis, p, p)
       end
     end
     return w2:commit()
@@ -193,8 +189,8 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
     local w2 = copy_world(w, 2)
     local s2 = w2:state()
     s2:copy_from(s0)
-    local obs = cq.control.centroid_observer { groups = { tip }, fields = { "x", "v" } }
-    local ctl = cq.control.mlp { inputs = 4, outputs = 2, hidden = { 6 }, activation = "tanh", seed = 3, scale = 2 }
+    local obs = cq.centroid_observer { groups = { tip }, fields = { "x", "v" } }
+    local ctl = cq.mlp { inputs = 4, outputs = 2, hidden = { 6 }, activation = "tanh", seed = 3, scale = 2 }
     local R = cq.rollout { world = w2, steps = 40, controller = ctl, observer = obs,
       actuator = stress_actuator(n, idx), checkpoint_every = 1,
       final = function(t, s) local ce = t:centroid(s, "x", tip) return t:add(t:index(ce, 1), t:scale(t:index(ce, 2), 0.3)) end }
@@ -227,7 +223,7 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
     local s2 = w2:state()
     s2:copy_from(s0)
     local function run(ck)
-      local ctl = cq.control.open_loop { steps = 40, outputs = 2, init = 0.5 }
+      local ctl = cq.open_loop { steps = 40, outputs = 2, init = 0.5 }
       for i = 0, ctl.params[1].n - 1 do ctl.params[1].v[i] = 0.5 + 0.4 * G.prand(i, 8) end
       local R = cq.rollout { world = w2, steps = 40, controller = ctl, actuator = stress_actuator(n, idx),
         checkpoint_every = ck, final = function(t, s) return t:index(t:centroid(s, "x", tip), 1) end }
@@ -266,7 +262,7 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
     su:copy_from(s0)
     local final = function(t, s) local ce = t:centroid(s, "x", tip) return t:add(t:index(ce, 1), t:index(ce, 2)) end
     local function make(world, actuator)
-      local ctl = cq.control.open_loop { steps = 40, outputs = 1, init = 0 }
+      local ctl = cq.open_loop { steps = 40, outputs = 1, init = 0 }
       for i = 0, ctl.params[1].n - 1 do ctl.params[1].v[i] = 0.8 * G.prand(i, 11) end
       return cq.rollout { world = world, steps = 40, controller = ctl, actuator = actuator, final = final,
         checkpoint_every = 1 }, ctl
@@ -363,7 +359,7 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
     local w2 = copy_world(w, 1)
     local s2 = w2:state()
     s2:copy_from(s0)
-    local R = cq.rollout { world = w2, steps = 2, controller = cq.control.open_loop { steps = 2, outputs = 1 },
+    local R = cq.rollout { world = w2, steps = 2, controller = cq.open_loop { steps = 2, outputs = 1 },
       actuator = function(t) return t:const(3 * n) end, final = function(t, s) return t:index(t:centroid(s, "x", tip), 1) end }
     local ok, err = pcall(R.forward, R, s2)
     print("  " .. tostring(err))
@@ -375,6 +371,6 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
     ok, err = pcall(w2.step, w2, s2, { 0 }, nil, bad)
     print("  " .. tostring(err))
     assert.is_false(ok)
-    assert.is_truthy(err:find("user stress entry " .. (2 * n + 5) .. " (particle 6, component 3) is not finite", 1, true))
+    assert.is_truthy(err:find("step 1: stress of particle 6, entry (2, 1) is not finite", 1, true))
   end)
 end)

@@ -91,9 +91,9 @@ describe("co-design gradients through the closed loop", function()
     local an, base = 0, {}
     for p = 0, w.n - 1 do base[p] = w.params.E[p]; an = an + m.grad_params.E[p] * G.prand(p, 11) * base[p] end
     local fd = G.derivative(function(h)
-      for p = 0, w.n - 1 do w.params.E[p] = base[p] * (1 + h * G.prand(p, 11)) end
+      w:fill("E", function(p) return base[p - 1] * (1 + h * G.prand(p - 1, 11)) end)
       local L = R:forward(s0)
-      for p = 0, w.n - 1 do w.params.E[p] = base[p] end
+      w:fill("E", function(p) return base[p - 1] end)
       return L
     end, 1e-5)
     local rel = math.abs(an - fd) / math.abs(fd)

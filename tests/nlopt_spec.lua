@@ -1,4 +1,4 @@
--- cq.optim.nlopt (libnlopt through the FFI): analytic optima of unconstrained, bounded and constrained problems,
+-- cq.nlopt (libnlopt through the FFI): analytic optima of unconstrained, bounded and constrained problems,
 -- an open-loop actuation fitted through a differentiable rollout, and the error messages.
 local cq = require "cq"
 local tape = require "cq.tape"
@@ -25,14 +25,14 @@ local function quadratic(c)
   return p, f, linear
 end
 
-describe("cq.optim.nlopt", function()
+describe("cq.nlopt", function()
   it("reports the nlopt version", function()
-    assert.matches("^%d+%.%d+%.%d+$", cq.nlopt.version())
+    assert.matches("^%d+%.%d+%.%d+$", require("cq.nlopt").version())
   end)
 
   it("L-BFGS reaches the Rosenbrock minimum (1, 1) within 1e-6", function()
     local px, py, f = rosenbrock()
-    local opt = cq.optim.nlopt { algorithm = "lbfgs", params = { px, py }, objective = f, maxeval = 500,
+    local opt = cq.nlopt { algorithm = "lbfgs", params = { px, py }, objective = f, maxeval = 500,
       ftol_rel = 1e-15, xtol_rel = 1e-12 }
     local loss, result, evals = opt:run()
     print(string.format("  rosenbrock: x = (%.12f, %.12f), f = %.2e, %s after %d evaluations", px.v[0], py.v[0],
@@ -46,7 +46,7 @@ describe("cq.optim.nlopt", function()
   it("SLSQP: min |x|^2 subject to x1 + x2 = 1 gives (0.5, 0.5)", function()
     local p, f, linear = quadratic { 0, 0 }
     p.v[0], p.v[1] = 2, -3
-    local opt = cq.optim.nlopt { algorithm = "slsqp", params = { p }, objective = f, maxeval = 100,
+    local opt = cq.nlopt { algorithm = "slsqp", params = { p }, objective = f, maxeval = 100,
       equality = { { fn = linear({ 1, 1 }, 1), tol = 1e-10 } }, ftol_rel = 1e-14, xtol_rel = 1e-12 }
     local loss, result, evals = opt:run()
     print(string.format("  equality: x = (%.12f, %.12f), f = %.12f, %s, %d evaluations", p.v[0], p.v[1], loss,
@@ -58,7 +58,7 @@ describe("cq.optim.nlopt", function()
   for _, algo in ipairs { "slsqp", "mma", "ccsaq" } do
     it(algo .. ": min |x - (2, 1)|^2 subject to x1 + x2 <= 1 (active) gives (1, 0)", function()
       local p, f, linear = quadratic { 2, 1 }
-      local opt = cq.optim.nlopt { algorithm = algo, params = { p }, objective = f, maxeval = 300,
+      local opt = cq.nlopt { algorithm = algo, params = { p }, objective = f, maxeval = 300,
         inequality = { { fn = linear({ 1, 1 }, 1), tol = 1e-12 } }, ftol_rel = 1e-15, xtol_rel = 1e-12 }
       local loss, result, evals = opt:run()
       print(string.format("  inequality (%s): x = (%.12f, %.12f), f = %.12f, violation %.1e, %s, %d evaluations",
@@ -81,7 +81,7 @@ describe("cq.optim.nlopt", function()
       return s
     end
     local seen_outside = false
-    local opt = cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = function()
+    local opt = cq.nlopt { algorithm = "lbfgs", params = { p }, objective = function()
         if p.v[0] > 2 or p.v[1] < -1 or p.v[2] < 0 or p.v[2] > 1 then seen_outside = true end
         return f()
       end, bounds = { [p] = { { -5, -1, 0 }, { 2, 5, 1 } } }, maxeval = 100, xtol_rel = 1e-12 }
@@ -94,7 +94,7 @@ describe("cq.optim.nlopt", function()
     assert.is_true(math.abs(loss - 5) < 1e-9)
     -- scalar bounds for every entry
     local q = tape.param(2, 0.3)
-    local opt2 = cq.optim.nlopt { algorithm = "mma", params = { q }, bounds = { [q] = { 0.25, 0.75 } }, maxeval = 100,
+    local opt2 = cq.nlopt { algorithm = "mma", params = { q }, bounds = { [q] = { 0.25, 0.75 } }, maxeval = 100,
       objective = function() q.g[0], q.g[1] = 1, -1; return q.v[0] - q.v[1] end, xtol_rel = 1e-12 }
     local l2 = opt2:run()
     assert.is_true(math.abs(q.v[0] - 0.25) < 1e-9 and math.abs(q.v[1] - 0.75) < 1e-9 and math.abs(l2 + 0.5) < 1e-9)
@@ -103,7 +103,7 @@ describe("cq.optim.nlopt", function()
   it("on_iteration sees every objective evaluation and can stop the run", function()
     local px, py, f = rosenbrock()
     local seen = {}
-    local opt = cq.optim.nlopt { algorithm = "lbfgs", params = { px, py }, objective = f, maxeval = 500,
+    local opt = cq.nlopt { algorithm = "lbfgs", params = { px, py }, objective = f, maxeval = 500,
       on_iteration = function(k, loss) seen[#seen + 1] = { k, loss }; return k == 7 end }
     local loss, result, evals = opt:run()
     assert.are.equal("FORCED_STOP", result)
@@ -114,7 +114,7 @@ describe("cq.optim.nlopt", function()
   end)
 end)
 
-describe("cq.optim.nlopt through a rollout", function()
+describe("cq.nlopt through a rollout", function()
   -- A floating 8x4 block (32 particles, f64) with a horizontal pressure actuator; 10 open-loop control steps.
   -- Loss: squared distance of the centroid of the right half to a target shifted right by `shift`.
   local function setup(shift)
@@ -126,7 +126,7 @@ describe("cq.optim.nlopt through a rollout", function()
     local right = {}
     for p = 1, w.n do if s0:get("x", p)[1] > 0.5 then right[#right + 1] = p end end
     local c = s0:mean("x", right)
-    local ctl = cq.control.open_loop { steps = 10, outputs = 1, init = 0 }
+    local ctl = cq.open_loop { steps = 10, outputs = 1, init = 0 }
     local R = cq.rollout { world = w, steps = 10, controller = ctl,
       final = cq.objectives.distance_to_target({ c[1] + shift, c[2] }, right) }
     local objective = function(need_grad)
@@ -141,7 +141,7 @@ describe("cq.optim.nlopt through a rollout", function()
     it(algo .. " fits the actuation: the loss falls by more than 1e6 (reachable target) within 20 evaluations", function()
       local u, objective = setup(0.01)
       local L0 = objective(false)
-      local opt = cq.optim.nlopt { algorithm = algo, params = { u }, bounds = { [u] = { -1, 1 } },
+      local opt = cq.nlopt { algorithm = algo, params = { u }, bounds = { [u] = { -1, 1 } },
         objective = objective, maxeval = 20 }
       local L, result, evals = opt:run()
       print(string.format("  %s: loss %.3e -> %.3e (factor %.1e), %s after %d evaluations", algo, L0, L, L0 / L,
@@ -155,7 +155,7 @@ describe("cq.optim.nlopt through a rollout", function()
   it("lbfgs with an unreachable target ends on the bound u = -1 and reduces the loss more than 3x", function()
     local u, objective = setup(0.04)
     local L0 = objective(false)
-    local opt = cq.optim.nlopt { algorithm = "lbfgs", params = { u }, bounds = { [u] = { -1, 1 } },
+    local opt = cq.nlopt { algorithm = "lbfgs", params = { u }, bounds = { [u] = { -1, 1 } },
       objective = objective, maxeval = 30 }
     local L, result, evals = opt:run()
     print(string.format("  lbfgs (bound active): loss %.3e -> %.3e (factor %.2f), %s after %d evaluations", L0, L,
@@ -165,7 +165,7 @@ describe("cq.optim.nlopt through a rollout", function()
   end)
 end)
 
-describe("cq.optim.nlopt errors", function()
+describe("cq.nlopt errors", function()
   local p = tape.param(2, 0)
   local function f() p.g[0], p.g[1] = 2 * p.v[0], 2 * p.v[1]; return p.v[0] ^ 2 + p.v[1] ^ 2 end
   local function err_of(fn)
@@ -175,46 +175,46 @@ describe("cq.optim.nlopt errors", function()
   end
 
   it("name the option, the valid values and the value given, at the caller's line", function()
-    local e = err_of(function() cq.optim.nlopt { algorithm = "bfgs", params = { p }, objective = f } end)
-    assert.matches("nlopt_spec%.lua:%d+: cq%.optim%.nlopt: algorithm must be one of lbfgs, slsqp, mma, ccsaq %(got \"bfgs\"%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = f, maxeval = 0 } end)
+    local e = err_of(function() cq.nlopt { algorithm = "bfgs", params = { p }, objective = f } end)
+    assert.matches("nlopt_spec%.lua:%d+: cq%.nlopt: algorithm must be one of lbfgs, slsqp, mma, ccsaq %(got \"bfgs\"%)", e)
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f, maxeval = 0 } end)
     assert.matches("maxeval must be a positive integer %(got 0%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = f, maxeval = 2.5 } end)
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f, maxeval = 2.5 } end)
     assert.matches("maxeval must be a positive integer %(got 2%.5%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = f, ftol_rel = -1 } end)
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f, ftol_rel = -1 } end)
     assert.matches("ftol_rel must be >= 0 %(got %-1%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = f, max_eval = 3 } end)
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f, max_eval = 3 } end)
     assert.matches("unknown option 'max_eval'", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = {}, objective = f } end)
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = {}, objective = f } end)
     assert.matches("params must be a non%-empty list", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p } } end)
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p } } end)
     assert.matches("objective must be a function", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = f,
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f,
       inequality = { { fn = f } } } end)
     assert.matches("algorithm \"lbfgs\" does not support inequality constraints %(use slsqp or mma or ccsaq%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "mma", params = { p }, objective = f,
+    e = err_of(function() cq.nlopt { algorithm = "mma", params = { p }, objective = f,
       equality = { { fn = f } } } end)
     assert.matches("does not support equality constraints %(use slsqp%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "slsqp", params = { p }, objective = f,
+    e = err_of(function() cq.nlopt { algorithm = "slsqp", params = { p }, objective = f,
       inequality = { { fn = f, tol = -1 } } } end)
     assert.matches("inequality%[1%]%.tol must be a number >= 0 %(got %-1%)", e)
-    e = err_of(function() cq.optim.nlopt { algorithm = "lbfgs", params = { p }, objective = f,
+    e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f,
       bounds = { [p] = { 1, 0 } } } end)
     assert.matches("bounds entry 1 must be numbers lo <= hi %(got \"{1, 0}\"%)", e)
   end)
 
   it("an error inside the objective or a constraint stops nlopt and is re-raised with its message", function()
     local calls = 0
-    local opt = cq.optim.nlopt { algorithm = "lbfgs", params = { p }, maxeval = 50, objective = function()
+    local opt = cq.nlopt { algorithm = "lbfgs", params = { p }, maxeval = 50, objective = function()
       calls = calls + 1
       if calls == 3 then error("boom in the objective") end
       return f()
     end }
     p.v[0], p.v[1] = 1, 2
     local e = err_of(function() opt:run() end)
-    assert.matches("nlopt_spec%.lua:%d+: cq%.optim%.nlopt: error in objective %(evaluation 3%):.*boom in the objective", e)
+    assert.matches("nlopt_spec%.lua:%d+: cq%.nlopt: error in objective %(evaluation 3%):.*boom in the objective", e)
     assert.are.equal(3, calls) -- no evaluation after the error
-    local opt2 = cq.optim.nlopt { algorithm = "slsqp", params = { p }, objective = f, maxeval = 50,
+    local opt2 = cq.nlopt { algorithm = "slsqp", params = { p }, objective = f, maxeval = 50,
       inequality = { { fn = function() return "not a number" end } } }
     e = err_of(function() opt2:run() end)
     assert.matches("error in inequality%[1%] %(evaluation %d+%): inequality%[1%] must return a number %(got \"not a number\"%)", e)

@@ -109,7 +109,7 @@ describe("trajectory", function()
       local c, cs = tr:centroid(k), s:mean("x")
       assert.is_true(math.abs(c[1] - cs[1]) < 1e-14 and math.abs(c[2] - cs[2]) < 1e-14)
       if k < STEPS then
-        local t = cq.tape.new()
+        local t = cq.tape()
         local u, h = tr:u(k), nil
         assert.are.equal(2, #u)
         h = R.running(t, s, t:const(u), k).v[0]
@@ -254,7 +254,7 @@ describe("cq.frames", function()
     assert.is_false(ok)
     assert.truthy(tostring(err):find("cq.frames: only 2D worlds are rendered (dim = 3)", 1, true))
     local file = os.tmpname()
-    local tr = cq.trajectory.new { world = w, steps = 1 }
+    local tr = cq.trajectory { world = w, steps = 1 }
     ok, err = pcall(frames.write, { trajectory = tr, dir = file .. "/frames" })
     assert.is_false(ok)
     assert.truthy(tostring(err):find("cq.frames.write: cannot create directory " .. file .. "/frames", 1, true))

@@ -1,5 +1,36 @@
--- Private: argument checking that raises errors naming the option, the valid range and the value given.
+-- Private: argument checking that raises errors naming the option, the valid range and the value given, at the
+-- user's call site: the first stack frame outside this package, however deep inside the package the check ran.
 local M = {}
+
+-- The directory of this package's files, as their chunk names spell it ("@/path/lua/cq/").
+local PKG = debug.getinfo(1, "S").source:match("^(@.*/)_check%.lua$")
+
+-- True for a frame that runs code of this package (or C code: pcall, the host).
+local function inside(info)
+  return info.what == "C" or (PKG ~= nil and info.source:sub(1, #PKG) == PKG)
+end
+
+--- Raises msg prefixed with the file:line of the first frame outside the cq package (no prefix when there is none,
+--- e.g. a callback called from C). Every error of the package goes through here, so library code calling other
+--- public functions, or user code tail-calling them, still reports the user's line.
+function M.raise(msg)
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then error(msg, 0) end
+    if not inside(info) then
+      if info.currentline and info.currentline > 0 then error(info.short_src .. ":" .. info.currentline .. ": " .. msg, 0) end
+      error(msg, 0)
+    end
+    level = level + 1
+  end
+end
+
+--- Re-raises an error caught by pcall inside the package (e.g. from a user callback) with context prepended, keeping
+--- the position it already carries.
+function M.rethrow(context, err)
+  error(context .. tostring(err), 0)
+end
 
 local function fmt(v)
   if type(v) == "string" then return string.format("%q", v) end
@@ -7,32 +38,42 @@ local function fmt(v)
 end
 M.fmt = fmt
 
--- Raise "<where>: <what> (got <value>)" at the caller of the public function.
+-- Raise "<where>: <what> (got <value>)" at the user's call site (level: ignored, kept for old call sites).
 function M.fail(where, what, got, level)
-  error(string.format("%s: %s (got %s)", where, what, fmt(got)), (level or 2) + 1)
+  M.raise(string.format("%s: %s (got %s)", where, what, fmt(got)))
 end
 
 -- "> 0", ">= 1", "in [0, 1)" ... for messages.
 local function range_text(lo, hi, open_lo, open_hi)
-  if hi == nil or hi == math.huge then return (open_lo and "> " or ">= ") .. tostring(lo) end
+  if hi == nil or hi == math.huge or hi == M.INT_MAX then
+    return (open_lo and "> " or ">= ") .. tostring(lo) .. (hi == M.INT_MAX and " and <= 2^31 - 1" or "")
+  end
   if lo == nil then return (open_hi and "< " or "<= ") .. tostring(hi) end
   return "in " .. (open_lo and "(" or "[") .. tostring(lo) .. ", " .. tostring(hi) .. (open_hi and ")" or "]")
 end
 
--- The check functions below run inside a public function: level 3 points the error at the user's call.
+-- Numbers must be finite unless opts.inf allows +-inf (e.g. a friction coefficient); lo / hi bound them, closed
+-- unless opts.open_lo / opts.open_hi.
 function M.number(where, name, v, lo, hi, opts)
   opts = opts or {}
-  if type(v) ~= "number" or v ~= v then M.fail(where, name .. " must be a number", v, 3) end
+  if type(v) ~= "number" or v ~= v then M.fail(where, name .. " must be a number", v) end
+  if not opts.inf and (v == math.huge or v == -math.huge) then M.fail(where, name .. " must be finite", v) end
   local ok = true
   if lo and (opts.open_lo and v <= lo or (not opts.open_lo) and v < lo) then ok = false end
   if hi and (opts.open_hi and v >= hi or (not opts.open_hi) and v > hi) then ok = false end
-  if not ok then M.fail(where, name .. " must be " .. range_text(lo, hi, opts.open_lo, opts.open_hi), v, 3) end
+  if not ok then M.fail(where, name .. " must be " .. range_text(lo, hi, opts.open_lo, opts.open_hi), v) end
   return v
 end
 
+-- Integers reach the engine as C ints: at most 2^31 - 1 unless hi says less.
+M.INT_MAX = 2147483647
 function M.integer(where, name, v, lo, hi)
-  if type(v) ~= "number" or v ~= math.floor(v) then M.fail(where, name .. " must be an integer", v, 3) end
-  if (lo and v < lo) or (hi and v > hi) then M.fail(where, name .. " must be " .. range_text(lo, hi), v, 3) end
+  if type(v) ~= "number" or v ~= math.floor(v) or v == math.huge or v == -math.huge then
+    M.fail(where, name .. " must be an integer", v)
+  end
+  hi = hi or M.INT_MAX
+  if lo and v < lo then M.fail(where, name .. " must be " .. range_text(lo, hi < M.INT_MAX and hi or nil), v) end
+  if v > hi then M.fail(where, name .. " must be " .. range_text(lo, hi), v) end
   return v
 end
 
@@ -41,7 +82,9 @@ function M.vector(where, name, v, n)
     M.fail(where, string.format("%s must be a table of %d numbers", name, n), type(v) == "table" and ("a table of " .. #v) or v, 3)
   end
   for i = 1, n do
-    if type(v[i]) ~= "number" or v[i] ~= v[i] then M.fail(where, string.format("%s[%d] must be a number", name, i), v[i], 3) end
+    if type(v[i]) ~= "number" or v[i] ~= v[i] or v[i] == math.huge or v[i] == -math.huge then
+      M.fail(where, string.format("%s[%d] must be a finite number", name, i), v[i])
+    end
   end
   return v
 end
@@ -71,6 +114,16 @@ function M.doubles(where, name, a, len, level)
   end
   if count < len then M.fail(where, what, string.format("an array of %d", count), level) end
   return a
+end
+
+--- The option names each public function accepts, by its name ("cq.world", "robot:box", ...): declared once per
+--- module (M.option_set) and read by check.options and by the test that keeps docs/api.md in step with the code.
+M.option_sets = {}
+function M.option_set(where, names)
+  local set = {}
+  for _, n in ipairs(names) do set[n] = true end
+  M.option_sets[where] = set
+  return set
 end
 
 -- Unknown option names are errors, so a typo never passes silently.

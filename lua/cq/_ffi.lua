@@ -1,72 +1,29 @@
--- Private: the C declarations of engine/cq.h and loading of the float32 / float64 engine libraries.
+-- Private: the C declarations of engine/cq.h (generated, never copied by hand) and loading of the float32 / float64
+-- engine libraries.
 local ffi = require "ffi"
 
-ffi.cdef [[
-typedef struct cq_world cq_world;
-typedef struct cq_state cq_state;
-typedef struct cq_memo cq_memo;
-typedef struct cq_wall_desc {
-  int type; double friction; int thickness; double velocity[3]; double osc_amplitude[3]; double osc_omega; double osc_phase;
-} cq_wall_desc;
-typedef struct cq_world_desc {
-  int dim; int res[3]; double dx; double dt; int substeps; double gravity[3]; double damping;
-  int n_particles; int n_actuators; int threads; cq_wall_desc walls[6];
-} cq_world_desc;
-int cq_real_bits(void);
-const char* cq_version(void);
-void cq_world_desc_default(cq_world_desc* d);
-cq_world* cq_world_create(const cq_world_desc* d, char* err, int errlen);
-void cq_world_free(cq_world* w);
-const char* cq_world_error(const cq_world* w);
-int cq_world_dim(const cq_world* w);
-int cq_world_n(const cq_world* w);
-void* cq_world_param(cq_world* w, const char* name);
-int cq_world_set_actuator(cq_world* w, int a, int kind);
-int cq_world_set_node_bcs(cq_world* w, int count, const int* nodes, const double* normals, int type, double friction);
-int cq_world_add_cable(cq_world* w, int actuator, int count, const int* particles, double k, double rest);
-int cq_world_enable_user_forces(cq_world* w);
-int cq_world_commit(cq_world* w);
-double cq_world_stable_dt(const cq_world* w);
-int cq_world_set_threads(cq_world* w, int threads);
-int cq_world_set_backend(cq_world* w, int backend);
-int cq_world_backend(const cq_world* w);
-int cq_cuda_device_count(char* err, int errlen);
-int cq_cuda_device_info(char* buf, int len);
-double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen);
-int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable, const char** doc);
-cq_state* cq_state_create(const cq_world* w);
-void cq_state_free(cq_state* s);
-void* cq_state_field(cq_state* s, const char* name);
-long cq_state_substep(const cq_state* s);
-void cq_state_set_substep(cq_state* s, long k);
-int cq_state_copy(cq_state* dst, const cq_state* src);
-int cq_step(cq_world* w, cq_state* s, const double* u);
-int cq_step_force(cq_world* w, cq_state* s, const double* u, const double* force);
-int cq_step_ext(cq_world* w, cq_state* s, const double* u, const double* force, const double* stress);
-cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every);
-void cq_memo_free(cq_memo* m);
-int cq_memo_begin(cq_memo* m, const cq_state* s0);
-int cq_memo_step(cq_memo* m, const double* u);
-int cq_memo_step_force(cq_memo* m, const double* u, const double* force);
-int cq_memo_step_ext(cq_memo* m, const double* u, const double* force, const double* stress);
-void* cq_memo_grad_force(cq_memo* m);
-void* cq_memo_grad_stress(cq_memo* m);
-cq_state* cq_memo_state(cq_memo* m);
-int cq_memo_steps(const cq_memo* m);
-int cq_memo_stored_states(const cq_memo* m);
-const double* cq_memo_act(const cq_memo* m);
-int cq_memo_backward_begin(cq_memo* m);
-cq_state* cq_memo_grad(cq_memo* m);
-int cq_memo_backward_step(cq_memo* m);
-int cq_memo_position(const cq_memo* m);
-cq_state* cq_memo_backward_state(cq_memo* m);
-int cq_memo_backward(cq_memo* m);
-double* cq_memo_grad_act(cq_memo* m);
-void* cq_memo_grad_param(cq_memo* m, const char* name);
-]]
+-- The declarations: engine/cq.h and engine/png.h run through the C preprocessor by the Makefile (build/lib/cq_ffi.h).
+local paths = package.loaded["cq._paths"] or {}
+local function read_cdef()
+  local tried, dirs = {}, {}
+  if paths.lib then dirs[#dirs + 1] = paths.lib end
+  if os.getenv("CQ_LIB_PATH") then dirs[#dirs + 1] = os.getenv("CQ_LIB_PATH") end
+  dirs[#dirs + 1] = "."
+  for _, dir in ipairs(dirs) do
+    local path = dir .. "/cq_ffi.h"
+    local f = io.open(path, "r")
+    if f then
+      local text = f:read("*a")
+      f:close()
+      return text
+    end
+    tried[#tried + 1] = path
+  end
+  error("cq: cannot find the FFI declarations cq_ffi.h (run `make`; looked in " .. table.concat(tried, ", ") .. ")", 0)
+end
+ffi.cdef(read_cdef())
 
 local M = {}
-local paths = package.loaded["cq._paths"] or {}
 local libs = {}
 
 -- The engine library for a precision ("f32" or "f64"), loaded once; flavor "cuda" = the CUDA build libcq_cuda_*.so.
@@ -110,5 +67,21 @@ end
 
 M.real_ctype = { f32 = ffi.typeof("float*"), f64 = ffi.typeof("double*") }
 M.type_ctype = { [0] = nil, [1] = ffi.typeof("int32_t*"), [2] = ffi.typeof("uint8_t*") }
+-- Read-only views (parameters): LuaJIT refuses writes through them.
+M.const_ctype = { f32 = ffi.typeof("const float*"), f64 = ffi.typeof("const double*"),
+  [1] = ffi.typeof("const int32_t*"), [2] = ffi.typeof("const uint8_t*") }
+-- Views onto engine memory keep the memory's owner (a world, memo or state handle, freed by the garbage collector)
+-- alive: a view kept after its object was released reads stale but valid memory, never freed memory.
+local anchors = setmetatable({}, { __mode = "k" })
+function M.view(ctype, ptr, owner)
+  local v = ffi.cast(ctype, ptr)
+  anchors[v] = owner
+  return v
+end
+
+-- Enum values of cq.h used by the Lua layer (from the generated declarations).
+M.LIST = { BOUNDARY = ffi.C.CQ_LIST_BOUNDARY, ACTUATOR = ffi.C.CQ_LIST_ACTUATOR, MATERIAL = ffi.C.CQ_LIST_MATERIAL,
+  INTEGRATOR = ffi.C.CQ_LIST_INTEGRATOR, BACKEND = ffi.C.CQ_LIST_BACKEND, CHECK = ffi.C.CQ_LIST_CHECK }
+M.FIELDS = { STATE = ffi.C.CQ_FIELDS_STATE, PARAM = ffi.C.CQ_FIELDS_PARAM, CONTROL = ffi.C.CQ_FIELDS_CONTROL }
 
 return M

@@ -61,7 +61,7 @@ end
 --- k-means clusters of the rest positions (deterministic Lloyd iterations from evenly spaced seeds), returned as
 --- lists of particle indices: the "automatically segmented" groups of the centroid observer.
 function M.kmeans_groups(state, k, particles, iterations)
-  local where = "cq.control.kmeans_groups"
+  local where = "cq.kmeans_groups"
   if type(state) ~= "table" or type(state.get) ~= "function" then
     check.fail(where, "state must be a cq state (rest positions)", state)
   end

@@ -5,11 +5,7 @@ local ffi = require "ffi"
 local check = require "cq._check"
 local fs = require "cq._fs"
 
-ffi.cdef [[
-int cq_png_write(const char* path, int w, int h, const unsigned char* rgb);
-unsigned char* cq_png_read(const char* path, int* w, int* h);
-void cq_png_free(unsigned char* rgb);
-]]
+require "cq._ffi" -- declares cq_png_* (engine/png.h)
 
 local M = {}
 local Image = {}
@@ -19,7 +15,7 @@ M.Image = Image
 -- ffi.C with the cq_png_* symbols, or a clear error (they live in build/bin/cqlua, exported with -Wl,-E).
 local function png(where)
   local ok = pcall(function() return ffi.C.cq_png_write end)
-  if not ok then error(where .. ": cq_png_write is not available: run the script with build/bin/cqlua (make)", 3) end
+  if not ok then check.raise(where .. ": cq_png_write is not available: run the script with build/bin/cqlua (make)") end
   return ffi.C
 end
 
@@ -68,7 +64,7 @@ end
 --- Pixel (i, j) of world point (x, y) under this image's camera (images from render_state), or nil when outside.
 function Image:to_pixel(x, y)
   local cam = self.camera
-  if not cam then error("image:to_pixel: this image has no camera (only images from cq.frames.render_state have one)", 2) end
+  if not cam then check.raise("image:to_pixel: this image has no camera (only images from cq.frames.render_state have one)") end
   check.number("image:to_pixel", "x", x)
   check.number("image:to_pixel", "y", y)
   local i, j = math.floor((x - cam.x0) * cam.s), math.floor(self.h - (y - cam.y0) * cam.s)
@@ -80,7 +76,7 @@ end
 function Image:write(path)
   if type(path) ~= "string" or path == "" then check.fail("image:write", "path must be a file name", path) end
   if png("image:write").cq_png_write(path, self.w, self.h, self.rgb) ~= 0 then
-    error("image:write: cannot write " .. path .. " (does its directory exist and is it writable?)", 2)
+    check.raise("image:write: cannot write " .. path .. " (does its directory exist and is it writable?)")
   end
 end
 
@@ -90,7 +86,7 @@ function M.read(path)
   local C = png("cq.frames.read")
   local w, h = ffi.new("int[1]"), ffi.new("int[1]")
   local data = C.cq_png_read(path, w, h)
-  if data == nil then error("cq.frames.read: cannot read " .. tostring(path) .. " as a PNG", 2) end
+  if data == nil then check.raise("cq.frames.read: cannot read " .. tostring(path) .. " as a PNG") end
   local img = setmetatable({ w = w[0], h = h[0], rgb = ffi.new("uint8_t[?]", w[0] * h[0] * 3) }, Image)
   ffi.copy(img.rgb, data, w[0] * h[0] * 3)
   C.cq_png_free(data)
@@ -118,13 +114,13 @@ end
 local function mix(a, b, t) return { a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t, a[3] + (b[3] - a[3]) * t } end
 
 -- Options shared by render_state and write; returns the camera, radius and colour function builder.
-local KNOWN = { world = true, width = true, view = true, color = true, act_id = true, radius = true, targets = true,
+local KNOWN = { world = true, width = true, view = true, color = true, actuator = true, radius = true, targets = true,
   boundary = true }
 
 local function setup(where, opts)
   local w = opts.world
   if type(w) ~= "table" or not w.dim or not w.res then check.fail(where, "world must be a cq.world", w, 3) end
-  if w.dim ~= 2 then error(string.format("cq.frames: only 2D worlds are rendered (dim = %d)", w.dim), 3) end
+  if w.dim ~= 2 then check.raise(string.format("cq.frames: only 2D worlds are rendered (dim = %d)", w.dim)) end
   local width = check.integer(where, "width", opts.width or 640, 8, 16384)
   local view = opts.view or { 0, 0, w.res[1] * w.dx, w.res[2] * w.dx }
   check.vector(where, "view", view, 4)
@@ -134,8 +130,8 @@ local function setup(where, opts)
   local s = width / (view[3] - view[1])
   local height = math.max(1, math.floor((view[4] - view[2]) * s + 0.5))
   local cfg = { world = w, width = width, height = height, camera = { x0 = view[1], y0 = view[2], s = s },
-    radius = check.number(where, "radius", opts.radius or math.max(1, 0.3 * w.dx * s), 0),
-    boundary = check.number(where, "boundary", opts.boundary or 3, 0), targets = opts.targets or {} }
+    radius = check.number(where, "radius", opts.radius or math.max(1, 0.3 * w.dx * s), 0, width),
+    boundary = check.number(where, "boundary", opts.boundary or 3, 0, math.max(w.res[1], w.res[2])), targets = opts.targets or {} }
   if type(cfg.targets) ~= "table" then check.fail(where, "targets must be a list of points {x, y}", cfg.targets, 3) end
   for i, t in ipairs(cfg.targets) do check.vector(where, "targets[" .. i .. "]", t, 2) end
   local color = opts.color
@@ -157,13 +153,14 @@ local function setup(where, opts)
   cfg.color = color
   if color == nil then -- actuator of each particle (1-based, 0 = passive)
     local ids = {}
-    if opts.act_id then
-      if type(opts.act_id) ~= "table" or #opts.act_id ~= w.n then
-        check.fail(where, "act_id must list one actuator index (0 = passive) per particle (" .. w.n .. ")", opts.act_id, 3)
+    if opts.actuator then
+      if type(opts.actuator) ~= "table" or #opts.actuator ~= w.n then
+        check.fail(where, "actuator must list one actuator number per particle (1-based, 0 = passive; " .. w.n ..
+          " particles)", opts.actuator, 3)
       end
-      for p = 1, w.n do ids[p] = opts.act_id[p] or 0 end
+      for p = 1, w.n do ids[p] = opts.actuator[p] or 0 end
       for p = 1, w.n do
-        if type(ids[p]) ~= "number" then check.fail(where, "act_id[" .. p .. "] must be a number", ids[p], 3) end
+        if type(ids[p]) ~= "number" then check.fail(where, "actuator[" .. p .. "] must be a number", ids[p], 3) end
       end
     elseif w.params and w.params.act_id then
       for p = 1, w.n do ids[p] = w.params.act_id[p - 1] + 1 end
@@ -285,14 +282,14 @@ function M.write(opts)
   for key, v in pairs(opts) do if KNOWN[key] then o[key] = v end end
   o.world = o.world or tr.world
   local cfg = setup(where, o)
-  if not tr.data.x then error(where .. ": the trajectory has no positions (it was recorded with record = false)", 2) end
+  if not tr.data.x then check.raise(where .. ": the trajectory has no positions (it was recorded with record = false)") end
   local dir = opts.dir
   if type(dir) ~= "string" or dir == "" then check.fail(where, "dir must be a directory name such as \"out/frames\"", dir) end
   local every = check.integer(where, "every", opts.every or 1, 1)
   local prefix = opts.prefix or "frame_"
   if type(prefix) ~= "string" or prefix:find("/") then check.fail(where, "prefix must be a file name prefix", prefix) end
   local ok, err = fs.mkdir_p(dir)
-  if not ok then error(string.format("%s: cannot create directory %s (%s)", where, dir, tostring(err)), 2) end
+  if not ok then check.raise(string.format("%s: cannot create directory %s (%s)", where, dir, tostring(err))) end
   local C = png(where)
   local img = M.image(cfg.width, cfg.height)
   img.camera = cfg.camera
@@ -302,7 +299,7 @@ function M.write(opts)
     draw(img, cfg, tr:view("x", k), tr.n, k, u)
     local path = string.format("%s/%s%04d.png", dir, prefix, count)
     if C.cq_png_write(path, img.w, img.h, img.rgb) ~= 0 then
-      error(string.format("%s: cannot write %s (is dir a writable directory?)", where, path), 2)
+      check.raise(string.format("%s: cannot write %s (is dir a writable directory?)", where, path))
     end
     count = count + 1
     if k == tr.steps then break end

@@ -6,14 +6,19 @@ local M = {}
 local Log = {}
 Log.__index = Log
 
---- cq.log.new(name, columns): writes out/<name>.csv with the given columns (iteration and seconds are filled in).
-function M.new(name, columns)
+local OPTIONS = check.option_set("cq.log", { "name", "columns" })
+
+--- cq.log{name, columns}: writes out/<name>.csv with the given columns (iteration and seconds are filled in).
+function M.new(opts)
+  local where = "cq.log"
+  check.options(where, opts, OPTIONS)
+  local name, columns = opts.name, opts.columns
   if type(name) ~= "string" or name == "" or name:find("/") then
-    check.fail("cq.log.new", "name must be a file name without '/' (the log goes to out/<name>.csv)", name)
+    check.fail(where, "name must be a file name without '/' (the log goes to out/<name>.csv)", name)
   end
-  if type(columns) ~= "table" then check.fail("cq.log.new", "columns must be a list of column names", columns) end
+  if type(columns) ~= "table" then check.fail(where, "columns must be a list of column names", columns) end
   for i, c in ipairs(columns) do
-    if type(c) ~= "string" then check.fail("cq.log.new", "columns[" .. i .. "] must be a string", c) end
+    if type(c) ~= "string" then check.fail(where, "columns[" .. i .. "] must be a string", c) end
   end
   os.execute("mkdir -p out")
   local f = io.open("out/" .. name .. ".csv", "w")
@@ -48,10 +53,10 @@ end
 
 --- Euclidean norm of the gradients of a list of parameters.
 function M.grad_norm(params)
-  if type(params) ~= "table" then check.fail("cq.log.grad_norm", "params must be a list of cq.tape.param", params) end
+  if type(params) ~= "table" then check.fail("cq.grad_norm", "params must be a list of parameters (cq.param)", params) end
   for i, p in ipairs(params) do
     if type(p) ~= "table" or type(p.n) ~= "number" or p.g == nil then
-      check.fail("cq.log.grad_norm", "params[" .. i .. "] must be a cq.tape.param", p)
+      check.fail("cq.grad_norm", "params[" .. i .. "] must be a parameter (cq.param)", p)
     end
   end
   local s = 0

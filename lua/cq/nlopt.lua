@@ -1,11 +1,11 @@
 -- Gradient-based optimizers from libnlopt (L-BFGS, SLSQP, MMA, CCSA) through the LuaJIT FFI, over the same
 -- {n, v, g} parameter objects cq.optim.adam takes, with box bounds and inequality/equality constraints.
 --
--- Usage (cq.optim.nlopt is this module's new):
+-- Usage (cq.nlopt is this module's new):
 --
---   local opt = cq.optim.nlopt {
+--   local opt = cq.nlopt {
 --     algorithm = "slsqp",                 -- "lbfgs" | "slsqp" | "mma" | "ccsaq"
---     params = { a, b },                   -- {n, v, g} objects (cq.tape.param): v, g are double[n], 0-based
+--     params = { a, b },                   -- {n, v, g} objects (cq.param): v, g are double[n], 0-based
 --     bounds = { [a] = { -1, 1 } },        -- numbers or per-entry tables {lo1, lo2, ...}, like cq.optim.adam
 --     objective = function(need_grad) ... return loss end,
 --     inequality = { { fn = function(need_grad) ... return c end, tol = 1e-8 } },   -- c(x) <= 0
@@ -76,7 +76,7 @@ local function lib(where)
     if ok then lib_cache = l return l end
     lib_err = tostring(l)
   end
-  error(string.format("%s: cannot load libnlopt (install it: apt-get install libnlopt-dev): %s", where, lib_err), 3)
+  check.raise(string.format("%s: cannot load libnlopt (install it: apt-get install libnlopt-dev): %s", where, lib_err))
 end
 
 --- nlopt's version as "major.minor.bugfix".
@@ -124,10 +124,10 @@ local function check_constraints(where, name, list, algo)
   return out
 end
 
---- cq.optim.nlopt{algorithm, params, objective, bounds?, inequality?, equality?, maxeval [100], ftol_rel?,
+--- cq.nlopt{algorithm, params, objective, bounds?, inequality?, equality?, maxeval [100], ftol_rel?,
 --- xtol_rel?, on_iteration?}: see the file header.
 function M.new(opts)
-  local where = "cq.optim.nlopt"
+  local where = "cq.nlopt"
   check.options(where, opts, { algorithm = true, params = true, bounds = true, objective = true, inequality = true,
     equality = true, maxeval = true, ftol_rel = true, xtol_rel = true, on_iteration = true })
   local algo = opts.algorithm
@@ -143,7 +143,7 @@ function M.new(opts)
     if type(p) ~= "table" or type(p.n) ~= "number" or p.n < 1 or p.n ~= math.floor(p.n)
         or type(p.v) ~= "cdata" or type(p.g) ~= "cdata" then
       check.fail(where, string.format("params[%d] must be a parameter object {n = positive integer, v = double[n], " ..
-        "g = double[n]} (cq.tape.param)", k), p)
+        "g = double[n]} (cq.param)", k), p)
     end
     total = total + p.n
   end
@@ -182,7 +182,7 @@ function M.new(opts)
 end
 
 function Opt:__tostring()
-  return string.format("cq.optim.nlopt: %s, %d parameters, %d inequality and %d equality constraints",
+  return string.format("cq.nlopt: %s, %d parameters, %d inequality and %d equality constraints",
     self.algorithm, self.n, #self.inequality, #self.equality)
 end
 
@@ -253,13 +253,13 @@ local function nlopt_error(L, opt, what, rc)
     local m = f(opt)
     if m ~= nil then msg = ": " .. ffi.string(m) end
   end
-  return string.format("cq.optim.nlopt: %s failed with %s%s", what, RESULTS[rc] or tostring(rc), msg)
+  return string.format("cq.nlopt: %s failed with %s%s", what, RESULTS[rc] or tostring(rc), msg)
 end
 
 --- Runs the optimization from the params' current values. Returns the final loss, the nlopt result name
 --- ("FTOL_REACHED", "MAXEVAL_REACHED", ...) and the number of objective evaluations; the params end at nlopt's best.
 function Opt:run()
-  local L = lib("cq.optim.nlopt")
+  local L = lib("cq.nlopt")
   local n = self.n
   local x, lo, hi = ffi.new("double[?]", n), ffi.new("double[?]", n), ffi.new("double[?]", n)
   local off = 0
@@ -272,7 +272,7 @@ function Opt:run()
     off = off + p.n
   end
   local opt = L.nlopt_create(ALGORITHMS[self.algorithm].code, n)
-  if opt == nil then error("cq.optim.nlopt: nlopt_create failed (out of memory?)", 2) end
+  if opt == nil then check.raise("cq.nlopt: nlopt_create failed (out of memory?)") end
   opt = ffi.gc(opt, L.nlopt_destroy)
   self._lib, self._opt, self._err, self._stop, self.evals = L, opt, nil, nil, 0
   local cbs = {}
@@ -285,7 +285,7 @@ function Opt:run()
     if rc < 0 then
       local msg = nlopt_error(L, opt, what, rc)
       cleanup()
-      error(msg, 3)
+      check.raise(msg)
     end
   end
   cbs[1] = self:_callback(self.objective, "objective", true)
@@ -313,8 +313,8 @@ function Opt:run()
     ffi.copy(p.v, x + off, 8 * p.n)
     off = off + p.n
   end
-  if self._err then error("cq.optim.nlopt: error in " .. self._err, 2) end
-  if err then error(err, 2) end
+  if self._err then check.raise("cq.nlopt: error in " .. self._err) end
+  if err then check.raise(err) end
   self.loss, self.result = f[0], RESULTS[rc] or tostring(rc)
   return self.loss, self.result, self.evals
 end

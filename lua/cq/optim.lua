@@ -23,11 +23,11 @@ end
 
 local function check_params(where, params)
   if type(params) ~= "table" or #params == 0 then
-    check.fail(where, "params must be a non-empty list of parameters (cq.tape.param or controller.params)", params, 3)
+    check.fail(where, "params must be a non-empty list of parameters (cq.param or controller.params)", params, 3)
   end
   for i, p in ipairs(params) do
     if type(p) ~= "table" or type(p.n) ~= "number" or p.v == nil or p.g == nil then
-      check.fail(where, "params[" .. i .. "] must be a parameter with fields n, v, g (cq.tape.param)", p, 3)
+      check.fail(where, "params[" .. i .. "] must be a parameter with fields n, v, g (cq.param)", p, 3)
     end
   end
 end
@@ -54,13 +54,15 @@ local function check_bounds(where, params, bounds)
   end
 end
 
+local ADAM_OPTIONS = check.option_set("cq.adam", { "params", "lr", "beta1", "beta2", "eps", "bounds", "clip_norm" })
+local SGD_OPTIONS = check.option_set("cq.sgd", { "params", "lr", "momentum", "bounds", "clip_norm" })
+
 --- Adam (Kingma & Ba). opts: params (list), lr [1e-3], beta1 [0.9], beta2 [0.999], eps [1e-8],
 --- bounds = { [param] = {lo, hi} } (numbers or per-entry tables), applied after each step; clip_norm: scale the
 --- gradient down to this global norm first (tames the rare exploding gradient of long contact-rich rollouts).
 function M.adam(opts)
-  local where = "cq.optim.adam"
-  check.options(where, opts, { params = true, lr = true, beta1 = true, beta2 = true, eps = true, bounds = true,
-    clip_norm = true })
+  local where = "cq.adam"
+  check.options(where, opts, ADAM_OPTIONS)
   check_params(where, opts.params)
   check_bounds(where, opts.params, opts.bounds)
   local lr = check.number(where, "lr", opts.lr or 1e-3, 0, math.huge, { open_lo = true })
@@ -95,8 +97,8 @@ end
 
 --- Gradient descent with optional momentum. opts: params, lr [1e-2], momentum [0], bounds, clip_norm.
 function M.sgd(opts)
-  local where = "cq.optim.sgd"
-  check.options(where, opts, { params = true, lr = true, momentum = true, bounds = true, clip_norm = true })
+  local where = "cq.sgd"
+  check.options(where, opts, SGD_OPTIONS)
   check_params(where, opts.params)
   check_bounds(where, opts.params, opts.bounds)
   local lr = check.number(where, "lr", opts.lr or 1e-2, 0, math.huge, { open_lo = true })
@@ -119,14 +121,15 @@ function M.sgd(opts)
   }
 end
 
---- Gradient-based optimizers from libnlopt (lbfgs, slsqp, mma, ccsaq) with bounds and constraints: see cq/nlopt.lua.
-function M.nlopt(opts) return require("cq.nlopt").new(opts) end -- a tail call: errors point at the user's call
-
---- Keeps a copy of the parameters with the lowest loss seen: keeper:consider(loss) after each evaluation (before
---- the optimizer step), keeper:restore() writes the best copy back; keeper.loss and keeper.iteration tell which.
---- Gradient steps through long contact-rich rollouts are noisy: this returns the best design found, not the last.
-function M.keep_best(params)
-  check_params("cq.optim.keep_best", params)
+--- cq.keep_best{params}: keeps a copy of the parameters with the lowest loss seen: keeper:consider(loss) after each
+--- evaluation (before the optimizer step), keeper:restore() writes the best copy back; keeper.loss and
+--- keeper.iteration tell which. Gradient steps through long contact-rich rollouts are noisy: this returns the best
+--- design found, not the last.
+local KEEP_OPTIONS = check.option_set("cq.keep_best", { "params" })
+function M.keep_best(opts)
+  check.options("cq.keep_best", opts, KEEP_OPTIONS)
+  local params = opts.params
+  check_params("cq.keep_best", params)
   local keeper = { loss = math.huge, iteration = 0, count = 0, copy = {} }
   function keeper:consider(loss)
     if type(loss) ~= "number" then check.fail("keeper:consider", "loss must be a number", loss) end

@@ -4,6 +4,7 @@ local cq = require "cq"
 local check = require "cq._check"
 
 local M = {}
+M.MAX_PARTICLES = 20000000 -- the builder's Lua tables cost about 200 bytes a particle
 local Robot = {}
 Robot.__index = Robot
 
@@ -58,8 +59,14 @@ end
 -- for which inside(x) holds (all when nil); each gets the cell's volume. Returns the new group.
 function Robot:_lattice(where, opts, offset, size, count, inside)
   local dim = self.dim
-  local ok, mat = pcall(material, where, opts.material)
-  if not ok then error((tostring(mat):gsub("^[^:]*:%d+: ", "")), 3) end
+  local total = 1
+  for a = 1, dim do total = total * count[a] end
+  if #self.x + total > M.MAX_PARTICLES then
+    check.fail(where, string.format("the lattice would hold %.3g points, so the robot more than %d particles (the " ..
+      "builder keeps them in Lua tables); use a larger spacing or smaller counts", total, M.MAX_PARTICLES),
+      opts.count and "count = {" .. table.concat(opts.count, ", ") .. "}" or ("spacing = " .. tostring(opts.spacing)))
+  end
+  local mat = material(where, opts.material)
   local vel = opts.velocity or {}
   if opts.velocity then check.vector(where, "velocity", opts.velocity, dim) end
   local cell = 1
@@ -162,19 +169,20 @@ end
 function Robot:world(opts)
   opts = opts or {}
   if type(opts) ~= "table" then check.fail("robot:world", "expects an options table", opts) end
-  if #self.x == 0 then error("robot:world: the robot has no particles (add groups with robot:box)", 2) end
-  if opts.n ~= nil or opts.actuators ~= nil then
-    check.fail("robot:world", "n and actuators are set by the robot (" .. #self.x .. " particles, " .. #self.actuators ..
-      " actuators); leave them out", opts.n ~= nil and ("n = " .. tostring(opts.n)) or ("actuators = " .. tostring(opts.actuators)))
+  if #self.x == 0 then check.raise("robot:world: the robot has no particles (add groups with robot:box)") end
+  if opts.n ~= nil or opts.n_actuators ~= nil then
+    check.fail("robot:world", "n and n_actuators are set by the robot (" .. #self.x .. " particles, " .. #self.actuators ..
+      " actuators); leave them out", opts.n ~= nil and ("n = " .. tostring(opts.n)) or ("n_actuators = " .. tostring(opts.n_actuators)))
   end
   if opts.dim ~= nil and opts.dim ~= self.dim then
     check.fail("robot:world", "dim must be the robot's (" .. self.dim .. ") or left out", opts.dim)
   end
   local wopts = {}
   for k, v in pairs(opts) do wopts[k] = v end
-  wopts.dim, wopts.n, wopts.actuators = self.dim, #self.x, #self.actuators
+  wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, #self.actuators
   local w = cq.world(wopts)
-  local P = w.params
+  local P = {}
+  for _, name in ipairs { "E", "nu", "inc_p", "material", "vol0", "mass", "act_id", "act_axis" } do P[name] = w:_writable(name) end
   for p = 1, w.n do
     local m = self.mat[p]
     P.E[p - 1], P.nu[p - 1], P.inc_p[p - 1] = m.E, m.nu, m.inc_p
@@ -198,6 +206,7 @@ function Robot:world(opts)
       w:add_cable(i, a.particles, a.k, a.rest or len)
     end
   end
+  w.groups = self.groups -- blow-up messages name the group of the failing particle
   w:commit()
   local s = w:state()
   for p = 1, w.n do

@@ -8,6 +8,8 @@ local check = require "cq._check"
 local trajectory = require "cq.trajectory"
 
 local M = {}
+local OPTIONS = check.option_set("cq.rollout", { "world", "steps", "controller", "observer", "final", "running",
+  "checkpoint_every", "actuator", "accumulate", "record" })
 local Rollout = {}
 Rollout.__index = Rollout
 
@@ -20,8 +22,7 @@ Rollout.__index = Rollout
 ---   run:trajectory() (8 * dim * n * (steps + 1) bytes per field; u_k and h_k are always kept) }
 function M.new(opts)
   local where = "cq.rollout"
-  check.options(where, opts, { world = true, steps = true, controller = true, observer = true, final = true,
-    running = true, checkpoint_every = true, actuator = true, accumulate = true, record = true })
+  check.options(where, opts, OPTIONS)
   local accumulate = check.oneof(where, "accumulate", opts.accumulate or "sum", { "sum", "max", "min" })
   local record = trajectory.record_fields(where, opts.record)
   local w = opts.world
@@ -31,7 +32,7 @@ function M.new(opts)
     check.fail(where, "controller must be a controller object (cq.mlp, cq.open_loop, cq.sine or {act = f})", opts.controller)
   end
   if opts.observer ~= nil and (type(opts.observer) ~= "table" or type(opts.observer.observe) ~= "function") then
-    check.fail(where, "observer must be nil or an observer object (cq.control.centroid_observer or {observe = f})",
+    check.fail(where, "observer must be nil or an observer object (cq.centroid_observer or {observe = f})",
       opts.observer)
   end
   if type(opts.final) ~= "function" then
@@ -43,12 +44,11 @@ function M.new(opts)
     end
   end
   if opts.controller.params ~= nil and type(opts.controller.params) ~= "table" then
-    check.fail(where, "controller.params must be nil or a list of cq.tape.param", opts.controller.params)
+    check.fail(where, "controller.params must be nil or a list of cq.param", opts.controller.params)
   end
   local self = setmetatable({ world = w, steps = steps, controller = opts.controller, observer = opts.observer,
     final = opts.final, running = opts.running, actuator = opts.actuator, accumulate = accumulate, record = record },
     Rollout)
-  if self.actuator and not w.user_forces then w:enable_user_forces() end
   self.memo = w:memo { steps = steps, checkpoint_every = opts.checkpoint_every or 0 }
   self.params = opts.controller.params or {}
   self.u = ffi.new("double[?]", math.max(1, w.n_actuators))
@@ -65,8 +65,8 @@ function Rollout:_act(t, s, k)
       " actuation values", u, 3)
   end
   if u.n ~= self.world.n_actuators then
-    error(string.format("cq.rollout: the controller gives %d actuation values, the world has %d actuators", u.n,
-      self.world.n_actuators), 3)
+    check.raise(string.format("cq.rollout: the controller gives %d actuation values, the world has %d actuators", u.n,
+      self.world.n_actuators))
   end
   local f = self.actuator and self.actuator(t, s, u, k) or nil
   if f ~= nil and (type(f) ~= "table" or type(f.n) ~= "number" or f.v == nil) then
@@ -75,8 +75,8 @@ function Rollout:_act(t, s, k)
   local dim, n = self.world.dim, self.world.n
   if f and f.n == dim * dim * n then return u, nil, f end -- a stress tensor per particle
   if f and f.n ~= dim * n then
-    error(string.format("cq.rollout: the Lua actuator gives %d values, expected dim * n = %d (forces) or " ..
-      "dim * dim * n = %d (stress tensors)", f.n, dim * n, dim * dim * n), 3)
+    check.raise(string.format("cq.rollout: the Lua actuator gives %d values, expected dim * n = %d (forces) or " ..
+      "dim * dim * n = %d (stress tensors)", f.n, dim * n, dim * dim * n))
   end
   return u, f
 end
@@ -94,9 +94,7 @@ end
 --- trajectory: states at control steps 0..steps, u_k, h_k).
 function Rollout:forward(s0)
   local m = self.memo
-  if type(s0) ~= "table" or s0._h == nil or s0.world == nil then
-    check.fail("run:forward", "s0 must be a cq state (from world:state() or robot:world())", s0)
-  end
+  require("cq.state").check_arg("run:forward", "s0", s0, self.world)
   m:begin(s0)
   local rec = self._traj
   if not rec or rec.taken then -- fresh buffers when the last ones were handed out by run:trajectory()
@@ -133,7 +131,7 @@ end
 --- It keeps its buffers: the next forward records into new ones.
 function Rollout:trajectory()
   local rec = self._traj
-  if not rec or rec.loss == nil then error("cq.rollout:trajectory: call run:forward(s0) first", 2) end
+  if not rec or rec.loss == nil then check.raise("cq.rollout:trajectory: call run:forward(s0) first") end
   rec.taken = true
   return rec
 end
@@ -142,6 +140,7 @@ end
 --- per-particle parameter gradients (memo.grad_params). Returns the memo.
 function Rollout:backward()
   local m, na = self.memo, self.world.n_actuators
+  self.params = self.controller.params or {} -- run.controller may have been replaced since the rollout was made
   for _, p in ipairs(self.params) do p:zero_grad() end
   m:backward_begin()
   local t = tape.new()

@@ -1,5 +1,5 @@
 -- A small reverse-mode AD tape over FFI double arrays: what observers, controllers and objectives written in Lua
--- are differentiated with. Leaves are trainable parameters (cq.tape.param) or engine state (centroid / gather of
+-- are differentiated with. Leaves are trainable parameters (cq.param) or engine state (centroid / gather of
 -- particle fields); the backward pass accumulates parameter gradients into the params and state gradients into a
 -- "sink" (the memo's gradient state, dL/ds_k).
 local ffi = require "ffi"
@@ -17,7 +17,7 @@ local function need_node(where, name, a, level)
   if not is_node(a) then check.fail(where, name .. " must be " .. NODE, a, level + 2) end
   return a
 end
--- Size of an elementwise operand (a number, a cq.tape.param or a node), or nil.
+-- Size of an elementwise operand (a number, a cq.param or a node), or nil.
 local function size_of(a)
   if type(a) == "number" then return 1 end
   if is_node(a) then return a.n end
@@ -25,8 +25,8 @@ end
 -- Two elementwise operands: each of the same size, or of size 1 (broadcast). Returns the result size.
 local function check_pair(where, a, b, level)
   local na, nb = size_of(a), size_of(b)
-  if not na then check.fail(where, "a must be " .. NODE .. ", a number or a cq.tape.param", a, level + 2) end
-  if not nb then check.fail(where, "b must be " .. NODE .. ", a number or a cq.tape.param", b, level + 2) end
+  if not na then check.fail(where, "a must be " .. NODE .. ", a number or a cq.param", a, level + 2) end
+  if not nb then check.fail(where, "b must be " .. NODE .. ", a number or a cq.param", b, level + 2) end
   if na ~= nb and not ((na == 1 and nb > 0) or (nb == 1 and na > 0)) then
     if na == 0 or nb == 0 then -- a size-1 operand broadcasts over a non-empty one only
       check.fail(where, "a and b must both be empty or both non-empty (t:const(0) is an empty node; the constant 0 " ..
@@ -50,7 +50,7 @@ Param.__index = Param
 --- A trainable array of n doubles (rows x cols for matrices) with a gradient of the same size. init: a number
 --- (every entry), a table of n numbers, or a function i -> value (1-based); default 0.
 function M.param(n, init, rows)
-  local where = "cq.tape.param"
+  local where = "cq.param"
   check.integer(where, "n", n, 1)
   if rows ~= nil and (type(rows) ~= "number" or rows < 1 or rows % 1 ~= 0 or n % rows ~= 0) then
     check.fail(where, "rows must be nil or a positive integer that divides n (" .. n .. ")", rows)
@@ -61,11 +61,20 @@ function M.param(n, init, rows)
   local p = setmetatable({ n = n, v = darr(n), g = darr(n), rows = rows, cols = rows and n / rows or nil }, Param)
   for i = 0, n - 1 do
     local x = type(init) == "function" and init(i + 1) or type(init) == "table" and init[i + 1] or init or 0
-    if type(x) ~= "number" then error("cq.tape.param: init must give a number for entry " .. (i + 1), 2) end
+    if type(x) ~= "number" then check.raise("cq.param: init must give a number for entry " .. (i + 1)) end
     p.v[i] = x
   end
   return p
 end
+local PARAM_OPTIONS = check.option_set("cq.param", { "n", "init", "rows" })
+--- cq.param{n, init, rows}: the options-table form of M.param (what the package exports).
+function M.param_opts(opts)
+  check.options("cq.param", opts, PARAM_OPTIONS)
+  return M.param(opts.n, opts.init, opts.rows)
+end
+
+function Param:__tostring() return string.format("cq.param: %d values%s", self.n, self.rows and
+  string.format(" (%d x %d)", self.rows, self.cols) or "") end
 function Param:zero_grad() ffi.fill(self.g, 8 * self.n) end
 function Param:get(i)
   check_index("param:get", "i", i, self.n, 1)
@@ -113,7 +122,7 @@ end
 
 --- Uses a parameter as a leaf: its gradient is accumulated into the parameter.
 function Tape:use(p)
-  if not is_node(p) or p.g == nil then check.fail("cq.tape:use", "p must be a cq.tape.param", p) end
+  if not is_node(p) or p.g == nil then check.fail("cq.tape:use", "p must be a cq.param", p) end
   local x = node(self, p.n, function(x) for i = 0, p.n - 1 do p.g[i] = p.g[i] + x.g[i] end end)
   ffi.copy(x.v, p.v, 8 * p.n)
   return x
@@ -123,7 +132,7 @@ end
 function Tape:matvec(W, x)
   local where = "cq.tape:matvec"
   if not is_node(W) or type(W.rows) ~= "number" then
-    check.fail(where, "W must be a matrix: a cq.tape.param made with rows (or a node with .rows)", W)
+    check.fail(where, "W must be a matrix: a cq.param made with rows (or a node with .rows)", W)
   end
   need_node(where, "x", x, 1)
   local Wn = W.back == nil and W.rows and self:use(W) or W
@@ -179,7 +188,7 @@ function Tape:mul(a, b) return binary(self, a, b, function(x, y) return x * y, y
 
 -- Elementwise unary op: f(x) -> value, derivative. Tail-called by the public ops, like binary.
 local function unary(t, a, f, where)
-  if not size_of(a) then check.fail(where, "a must be " .. NODE .. ", a number or a cq.tape.param", a, 2) end
+  if not size_of(a) then check.fail(where, "a must be " .. NODE .. ", a number or a cq.param", a, 2) end
   a = as_node(t, a)
   local y = node(t, a.n, function(y)
     for i = 0, a.n - 1 do
@@ -220,7 +229,7 @@ function Tape:dot(a, b)
   return self:sum(self:mul(a, b))
 end
 function Tape:norm(a)
-  if not size_of(a) then check.fail("cq.tape:norm", "a must be " .. NODE .. ", a number or a cq.tape.param", a) end
+  if not size_of(a) then check.fail("cq.tape:norm", "a must be " .. NODE .. ", a number or a cq.param", a) end
   local s = self:dot(a, a)
   return unary(self, s, function(x) local r = math.sqrt(x) return r, r > 0 and 0.5 / r or 0 end)
 end

@@ -1,6 +1,6 @@
 -- Recorded trajectories (the queryable "memo" of seed 000 sec. 4): particle positions / velocities at every control
 -- step, the actuation u_k and running loss h_k of each step, and the loss; export to CSV / JSON files.
--- cq.rollout records one per forward (run:trajectory()); cq.trajectory.new records by hand around memo:step.
+-- cq.rollout records one per forward (run:trajectory()); cq.trajectory{} records by hand around memo:step.
 local ffi = require "ffi"
 local check = require "cq._check"
 local fs = require "cq._fs"
@@ -24,7 +24,7 @@ function M.record_fields(where, record)
   return out
 end
 
---- cq.trajectory.new{ world, steps, record = {"x"} (default) | true (x and v) | false | {"x", "v"}, running? }
+--- cq.trajectory{ world, steps, record = {"x"} (default) | true (x and v) | false | {"x", "v"}, running? }
 --- Buffers (double) for control steps 0..steps: dim * n values per recorded field and step, steps * n_actuators
 --- actuations, and steps running-loss values when running = true. Memory: 8 * dim * n * (steps + 1) bytes per field.
 function M.new(opts)
@@ -34,8 +34,8 @@ function M.new(opts)
   if type(w) ~= "table" or not w.dim or not w.n then check.fail(where, "world must be a cq.world", w) end
   local steps = check.integer(where, "steps", opts.steps, 1)
   local self = setmetatable({ world = w, steps = steps, n = w.n, dim = w.dim, n_actuators = w.n_actuators,
-    dt = w.dt, t0 = 0, fields = M.record_fields(where, opts.record), data = {} }, Trajectory)
-  for _, f in ipairs(self.fields) do self.data[f] = ffi.new("double[?]", (steps + 1) * w.dim * w.n) end
+    dt = w.dt, t0 = 0, record = M.record_fields(where, opts.record), data = {} }, Trajectory)
+  for _, f in ipairs(self.record) do self.data[f] = ffi.new("double[?]", (steps + 1) * w.dim * w.n) end
   self.act = ffi.new("double[?]", math.max(1, steps * w.n_actuators))
   if opts.running then self.h = ffi.new("double[?]", steps) end
   return self
@@ -43,7 +43,7 @@ end
 
 function Trajectory:__tostring()
   return string.format("cq.trajectory: %d control steps, %d particles, fields {%s}%s", self.steps, self.n,
-    table.concat(self.fields, ", "), self.loss and string.format(", loss %.6g", self.loss) or "")
+    table.concat(self.record, ", "), self.loss and string.format(", loss %.6g", self.loss) or "")
 end
 
 local function check_step(self, where, k, last)
@@ -95,8 +95,8 @@ function Trajectory:_field(field, where)
   local buf = self.data[field]
   if not buf then
     if field ~= "x" and field ~= "v" then check.fail("trajectory:" .. where, "field must be x or v", field, 3) end
-    error(string.format("trajectory:%s: field %q was not recorded (record = {%s}; pass record = {\"x\", \"v\"} to " ..
-      "cq.rollout to keep it)", where, field, table.concat(self.fields, ", ")), 3)
+    check.raise(string.format("trajectory:%s: field %q was not recorded (record = {%s}; pass record = {\"x\", \"v\"} to " ..
+      "cq.rollout to keep it)", where, field, table.concat(self.record, ", ")))
   end
   return buf
 end
@@ -183,7 +183,7 @@ local function fmt(v) return string.format("%.17g", v) end
 
 local function open(path, where)
   local f, err = io.open(path, "w")
-  if not f then error(string.format("%s: cannot write %s (%s)", where, path, tostring(err)), 3) end
+  if not f then check.raise(string.format("%s: cannot write %s (%s)", where, path, tostring(err))) end
   return f
 end
 
@@ -202,7 +202,7 @@ function Trajectory:export(prefix)
   end
   local dir = fs.dirname(prefix)
   local ok, err = fs.mkdir_p(dir)
-  if not ok then error(string.format("%s: cannot create directory %s (%s)", where, dir, tostring(err)), 2) end
+  if not ok then check.raise(string.format("%s: cannot create directory %s (%s)", where, dir, tostring(err))) end
   local written, files = {}, {}
   local na, n, dim = self.n_actuators, self.n, self.dim
 
@@ -222,7 +222,7 @@ function Trajectory:export(prefix)
   written[#written + 1], files.actuation = path, path
 
   local axes = { "x", "y", "z" }
-  for _, field in ipairs(self.fields) do
+  for _, field in ipairs(self.record) do
     path = prefix .. "_" .. field .. ".csv"
     f = open(path, where)
     head = { "k", "time" }
@@ -246,7 +246,7 @@ function Trajectory:export(prefix)
   table.sort(fnames)
   for _, name in ipairs(fnames) do flist[#flist + 1] = string.format("%q: %q", name, files[name]) end
   local quoted = {}
-  for i, fld in ipairs(self.fields) do quoted[i] = string.format("%q", fld) end
+  for i, fld in ipairs(self.record) do quoted[i] = string.format("%q", fld) end
   f:write("{", table.concat({
     '"steps": ' .. self.steps, '"n": ' .. n, '"dim": ' .. dim, '"n_actuators": ' .. na, '"dt": ' .. fmt(self.dt),
     '"t0": ' .. fmt(self.t0), '"loss": ' .. num(self.loss), '"final": ' .. num(self.final),

@@ -1,0 +1,106 @@
+/* The stage primitives a backend offers: memory, P2G, grid update, G2P, their adjoints, cable forces, reductions
+ * and the vector operations an implicit solver needs. Integrators (integrator_*.c) compose them into a substep and
+ * its adjoint; nothing above this interface knows which backend runs. Backends: backend_cpu.c (OpenMP) and
+ * cuda/cuda.cu. Pointers marked (B) are in the backend's memory (host memory for the CPU, device memory for CUDA);
+ * the kernels they launch are the shared bodies of kernels.h. Every primitive returns a CQ_* status and reports
+ * failures through the backend's error sink. */
+#ifndef CQ_BACKEND_H
+#define CQ_BACKEND_H
+#include <stddef.h>
+#include "error.h"
+#include "kernel_types.h"
+#include "model.h"
+
+typedef struct cqi_backend cqi_backend;
+
+/* The model as the kernels see it, in backend memory (B): parameters, cables, node boundary conditions. */
+typedef struct cqi_model_view {
+  cq_params params;              /* (B) per-particle parameters and actuator kinds */
+  const cq_cable* cables;        /* (B) [n_cables] */
+  const int32_t* cable_idx;      /* (B) particle indices of all cables, concatenated */
+  int n_cables;
+  const int32_t* node_bc_index;  /* (B) [n_nodes] or NULL */
+  const cq_bc* node_bcs;         /* (B) */
+} cqi_model_view;
+
+/* The first failing particle of a check pass (CQ_CHECK_OK: none); ties go to the check listed first in
+ * registry.h, then to the lowest particle index, so the result does not depend on the thread count. */
+typedef struct cqi_check {
+  int check;    /* CQ_CHECK_* */
+  int particle; /* 0-based, -1 when check is CQ_CHECK_OK */
+  int after;    /* 1: found in the substep's output (G2P), 0: in its input (prepare) */
+} cqi_check;
+
+typedef struct cqi_backend_ops {
+  int kind;        /* CQ_BACKEND_* */
+  int host_memory; /* 1: backend memory is host memory (transfers between equal pointers are skipped) */
+  void (*destroy)(cqi_backend* b);
+
+  /* Memory: zeroed allocations (NULL when out of memory) and copies host <-> backend and within the backend. */
+  void* (*alloc)(cqi_backend* b, size_t bytes);
+  void (*release)(cqi_backend* b, void* p);
+  int (*upload)(cqi_backend* b, void* dst, const void* src_host, size_t bytes);
+  int (*download)(cqi_backend* b, void* dst_host, const void* src, size_t bytes);
+  int (*copy)(cqi_backend* b, void* dst, const void* src, size_t bytes);
+  int (*zero)(cqi_backend* b, void* dst, size_t bytes);
+
+  /* The model's arrays for the kernels; called before every control step (parameters may have been written). */
+  int (*sync_model)(cqi_backend* b, const cqi_model* model, cqi_model_view* view);
+  /* CPU threads for the next control step (0 = choose from the machine's idle cores); returns the count chosen. */
+  int (*set_threads)(cqi_backend* b, int max_threads);
+
+  /* Substep stages. prepare checks every particle (all the checks of g2p.h's particle_check when check_all, else
+   * only a finite position inside the grid, which the stencils need) into *bad, and sets the active grid region
+   * that the grid primitives below work on. */
+  int (*prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad);
+  int (*grid_clear)(cqi_backend* b, cq_real* grid); /* zeroes the active region of a grid vector, (D+1) per node */
+  /* P2G: scatter mass and momentum (eqs. 4-6, 15-16) into grid; cache (may be NULL) receives the stresses. */
+  int (*p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
+             cq_real* grid, cq_real* cache);
+  /* Grid update (eq. 7, boundaries): momentum and mass mp -> velocity v over the active region (v may alias mp). */
+  int (*grid_update)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v);
+  /* G2P (eqs. 8-11) in place, checking every particle's new state (CQ_CHECKS) into *bad. */
+  int (*g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad);
+
+  /* Adjoints, in reverse order: g2p_adj scatters dL/d(node velocity) into adj (cleared first) and writes g0->x, g0->F
+   * from g1 (C1 = C of the state after the substep, may be NULL); grid_update_adj turns adj into dL/d(momentum,
+   * mass) given the forward mp; p2g_adj gathers it into g0 and the parameter and control gradients. */
+  int (*g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
+                 const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1);
+  int (*grid_update_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj);
+  int (*p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
+                 const cq_real* adj, cq_particles* g0, const cq_param_grads* gp, const cq_ctl_grads* gc,
+                 const cq_real* cache);
+
+  /* Cable forces (eq. 17) added into f [D][n] (B), in cable order; the adjoint adds dL/dx into gx [D][n] (B) and
+   * each cable's dL/du into gu[act] (host, double). u (B) is the control's actuation. */
+  int (*cable_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u, cq_real* f);
+  int (*cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                          const cq_real* gf, cq_real* gx, double* gu);
+
+  /* Reductions and vector operations (deterministic: the same result for any thread count). */
+  /* gu[act_id[p]] += gact[p] over particles with an actuator, in particle order; gu is host memory (double). */
+  int (*act_grad)(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu);
+  int (*axpy)(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_real* y); /* y += a x, len reals (B) */
+  /* Grid vectors (D+1 reals per node, the first D used): y += a x, and sum x.y, over the active region. */
+  int (*grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y);
+  int (*grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y, double* out);
+} cqi_backend_ops;
+
+/* The part every backend shares; a backend's own struct starts with it. */
+struct cqi_backend {
+  const cqi_backend_ops* ops;
+  int dim, n, n_act; /* dimension, particles, actuators */
+  long n_nodes;      /* grid nodes */
+  int res[3];        /* grid nodes per axis */
+  cqi_err* err;      /* where failures are reported (the world's) */
+};
+
+/* Backends this library has: the CPU always; CUDA in the libcq_cuda_* builds (cuda/cuda.cu). Each returns NULL
+ * with a message in err on failure. */
+cqi_backend* cqi_backend_cpu_create(const cqi_model* model, cqi_err* err);
+#ifdef CQ_WITH_CUDA
+cqi_backend* cqi_backend_cuda_create(const cqi_model* model, cqi_err* err);
+#endif
+
+#endif

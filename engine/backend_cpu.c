@@ -1,0 +1,211 @@
+/* The CPU backend: the primitives of backend.h as OpenMP loops (cpu_loops.h) around the shared kernel bodies. Its
+ * memory is host memory, so transfers are memcpy (or nothing, between equal pointers). It owns its workspace: the
+ * slab buckets of the colored scatters and the active region. */
+#include <dirent.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "backend.h"
+#include "kernels.h"
+
+typedef struct cpu_backend {
+  cqi_backend base;
+  int threads;          /* threads of the current control step */
+  int idle;             /* cores not busy with other processes, at the last probe */
+  double probed;        /* time of that probe (s, monotonic); 0 = never */
+  int32_t* perm;        /* [n] particles bucketed by slab along axis 0 */
+  int32_t* slab_start;  /* [res0 + 2] */
+  int32_t* base0;       /* [n] base cell along axis 0 */
+  int n_slabs;
+  int lo[3], hi[3];     /* active node region of the current substep (inclusive) */
+  cq_substep region_ctx; /* strides of the active region (from the last prepare) */
+  double* layer_sum;    /* [res0] partial sums of grid_dot */
+} cpu_backend;
+
+#define D 2
+#include "cpu_loops.h"
+#undef D
+#define D 3
+#include "cpu_loops.h"
+#undef D
+
+/* Calls the 2D or 3D variant of a primitive. */
+#define CQI_BY_DIM(b, name, ...) ((b)->dim == 2 ? name##_2(b, __VA_ARGS__) : name##_3(b, __VA_ARGS__))
+
+static void cpu_destroy(cqi_backend* b) {
+  cpu_backend* cb = (cpu_backend*)b;
+  free(cb->perm);
+  free(cb->slab_start);
+  free(cb->base0);
+  free(cb->layer_sum);
+  free(cb);
+}
+
+static void* cpu_alloc(cqi_backend* b, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
+static void cpu_release(cqi_backend* b, void* p) { free(p); }
+static int cpu_copy(cqi_backend* b, void* dst, const void* src, size_t bytes) {
+  if (dst != src) memcpy(dst, src, bytes);
+  return CQ_OK;
+}
+static int cpu_zero(cqi_backend* b, void* dst, size_t bytes) {
+  memset(dst, 0, bytes);
+  return CQ_OK;
+}
+
+static int cpu_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v) {
+  v->params = cqi_model_params(m);
+  v->cables = m->cables;
+  v->cable_idx = m->cable_idx;
+  v->n_cables = m->n_cables;
+  v->node_bc_index = m->node_bc_index;
+  v->node_bcs = m->node_bcs;
+  return CQ_OK;
+}
+
+/* Runnable tasks on the machine that are not threads of this process (Linux /proc), or -1 when unknown. Our own
+ * threads are excluded, spinning OpenMP workers included, by reading each of their states. */
+static int other_runnable(void) {
+  int running = -1, ours = 0;
+  FILE* f = fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  if (fscanf(f, "%*f %*f %*f %d/%*d", &running) != 1) running = -1;
+  fclose(f);
+  DIR* d = opendir("/proc/self/task");
+  if (!d || running < 0) {
+    if (d) closedir(d);
+    return -1;
+  }
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%.20s/stat", e->d_name);
+    FILE* t = fopen(path, "r");
+    if (!t) continue;
+    if (fgets(line, sizeof line, t)) {
+      const char* close = strrchr(line, ')'); /* the state follows the command name in parentheses */
+      if (close && close[1] == ' ' && close[2] == 'R') ours++;
+    }
+    fclose(t);
+  }
+  closedir(d);
+  return running > ours ? running - ours : 0;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Threads for the next control step: max_threads (0 = every core), but no more than the cores other processes leave
+ * idle. Worker threads that wait at every barrier for a partner the scheduler gave to another process make a busy
+ * machine 10-100x slower than one thread; results do not depend on the thread count, so changing it is safe. The
+ * machine is probed at most every 0.1 s (a probe reads a few /proc files, ~20 us). */
+static int cpu_set_threads(cqi_backend* b, int max_threads) {
+  cpu_backend* cb = (cpu_backend*)b;
+  int cores = omp_get_num_procs();
+  int want = max_threads > 0 ? max_threads : cores;
+  if (want > 1) {
+    double t = now_seconds();
+    if (cb->probed == 0 || t - cb->probed > 0.1) {
+      int others = other_runnable();
+      cb->idle = others < 0 ? cores : cores - others;
+      cb->probed = t;
+    }
+    if (want > cb->idle) want = cb->idle;
+  }
+  cb->threads = want > 1 ? want : 1;
+  return cb->threads;
+}
+
+static int cpu_prepare(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
+  return CQI_BY_DIM(b, cpu_prepare, c, s, check_all, bad);
+}
+static int cpu_grid_clear(cqi_backend* b, cq_real* grid) { return CQI_BY_DIM(b, cpu_grid_clear, grid); }
+static int cpu_p2g(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
+                   cq_real* grid, cq_real* cache) {
+  return CQI_BY_DIM(b, cpu_p2g, c, s, m, ctl, grid, cache);
+}
+static int cpu_grid_update(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {
+  return CQI_BY_DIM(b, cpu_grid_update, c, mp, v);
+}
+static int cpu_g2p(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
+  return CQI_BY_DIM(b, cpu_g2p, c, s, gridv, bad);
+}
+static int cpu_g2p_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
+                       const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
+  return CQI_BY_DIM(b, cpu_g2p_adj, c, s, gridv, g1, g0, adj, C1);
+}
+static int cpu_grid_update_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {
+  return CQI_BY_DIM(b, cpu_grid_update_adj, c, mp, adj);
+}
+static int cpu_p2g_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                       const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
+                       const cq_ctl_grads* gc, const cq_real* cache) {
+  return CQI_BY_DIM(b, cpu_p2g_adj, c, s, m, ctl, adj, g0, gp, gc, cache);
+}
+static int cpu_cable_forces(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                            cq_real* f) {
+  return CQI_BY_DIM(b, cpu_cable_forces, v, s, u, f);
+}
+static int cpu_cable_forces_adj(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                const cq_real* gf, cq_real* gx, double* gu) {
+  return CQI_BY_DIM(b, cpu_cable_forces_adj, v, s, u, gf, gx, gu);
+}
+
+/* Serial: a fixed summation order per actuator. */
+static int cpu_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu) {
+  for (int p = 0; p < b->n; p++)
+    if (act_id[p] >= 0) gu[act_id[p]] += gact[p];
+  return CQ_OK;
+}
+
+static int cpu_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_real* y) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (long i = 0; i < len; i++) y[i] += a * x[i];
+  return CQ_OK;
+}
+
+static int cpu_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
+  return CQI_BY_DIM(b, cpu_grid_axpy, a, x, y);
+}
+static int cpu_grid_dot(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
+  return CQI_BY_DIM(b, cpu_grid_dot, x, y, out);
+}
+
+static const cqi_backend_ops cpu_ops = {
+    CQ_BACKEND_CPU, 1, cpu_destroy,
+    cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_zero,
+    cpu_sync_model, cpu_set_threads,
+    cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
+    cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
+    cpu_cable_forces, cpu_cable_forces_adj,
+    cpu_act_grad, cpu_axpy, cpu_grid_axpy, cpu_grid_dot,
+};
+
+cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
+  cpu_backend* cb = calloc(1, sizeof *cb);
+  if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), NULL;
+  cqi_backend* b = &cb->base;
+  b->ops = &cpu_ops;
+  b->dim = m->dim;
+  b->n = m->n;
+  b->n_act = m->n_act;
+  b->n_nodes = m->n_nodes;
+  for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
+  b->err = err;
+  cb->threads = 1;
+  cb->perm = malloc(sizeof(int32_t) * m->n);
+  cb->base0 = malloc(sizeof(int32_t) * m->n);
+  cb->slab_start = malloc(sizeof(int32_t) * (m->desc.res[0] + 2));
+  cb->layer_sum = malloc(sizeof(double) * m->desc.res[0]);
+  if (!cb->perm || !cb->base0 || !cb->slab_start || !cb->layer_sum) {
+    cpu_destroy(b);
+    return cqi_errorf(err, CQ_ERR_NOMEM, "n: out of memory for the CPU workspace of %d particles", m->n), NULL;
+  }
+  return b;
+}

@@ -1,0 +1,43 @@
+/* Time integrators: the recipe of one substep and its adjoint, written once on top of the backend primitives
+ * (backend.h). One file each (integrator_<name>.c), listed in registry.h (CQ_INTEGRATORS); adding one never touches
+ * a backend. */
+#ifndef CQ_INTEGRATOR_H
+#define CQ_INTEGRATOR_H
+#include "backend.h"
+
+/* What an integrator works with. */
+typedef struct cqi_sim {
+  cqi_backend* be;            /* the backend whose primitives it calls */
+  const cqi_model* model;     /* host model (grid, walls, dt) */
+  const cqi_model_view* view; /* the model in backend memory */
+  cqi_err* err;               /* where failures are reported */
+  void* ws;                   /* the integrator's own workspace (grid vectors, ...), in backend memory */
+} cqi_sim;
+
+/* Outputs of an adjoint substep: parameter gradients (B, accumulated), dL/du of this control step (host, [n_act],
+ * accumulated) and dL/d(user force) and dL/d(user stress) (B, accumulated; NULL = not wanted). */
+typedef struct cqi_adj_out {
+  const cq_param_grads* gp;
+  double* gu;
+  cq_real* gforce;
+  cq_real* gstress;
+} cqi_adj_out;
+
+typedef struct cqi_integrator {
+  int kind; /* CQ_INTEGRATOR_* */
+  int (*create)(cqi_sim* sim); /* allocates sim->ws */
+  void (*destroy)(cqi_sim* sim);
+  /* One substep of s (B) under control ctl (B; ctl->force is the user's force or NULL), substep number k. fresh: s
+   * did not come out of this integrator's previous substep (so its input is checked in full). A failed particle
+   * check returns CQ_ERR_BLOWUP with *bad naming it (bad->after: the state is left after the substep). */
+  int (*substep)(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad);
+  /* Adjoint of substep k: s the state before it, s1 after it, g1 = dL/ds1; writes g0 = dL/ds and accumulates out. */
+  int (*substep_adj)(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
+                     const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out);
+} cqi_integrator;
+
+/* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
+#define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;
+CQ_INTEGRATORS(CQI_DECLARE)
+#undef CQI_DECLARE
+#endif

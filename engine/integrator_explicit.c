@@ -1,0 +1,128 @@
+/* The explicit MLS-MPM substep (seed 000 eqs. 4-11, 15-17) and its adjoint (Appendix A.2), composed of backend
+ * primitives: prepare, P2G, grid update, G2P forward; the same forward recomputed, then the adjoints in reverse. */
+#include <stdlib.h>
+#include "integrator.h"
+
+/* Workspace, in backend memory; the backward buffers are allocated by the first adjoint substep. */
+typedef struct {
+  cq_real* grid;     /* [n_nodes][D+1] momentum and mass, then velocity (forward: in place) */
+  cq_real* grid_v;   /* [n_nodes][D+1] velocity after the boundaries (backward) */
+  cq_real* grid_adj; /* [n_nodes][D+1] adjoint of the grid (backward) */
+  cq_real* fext;     /* [D][n] extra particle forces of the substep: user force + cables */
+  cq_real* gfext;    /* [D][n] their gradient (backward) */
+  cq_real* gact;     /* [n] dL/du of each particle's actuator (backward) */
+  cq_real* cache;    /* [3 D*D][n] stresses of the recomputed P2G, reused by its adjoint (backward) */
+} explicit_ws;
+
+static size_t grid_bytes(const cqi_backend* be) { return sizeof(cq_real) * be->n_nodes * (be->dim + 1); }
+
+static int explicit_create(cqi_sim* sim) {
+  cqi_backend* be = sim->be;
+  explicit_ws* ws = calloc(1, sizeof *ws);
+  if (!ws) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
+  sim->ws = ws;
+  ws->grid = be->ops->alloc(be, grid_bytes(be));
+  ws->fext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
+  if (!ws->grid || !ws->fext)
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "res: out of memory for a grid of %ld nodes", be->n_nodes);
+  return CQ_OK;
+}
+
+static void explicit_destroy(cqi_sim* sim) {
+  explicit_ws* ws = sim->ws;
+  if (!ws) return;
+  cqi_backend* be = sim->be;
+  cq_real* bufs[] = {ws->grid, ws->grid_v, ws->grid_adj, ws->fext, ws->gfext, ws->gact, ws->cache};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]) be->ops->release(be, bufs[i]);
+  free(ws);
+  sim->ws = NULL;
+}
+
+static int alloc_backward(cqi_sim* sim) {
+  explicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  if (ws->cache) return CQ_OK;
+  size_t R = sizeof(cq_real), n = (size_t)be->n, D = (size_t)be->dim;
+  ws->grid_v = be->ops->alloc(be, grid_bytes(be));
+  ws->grid_adj = be->ops->alloc(be, grid_bytes(be));
+  ws->gfext = be->ops->alloc(be, R * n * D);
+  ws->gact = be->ops->alloc(be, R * n);
+  ws->cache = be->ops->alloc(be, R * n * 3 * D * D); /* last: marks the backward buffers complete */
+  if (!ws->grid_v || !ws->grid_adj || !ws->gfext || !ws->gact || !ws->cache)
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the backward pass");
+  return CQ_OK;
+}
+
+#define TRY(call)                 \
+  do {                            \
+    int st_ = (call);             \
+    if (st_ != CQ_OK) return st_; \
+  } while (0)
+
+/* The extra particle forces of this substep (eqs. 16-17): the control's user force plus the cable forces, in
+ * ws->fext; NULL when there are neither. */
+static int extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, const cq_real** out) {
+  explicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  *out = NULL;
+  if (sim->view->n_cables == 0 && !ctl->force) return CQ_OK;
+  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
+  TRY(ctl->force ? be->ops->copy(be, ws->fext, ctl->force, bytes) : be->ops->zero(be, ws->fext, bytes));
+  if (sim->view->n_cables > 0) TRY(be->ops->cable_forces(be, sim->view, s, ctl->u, ws->fext));
+  *out = ws->fext;
+  return CQ_OK;
+}
+
+static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad) {
+  explicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  TRY(op->prepare(be, &c, s, fresh, bad)); /* a state out of the previous G2P was checked there */
+  if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
+  cq_ctl kc = *ctl;
+  TRY(extra_forces(sim, s, ctl, &kc.force));
+  TRY(op->grid_clear(be, ws->grid));
+  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
+  TRY(op->grid_update(be, &c, ws->grid, ws->grid)); /* in place: momentum -> velocity */
+  TRY(op->g2p(be, &c, s, ws->grid, bad));
+  return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
+}
+
+/* Recomputes the forward grid from s (caching P2G's stresses), then runs G2P, grid and P2G adjoints. */
+static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
+                                const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+  explicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  TRY(alloc_backward(sim));
+  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  cqi_check bad;
+  TRY(op->prepare(be, &c, s, 0, &bad));
+  if (bad.check != CQ_CHECK_OK)
+    return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "
+                      "(particle %d); was the world changed after recording?", k + 1,
+                      cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
+  cq_ctl kc = *ctl;
+  TRY(extra_forces(sim, s, ctl, &kc.force));
+  /* forward grid */
+  TRY(op->grid_clear(be, ws->grid));
+  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
+  TRY(op->grid_update(be, &c, ws->grid, ws->grid_v));
+  /* adjoints in reverse: G2P (scatter), grid, P2G (gather) */
+  TRY(op->grid_clear(be, ws->grid_adj));
+  TRY(op->g2p_adj(be, &c, s, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
+  TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
+  cq_ctl_grads gc = {ws->gact, kc.force ? ws->gfext : NULL, out->gstress};
+  TRY(op->p2g_adj(be, &c, s, &sim->view->params, &kc, ws->grid_adj, g0, out->gp, &gc, ws->cache));
+  if (be->n_act > 0) TRY(op->act_grad(be, sim->view->params.act_id, ws->gact, out->gu));
+  if (kc.force) { /* through the extra forces: cables (into x and u) and the user's force */
+    if (sim->view->n_cables > 0) TRY(op->cable_forces_adj(be, sim->view, s, ctl->u, ws->gfext, g0->x, out->gu));
+    if (out->gforce) TRY(op->axpy(be, (long)be->n * be->dim, 1, ws->gfext, out->gforce));
+  }
+  return CQ_OK;
+}
+
+const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,
+                                                explicit_substep, explicit_substep_adj};

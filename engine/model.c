@@ -1,0 +1,343 @@
+/* The model (model.h): creation from a description, parameter arrays generated from fields.h, validation with
+ * messages generated from the same table and the material registry, actuators, cables, node boundary conditions. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+#include "kernels.h"
+
+static int shape_len(int shape, int dim) { return shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim; }
+
+/* "none(0), sticky(1), ..." style list of a registry for messages. */
+static const char* names_text(int list) {
+  static char buf[CQ_LIST_CHECK + 1][512];
+  char* out = buf[list];
+  if (out[0]) return out;
+  int len = 0;
+  const char* name;
+  for (int i = 0; (name = cq_name(list, i, NULL)) != NULL; i++)
+    len += snprintf(out + len, 512 - len, "%s%d (%s)", i ? ", " : "", i, name);
+  return out;
+}
+
+static int check_desc(const cq_world_desc* d, cqi_err* e) {
+  if (d->dim != 2 && d->dim != 3) return cqi_errorf(e, CQ_ERR_ARG, "dim must be 2 or 3 (got %d)", d->dim);
+  for (int a = 0; a < d->dim; a++)
+    if (d->res[a] < 5 || d->res[a] > 65536)
+      return cqi_errorf(e, CQ_ERR_ARG, "res[%d] must be in [5, 65536] (got %d)", a + 1, d->res[a]);
+  if (!(d->dx > 0) || !isfinite(d->dx)) return cqi_errorf(e, CQ_ERR_ARG, "dx must be finite and > 0 (got %g)", d->dx);
+  if (!(d->dt > 0) || !isfinite(d->dt)) return cqi_errorf(e, CQ_ERR_ARG, "dt must be finite and > 0 (got %g)", d->dt);
+  if (d->substeps < 1) return cqi_errorf(e, CQ_ERR_ARG, "substeps must be >= 1 (got %d)", d->substeps);
+  if (!(d->damping >= 0) || !isfinite(d->damping))
+    return cqi_errorf(e, CQ_ERR_ARG, "damping must be finite and >= 0 (got %g)", d->damping);
+  if (d->n < 1) return cqi_errorf(e, CQ_ERR_ARG, "n must be >= 1 (got %d)", d->n);
+  if (d->n_actuators < 0) return cqi_errorf(e, CQ_ERR_ARG, "n_actuators must be >= 0 (got %d)", d->n_actuators);
+  if (d->threads < 0) return cqi_errorf(e, CQ_ERR_ARG, "threads must be >= 0 (got %d)", d->threads);
+  if (d->integrator < 0 || d->integrator >= CQ_N_INTEGRATORS)
+    return cqi_errorf(e, CQ_ERR_ARG, "integrator must be one of %s (got %d)", names_text(CQ_LIST_INTEGRATOR),
+                      d->integrator);
+  for (int a = 0; a < 3; a++)
+    if (!isfinite(d->gravity[a])) return cqi_errorf(e, CQ_ERR_ARG, "gravity[%d] must be finite (got %g)", a + 1, d->gravity[a]);
+  for (int k = 0; k < 2 * d->dim; k++) {
+    const cq_wall_desc* wd = &d->walls[k];
+    if (wd->type < 0 || wd->type >= CQ_N_BOUNDARIES)
+      return cqi_errorf(e, CQ_ERR_ARG, "wall %d: type must be one of %s (got %d)", k + 1, names_text(CQ_LIST_BOUNDARY),
+                        wd->type);
+    if (wd->type == CQ_BC_NONE) continue;
+    if (wd->thickness < 1 || wd->thickness > d->res[k / 2] / 2)
+      return cqi_errorf(e, CQ_ERR_ARG, "wall %d: thickness must be in [1, %d] cells (got %d)", k + 1,
+                        d->res[k / 2] / 2, wd->thickness);
+    if (!(wd->friction >= 0)) return cqi_errorf(e, CQ_ERR_ARG, "wall %d: friction must be >= 0 (got %g)", k + 1, wd->friction);
+    for (int a = 0; a < 3; a++)
+      if (!isfinite(wd->velocity[a]) || !isfinite(wd->osc_amplitude[a]))
+        return cqi_errorf(e, CQ_ERR_ARG, "wall %d: velocity and oscillation amplitude must be finite (component %d: %g, %g)",
+                          k + 1, a + 1, wd->velocity[a], wd->osc_amplitude[a]);
+    if (!isfinite(wd->osc_omega) || !isfinite(wd->osc_phase))
+      return cqi_errorf(e, CQ_ERR_ARG, "wall %d: oscillation omega and phase must be finite (got %g, %g)", k + 1,
+                        wd->osc_omega, wd->osc_phase);
+  }
+  return CQ_OK;
+}
+
+int cqi_model_init(cqi_model* m, const cq_world_desc* d, cqi_err* err) {
+  memset(m, 0, sizeof *m);
+  int st = check_desc(d, err);
+  if (st != CQ_OK) return st;
+  m->desc = *d;
+  m->dim = d->dim;
+  m->n = d->n;
+  m->n_act = d->n_actuators;
+  m->dt_sub = d->dt / d->substeps;
+  m->n_nodes = 1;
+  for (int a = 0; a < d->dim; a++) m->n_nodes *= d->res[a];
+  m->validated = -1;
+  size_t n = (size_t)m->n;
+  int ok = 1;
+#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                 \
+  if ((m->name = malloc(n * shape_len(shape, d->dim) * sizeof(ctype))) != NULL) {           \
+    for (size_t i = 0; i < n * shape_len(shape, d->dim); i++) m->name[i] = (ctype)(dflt);   \
+  } else ok = 0;
+  CQ_PARAM_FIELDS(CQI_ALLOC)
+#undef CQI_ALLOC
+  m->act_kind = calloc(m->n_act > 0 ? m->n_act : 1, 1);
+  if (!ok || !m->act_kind) {
+    cqi_model_free(m);
+    return cqi_errorf(err, CQ_ERR_NOMEM, "n: out of memory for the parameters of %d particles", d->n);
+  }
+  return CQ_OK;
+}
+
+void cqi_model_free(cqi_model* m) {
+#define CQI_FREE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) free(m->name);
+  CQ_PARAM_FIELDS(CQI_FREE)
+#undef CQI_FREE
+  free(m->act_kind);
+  free(m->cables);
+  free(m->cable_idx);
+  free(m->node_bc_index);
+  free(m->node_bcs);
+  memset(m, 0, sizeof *m);
+}
+
+void* cqi_model_param(cqi_model* m, const char* name) {
+  m->generation++;
+#define CQI_FIND(fname, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  if (strcmp(name, #fname) == 0) return m->fname;
+  CQ_PARAM_FIELDS(CQI_FIND)
+#undef CQI_FIND
+  return NULL;
+}
+
+cq_params cqi_model_params(const cqi_model* m) {
+  cq_params p;
+#define CQI_VIEW(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) p.name = m->name;
+  CQ_PARAM_FIELDS(CQI_VIEW)
+#undef CQI_VIEW
+  p.act_kind = m->act_kind;
+  return p;
+}
+
+/* ---- validation ---- */
+
+static void range_text(double lo, double hi, int bounds, char* out, int len) {
+  if (isinf(lo) && isinf(hi)) snprintf(out, len, "finite");
+  else if (isinf(hi)) snprintf(out, len, "%s %g", bounds & CQ_OPEN_LO ? ">" : ">=", lo);
+  else if (isinf(lo)) snprintf(out, len, "%s %g", bounds & CQ_OPEN_HI ? "<" : "<=", hi);
+  else snprintf(out, len, "in %c%g, %g%c", bounds & CQ_OPEN_LO ? '(' : '[', lo, hi, bounds & CQ_OPEN_HI ? ')' : ']');
+}
+
+/* What the fields.h rows marked CQ_CUSTOM accept (checked in check_custom below). */
+static const char* custom_range(const char* name);
+
+const char* cqi_param_range(int index) {
+  static char text[CQ_N_PARAM_FIELDS][160];
+  if (index < 0 || index >= CQ_N_PARAM_FIELDS) return NULL;
+  if (!text[index][0]) {
+    int i = 0;
+#define CQI_RANGE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                           \
+  if (i++ == index) {                                                                                  \
+    if ((bounds) == CQ_CUSTOM) snprintf(text[index], sizeof text[index], "%s", custom_range(#name));   \
+    else range_text(lo, hi, bounds, text[index], sizeof text[index]);                                  \
+  }
+    CQ_PARAM_FIELDS(CQI_RANGE)
+#undef CQI_RANGE
+  }
+  return text[index];
+}
+
+/* 1 if value v of parameter `name` (doc: its long name) is within its fields.h range, else 0 with the reason. */
+static int check_range(const char* name, const char* doc, double v, double lo, double hi, int bounds, int p,
+                       int component, int ncomp, char* why, int len) {
+  int ok = isfinite(v) && ((bounds & CQ_OPEN_LO) ? v > lo : v >= lo) && ((bounds & CQ_OPEN_HI) ? v < hi : v <= hi);
+  if (ok || !why) return ok;
+  char range[96], comp[32] = "";
+  range_text(lo, hi, bounds, range, sizeof range);
+  if (ncomp > 1) snprintf(comp, sizeof comp, "[%d]", component + 1);
+  snprintf(why, len, "particle %d: %s%s (%s) must be %s (got %g)", p + 1, name, comp, doc, range, v);
+  return 0;
+}
+
+static const char* custom_range(const char* name) {
+  static char material[600];
+  if (!strcmp(name, "inc_p")) return "0 (off) or >= 2";
+  if (!strcmp(name, "act_id")) return "-1 (none) or an actuator index in [0, n_actuators)";
+  if (!strcmp(name, "material")) {
+    if (!material[0]) snprintf(material, sizeof material, "one of %s", names_text(CQ_LIST_MATERIAL));
+    return material;
+  }
+  return "see the engine's docs";
+}
+
+/* The CQ_CUSTOM rows of fields.h. */
+static int check_custom(const cqi_model* m, int p, char* why, int len) {
+  double inc_p = m->inc_p[p];
+  if (!(inc_p == 0 || (inc_p >= 2 && isfinite(inc_p)))) {
+    if (why) snprintf(why, len, "particle %d: inc_p (incompressibility exponent) must be %s (got %g)", p + 1,
+                      custom_range("inc_p"), inc_p);
+    return 0;
+  }
+  if (m->material[p] >= CQ_N_MATERIALS) {
+    if (why) snprintf(why, len, "particle %d: material must be %s (got %d)", p + 1, custom_range("material"),
+                      m->material[p]);
+    return 0;
+  }
+  if (m->act_id[p] < -1 || m->act_id[p] >= m->n_act) {
+    if (why) snprintf(why, len, "particle %d: act_id must be -1 (none) or an actuator index in [0, %d) (got %d)", p + 1,
+                      m->n_act, m->act_id[p]);
+    return 0;
+  }
+  return 1;
+}
+
+/* 1 if every parameter of particle p is valid, else 0 with the reason in why (when why is not NULL). */
+static int check_particle(const cqi_model* m, const cq_params* prm, int p, char* why, int len) {
+  const int n = m->n, D = m->dim;
+#define CQI_CHECK(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                        \
+  if ((bounds) != CQ_CUSTOM)                                                                                        \
+    for (int c = 0; c < shape_len(shape, D); c++)                                                                   \
+      if (!check_range(#name, doc, (double)m->name[(long)c * n + p], lo, hi, bounds, p, c, shape_len(shape, D), why, \
+                       len))                                                                                        \
+        return 0;
+  CQ_PARAM_FIELDS(CQI_CHECK)
+#undef CQI_CHECK
+  if (!check_custom(m, p, why, len)) return 0;
+  char mwhy[400] = "";
+  int ok = D == 2 ? material_check_2(prm, p, mwhy, sizeof mwhy) : material_check_3(prm, p, mwhy, sizeof mwhy);
+  if (!ok && why) snprintf(why, len, "particle %d (%s): %s", p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL), mwhy);
+  return ok;
+}
+
+int cqi_model_validate(cqi_model* m, cqi_err* err) {
+  cq_params prm = cqi_model_params(m);
+  double best = 0;
+  int stiffest = 0;
+  for (int p = 0; p < m->n; p++) {
+    if (!check_particle(m, &prm, p, NULL, 0)) {
+      char why[600];
+      check_particle(m, &prm, p, why, sizeof why);
+      return cqi_errorf(err, CQ_ERR_ARG, "%s", why);
+    }
+    /* wave speed^2 = M / rho, rho = mass / vol0 */
+    double M = m->dim == 2 ? material_modulus_2(&prm, p) : material_modulus_3(&prm, p);
+    double c2 = M * m->vol0[p] / m->mass[p];
+    if (c2 > best) best = c2, stiffest = p;
+  }
+  m->stable_dt = best > 0 ? m->desc.dx / sqrt(best) : INFINITY;
+  m->stiffest = stiffest;
+  m->validated = m->generation;
+  return CQ_OK;
+}
+
+/* ---- actuators, cables, boundary conditions ---- */
+
+int cqi_model_set_actuator(cqi_model* m, int a, int kind, cqi_err* err) {
+  if (a < 0 || a >= m->n_act)
+    return cqi_errorf(err, CQ_ERR_ARG, "actuator must be in [1, %d] (got %d)", m->n_act, a + 1);
+  if (kind < 0 || kind >= CQ_N_ACTUATOR_KINDS)
+    return cqi_errorf(err, CQ_ERR_ARG, "actuator kind must be one of %s (got %d)", names_text(CQ_LIST_ACTUATOR), kind);
+  m->act_kind[a] = (uint8_t)kind;
+  m->generation++;
+  return CQ_OK;
+}
+
+int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* particles, double k, double rest,
+                        cqi_err* err) {
+  if (actuator < 0 || actuator >= m->n_act)
+    return cqi_errorf(err, CQ_ERR_ARG, "cable: actuator must be in [1, %d] (got %d)", m->n_act, actuator + 1);
+  if (m->act_kind[actuator] != CQ_ACT_CABLE)
+    return cqi_errorf(err, CQ_ERR_ARG, "cable: actuator %d is not a cable actuator (set its kind to cable first)",
+                      actuator + 1);
+  if (count < 2) return cqi_errorf(err, CQ_ERR_ARG, "cable: needs at least 2 particles (got %d)", count);
+  if (!(k >= 0) || !isfinite(k)) return cqi_errorf(err, CQ_ERR_ARG, "cable: stiffness k must be finite and >= 0 (got %g)", k);
+  if (!(rest >= 0) || !isfinite(rest))
+    return cqi_errorf(err, CQ_ERR_ARG, "cable: rest length must be finite and >= 0 (got %g)", rest);
+  for (int i = 0; i < count; i++)
+    if (particles[i] < 0 || particles[i] >= m->n)
+      return cqi_errorf(err, CQ_ERR_ARG, "cable: particle %d must be in [1, %d] (got %d)", i + 1, m->n, particles[i] + 1);
+  if (m->n_cable_idx > 0x7fffffff - count) return cqi_errorf(err, CQ_ERR_ARG, "cable: too many cable particles");
+  cq_cable* cb = realloc(m->cables, sizeof(cq_cable) * (m->n_cables + 1));
+  if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "cable: out of memory");
+  m->cables = cb;
+  int32_t* ix = realloc(m->cable_idx, sizeof(int32_t) * ((size_t)m->n_cable_idx + count));
+  if (!ix) return cqi_errorf(err, CQ_ERR_NOMEM, "cable: out of memory");
+  m->cable_idx = ix;
+  cq_cable* c = &m->cables[m->n_cables++];
+  c->first = m->n_cable_idx;
+  c->count = count;
+  c->act = actuator;
+  c->k = (cq_real)k;
+  c->rest = (cq_real)rest;
+  for (int i = 0; i < count; i++) m->cable_idx[m->n_cable_idx++] = particles[i];
+  m->generation++;
+  return CQ_OK;
+}
+
+int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type,
+                           double friction, cqi_err* err) {
+  if (count < 0) return cqi_errorf(err, CQ_ERR_ARG, "node count must be >= 0 (got %d)", count);
+  if (type <= CQ_BC_NONE || type >= CQ_N_BOUNDARIES)
+    return cqi_errorf(err, CQ_ERR_ARG, "node boundary type must be one of %s except none (got %d)",
+                      names_text(CQ_LIST_BOUNDARY), type);
+  if (!(friction >= 0)) return cqi_errorf(err, CQ_ERR_ARG, "friction must be >= 0 (got %g)", friction);
+  for (int k = 0; k < count; k++) { /* validate everything before changing anything */
+    if (nodes[k] < 0 || nodes[k] >= m->n_nodes)
+      return cqi_errorf(err, CQ_ERR_ARG, "node %d: index must be in [0, %ld) (got %d)", k + 1, m->n_nodes, nodes[k]);
+    double len = 0;
+    for (int a = 0; a < m->dim; a++) len += normals[3 * k + a] * normals[3 * k + a];
+    if (!(len > 0) || !isfinite(len)) return cqi_errorf(err, CQ_ERR_ARG, "node %d: normal must be finite and non-zero", k + 1);
+  }
+  if (!m->node_bc_index) {
+    m->node_bc_index = malloc(sizeof(int32_t) * m->n_nodes);
+    if (!m->node_bc_index) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory for the node boundary map");
+    for (long i = 0; i < m->n_nodes; i++) m->node_bc_index[i] = -1;
+  }
+  cq_bc* nb = realloc(m->node_bcs, sizeof(cq_bc) * ((size_t)m->n_node_bcs + count + 1));
+  if (!nb) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory for node boundary conditions");
+  m->node_bcs = nb;
+  for (int k = 0; k < count; k++) {
+    double len = 0;
+    for (int a = 0; a < m->dim; a++) len += normals[3 * k + a] * normals[3 * k + a];
+    len = sqrt(len);
+    cq_bc* b = &m->node_bcs[m->n_node_bcs];
+    memset(b, 0, sizeof *b);
+    b->type = type;
+    b->mu = (cq_real)friction;
+    for (int a = 0; a < m->dim; a++) b->n[a] = (cq_real)(normals[3 * k + a] / len);
+    m->node_bc_index[nodes[k]] = m->n_node_bcs++;
+  }
+  m->generation++;
+  return CQ_OK;
+}
+
+/* Boundary velocities are evaluated at the substep's start time. */
+cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k) {
+  cq_substep c;
+  memset(&c, 0, sizeof c);
+  const cq_world_desc* d = &m->desc;
+  long s = 1;
+  for (int a = m->dim - 1; a >= 0; a--) {
+    c.res[a] = d->res[a];
+    c.stride[a] = s;
+    s *= d->res[a];
+  }
+  c.dx = (cq_real)d->dx;
+  c.inv_dx = (cq_real)(1.0 / d->dx);
+  c.dt = (cq_real)m->dt_sub;
+  for (int a = 0; a < 3; a++) c.gravity[a] = (cq_real)d->gravity[a];
+  c.damp = (cq_real)exp(-d->damping * m->dt_sub);
+  double t = k * m->dt_sub;
+  for (int wi = 0; wi < 2 * m->dim; wi++) {
+    const cq_wall_desc* wd = &d->walls[wi];
+    cq_bc* b = &c.walls[wi];
+    c.wall_thick[wi] = wd->type == CQ_BC_NONE ? 0 : wd->thickness;
+    b->type = wd->type;
+    b->mu = (cq_real)wd->friction;
+    b->n[wi / 2] = wi % 2 == 0 ? 1 : -1;
+    for (int a = 0; a < m->dim; a++)
+      b->vel[a] = (cq_real)(wd->velocity[a] + wd->osc_amplitude[a] * sin(wd->osc_omega * t + wd->osc_phase));
+  }
+  c.node_bc_index = m->node_bc_index ? node_bc_index : NULL;
+  c.node_bcs = node_bcs;
+  return c;
+}

@@ -1,0 +1,48 @@
+/* The model: what a world simulates, fixed during a step (grid, walls, per-particle parameters, actuators, cables,
+ * node boundary conditions). Validated at commit and again before any step that follows a change. */
+#ifndef CQ_MODEL_H
+#define CQ_MODEL_H
+#include "error.h"
+#include "kernel_types.h"
+
+typedef struct cqi_model {
+  cq_world_desc desc;
+  int dim, n, n_act;
+  long n_nodes;
+  double dt_sub;                /* dt / substeps */
+#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) ctype* name;
+  CQ_PARAM_FIELDS(CQI_MEMBER)   /* per-particle parameters, fields.h: [n] or [D][n] */
+#undef CQI_MEMBER
+  uint8_t* act_kind;            /* [n_act] CQ_ACT_* */
+  cq_cable* cables;             /* [n_cables] */
+  int n_cables;
+  int32_t* cable_idx;           /* particle indices of all cables, concatenated */
+  int n_cable_idx;
+  int32_t* node_bc_index;       /* [n_nodes] index into node_bcs or -1; NULL when there are none */
+  cq_bc* node_bcs;              /* [n_node_bcs] */
+  int n_node_bcs;
+  long generation;              /* bumped by every change (parameter access for writing, actuators, cables, BCs) */
+  /* results of the last validation */
+  long validated;               /* generation validated, -1 = never */
+  double stable_dt;             /* dx / max wave speed */
+  int stiffest;                 /* particle with the largest wave speed (0-based) */
+} cqi_model;
+
+/* Checks desc and allocates a model with every parameter at its default; CQ_OK or a message in err. */
+int cqi_model_init(cqi_model* m, const cq_world_desc* desc, cqi_err* err);
+void cqi_model_free(cqi_model* m);
+/* The parameter array called name (fields.h) for writing: bumps the generation. NULL if there is none. */
+void* cqi_model_param(cqi_model* m, const char* name);
+cq_params cqi_model_params(const cqi_model* m); /* host views of every parameter */
+/* Validates every particle's parameters (first failure named, 1-based) and computes stable_dt and stiffest. */
+int cqi_model_validate(cqi_model* m, cqi_err* err);
+int cqi_model_set_actuator(cqi_model* m, int a, int kind, cqi_err* err);
+int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* particles, double k, double rest,
+                        cqi_err* err);
+int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type,
+                           double friction, cqi_err* err);
+/* Constants of substep k (wall velocities at its start time); node BC pointers from the backend's view. */
+cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k);
+/* Text of a parameter's valid range ("> 0", "in (-1, 0.5)", ...), for messages and cq_field_info. */
+const char* cqi_param_range(int index);
+#endif

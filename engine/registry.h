@@ -1,0 +1,45 @@
+/* The engine's registries: one list each of boundary types, actuator kinds, materials, integrators and blow-up
+ * checks. Each list generates its public enum (cq.h), the names and docs that cq_name() returns (and through it the
+ * Lua names, the commit-time messages and docs/api.md), and, for materials, the kernel dispatch (material.h).
+ * Entries: X(ID, name, doc). Macros only: cq.h includes this file and its preprocessed text feeds the LuaJIT FFI. */
+#ifndef CQ_REGISTRY_H
+#define CQ_REGISTRY_H
+
+/* Boundary conditions (seed 000 sec. 3.2, Appendix B), applied to grid nodes of a wall slab or an explicit set. */
+#define CQ_BOUNDARIES(X)                                                                                  \
+  X(NONE, none, "no boundary")                                                                           \
+  X(STICKY, sticky, "node velocity = boundary velocity")                                                 \
+  X(SLIP, slip, "normal velocity removed, tangential kept")                                              \
+  X(SEPARATE, separate, "like slip while moving into the boundary, free while moving away")              \
+  X(FRICTION, friction, "Coulomb friction while moving into the boundary (coefficient inf: no slip), free while moving away")
+
+/* Actuator kinds (seed 000 eqs. 15-17). */
+#define CQ_ACTUATOR_KINDS(X)                                                                              \
+  X(STRESS, stress, "material-space stress diag(u act_axis) added as F A F^T to the Kirchhoff stress (eq. 15)") \
+  X(FORCE, force, "force u act_axis on each particle (eq. 16)")                                          \
+  X(CABLE, cable, "contract-only cable through listed particles, forces from its energy (eq. 17)")
+
+/* Constitutive models: one header engine/material_<name>.h each (see material.h). */
+#define CQ_MATERIALS(X)                                                                                   \
+  X(COROTATED, corotated, "fixed corotated: P = 2 mu (F - R) + lambda (J - 1) J F^-T (seed 000 eq. 12)")   \
+  X(NEOHOOKEAN, neohookean, "NeoHookean: P = mu (F - F^-T) + lambda log(J) F^-T (seed 000 eq. 13)")
+
+/* Time integrators: one engine/integrator_<name>.c each, composed of backend primitives. */
+#define CQ_INTEGRATORS(X) X(EXPLICIT, explicit, "symplectic Euler MLS-MPM substeps (seed 000 eqs. 4-11)")
+
+/* Backends: where the stage primitives run. */
+#define CQ_BACKENDS(X)                                                                                    \
+  X(CPU, cpu, "OpenMP on the host")                                                                      \
+  X(CUDA, cuda, "an NVIDIA GPU (libcq_cuda_*.so)")
+
+/* Blow-up checks run on every particle after every substep (folded into G2P) and on the parameters before
+ * every control step, in this order of precedence when several particles fail in the same substep. */
+#define CQ_CHECKS(X)                                                                                      \
+  X(OK, ok, "passed")                                                                                    \
+  X(INVERTED, inverted, "J = det F <= 0: the element inverted")                                          \
+  X(TOO_FAST, too_fast, "moved more than one cell in one substep (|v| dt > dx)")                         \
+  X(OUTSIDE, outside_grid, "left the grid")                                                              \
+  X(NONFINITE, non_finite, "a position, velocity, C or F entry is not finite")                           \
+  X(UNSTABLE_DT, unstable_dt, "the substep is above the stable limit dx / (max wave speed) of the current parameters")
+
+#endif

@@ -1,0 +1,77 @@
+/* States: one host block holding every field of CQ_STATE_FIELDS (fields.h), laid out in table order. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static long field_len(int shape, int n, int dim) {
+  return (long)n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim);
+}
+
+long cqi_state_len(int n, int dim) {
+  long len = 0;
+#define CQI_LEN(name, shape, init, doc) len += field_len(shape, n, dim);
+  CQ_STATE_FIELDS(CQI_LEN)
+#undef CQI_LEN
+  return len;
+}
+
+cq_particles cqi_particles_view(cq_real* block, int n, int dim) {
+  cq_particles p;
+  p.n = n;
+  long off = 0;
+#define CQI_VIEW(name, shape, init, doc) \
+  p.name = block + off;                  \
+  off += field_len(shape, n, dim);
+  CQ_STATE_FIELDS(CQI_VIEW)
+#undef CQI_VIEW
+  return p;
+}
+
+cq_state* cqi_state_alloc(int dim, int n) {
+  cq_state* s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->dim = dim;
+  s->n = n;
+  s->block_len = cqi_state_len(n, dim);
+  s->block = calloc((size_t)s->block_len, sizeof(cq_real));
+  if (!s->block) return free(s), NULL;
+  s->p = cqi_particles_view(s->block, n, dim);
+  return s;
+}
+
+cq_state* cq_state_create(const cq_world* w) {
+  int n = w->model.n, D = w->model.dim;
+  cq_state* s = cqi_state_alloc(D, n);
+  if (!s) return NULL;
+#define CQI_INIT(name, shape, init, doc)                                                           \
+  if ((init) == CQ_INIT_IDENTITY)                                                                  \
+    for (int a = 0; a < D; a++)                                                                    \
+      for (int p = 0; p < n; p++) s->p.name[(a * D + a) * (long)n + p] = 1;
+  CQ_STATE_FIELDS(CQI_INIT)
+#undef CQI_INIT
+  return s;
+}
+
+void cq_state_free(cq_state* s) {
+  if (!s) return;
+  free(s->block);
+  free(s);
+}
+
+void* cq_state_field(cq_state* s, const char* name) {
+#define CQI_FIND(fname, shape, init, doc) \
+  if (strcmp(name, #fname) == 0) return s->p.fname;
+  CQ_STATE_FIELDS(CQI_FIND)
+#undef CQI_FIND
+  return NULL;
+}
+
+long cq_state_substep(const cq_state* s) { return s->substep; }
+void cq_state_set_substep(cq_state* s, long k) { s->substep = k; }
+
+int cq_state_copy(cq_state* dst, const cq_state* src) {
+  if (dst->block_len != src->block_len) return CQ_ERR_ARG;
+  memcpy(dst->block, src->block, sizeof(cq_real) * src->block_len);
+  dst->substep = src->substep;
+  return CQ_OK;
+}

@@ -1,0 +1,383 @@
+-- cq.world: the model (grid, walls, per-particle parameters, actuators) on a backend, and its control step.
+-- States (cq/state.lua) and memos (cq/memo.lua) belong to a world.
+local ffi = require "ffi"
+local C = require "cq._ffi"
+local check = require "cq._check"
+local registry = require "cq._registry"
+
+local M = {}
+local World = {}
+World.__index = World
+M.World = World
+
+local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
+local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
+  "n_actuators", "precision", "threads", "walls", "backend", "integrator" })
+local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
+local MAX_THREADS = 1024
+
+local function parse_wall(where, wd, spec, dim)
+  if type(spec) ~= "table" then check.fail(where, "must be a table {type=..., friction=..., thickness=...}", spec) end
+  check.options(where, spec, WALL_OPTIONS)
+  local BC = registry.BC
+  local t = spec.type or "sticky"
+  if BC[t] == nil then check.fail(where, "type must be one of " .. registry.names(BC), t) end
+  wd.type = BC[t]
+  wd.friction = spec.friction or (t == "friction" and 0.5 or 0)
+  if t == "friction" then check.number(where, "friction", wd.friction, 0, math.huge, { inf = true }) end
+  wd.thickness = spec.thickness or 3
+  check.integer(where, "thickness", wd.thickness, 1)
+  if spec.velocity then
+    check.vector(where, "velocity", spec.velocity, dim)
+    for a = 1, dim do wd.velocity[a - 1] = spec.velocity[a] end
+  end
+  if spec.oscillation then
+    local o = spec.oscillation
+    check.options(where .. ".oscillation", o, { amplitude = true, omega = true, phase = true })
+    check.vector(where, "oscillation.amplitude", o.amplitude, dim)
+    for a = 1, dim do wd.osc_amplitude[a - 1] = o.amplitude[a] end
+    wd.osc_omega = check.number(where, "oscillation.omega", o.omega or 0)
+    wd.osc_phase = check.number(where, "oscillation.phase", o.phase or 0)
+  end
+end
+
+-- The engine library for precision and backend choice ("auto" | "cpu" | "cuda"): the library and the backend used.
+local function library(where, precision, backend)
+  local lib = C.lib(precision)
+  if backend == "cpu" then return lib, "cpu" end
+  local clib, why = C.cuda_lib(precision)
+  if clib then return clib, "cuda" end
+  if backend == "cuda" then
+    check.raise(string.format('%s: backend = "cuda" but no CUDA device is available (%s); use backend = "cpu" or "auto"',
+      where, why))
+  end
+  return lib, "cpu"
+end
+
+-- Read-only access to the parameter views: world.params.E is a const view (writes raise in LuaJIT: use world:fill).
+local Params = {}
+function Params.__index(t, name)
+  local w = rawget(t, "_world")
+  w:_handle()
+  local v = w._views[name]
+  if v == nil then check.fail("world.params", "no particle parameter " .. tostring(name) .. " (known: " ..
+    table.concat(w._param_names, ", ") .. ")", name) end
+  return v
+end
+function Params.__newindex(t, name)
+  check.fail("world.params", "parameters are read-only views; write them with world:fill(name, value)", name)
+end
+
+--- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
+--- integrator}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
+--- CPU), "cpu" or "cuda".
+function M.new(opts)
+  local where = "cq.world"
+  check.options(where, opts, OPTIONS)
+  local precision = check.oneof(where, "precision", opts.precision or "f64", { "f32", "f64" })
+  local backend = check.oneof(where, "backend", opts.backend or "auto", { "auto", "cpu", "cuda" })
+  local integrator = opts.integrator or "explicit"
+  if registry.INTEGRATOR[integrator] == nil then
+    check.fail(where, "integrator must be one of " .. registry.names(registry.INTEGRATOR), integrator)
+  end
+  local lib
+  lib, backend = library(where, precision, backend)
+  local d = ffi.new("cq_world_desc")
+  lib.cq_world_desc_default(d)
+  local dim = check.integer(where, "dim", opts.dim or 2, 2, 3)
+  d.dim = dim
+  local res = opts.res or (dim == 2 and { 64, 64 } or { 64, 64, 64 })
+  if type(res) == "number" then local r = {} for a = 1, dim do r[a] = res end res = r end
+  check.vector(where, "res", res, dim)
+  for a = 1, dim do d.res[a - 1] = check.integer(where, "res[" .. a .. "]", res[a], 5, 65536) end
+  d.dx = check.number(where, "dx", opts.dx or 1 / res[1], 0, math.huge, { open_lo = true })
+  d.dt = check.number(where, "dt", opts.dt or 1e-3, 0, math.huge, { open_lo = true })
+  d.substeps = check.integer(where, "substeps", opts.substeps or 1, 1)
+  if opts.gravity then
+    check.vector(where, "gravity", opts.gravity, dim)
+    for a = 1, dim do d.gravity[a - 1] = opts.gravity[a] end
+  end
+  d.damping = check.number(where, "damping", opts.damping or 0, 0, math.huge)
+  d.n = check.integer(where, "n", opts.n, 1)
+  d.n_actuators = check.integer(where, "n_actuators", opts.n_actuators or 0, 0)
+  d.threads = check.integer(where, "threads", opts.threads or 0, 0, MAX_THREADS)
+  d.integrator = registry.INTEGRATOR[integrator]
+  local names = {} -- "all" first, so named walls override it
+  for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
+  for _, name in ipairs(names) do
+    local spec = opts.walls[name]
+    local ws = where .. ".walls." .. tostring(name)
+    if name == "all" then
+      for k = 0, 2 * dim - 1 do parse_wall(ws, d.walls[k], spec, dim) end
+    else
+      local k = WALLS[name]
+      if k == nil or k >= 2 * dim then
+        check.fail(where, "walls keys must be all, left, right, bottom/floor, top/ceiling" ..
+          (dim == 3 and ", back, front" or ""), name)
+      end
+      parse_wall(ws, d.walls[k], spec, dim)
+    end
+  end
+  local err = ffi.new("char[1024]")
+  local h = lib.cq_world_create(d, err, 1024)
+  if h == nil then check.raise(where .. ": " .. ffi.string(err)) end
+  h = ffi.gc(h, lib.cq_world_free)
+  if backend == "cuda" and lib.cq_world_set_backend(h, ffi.C.CQ_BACKEND_CUDA) ~= 0 then
+    check.raise(where .. ": " .. ffi.string(lib.cq_world_error(h)))
+  end
+  local self = setmetatable({ _h = h, _lib = lib, dim = dim, n = d.n, n_actuators = d.n_actuators, backend = backend,
+    precision = precision, res = res, dx = d.dx, dt = d.dt, substeps = d.substeps, integrator = integrator,
+    threads = d.threads, committed = false, _real = C.real_ctype[precision], _views = {}, _fields = {},
+    _param_names = {}, _ctl = ffi.new("cq_control"), _memos = setmetatable({}, { __mode = "k" }) }, World)
+  for _, f in ipairs(registry.fields(lib, "param")) do
+    -- read-only views: writes go through world:fill, after which the engine validates them before the next step
+    self._views[f.name] = C.view(C.const_ctype[f.type == 0 and precision or f.type], lib.cq_world_param(h, f.name), h)
+    self._fields[f.name] = f
+    self._param_names[#self._param_names + 1] = f.name
+  end
+  self.params = setmetatable({ _world = self }, Params)
+  return self
+end
+
+-- The engine handle, or "used after release".
+function World:_handle()
+  if self._released then check.raise("cq.world: used after release (world:release() was called)") end
+  return self._h
+end
+
+-- Raises the engine's message for a failed status; a blow-up names the robot group of the failing particle.
+function World:_check(status, what)
+  if status == 0 then return end
+  local msg = ffi.string(self._lib.cq_world_error(self._h))
+  if status == ffi.C.CQ_ERR_BLOWUP and self.groups then
+    local b = ffi.new("cq_blowup")
+    self._lib.cq_world_blowup(self._h, b)
+    local p = b.particle + 1
+    for i, g in ipairs(self.groups) do
+      if p >= g.first and p <= g.last then
+        msg = msg .. string.format(" [particle %d is in robot group %d%s]", p, i, g.name and (" '" .. g.name .. "'") or "")
+        break
+      end
+    end
+  end
+  check.raise(what .. ": " .. msg)
+end
+
+--- The last blow-up: {check = name, particle = 1-based, step = control step, substep} or nil.
+function World:blowup()
+  local b = ffi.new("cq_blowup")
+  self._lib.cq_world_blowup(self:_handle(), b)
+  if b.check == 0 then return nil end
+  return { check = registry.name_of(registry.CHECK, b.check), particle = b.particle >= 0 and b.particle + 1 or nil,
+    step = tonumber(b.step), substep = tonumber(b.substep) }
+end
+
+function World:__tostring()
+  if self._released then return "cq.world (released)" end
+  return string.format("cq.world: %dD %s, %d particles, %d actuators, %s, %s", self.dim, table.concat(self.res, "x"),
+    self.n, self.n_actuators, self.precision, self.backend)
+end
+
+--- Sets actuator a (1-based) to kind "stress", "force" or "cable".
+function World:set_actuator(a, kind)
+  local where = "world:set_actuator"
+  check.integer(where, "actuator", a, 1, self.n_actuators)
+  if registry.ACTUATOR[kind] == nil then check.fail(where, "kind must be one of " .. registry.names(registry.ACTUATOR), kind) end
+  self:_check(self._lib.cq_world_set_actuator(self:_handle(), a - 1, registry.ACTUATOR[kind]), where)
+end
+
+--- Explicit node boundary conditions: nodes = {flat node index (0-based), ...}, normals = {{nx,ny[,nz]}, ...}.
+function World:set_node_bcs(nodes, normals, spec)
+  local where = "world:set_node_bcs"
+  self:_handle()
+  if type(nodes) ~= "table" then check.fail(where, "nodes must be a list of flat node indices (0-based)", nodes) end
+  if type(normals) ~= "table" then check.fail(where, "normals must be a list of {nx, ny[, nz]}, one per node", normals) end
+  local count = #nodes
+  if #normals ~= count then check.fail(where, "normals must have one entry per node (" .. count .. ")", #normals) end
+  local n_nodes = 1
+  for a = 1, self.dim do n_nodes = n_nodes * self.res[a] end
+  local ni, nn = ffi.new("int[?]", count), ffi.new("double[?]", 3 * count)
+  for k = 1, count do
+    ni[k - 1] = check.integer(where, "nodes[" .. k .. "]", nodes[k], 0, n_nodes - 1)
+    check.vector(where, "normals[" .. k .. "]", normals[k], self.dim)
+    for a = 1, self.dim do nn[3 * (k - 1) + a - 1] = normals[k][a] end
+  end
+  spec = spec or {}
+  check.options(where, spec, { type = true, friction = true })
+  local BC = registry.BC
+  local t = spec.type or "sticky"
+  if BC[t] == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
+  check.number(where, "friction", spec.friction or 0, 0, math.huge, { inf = true })
+  self:_check(self._lib.cq_world_set_node_bcs(self:_handle(), count, ni, nn, BC[t], spec.friction or 0), where)
+end
+
+--- Cable (seed 000 eq. 17) through particles (1-based, in order) driven by cable actuator a (1-based): stiffness
+--- k, rest length = the cable length at u = 1 (contract-only: no force while slack).
+function World:add_cable(a, particles, k, rest)
+  local where = "world:add_cable"
+  self:_handle()
+  check.integer(where, "actuator", a, 1, self.n_actuators)
+  if type(particles) ~= "table" or #particles < 2 then
+    check.fail(where, "particles must be a list of at least 2 particle indices", particles)
+  end
+  local idx = ffi.new("int[?]", #particles)
+  for i, p in ipairs(particles) do idx[i - 1] = check.integer(where, "particles[" .. i .. "]", p, 1, self.n) - 1 end
+  check.number(where, "k", k, 0, math.huge)
+  check.number(where, "rest", rest, 0, math.huge)
+  self:_check(self._lib.cq_world_add_cable(self:_handle(), a - 1, #particles, idx, k, rest), where)
+end
+
+--- Validates parameters (E > 0, nu in (-1, 0.5), mass, volume, dt vs. the stability limit). Required before step;
+--- parameters written later (world:fill) are validated again before the next step.
+function World:commit()
+  self:_check(self._lib.cq_world_commit(self:_handle()), "world:commit")
+  self.committed = true
+  return self
+end
+
+function World:stable_dt() return self._lib.cq_world_stable_dt(self:_handle()) end
+
+function World:set_threads(t)
+  check.integer("world:set_threads", "threads", t, 0, MAX_THREADS)
+  self:_check(self._lib.cq_world_set_threads(self:_handle(), t), "world:set_threads")
+  self.threads = t
+end
+
+--- CPU threads the last control step ran on (threads = 0 chooses them from the idle cores).
+function World:threads_used() return self._lib.cq_world_threads_used(self:_handle()) end
+
+-- A writable view of parameter name; the engine validates the parameters again before the next step.
+function World:_writable(name)
+  local f = self._fields[name]
+  return ffi.cast(f.type == 0 and self._real or C.type_ctype[f.type], self._lib.cq_world_param(self:_handle(), name))
+end
+
+--- Fills a per-particle parameter for particles first..last with a value, a function p -> value, a vector per
+--- particle (act_axis), a material name (material), or a list / FFI array of values (one per particle: list[1] or
+--- array[0] for particle first).
+function World:fill(name, value, first, last)
+  local where = "world:fill"
+  self:_handle()
+  local f = self._fields[name]
+  if not f then check.fail(where, "name must be a particle parameter (" .. table.concat(self._param_names, ", ") .. ")", name) end
+  first, last = first or 1, last or self.n
+  local n = self.n
+  check.integer(where, "first", first, 1, n)
+  check.integer(where, "last", last, first, n)
+  local arr = self:_writable(name)
+  if f.shape == 1 then -- one value per axis
+    check.vector(where, name, value, self.dim)
+    for p = first, last do for a = 1, self.dim do arr[(a - 1) * n + p - 1] = value[a] end end
+  elseif name == "material" and type(value) == "string" then
+    local m = registry.MATERIAL[value]
+    if m == nil then check.fail(where, "material must be one of " .. registry.names(registry.MATERIAL), value) end
+    for p = first, last do arr[p - 1] = m end
+  elseif type(value) == "function" then
+    for p = first, last do
+      local x = value(p)
+      if type(x) ~= "number" then check.fail(where, name .. " function must return a number for particle " .. p, x) end
+      arr[p - 1] = x
+    end
+  elseif type(value) == "table" or type(value) == "cdata" then
+    local base = type(value) == "table" and 1 or 0
+    for p = first, last do
+      local x = value[p - first + base]
+      if type(x) ~= "number" then check.fail(where, name .. " values[" .. (p - first + base) .. "] must be a number", x) end
+      arr[p - 1] = x
+    end
+  else
+    if type(value) ~= "number" then
+      check.fail(where, name .. " value must be a number, a function p -> number or a list of numbers", value)
+    end
+    for p = first, last do arr[p - 1] = value end
+  end
+end
+
+--- Sets E and nu from Lame parameters mu (> 0) and lambda (> -2/3 mu) for particles first..last:
+--- E = mu (3 lambda + 2 mu) / (lambda + mu), nu = lambda / (2 (lambda + mu)). (DiffTaichi scripts set mu, lambda.)
+function World:fill_lame(mu, lambda, first, last)
+  local where = "world:fill_lame"
+  check.number(where, "mu", mu, 0, math.huge, { open_lo = true })
+  check.number(where, "lambda", lambda, -2 / 3 * mu, math.huge, { open_lo = true })
+  self:fill("E", mu * (3 * lambda + 2 * mu) / (lambda + mu), first, last)
+  self:fill("nu", lambda / (2 * (lambda + mu)), first, last)
+end
+
+--- Makes the world (and its memos) unusable at once; the engine memory is returned when no view of it remains.
+function World:release()
+  if self._released then return end
+  for m in pairs(self._memos) do m:release() end
+  self._released = true
+  self._h, self._views = nil, nil
+  collectgarbage()
+end
+
+---------------------------------------------------------------- states and steps
+local state = require "cq.state"
+
+--- A new state for this world: every field at its initial value (x = v = C = 0, F = I).
+function World:state()
+  local h = self._lib.cq_state_create(self:_handle())
+  if h == nil then check.raise("world:state: out of memory for a state of " .. self.n .. " particles") end
+  return state.wrap(self, ffi.gc(h, self._lib.cq_state_free), nil)
+end
+
+-- The actuation argument of a step: nil (zero), a table or a double array of n_actuators values.
+local function act_array(world, u, where)
+  local na = world.n_actuators
+  if na == 0 then return nil end
+  if u == nil then return nil end
+  if type(u) == "cdata" then return check.doubles(where, "u", u, na) end
+  if type(u) ~= "table" or #u ~= na then
+    check.fail(where, "u must be a table of " .. na .. " actuation values", type(u) == "table" and ("a table of " .. #u) or u)
+  end
+  local a = world._u or ffi.new("double[?]", na)
+  world._u = a
+  for i = 1, na do
+    if type(u[i]) ~= "number" then check.fail(where, "u[" .. i .. "] must be a number", u[i]) end
+    a[i - 1] = u[i]
+  end
+  return a
+end
+
+-- The control struct of one step (reused): actuation u, and optional per-particle force and stress arrays.
+function World:_control(where, u, force, stress)
+  check.doubles(where, "force", force, self.dim * self.n)
+  check.doubles(where, "stress", stress, self.dim * self.dim * self.n)
+  local ctl = self._ctl
+  ctl.u, ctl.force, ctl.stress = act_array(self, u, where), force, stress
+  return ctl
+end
+
+--- Advances state s by one control step (substeps x dt/substeps) with actuation u (table or double[]), an
+--- optional per-particle force (double[dim * n], component-major) and an optional per-particle material-space
+--- actuation stress (double[dim * dim * n], stress[(i * dim + j) * n + p] = A_p[i][j], adds F A_p F^T like a
+--- stress actuator), both held over the substeps.
+function World:step(s, u, force, stress)
+  local where = "world:step"
+  local h = self:_handle()
+  if not self.committed then check.raise(where .. ": call world:commit() first") end
+  state.check_arg(where, "s", s, self)
+  self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
+end
+
+---------------------------------------------------------------- memos
+local memo = require "cq.memo"
+local MEMO_OPTIONS = check.option_set("world:memo", { "steps", "checkpoint_every" })
+
+--- world:memo{steps = T, checkpoint_every = 0 (auto, ~sqrt(N)) | 1 (store all) | K}
+function World:memo(opts)
+  local where = "world:memo"
+  check.options(where, opts, MEMO_OPTIONS)
+  local h = self:_handle()
+  if not self.committed then check.raise(where .. ": call world:commit() first") end
+  local steps = check.integer(where, "steps", opts.steps, 1, math.floor(check.INT_MAX / self.substeps))
+  local ck = check.integer(where, "checkpoint_every", opts.checkpoint_every or 0, 0)
+  local mh = self._lib.cq_memo_create(h, steps, ck)
+  if mh == nil then check.raise(where .. ": " .. ffi.string(self._lib.cq_world_error(h))) end
+  local m = memo.wrap(self, ffi.gc(mh, self._lib.cq_memo_free), steps)
+  self._memos[m] = true
+  return m
+end
+
+return M
