@@ -4,6 +4,13 @@
 -- usage: cqlua tools/bitcheck.lua save FILE      write the fingerprints of this build to FILE
 --        cqlua tools/bitcheck.lua compare FILE   compare this build against FILE; exit 1 on any difference
 --
+-- References (tools/bitcheck/): ref-<commit>.txt from the default build, ref-<commit>-exact.txt from a build without
+-- fused multiply-adds, which fixes every result by the order of operations in the source:
+--   make BUILD=build-exact FP_CONTRACT=off NVCC= && build-exact/bin/cqlua tools/bitcheck.lua compare \
+--     tools/bitcheck/ref-d582183-exact.txt
+-- With contraction on (-ffp-contract=fast), GCC decides which a*b + c to fuse after inlining, so moving a formula
+-- into its own function can change the last bits of a result without changing the math.
+--
 -- Scenes: the walker2d scene (300 steps of the diffmpm walker, f32 and f64, forward + backward through a memo),
 -- the FD gradient matrix of tests/gradient_spec.lua (2D/3D x 3 materials x 5 walls, 100 steps, every gradient
 -- kind), and a control case with a cable, a user force and a user stress. Results depend on the compiler and
