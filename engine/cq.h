@@ -84,9 +84,10 @@ const char* cq_name(int list, int id, const char** doc);
 /* Size of a public struct ("cq_world_desc", "cq_wall_desc", "cq_control", "cq_blowup"), 0 if unknown. */
 unsigned long cq_sizeof(const char* type_name);
 /* Field description (fields.h) of table kind (CQ_FIELDS_*), entry index: name, element type (CQ_TYPE_*), shape
- * (CQ_SHAPE_*), differentiable flag, doc, and a text of the valid range (params). Returns 0 past the end. */
+ * (CQ_SHAPE_*), differentiable flag, doc, a text of the valid range and the default value (parameters; "" and 0
+ * otherwise). Returns 0 past the end. */
 int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
-                  const char** doc, const char** range);
+                  const char** doc, const char** range, double* dflt);
 
 void cq_world_desc_default(cq_world_desc* d); /* fills defaults: 2D, 64x64, dx 1/64, dt 1e-3, no walls */
 cq_world* cq_world_create(const cq_world_desc* d, char* err, int errlen); /* NULL + message in err on bad input */

@@ -25,9 +25,10 @@ unsigned long cq_sizeof(const char* type_name) {
 }
 
 int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
-                  const char** doc, const char** range) {
+                  const char** doc, const char** range, double* dflt) {
   int i = 0;
   *range = "";
+  *dflt = 0;
   if (kind == CQ_FIELDS_STATE) {
 #define CQI_INFO(fname, fshape, init, fdoc)                                                    \
   if (i++ == index) {                                                                           \
@@ -37,10 +38,10 @@ int cq_field_info(int kind, int index, const char** name, int* type, int* shape,
     CQ_STATE_FIELDS(CQI_INFO)
 #undef CQI_INFO
   } else if (kind == CQ_FIELDS_PARAM) {
-#define CQI_INFO(fname, ctype, ftype, fshape, diff, dflt, lo, hi, bounds, fdoc)                \
+#define CQI_INFO(fname, ctype, ftype, fshape, diff, dflt_value, lo, hi, bounds, fdoc)          \
   if (i++ == index) {                                                                           \
     *name = #fname, *type = ftype, *shape = fshape, *differentiable = diff, *doc = fdoc;       \
-    *range = cqi_param_range(index);                                                            \
+    *range = cqi_param_range(index), *dflt = (double)(dflt_value);                              \
     return 1;                                                                                   \
   }
     CQ_PARAM_FIELDS(CQI_INFO)

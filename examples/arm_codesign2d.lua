@@ -29,7 +29,7 @@ end
 joint(0.06); link(0.08); joint(0.06)
 local top = link(0.08)
 local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -3.8 },
-  threads = 2, walls = { all = { type = "sticky", thickness = 3 } } } -- the base is held by the sticky floor
+  walls = { all = { type = "sticky", thickness = 3 } } } -- the base is held by the sticky floor
 local n, tip = world.n, {}
 for _, p in ipairs(top.particles) do if s0:get("x", p)[2] > y - 0.02 then tip[#tip + 1] = p end end
 

@@ -11,7 +11,7 @@ local robot = cq.robot { dim = 2 }
 local arm = robot:box { offset = { 0.5 - width / 2, y0 }, size = { width, L0 }, spacing = h,
   material = { model = "neohookean", E = 200, nu = 0.3, density = 1 } }
 local world, rest = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = 0.01, substeps = 20, gravity = { 0, -9.8 },
-  damping = 2, threads = 2, walls = { all = { type = "sticky", thickness = 3 } } } -- the base sits in the sticky floor
+  damping = 2, walls = { all = { type = "sticky", thickness = 3 } } } -- the base sits in the sticky floor
 local steps, n = 50, world.n                              -- 0.5 s
 local tip = {}                                            -- the top row of particles is the end effector
 for _, p in ipairs(arm.particles) do if rest:get("x", p)[2] > y0 + L0 - h then tip[#tip + 1] = p end end

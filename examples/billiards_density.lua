@@ -10,7 +10,7 @@ local robot = cq.robot { dim = 2 }
 local mat = { model = "neohookean", E = 200, nu = 0.3, density = 1 }
 local A = robot:ball { center = { 0.15, 0.5 }, radius = radius, material = mat, velocity = { speed, 0 } }
 local B = robot:ball { center = { 0.32, 0.5 }, radius = radius, material = mat }
-local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = 0.01, substeps = 20, threads = 2,
+local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = 0.01, substeps = 20,
   walls = { all = { type = "slip" } } } -- a top view: no gravity
 local n, mass0 = world.n, {}
 for _, p in ipairs(A.particles) do mass0[p] = world.params.mass[p - 1] end

@@ -18,7 +18,7 @@ for i = 1, 8 do
 end
 for _, i in ipairs { 1, 2, 7, 8 } do robot:pressure_actuator { groups = { groups[i] }, axis = 2, max = 2 } end
 local world, s0 = robot:world { res = { 400, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -3.8 },
-  threads = 2, walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
+  walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
 
 -- Centroid observer over the 8 blocks (positions relative to the body, velocities, a 4-phase clock), MLP 64-64 (ReLU, tanh output).
 local group_idx = {}

@@ -26,7 +26,7 @@ for _, leg in ipairs(legs) do
   robot:cable_actuator { particles = path, k = 8 }
 end
 local world, s0 = robot:world { res = { 400, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -3.8 },
-  threads = 2, walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
+  walls = { all = { type = "friction", friction = math.huge, thickness = 3 } } }
 
 -- Open loop: u in [0.5, 1] per cable and step (1 = rest length, just taut; 0.5 = pulled in by half).
 local controller = cq.open_loop { steps = T, outputs = 2, init = 0.9 }

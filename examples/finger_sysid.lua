@@ -23,7 +23,7 @@ end
 robot:cable_actuator { particles = column(0.5 - width / 2 + 1.5 * h), k = 5 } -- left: pulling bends it left
 robot:cable_actuator { particles = column(0.5 + width / 2 - 1.5 * h), k = 5 }
 local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -1 },
-  threads = 2, walls = { all = { type = "sticky", thickness = 3 } } }
+  walls = { all = { type = "sticky", thickness = 3 } } }
 local n, vol0 = world.n, world.params.vol0
 
 local function set_material(E, mass, nu)

@@ -1,9 +1,9 @@
 -- DiffTaichi's diffmpm.py walker on cqlua: a 2D soft robot learns to walk by gradient descent through 1,023 MPM
--- steps. Usage: cqlua examples/walker2d.lua [iterations=100] [precision=f32] [threads=2]
+-- steps. Usage: cqlua examples/walker2d.lua [iterations=100] [precision=f32] [threads=0 (every idle core)]
 local cq = require "cq"
 local iters = tonumber(arg and arg[1]) or 100
 local precision = arg and arg[2] or "f32"
-local threads = tonumber(arg and arg[3]) or 2
+local threads = tonumber(arg and arg[3]) or 0
 local dx, steps, n_sin, omega, lr = 1 / 128, 1023, 4, 20, 0.1
 
 -- Robot: a 0.3 x 0.1 body on four 0.05 x 0.1 legs, 2 particles per dx per axis (as diffmpm's add_rect).
@@ -74,7 +74,7 @@ local function loss_and_grad(traj)
 end
 
 local clock = require "cq.clock"
-print(string.format("walker2d: %d particles, %d steps, %s, %d threads", world.n, steps, precision, threads))
+print(string.format("walker2d: %d particles, %d steps, %s, threads %s", world.n, steps, precision, threads == 0 and "0 (every idle core)" or threads))
 local first, last, total, rest = nil, nil, 0, 0
 local traj = cq.trajectory { world = world, steps = steps } -- positions of the last iteration's motion
 for it = 1, iters do

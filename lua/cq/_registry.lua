@@ -44,14 +44,15 @@ end
 local KIND = { state = C.FIELDS.STATE, param = C.FIELDS.PARAM, control = C.FIELDS.CONTROL }
 local SHAPE = { [0] = "scalar", "vector", "matrix", "per actuator" }
 
---- The field table kind ("state", "param" or "control") of lib: {name, type, shape, diff, doc, range}.
+--- The field table kind ("state", "param" or "control") of lib: {name, type, shape, shape_name, diff, doc, range,
+--- default}.
 function M.fields(lib, kind)
   local out, i = {}, 0
   local name, doc, range = ffi.new("const char*[1]"), ffi.new("const char*[1]"), ffi.new("const char*[1]")
-  local ty, shape, diff = ffi.new("int[1]"), ffi.new("int[1]"), ffi.new("int[1]")
-  while lib.cq_field_info(KIND[kind], i, name, ty, shape, diff, doc, range) ~= 0 do
+  local ty, shape, diff, dflt = ffi.new("int[1]"), ffi.new("int[1]"), ffi.new("int[1]"), ffi.new("double[1]")
+  while lib.cq_field_info(KIND[kind], i, name, ty, shape, diff, doc, range, dflt) ~= 0 do
     out[#out + 1] = { name = ffi.string(name[0]), type = ty[0], shape = shape[0], shape_name = SHAPE[shape[0]],
-      diff = diff[0] == 1, doc = ffi.string(doc[0]), range = ffi.string(range[0]) }
+      diff = diff[0] == 1, doc = ffi.string(doc[0]), range = ffi.string(range[0]), default = dflt[0] }
     i = i + 1
   end
   return out

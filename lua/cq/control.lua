@@ -4,6 +4,11 @@ local tape = require "cq.tape"
 local check = require "cq._check"
 
 local M = {}
+local OBSERVER_OPTIONS = check.option_set("cq.centroid_observer", { "groups", "fields", "relative", "clock" })
+local CLOCK_OPTIONS = check.option_set("cq.centroid_observer clock", { "waves", "period" })
+local MLP_OPTIONS = check.option_set("cq.mlp", { "inputs", "outputs", "hidden", "activation", "seed", "scale" })
+local OPEN_LOOP_OPTIONS = check.option_set("cq.open_loop", { "steps", "outputs", "init" })
+local SINE_OPTIONS = check.option_set("cq.sine", { "outputs", "waves", "omega", "dt", "seed" })
 
 ---------------------------------------------------------------- observers
 --- Centroid observer (seed 000 sec. 4): mean position (and optionally velocity) of each particle group.
@@ -13,7 +18,7 @@ local M = {}
 --- j = 0..waves-1, at control step k (the phase inputs of DiffTaichi's walkers; period in control steps).
 function M.centroid_observer(opts)
   local where = "cq.centroid_observer"
-  check.options(where, opts, { groups = true, fields = true, relative = true, clock = true })
+  check.options(where, opts, OBSERVER_OPTIONS)
   local groups, fields = opts.groups, opts.fields or { "x", "v" }
   if type(groups) ~= "table" or #groups == 0 then
     check.fail(where, "groups must be a non-empty list of particle index lists", groups)
@@ -28,7 +33,7 @@ function M.centroid_observer(opts)
   for i, f in ipairs(fields) do check.oneof(where, "fields[" .. i .. "]", f, { "x", "v" }) end
   local waves, period = 0, 1
   if opts.clock then
-    check.options(where .. ".clock", opts.clock, { waves = true, period = true })
+    check.options(where .. ".clock", opts.clock, CLOCK_OPTIONS)
     waves = check.integer(where, "clock.waves", opts.clock.waves or 4, 1)
     period = check.number(where, "clock.period", opts.clock.period or 50, 0, math.huge, { open_lo = true })
   end
@@ -113,7 +118,7 @@ end
 --- opts: inputs, outputs, hidden, activation ("relu" | "tanh"), seed, scale (initial weight scale factor).
 function M.mlp(opts)
   local where = "cq.mlp"
-  check.options(where, opts, { inputs = true, outputs = true, hidden = true, activation = true, seed = true, scale = true })
+  check.options(where, opts, MLP_OPTIONS)
   local inputs = check.integer(where, "inputs", opts.inputs, 1)
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
   local hidden = opts.hidden or { 64, 64 }
@@ -153,7 +158,7 @@ end
 --- Open-loop controller: one trainable actuation vector per control step (ignores the observation).
 function M.open_loop(opts)
   local where = "cq.open_loop"
-  check.options(where, opts, { steps = true, outputs = true, init = true })
+  check.options(where, opts, OPEN_LOOP_OPTIONS)
   local steps = check.integer(where, "steps", opts.steps, 1)
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
   local u = tape.param(steps * outputs, opts.init or 0)
@@ -175,7 +180,7 @@ end
 --- DiffTaichi's sine controller: u_i = tanh(sum_j W_ij sin(omega t + 2 pi j / waves) + b_i), t = k dt.
 function M.sine(opts)
   local where = "cq.sine"
-  check.options(where, opts, { outputs = true, waves = true, omega = true, dt = true, seed = true })
+  check.options(where, opts, SINE_OPTIONS)
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
   local waves = check.integer(where, "waves", opts.waves or 4, 1)
   local omega = check.number(where, "omega", opts.omega or 20)

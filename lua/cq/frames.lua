@@ -114,8 +114,12 @@ end
 local function mix(a, b, t) return { a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t, a[3] + (b[3] - a[3]) * t } end
 
 -- Options shared by render_state and write; returns the camera, radius and colour function builder.
-local KNOWN = { world = true, width = true, view = true, color = true, actuator = true, radius = true, targets = true,
-  boundary = true }
+local COMMON = { "world", "width", "view", "color", "actuator", "radius", "targets", "boundary" }
+local KNOWN = {}
+for _, k in ipairs(COMMON) do KNOWN[k] = true end
+local function with_common(names) for _, k in ipairs(COMMON) do names[#names + 1] = k end return names end
+local RENDER_OPTIONS = check.option_set("cq.frames.render_state", with_common { "state", "x", "u", "k" })
+local WRITE_OPTIONS = check.option_set("cq.frames.write", with_common { "trajectory", "dir", "every", "prefix" })
 
 local function setup(where, opts)
   local w = opts.world
@@ -243,9 +247,7 @@ end
 --- color: function(p, k) -> {r, g, b} (0..255), or a list of {r, g, b} per particle (see cq.frames.by_group).
 function M.render_state(opts)
   local where = "cq.frames.render_state"
-  local known = { state = true, x = true, u = true, k = true }
-  for key in pairs(KNOWN) do known[key] = true end
-  check.options(where, opts, known)
+  check.options(where, opts, RENDER_OPTIONS)
   local cfg = setup(where, opts)
   if opts.state ~= nil and (type(opts.state) ~= "table" or opts.state.x == nil or opts.state.n ~= cfg.world.n) then
     check.fail(where, "state must be a cq state of this world (" .. cfg.world.n .. " particles)", opts.state)
@@ -271,9 +273,7 @@ end
 --- A movie: ffmpeg -framerate 25 -i dir/frame_%04d.png -pix_fmt yuv420p motion.mp4
 function M.write(opts)
   local where = "cq.frames.write"
-  local known = { trajectory = true, dir = true, every = true, prefix = true }
-  for key in pairs(KNOWN) do known[key] = true end
-  check.options(where, opts, known)
+  check.options(where, opts, WRITE_OPTIONS)
   local tr = opts.trajectory
   if type(tr) ~= "table" or type(tr.view) ~= "function" then
     check.fail(where, "trajectory must be a cq.trajectory (run:trajectory())", tr)

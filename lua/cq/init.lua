@@ -7,7 +7,7 @@ local M = { _VERSION = "0.1.0" }
 
 
 --- The engine's field tables (engine/fields.h) of a precision's library: state, param and control fields, each
---- {name, type, shape, shape_name, diff, doc, range}.
+--- {name, type, shape, shape_name, diff, doc, range, default}.
 function M.fields(precision)
   local registry = require "cq._registry"
   local lib = require("cq._ffi").lib(precision or "f64")

@@ -29,6 +29,7 @@ local ffi = require "ffi"
 local check = require "cq._check"
 
 local M = {}
+local OPTIONS = check.option_set("cq.nlopt", { "algorithm", "params", "bounds", "objective", "inequality", "equality", "maxeval", "ftol_rel", "xtol_rel", "on_iteration" })
 
 if not pcall(ffi.typeof, "struct cq_nlopt_opt_s") then
   ffi.cdef [[
@@ -128,8 +129,7 @@ end
 --- xtol_rel?, on_iteration?}: see the file header.
 function M.new(opts)
   local where = "cq.nlopt"
-  check.options(where, opts, { algorithm = true, params = true, bounds = true, objective = true, inequality = true,
-    equality = true, maxeval = true, ftol_rel = true, xtol_rel = true, on_iteration = true })
+  check.options(where, opts, OPTIONS)
   local algo = opts.algorithm
   if ALGORITHMS[algo] == nil then
     check.fail(where, "algorithm must be one of " .. table.concat(ALGORITHM_NAMES, ", "), algo)

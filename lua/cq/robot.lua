@@ -4,6 +4,11 @@ local cq = require "cq"
 local check = require "cq._check"
 
 local M = {}
+local OPTIONS = check.option_set("cq.robot", { "dim" })
+local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing", "count", "material", "velocity", "name" })
+local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name" })
+local PRESSURE_OPTIONS = check.option_set("robot:pressure_actuator", { "groups", "axis", "max" })
+local CABLE_OPTIONS = check.option_set("robot:cable_actuator", { "particles", "k", "rest" })
 M.MAX_PARTICLES = 20000000 -- the builder's Lua tables cost about 200 bytes a particle
 local Robot = {}
 Robot.__index = Robot
@@ -11,12 +16,12 @@ Robot.__index = Robot
 --- cq.robot{ dim = 2 | 3 }
 function M.new(opts)
   opts = opts or {}
-  check.options("cq.robot", opts, { dim = true })
+  check.options("cq.robot", opts, OPTIONS)
   local dim = check.integer("cq.robot", "dim", opts.dim or 2, 2, 3)
   return setmetatable({ dim = dim, x = {}, v = {}, vol = {}, mat = {}, groups = {}, actuators = {}, act_of = {} }, Robot)
 end
 
-local MATERIAL_KEYS = { model = true, E = true, nu = true, density = true, inc_p = true }
+local MATERIAL_KEYS = check.option_set("robot material", { "model", "E", "nu", "density", "inc_p" })
 
 -- Fills defaults and checks a material table: model, E (> 0), nu (-1, 0.5), density (> 0), inc_p (0 or >= 2).
 local function material(where, m)
@@ -36,8 +41,7 @@ end
 --- count = particles per axis; material; velocity. Returns the group {first, last, particles = {...}}.
 function Robot:box(opts)
   local where = "robot:box"
-  check.options(where, opts, { offset = true, size = true, spacing = true, count = true, material = true,
-    velocity = true, name = true })
+  check.options(where, opts, BOX_OPTIONS)
   local dim = self.dim
   check.vector(where, "offset", opts.offset, dim)
   check.vector(where, "size", opts.size, dim)
@@ -98,8 +102,7 @@ end
 --- 1/128), material, velocity. Returns the group.
 function Robot:ball(opts)
   local where = "robot:ball"
-  check.options(where, opts, { center = true, radius = true, spacing = true, material = true, velocity = true,
-    name = true })
+  check.options(where, opts, BALL_OPTIONS)
   local dim = self.dim
   check.vector(where, "center", opts.center, dim)
   local r = check.number(where, "radius", opts.radius, 0, math.huge, { open_lo = true })
@@ -118,7 +121,7 @@ end
 --- [-1, 1] scaled by max: material-space stress diag(max * u * e_axis) (seed 000 eq. 15). Returns its index.
 function Robot:pressure_actuator(opts)
   local where = "robot:pressure_actuator"
-  check.options(where, opts, { groups = true, axis = true, max = true })
+  check.options(where, opts, PRESSURE_OPTIONS)
   if type(opts.groups) ~= "table" or #opts.groups == 0 then
     check.fail(where, "groups must be a non-empty list of groups from robot:box", opts.groups)
   end
@@ -153,7 +156,7 @@ end
 --- length). Contract-only: a slack cable exerts no force. Returns its actuator index.
 function Robot:cable_actuator(opts)
   local where = "robot:cable_actuator"
-  check.options(where, opts, { particles = true, k = true, rest = true })
+  check.options(where, opts, CABLE_OPTIONS)
   if type(opts.particles) ~= "table" or #opts.particles < 2 then
     check.fail(where, "particles must be a list of at least 2 particle indices", opts.particles)
   end

@@ -6,6 +6,7 @@ local check = require "cq._check"
 local fs = require "cq._fs"
 
 local M = {}
+local OPTIONS = check.option_set("cq.trajectory", { "world", "steps", "record", "running" })
 local Trajectory = {}
 Trajectory.__index = Trajectory
 M.Trajectory = Trajectory
@@ -29,7 +30,7 @@ end
 --- actuations, and steps running-loss values when running = true. Memory: 8 * dim * n * (steps + 1) bytes per field.
 function M.new(opts)
   local where = "cq.trajectory"
-  check.options(where, opts, { world = true, steps = true, record = true, running = true })
+  check.options(where, opts, OPTIONS)
   local w = opts.world
   if type(w) ~= "table" or not w.dim or not w.n then check.fail(where, "world must be a cq.world", w) end
   local steps = check.integer(where, "steps", opts.steps, 1)

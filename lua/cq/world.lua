@@ -14,6 +14,8 @@ local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator" })
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
+local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
+local NODE_BC_OPTIONS = check.option_set("world:set_node_bcs", { "type", "friction" })
 local MAX_THREADS = 1024
 
 local function parse_wall(where, wd, spec, dim)
@@ -33,7 +35,7 @@ local function parse_wall(where, wd, spec, dim)
   end
   if spec.oscillation then
     local o = spec.oscillation
-    check.options(where .. ".oscillation", o, { amplitude = true, omega = true, phase = true })
+    check.options(where .. ".oscillation", o, OSCILLATION_OPTIONS)
     check.vector(where, "oscillation.amplitude", o.amplitude, dim)
     for a = 1, dim do wd.osc_amplitude[a - 1] = o.amplitude[a] end
     wd.osc_omega = check.number(where, "oscillation.omega", o.omega or 0)
@@ -203,7 +205,7 @@ function World:set_node_bcs(nodes, normals, spec)
     for a = 1, self.dim do nn[3 * (k - 1) + a - 1] = normals[k][a] end
   end
   spec = spec or {}
-  check.options(where, spec, { type = true, friction = true })
+  check.options(where, spec, NODE_BC_OPTIONS)
   local BC = registry.BC
   local t = spec.type or "sticky"
   if BC[t] == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
