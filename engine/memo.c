@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "internal.h"
 
 /* Auto mode stores every substep's state when that takes at most this many bytes. */
@@ -117,6 +118,16 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
     m->K = (double)N * m->len * sizeof(cq_real) <= CQ_MEMO_FULL_BUDGET ? 1 : (long)ceil(sqrt((double)N));
   if (m->K > N) m->K = N;
   m->n_ckpt = (N + m->K - 1) / m->K;
+  double need = ((double)m->n_ckpt + m->K) * m->len * sizeof(cq_real) + 2.0 * max_steps * na * sizeof(double), mem = (double)sysconf(_SC_PHYS_PAGES) *
+                                                                              sysconf(_SC_PAGE_SIZE);
+  if (mem > 0 && need > mem) { /* refuse before the kernel kills the process while the memo fills */
+    double per = (double)m->len * sizeof(cq_real);
+    cq_memo_free(m);
+    return cqi_errorf(&w->err, CQ_ERR_NOMEM, "memo: %d steps with checkpoint_every = %d keep about %.3g GB of states "
+                      "(%.3g MB each), more than this machine's %.3g GB; lower steps or checkpoint_every (0 = auto "
+                      "takes about sqrt(steps x substeps) states)", max_steps, checkpoint_every, need / 1e9,
+                      per / 1e6, mem / 1e9), NULL;
+  }
   int host = m->be->ops->host_memory;
   size_t R = sizeof(cq_real), S = R * (size_t)m->len;
   m->cur = cq_state_create(w);

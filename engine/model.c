@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "model.h"
 #include "kernels.h"
 
@@ -60,9 +61,33 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   return CQ_OK;
 }
 
+/* Bytes of physical memory, or 0 when unknown. */
+static double physical_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? (double)pages * size : 0;
+}
+
+/* A world far larger than the machine would be killed by the kernel while its defaults are written (allocations
+ * succeed lazily); refuse it with the option to change instead. Counts parameters, a state, the CPU workspace and
+ * the explicit integrator's grids (forward and backward). */
+static int check_size(const cq_world_desc* d, cqi_err* err) {
+  double nodes = 1, mem = physical_memory();
+  for (int a = 0; a < d->dim; a++) nodes *= d->res[a];
+  double particle = sizeof(cq_real) * (2.0 * d->dim + 2.0 * d->dim * d->dim) * 3 + 64 * sizeof(double);
+  double grid = sizeof(cq_real) * (d->dim + 1) * nodes * 3;
+  if (mem > 0 && d->n * particle > mem)
+    return cqi_errorf(err, CQ_ERR_NOMEM, "n: %d particles need about %.3g GB, more than this machine's %.3g GB of "
+                      "memory", d->n, d->n * particle / 1e9, mem / 1e9);
+  if (mem > 0 && grid > mem)
+    return cqi_errorf(err, CQ_ERR_NOMEM, "res: a grid of %.3g nodes needs about %.3g GB, more than this machine's "
+                      "%.3g GB of memory", nodes, grid / 1e9, mem / 1e9);
+  return CQ_OK;
+}
+
 int cqi_model_init(cqi_model* m, const cq_world_desc* d, cqi_err* err) {
   memset(m, 0, sizeof *m);
   int st = check_desc(d, err);
+  if (st == CQ_OK) st = check_size(d, err);
   if (st != CQ_OK) return st;
   m->desc = *d;
   m->dim = d->dim;

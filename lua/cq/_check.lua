@@ -126,6 +126,17 @@ function M.option_set(where, names)
   return set
 end
 
+--- ffi.new(ctype, count) for an array whose size an option sets, or an error naming that option (instead of
+--- LuaJIT's raw "not enough memory").
+function M.alloc(where, option, ctype, count)
+  local ok, arr = pcall(ffi.new, ctype, count)
+  if not ok then
+    M.fail(where, string.format("%s asks for %.3g array entries, more than can be allocated (%s)", option, count,
+      tostring(arr)), count)
+  end
+  return arr
+end
+
 -- Unknown option names are errors, so a typo never passes silently.
 function M.options(where, opts, known)
   if type(opts) ~= "table" then M.fail(where, "expects an options table", opts, 3) end

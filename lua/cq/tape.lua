@@ -273,6 +273,7 @@ local function check_leaf(where, state, field, idx, level)
   if type(state) ~= "table" or type(state.n) ~= "number" or type(state.dim) ~= "number" then
     check.fail(where, "state must be a cq state (memo.state, world:state(), ...)", state, level + 2)
   end
+  if state._handle then state:_handle(where) end -- a released state (or one of a released memo) raises
   if field ~= "x" and field ~= "v" then check.fail(where, "field must be x or v", field, level + 2) end
   if idx == nil then return end
   local n = state.n

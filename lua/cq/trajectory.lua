@@ -36,9 +36,9 @@ function M.new(opts)
   local steps = check.integer(where, "steps", opts.steps, 1)
   local self = setmetatable({ world = w, steps = steps, n = w.n, dim = w.dim, n_actuators = w.n_actuators,
     dt = w.dt, t0 = 0, record = M.record_fields(where, opts.record), data = {} }, Trajectory)
-  for _, f in ipairs(self.record) do self.data[f] = ffi.new("double[?]", (steps + 1) * w.dim * w.n) end
-  self.act = ffi.new("double[?]", math.max(1, steps * w.n_actuators))
-  if opts.running then self.h = ffi.new("double[?]", steps) end
+  for _, f in ipairs(self.record) do self.data[f] = check.alloc(where, "steps", "double[?]", (steps + 1) * w.dim * w.n) end
+  self.act = check.alloc(where, "steps", "double[?]", math.max(1, steps * w.n_actuators))
+  if opts.running then self.h = check.alloc(where, "steps", "double[?]", steps) end
   return self
 end
 
@@ -60,6 +60,7 @@ function Trajectory:record_state(k, s)
     check.fail("trajectory:record_state", string.format("s must be a cq state of %d particles in %dD", self.n, self.dim),
       type(s) == "table" and s.n and string.format("a state of %s particles", tostring(s.n)) or s)
   end
+  if s._handle then s:_handle("trajectory:record_state") end
   if k == 0 and s.time then self.t0 = s:time() end
   local len = self.dim * self.n
   for f, buf in pairs(self.data) do

@@ -27,8 +27,7 @@ local function parse_wall(where, wd, spec, dim)
   wd.type = BC[t]
   wd.friction = spec.friction or (t == "friction" and 0.5 or 0)
   if t == "friction" then check.number(where, "friction", wd.friction, 0, math.huge, { inf = true }) end
-  wd.thickness = spec.thickness or 3
-  check.integer(where, "thickness", wd.thickness, 1)
+  wd.thickness = check.integer(where, "thickness", spec.thickness or 3, 1) -- checked before the C int truncates it
   if spec.velocity then
     check.vector(where, "velocity", spec.velocity, dim)
     for a = 1, dim do wd.velocity[a - 1] = spec.velocity[a] end
@@ -60,7 +59,7 @@ end
 local Params = {}
 function Params.__index(t, name)
   local w = rawget(t, "_world")
-  w:_handle()
+  w:_handle("world.params")
   local v = w._views[name]
   if v == nil then check.fail("world.params", "no particle parameter " .. tostring(name) .. " (known: " ..
     table.concat(w._param_names, ", ") .. ")", name) end
@@ -142,8 +141,8 @@ function M.new(opts)
 end
 
 -- The engine handle, or "used after release".
-function World:_handle()
-  if self._released then check.raise("cq.world: used after release (world:release() was called)") end
+function World:_handle(where)
+  if self._released then check.raise((where or "cq.world") .. ": used after release (world:release() was called)") end
   return self._h
 end
 
@@ -168,7 +167,7 @@ end
 --- The last blow-up: {check = name, particle = 1-based, step = control step, substep} or nil.
 function World:blowup()
   local b = ffi.new("cq_blowup")
-  self._lib.cq_world_blowup(self:_handle(), b)
+  self._lib.cq_world_blowup(self:_handle("world:blowup"), b)
   if b.check == 0 then return nil end
   return { check = registry.name_of(registry.CHECK, b.check), particle = b.particle >= 0 and b.particle + 1 or nil,
     step = tonumber(b.step), substep = tonumber(b.substep) }
@@ -185,13 +184,13 @@ function World:set_actuator(a, kind)
   local where = "world:set_actuator"
   check.integer(where, "actuator", a, 1, self.n_actuators)
   if registry.ACTUATOR[kind] == nil then check.fail(where, "kind must be one of " .. registry.names(registry.ACTUATOR), kind) end
-  self:_check(self._lib.cq_world_set_actuator(self:_handle(), a - 1, registry.ACTUATOR[kind]), where)
+  self:_check(self._lib.cq_world_set_actuator(self:_handle(where), a - 1, registry.ACTUATOR[kind]), where)
 end
 
 --- Explicit node boundary conditions: nodes = {flat node index (0-based), ...}, normals = {{nx,ny[,nz]}, ...}.
 function World:set_node_bcs(nodes, normals, spec)
   local where = "world:set_node_bcs"
-  self:_handle()
+  self:_handle(where)
   if type(nodes) ~= "table" then check.fail(where, "nodes must be a list of flat node indices (0-based)", nodes) end
   if type(normals) ~= "table" then check.fail(where, "normals must be a list of {nx, ny[, nz]}, one per node", normals) end
   local count = #nodes
@@ -210,14 +209,14 @@ function World:set_node_bcs(nodes, normals, spec)
   local t = spec.type or "sticky"
   if BC[t] == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
   check.number(where, "friction", spec.friction or 0, 0, math.huge, { inf = true })
-  self:_check(self._lib.cq_world_set_node_bcs(self:_handle(), count, ni, nn, BC[t], spec.friction or 0), where)
+  self:_check(self._lib.cq_world_set_node_bcs(self:_handle(where), count, ni, nn, BC[t], spec.friction or 0), where)
 end
 
 --- Cable (seed 000 eq. 17) through particles (1-based, in order) driven by cable actuator a (1-based): stiffness
 --- k, rest length = the cable length at u = 1 (contract-only: no force while slack).
 function World:add_cable(a, particles, k, rest)
   local where = "world:add_cable"
-  self:_handle()
+  self:_handle(where)
   check.integer(where, "actuator", a, 1, self.n_actuators)
   if type(particles) ~= "table" or #particles < 2 then
     check.fail(where, "particles must be a list of at least 2 particle indices", particles)
@@ -226,27 +225,27 @@ function World:add_cable(a, particles, k, rest)
   for i, p in ipairs(particles) do idx[i - 1] = check.integer(where, "particles[" .. i .. "]", p, 1, self.n) - 1 end
   check.number(where, "k", k, 0, math.huge)
   check.number(where, "rest", rest, 0, math.huge)
-  self:_check(self._lib.cq_world_add_cable(self:_handle(), a - 1, #particles, idx, k, rest), where)
+  self:_check(self._lib.cq_world_add_cable(self:_handle(where), a - 1, #particles, idx, k, rest), where)
 end
 
 --- Validates parameters (E > 0, nu in (-1, 0.5), mass, volume, dt vs. the stability limit). Required before step;
 --- parameters written later (world:fill) are validated again before the next step.
 function World:commit()
-  self:_check(self._lib.cq_world_commit(self:_handle()), "world:commit")
+  self:_check(self._lib.cq_world_commit(self:_handle("world:commit")), "world:commit")
   self.committed = true
   return self
 end
 
-function World:stable_dt() return self._lib.cq_world_stable_dt(self:_handle()) end
+function World:stable_dt() return self._lib.cq_world_stable_dt(self:_handle("world:stable_dt")) end
 
 function World:set_threads(t)
   check.integer("world:set_threads", "threads", t, 0, MAX_THREADS)
-  self:_check(self._lib.cq_world_set_threads(self:_handle(), t), "world:set_threads")
+  self:_check(self._lib.cq_world_set_threads(self:_handle("world:set_threads"), t), "world:set_threads")
   self.threads = t
 end
 
 --- CPU threads the last control step ran on (threads = 0 chooses them from the idle cores).
-function World:threads_used() return self._lib.cq_world_threads_used(self:_handle()) end
+function World:threads_used() return self._lib.cq_world_threads_used(self:_handle("world:threads_used")) end
 
 -- A writable view of parameter name; the engine validates the parameters again before the next step.
 function World:_writable(name)
@@ -259,7 +258,7 @@ end
 --- array[0] for particle first).
 function World:fill(name, value, first, last)
   local where = "world:fill"
-  self:_handle()
+  self:_handle(where)
   local f = self._fields[name]
   if not f then check.fail(where, "name must be a particle parameter (" .. table.concat(self._param_names, ", ") .. ")", name) end
   first, last = first or 1, last or self.n
@@ -319,7 +318,7 @@ local state = require "cq.state"
 
 --- A new state for this world: every field at its initial value (x = v = C = 0, F = I).
 function World:state()
-  local h = self._lib.cq_state_create(self:_handle())
+  local h = self._lib.cq_state_create(self:_handle("world:state"))
   if h == nil then check.raise("world:state: out of memory for a state of " .. self.n .. " particles") end
   return state.wrap(self, ffi.gc(h, self._lib.cq_state_free), nil)
 end
@@ -357,7 +356,7 @@ end
 --- stress actuator), both held over the substeps.
 function World:step(s, u, force, stress)
   local where = "world:step"
-  local h = self:_handle()
+  local h = self:_handle(where)
   if not self.committed then check.raise(where .. ": call world:commit() first") end
   state.check_arg(where, "s", s, self)
   self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
@@ -371,7 +370,7 @@ local MEMO_OPTIONS = check.option_set("world:memo", { "steps", "checkpoint_every
 function World:memo(opts)
   local where = "world:memo"
   check.options(where, opts, MEMO_OPTIONS)
-  local h = self:_handle()
+  local h = self:_handle(where)
   if not self.committed then check.raise(where .. ": call world:commit() first") end
   local steps = check.integer(where, "steps", opts.steps, 1, math.floor(check.INT_MAX / self.substeps))
   local ck = check.integer(where, "checkpoint_every", opts.checkpoint_every or 0, 0)
