@@ -34,14 +34,10 @@ CQ_HD void CQ_D(mat_corotated_P_vjp)(const cq_params* m, int p, const cq_real F[
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) FmR += gP[i][j] * (F[i][j] - R[i][j]);
   cq_real g_mu = 2 * FmR, g_la = (J - 1) * gcof;
-  g->E += g_mu * l.dmu_dE + g_la * l.dla_dE;
-  g->nu += g_mu * l.dmu_dnu + g_la * l.dla_dnu;
+  cqi_lame_vjp(&l, g_mu, g_la, &g->E, &g->nu);
 }
 
-CQ_HD cq_real CQ_D(mat_corotated_modulus)(const cq_params* m, int p) {
-  cqi_lame l = cqi_lame_from(m->E[p], m->nu[p]);
-  return l.la + 2 * l.mu;
-}
+CQ_HD cq_real CQ_D(mat_corotated_modulus)(const cq_params* m, int p) { return cqi_lame_modulus(m->E[p], m->nu[p]); }
 
 /* E and nu are range-checked by their fields.h rows; nothing else to check. */
 static inline int CQ_D(mat_corotated_check)(const cq_params* m, int p, char* why, int len) { return 1; }

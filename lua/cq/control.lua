@@ -110,6 +110,11 @@ function M.kmeans_groups(state, k, particles, iterations)
 end
 
 ---------------------------------------------------------------- controllers
+-- A deterministic uniform generator in [0, 1) (linear congruential, the same on every machine).
+local function lcg(seed)
+  return function() seed = (seed * 1103515245 + 12345) % 2147483648 return seed / 2147483648 end
+end
+
 local function randn(rng)
   return math.sqrt(-2 * math.log(1 - rng())) * math.cos(2 * math.pi * rng())
 end
@@ -127,8 +132,7 @@ function M.mlp(opts)
   if opts.seed ~= nil then check.number(where, "seed", opts.seed) end
   local act = opts.activation or "relu"
   check.oneof(where, "activation", act, { "relu", "tanh" })
-  local seed = opts.seed or 1
-  local rng = function() seed = (seed * 1103515245 + 12345) % 2147483648 return seed / 2147483648 end
+  local rng = lcg(opts.seed or 1)
   local sizes = { inputs }
   for _, h in ipairs(hidden) do sizes[#sizes + 1] = check.integer(where, "hidden size", h, 1) end
   sizes[#sizes + 1] = outputs
@@ -186,8 +190,7 @@ function M.sine(opts)
   local omega = check.number(where, "omega", opts.omega or 20)
   local dt = check.number(where, "dt", opts.dt, 0, math.huge, { open_lo = true })
   if opts.seed ~= nil then check.number(where, "seed", opts.seed) end
-  local seed = opts.seed or 1
-  local rng = function() seed = (seed * 1103515245 + 12345) % 2147483648 return seed / 2147483648 end
+  local rng = lcg(opts.seed or 1)
   local W = tape.param(outputs * waves, function() return 0.01 * randn(rng) end, outputs)
   local b = tape.param(outputs, 0)
   return {
