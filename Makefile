@@ -125,6 +125,19 @@ bench-peers: deps all
 demo: deps all
 	$(BUILD)/bin/cqlua examples/walker2d.lua
 
+# AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow included, every report fatal): the host and the
+# CPU engine libraries built again in $(ASAN_BUILD)/ and the whole suite run under them. The host is linked with
+# -fsanitize so the sanitizer runtimes load before the ffi.load'ed engine; LuaJIT and libgomp are not instrumented
+# and need nothing. allocator_may_return_null=1: a too-large allocation returns NULL, which the engine reports as
+# out of memory, instead of aborting the run. tests/run.lua closes the Lua state at exit, so leaks are checked too.
+ASAN_BUILD ?= build-asan
+ASAN_OPT   ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+.PHONY: test-asan
+test-asan: deps
+	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test
+	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
+
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib/cqlua $(PREFIX)/share/cqlua/lua/cq
 	install -m 755 $(BUILD)/bin/cqlua $(PREFIX)/bin/cqlua

@@ -17,6 +17,7 @@ typedef struct cq_state cq_state; /* the state fields (fields.h) of every partic
 typedef struct cq_memo cq_memo;   /* a recorded run: checkpoints, controls, gradients */
 
 enum { CQ_OK = 0, CQ_ERR_ARG = 1, CQ_ERR_NOMEM = 2, CQ_ERR_BLOWUP = 3, CQ_ERR_STATE = 4 };
+enum { CQ_MAX_THREADS = 1024 }; /* more OpenMP threads than this overflow libgomp's stack or fail to start */
 
 /* The registries (registry.h) as enums: CQ_BC_*, CQ_ACT_*, CQ_MAT_*, CQ_INTEGRATOR_*, CQ_BACKEND_*, CQ_CHECK_*. */
 #define CQI_ENUM_BC(ID, name, doc) CQ_BC_##ID,
@@ -56,7 +57,7 @@ typedef struct cq_world_desc {
   double damping;          /* velocity damping rate (>= 0): v *= exp(-damping dt_sub) each substep */
   int n;                   /* particles (>= 1) */
   int n_actuators;         /* >= 0 */
-  int threads;             /* CPU threads: 0 = as many as the machine has idle cores, N = at most N (see README) */
+  int threads;             /* CPU threads, in [0, CQ_MAX_THREADS]: 0 = the idle cores, N = at most N (see README) */
   int integrator;          /* CQ_INTEGRATOR_* */
   cq_wall_desc walls[6];
 } cq_world_desc;

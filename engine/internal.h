@@ -5,6 +5,7 @@
 #include "integrator.h"
 
 struct cq_state {
+  int real_bits;    /* 32 or 64: first, so a state of the other precision's library is recognised */
   int dim, n;
   long substep;     /* substeps since creation: time = substep * dt_sub */
   cq_real* block;   /* one host allocation holding every state field (a checkpoint is one copy) */

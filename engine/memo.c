@@ -178,7 +178,7 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
 }
 
 int cq_memo_begin(cq_memo* m, const cq_state* s0) {
-  if (s0->n != m->w->model.n || s0->dim != m->w->model.dim)
+  if (s0->real_bits != CQ_REAL_BITS || s0->n != m->w->model.n || s0->dim != m->w->model.dim)
     return cqi_errorf(&m->w->err, CQ_ERR_ARG, "memo:begin: the state does not belong to this world");
   cq_state_copy(m->cur, s0);
   m->sub0 = s0->substep;

@@ -34,7 +34,8 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
     return cqi_errorf(e, CQ_ERR_ARG, "damping must be finite and >= 0 (got %g)", d->damping);
   if (d->n < 1) return cqi_errorf(e, CQ_ERR_ARG, "n must be >= 1 (got %d)", d->n);
   if (d->n_actuators < 0) return cqi_errorf(e, CQ_ERR_ARG, "n_actuators must be >= 0 (got %d)", d->n_actuators);
-  if (d->threads < 0) return cqi_errorf(e, CQ_ERR_ARG, "threads must be >= 0 (got %d)", d->threads);
+  if (d->threads < 0 || d->threads > CQ_MAX_THREADS)
+    return cqi_errorf(e, CQ_ERR_ARG, "threads must be in [0, %d] (got %d)", CQ_MAX_THREADS, d->threads);
   if (d->integrator < 0 || d->integrator >= CQ_N_INTEGRATORS)
     return cqi_errorf(e, CQ_ERR_ARG, "integrator must be one of %s (got %d)", names_text(CQ_LIST_INTEGRATOR),
                       d->integrator);

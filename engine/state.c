@@ -30,6 +30,7 @@ cq_particles cqi_particles_view(cq_real* block, int n, int dim) {
 cq_state* cqi_state_alloc(int dim, int n) {
   cq_state* s = calloc(1, sizeof *s);
   if (!s) return NULL;
+  s->real_bits = CQ_REAL_BITS;
   s->dim = dim;
   s->n = n;
   s->block_len = cqi_state_len(n, dim);
@@ -70,7 +71,8 @@ long cq_state_substep(const cq_state* s) { return s->substep; }
 void cq_state_set_substep(cq_state* s, long k) { s->substep = k; }
 
 int cq_state_copy(cq_state* dst, const cq_state* src) {
-  if (dst->block_len != src->block_len) return CQ_ERR_ARG;
+  if (dst->real_bits != src->real_bits || src->real_bits != CQ_REAL_BITS || dst->block_len != src->block_len)
+    return CQ_ERR_ARG;
   memcpy(dst->block, src->block, sizeof(cq_real) * src->block_len);
   dst->substep = src->substep;
   return CQ_OK;

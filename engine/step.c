@@ -101,10 +101,10 @@ int cqi_prepare_step(cq_world* w, long step) {
     return cqi_errorf(&w->err, CQ_ERR_BLOWUP,
                       "step %ld: the substep dt/substeps = %g is above the stable limit %g of the current parameters "
                       "(particle %d, %s, E = %g, nu = %g, density %g, has the largest wave speed %g); use more "
-                      "substeps (>= %d), a smaller dt or a softer material",
+                      "substeps (>= %.0f), a smaller dt or a softer material",
                       step, m->dt_sub, m->stable_dt, p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL),
                       (double)m->E[p], (double)m->nu[p], (double)(m->mass[p] / m->vol0[p]), m->desc.dx / m->stable_dt,
-                      (int)ceil(m->desc.dt / m->stable_dt));
+                      ceil(m->desc.dt / m->stable_dt));
   }
   if (w->synced != m->generation) {
     int st = w->be->ops->sync_model(w->be, m, &w->view);
@@ -200,7 +200,7 @@ int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, con
 }
 
 int cq_step(cq_world* w, cq_state* s, const cq_control* c) {
-  if (s->n != w->model.n || s->dim != w->model.dim)
+  if (s->real_bits != CQ_REAL_BITS || s->n != w->model.n || s->dim != w->model.dim)
     return cqi_errorf(&w->err, CQ_ERR_ARG, "step: the state does not belong to this world");
   long step = s->substep / w->model.desc.substeps + 1;
   int st = cqi_prepare_step(w, step);

@@ -182,7 +182,8 @@ int cq_world_set_node_bcs(cq_world* w, int count, const int* nodes, const double
 }
 
 int cq_world_set_threads(cq_world* w, int threads) {
-  if (threads < 0) return cqi_errorf(&w->err, CQ_ERR_ARG, "threads must be >= 0 (got %d)", threads);
+  if (threads < 0 || threads > CQ_MAX_THREADS)
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "threads must be in [0, %d] (got %d)", CQ_MAX_THREADS, threads);
   w->threads = threads;
   return CQ_OK;
 }
@@ -204,8 +205,8 @@ int cq_world_commit(cq_world* w) {
   if (w->model.dt_sub > w->model.stable_dt)
     return cqi_errorf(&w->err, CQ_ERR_ARG,
                       "dt: the substep dt/substeps = %g is above the stability limit dx*sqrt(rho/(lambda+2mu)) = %g; "
-                      "use more substeps (>= %d) or a smaller dt",
-                      w->model.dt_sub, w->model.stable_dt, (int)ceil(w->model.desc.dt / w->model.stable_dt));
+                      "use more substeps (>= %.0f) or a smaller dt",
+                      w->model.dt_sub, w->model.stable_dt, ceil(w->model.desc.dt / w->model.stable_dt));
   w->committed = 1;
   w->err.msg[0] = 0;
   return CQ_OK;

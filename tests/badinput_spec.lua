@@ -198,3 +198,37 @@ describe("inputs that used to spin or hang", function()
       "cq.frames.write: radius must be in [0, 640]", "1000000")
   end)
 end)
+
+describe("more bad input found by the ASan campaign", function()
+  it("a float32 state handed to a float64 world, memo or state is refused (it used to read past the buffer)", function()
+    local w64 = cq.world { n = 2, precision = "f64" }
+    local w32 = cq.world { n = 2, precision = "f32" }
+    w64:commit()
+    w32:commit()
+    local s64, s32 = w64:state(), w32:state()
+    has(err_of(s64.copy_from, s64, s32), "state:copy_from", "a state of a world with 2 particles in 2D, f64", "f32 world")
+    has(err_of(w64.step, w64, s32), "world:step", "f64")
+    local m = w64:memo { steps = 1 }
+    has(err_of(m.begin, m, s32), "memo:begin", "f64")
+    local traj = cq.trajectory { world = w64, steps = 1 }
+    has(err_of(traj.record_state, traj, 0, s32), "trajectory:record_state", "f64")
+  end)
+  it("threads = 1e5, a friction coefficient that is a string, and an unstable dt of 1e30", function()
+    has(err_of(cq.world, { n = 2, threads = 1e5 }), "cq.world: threads must be in [0, 1024] (got 100000)")
+    local w = cq.world { n = 2 }
+    has(err_of(w.set_threads, w, 3e9), "world:set_threads: threads must be in [0, 1024]")
+    has(err_of(cq.world, { n = 2, walls = { floor = { type = "friction", friction = "high" } } }),
+      "walls.floor: friction must be a number", "high")
+    local big = cq.world { n = 2, dt = 1e30 }
+    has(err_of(big.commit, big), "world:commit", "use more substeps (>= ") -- no int overflow in the suggestion
+  end)
+  it("arrays sized by options name the option; an objective's axis is checked against the world", function()
+    has(err_of(cq.param, { n = 2 ^ 31 - 1 }), "cq.param: n must be in [1, 134217728]")
+    has(err_of(cq.mlp, { inputs = 2 ^ 30, outputs = 8, hidden = {} }), "cq.mlp: layer 1 would have 8 x 1073741824 weights")
+    has(err_of(cq.frames.image, 65536, 65536), "cq.frames.image: w * h asks for")
+    has(err_of(cq.frames.by_group, {}, 2 ^ 31 - 1), "by_group: n must be in [1, 100000000]")
+    local w, s = scene()
+    local term = cq.objectives.forward_progress(3)
+    has(err_of(term, cq.tape(), s), "cq.objectives.forward_progress: axis must be in [1, 2] (the world's dim)", "3")
+  end)
+end)

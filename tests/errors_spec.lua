@@ -613,7 +613,7 @@ end)
 describe("cq.tape: argument checks", function()
   local tape = require "cq.tape"
   it("param: n, rows, get / set indices", function()
-    has(err_of(tape.param, 0), "cq.param", "n must be >= 1", "0")
+    has(err_of(tape.param, 0), "cq.param", "n must be in [1, 134217728]", "0")
     has(err_of(tape.param, 6, 0, 4), "rows must be nil or a positive integer that divides n (6)", "4")
     has(err_of(tape.param, 2, "zero"), "init must be", "zero")
     local p = tape.param(3, 1)

@@ -139,6 +139,10 @@ function M.mlp(opts)
   local layers, params = {}, {}
   for l = 1, #sizes - 1 do
     local fan_in, fan_out = sizes[l], sizes[l + 1]
+    if fan_in * fan_out > tape.MAX_PARAM then
+      check.fail(where, string.format("layer %d would have %d x %d weights, more than %d (inputs, hidden, outputs)", l,
+        fan_out, fan_in, tape.MAX_PARAM), fan_in * fan_out)
+    end
     local s = (opts.scale or 1) * math.sqrt(2 / (fan_in + fan_out)) -- Glorot
     local W = tape.param(fan_in * fan_out, function() return s * randn(rng) end, fan_out)
     local b = tape.param(fan_out, 0)

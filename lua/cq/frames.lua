@@ -35,7 +35,7 @@ function M.image(w, h, c)
   check.integer("cq.frames.image", "w", w, 1, 65536)
   check.integer("cq.frames.image", "h", h, 1, 65536)
   if c ~= nil then check.vector("cq.frames.image", "c", c, 3) end
-  local img = setmetatable({ w = w, h = h, rgb = ffi.new("uint8_t[?]", w * h * 3) }, Image)
+  local img = setmetatable({ w = w, h = h, rgb = check.alloc("cq.frames.image", "w * h", "uint8_t[?]", w * h * 3) }, Image)
   img:clear(c)
   return img
 end
@@ -98,7 +98,7 @@ end
 function M.by_group(groups, n)
   local where = "cq.frames.by_group"
   if type(groups) ~= "table" then check.fail(where, "groups must be a list of particle index lists or robot groups", groups) end
-  check.integer(where, "n", n, 1)
+  check.integer(where, "n", n, 1, 100000000) -- one Lua table entry per particle
   for i, g in ipairs(groups) do
     if type(g) ~= "table" then check.fail(where, "groups[" .. i .. "] must be a list of particle indices or a robot group", g) end
     for j, p in ipairs(g.particles or g) do check.integer(where, "groups[" .. i .. "][" .. j .. "]", p, 1, n) end

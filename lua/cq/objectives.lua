@@ -18,7 +18,10 @@ end
 function M.forward_progress(axis, idx)
   axis = check.integer("cq.objectives.forward_progress", "axis", axis or 1, 1, 3)
   check_idx("cq.objectives.forward_progress", idx)
-  return function(t, s) return t:scale(t:index(t:centroid(s, "x", idx), axis), -1) end
+  return function(t, s)
+    if axis > s.dim then check.fail("cq.objectives.forward_progress", "axis must be in [1, " .. s.dim .. "] (the world's dim)", axis) end
+    return t:scale(t:index(t:centroid(s, "x", idx), axis), -1)
+  end
 end
 
 --- Squared distance of the centroid of idx (nil = all) to a target point.

@@ -35,9 +35,9 @@ end
 function M.check_arg(where, name, s, world)
   if getmetatable(s) ~= State then check.fail(where, name .. " must be a cq state (from world:state())", s) end
   s:_handle(where)
-  if world and (s.n ~= world.n or s.dim ~= world.dim) then
-    check.fail(where, string.format("%s must be a state of a world with %d particles in %dD", name, world.n, world.dim),
-      tostring(s))
+  if world and (s.n ~= world.n or s.dim ~= world.dim or s.world.precision ~= world.precision) then
+    check.fail(where, string.format("%s must be a state of a world with %d particles in %dD, %s", name, world.n,
+      world.dim, world.precision), tostring(s) .. " of a " .. s.world.precision .. " world")
   end
   return s
 end
@@ -99,7 +99,7 @@ end
 function State:copy_from(other)
   local where = "state:copy_from"
   local h = self:_handle(where)
-  M.check_arg(where, "other", other)
+  M.check_arg(where, "other", other, self.world)
   if self.world._lib.cq_state_copy(h, other._h) ~= 0 then
     check.fail(where, "other must be a state of a world with " .. self.n .. " particles in " .. self.dim .. "D", tostring(other))
   end

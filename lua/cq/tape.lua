@@ -49,16 +49,18 @@ Param.__index = Param
 
 --- A trainable array of n doubles (rows x cols for matrices) with a gradient of the same size. init: a number
 --- (every entry), a table of n numbers, or a function i -> value (1-based); default 0.
+M.MAX_PARAM = 2 ^ 27 -- 1 GiB of values and as much of gradient: far beyond any controller
 function M.param(n, init, rows)
   local where = "cq.param"
-  check.integer(where, "n", n, 1)
+  check.integer(where, "n", n, 1, M.MAX_PARAM)
   if rows ~= nil and (type(rows) ~= "number" or rows < 1 or rows % 1 ~= 0 or n % rows ~= 0) then
     check.fail(where, "rows must be nil or a positive integer that divides n (" .. n .. ")", rows)
   end
   if init ~= nil and type(init) ~= "number" and type(init) ~= "table" and type(init) ~= "function" then
     check.fail(where, "init must be a number, a table of " .. n .. " numbers or a function i -> number", init)
   end
-  local p = setmetatable({ n = n, v = darr(n), g = darr(n), rows = rows, cols = rows and n / rows or nil }, Param)
+  local p = setmetatable({ n = n, v = check.alloc(where, "n", darr, n), g = check.alloc(where, "n", darr, n), rows = rows,
+    cols = rows and n / rows or nil }, Param)
   for i = 0, n - 1 do
     local x = type(init) == "function" and init(i + 1) or type(init) == "table" and init[i + 1] or init or 0
     if type(x) ~= "number" then check.raise("cq.param: init must give a number for entry " .. (i + 1)) end

@@ -60,7 +60,7 @@ function Trajectory:record_state(k, s)
     check.fail("trajectory:record_state", string.format("s must be a cq state of %d particles in %dD", self.n, self.dim),
       type(s) == "table" and s.n and string.format("a state of %s particles", tostring(s.n)) or s)
   end
-  if s._handle then s:_handle("trajectory:record_state") end
+  if s._handle then require("cq.state").check_arg("trajectory:record_state", "s", s, self.world) end
   if k == 0 and s.time then self.t0 = s:time() end
   local len = self.dim * self.n
   for f, buf in pairs(self.data) do

@@ -16,7 +16,7 @@ local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "subste
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
 local NODE_BC_OPTIONS = check.option_set("world:set_node_bcs", { "type", "friction" })
-local MAX_THREADS = 1024
+local MAX_THREADS = ffi.C.CQ_MAX_THREADS
 
 local function parse_wall(where, wd, spec, dim)
   if type(spec) ~= "table" then check.fail(where, "must be a table {type=..., friction=..., thickness=...}", spec) end
@@ -25,8 +25,8 @@ local function parse_wall(where, wd, spec, dim)
   local t = spec.type or "sticky"
   if BC[t] == nil then check.fail(where, "type must be one of " .. registry.names(BC), t) end
   wd.type = BC[t]
-  wd.friction = spec.friction or (t == "friction" and 0.5 or 0)
-  if t == "friction" then check.number(where, "friction", wd.friction, 0, math.huge, { inf = true }) end
+  -- checked before it reaches the C double (a string would raise LuaJIT's own conversion error)
+  wd.friction = check.number(where, "friction", spec.friction or (t == "friction" and 0.5 or 0), 0, math.huge, { inf = true })
   wd.thickness = check.integer(where, "thickness", spec.thickness or 3, 1) -- checked before the C int truncates it
   if spec.velocity then
     check.vector(where, "velocity", spec.velocity, dim)
