@@ -15,6 +15,7 @@ typedef struct cpu_backend {
   cqi_backend base;
   int threads;          /* threads of the current control step */
   int idle;             /* cores not busy with other processes, at the last probe */
+  int fixed;            /* CQ_FIXED_THREADS set: never lower the count (benchmarks of the old behaviour) */
   double probed;        /* time of that probe (s, monotonic); 0 = never */
   int32_t* perm;        /* [n] particles bucketed by slab along axis 0 */
   int32_t* slab_start;  /* [res0 + 2] */
@@ -108,7 +109,7 @@ static int cpu_set_threads(cqi_backend* b, int max_threads) {
   cpu_backend* cb = (cpu_backend*)b;
   int cores = omp_get_num_procs();
   int want = max_threads > 0 ? max_threads : cores;
-  if (want > 1) {
+  if (want > 1 && !cb->fixed) {
     double t = now_seconds();
     if (cb->probed == 0 || t - cb->probed > 0.1) {
       int others = other_runnable();
@@ -199,6 +200,7 @@ cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
   b->err = err;
   cb->threads = 1;
+  cb->fixed = getenv("CQ_FIXED_THREADS") != NULL;
   cb->perm = malloc(sizeof(int32_t) * m->n);
   cb->base0 = malloc(sizeof(int32_t) * m->n);
   cb->slab_start = malloc(sizeof(int32_t) * (m->desc.res[0] + 2));

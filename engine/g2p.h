@@ -1,27 +1,40 @@
 /* Grid-to-particle stage (seed 000 eqs. 8-11) and its adjoint (Appendix A.2.2: A, B, C and the G2P part of H, J),
  * per particle. Included once per dimension by kernels.h. */
 
-/* The blow-up checks of particle p's state (registry.h, CQ_CHECKS), run on every particle after every substep: the
- * first of non-finite, inverted (J <= 0), too fast (|v| dt > dx) and outside the grid that applies, or CQ_CHECK_OK. */
-CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p) {
-  int n = s->n, outside = 0;
-  cq_real finite = 0, speed2 = 0, F[D][D];
+/* The blow-up checks of one particle's state (registry.h, CQ_CHECKS), run on every particle after every substep:
+ * the first of non-finite, inverted (J <= 0), too fast (|v| dt > dx) and outside the grid that applies, or
+ * CQ_CHECK_OK. A sum of all entries is finite exactly when every entry is (barring overflow, itself a blow-up). */
+CQ_HD int CQ_D(check_values)(const cq_substep* c, const cq_real x[D], const cq_real v[D], const cq_real C[D][D],
+                             const cq_real F[D][D]) {
+  cq_real sum = 0, speed2 = 0;
+  int outside = 0;
   for (int a = 0; a < D; a++) {
-    cq_real x = s->x[a * n + p], v = s->v[a * n + p];
-    finite += x * 0 + v * 0; /* stays 0 unless something is inf or NaN */
-    speed2 += v * v;
-    cq_real g = x * c->inv_dx - (cq_real)0.5; /* the base cell test of the next substep's stencil */
+    sum += x[a] + v[a];
+    speed2 += v[a] * v[a];
+    cq_real g = x[a] * c->inv_dx - (cq_real)0.5; /* the base cell test of the next substep's stencil */
     outside |= !(g >= 0 && g < c->res[a] - 2);
-    for (int b = 0; b < D; b++) {
-      F[a][b] = s->F[(a * D + b) * n + p];
-      finite += F[a][b] * 0 + s->C[(a * D + b) * n + p] * 0;
-    }
+    for (int b = 0; b < D; b++) sum += C[a][b] + F[a][b];
   }
-  if (!(finite == 0)) return CQ_CHECK_NONFINITE;
+  if (!isfinite(sum)) return CQ_CHECK_NONFINITE;
   if (!(CQ_D(det)(F) > 0)) return CQ_CHECK_INVERTED;
   if (speed2 * c->dt * c->dt > c->dx * c->dx) return CQ_CHECK_TOO_FAST;
   if (outside) return CQ_CHECK_OUTSIDE;
   return CQ_CHECK_OK;
+}
+
+/* check_values of particle p of s. */
+CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p) {
+  int n = s->n;
+  cq_real x[D], v[D], C[D][D], F[D][D];
+  for (int a = 0; a < D; a++) {
+    x[a] = s->x[a * n + p];
+    v[a] = s->v[a * n + p];
+    for (int b = 0; b < D; b++) {
+      C[a][b] = s->C[(a * D + b) * n + p];
+      F[a][b] = s->F[(a * D + b) * n + p];
+    }
+  }
+  return CQ_D(check_values)(c, x, v, C, F);
 }
 
 /* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
@@ -45,17 +58,21 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, int p, const cq_real* 
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  cq_real Cn[D][D], Fn[D][D];
   for (int a = 0; a < D; a++) {
     s->v[a * n + p] = v[a];
-    s->x[a * n + p] = x[a] + c->dt * v[a];
+    x[a] += c->dt * v[a];
+    s->x[a * n + p] = x[a];
     for (int b = 0; b < D; b++) {
-      cq_real Cab = kC * B[a][b], Fn = F[a][b];
-      for (int k = 0; k < D; k++) Fn += c->dt * kC * B[a][k] * F[k][b];
-      s->C[(a * D + b) * n + p] = Cab;
-      s->F[(a * D + b) * n + p] = Fn;
+      cq_real Fab = F[a][b];
+      for (int k = 0; k < D; k++) Fab += c->dt * kC * B[a][k] * F[k][b];
+      Cn[a][b] = kC * B[a][b];
+      Fn[a][b] = Fab;
+      s->C[(a * D + b) * n + p] = Cn[a][b];
+      s->F[(a * D + b) * n + p] = Fab;
     }
   }
-  return CQ_D(particle_check)(c, s, p);
+  return CQ_D(check_values)(c, x, v, Cn, Fn); /* on the values still in registers */
 }
 
 /* Adjoint: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->x and g0->F

@@ -37,6 +37,7 @@ struct cq_memo {
   cq_real* seg;      /* (B) [K-1][len] recomputed states at relative substeps sK+1 .. sK+K-1 */
   long seg_loaded;   /* segment currently recomputed in seg, -1 = none */
   long sub0;         /* substep counter of the initial state (sets the time) */
+  int checked;       /* 1 once the current state came out of a checked substep (0 after begin) */
   cq_state* cur;     /* host: current state of the recording */
   cq_real* cur_b;    /* (B) its working copy (== cur->block on host-memory backends) */
   double* act;       /* host [max_steps][n_act] recorded actuation */
@@ -185,6 +186,7 @@ int cq_memo_begin(cq_memo* m, const cq_state* s0) {
   m->steps = 0;
   m->seg_loaded = -1;
   m->pos = -1;
+  m->checked = 0;
   m->generation = m->w->model.generation;
   return CQ_OK;
 }
@@ -280,13 +282,14 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
     /* one substep at a time: checkpoints fall between them */
     long k = m->sub0 + r;
     cqi_check bad = {CQ_CHECK_OK, -1, 0};
-    st = w->integ->substep(&w->sim, &p, &ctl, k, j == 0, &bad);
+    st = w->integ->substep(&w->sim, &p, &ctl, k, !m->checked, &bad); /* the recording's own output was checked */
     if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
       int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
       m->cur->substep = bad.after ? k + 1 : k;
       return st2 != CQ_OK ? st2 : cqi_blowup(w, &bad, k, step, &m->cur->p);
     }
     m->cur->substep = k + 1;
+    m->checked = 1;
   }
   int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
   if (st != CQ_OK) return st;

@@ -2,7 +2,8 @@
 --
 -- usage: build/bin/cqlua tools/bench.lua [quick] [FILTER...]
 --   quick    a short smoke-test run (few steps, numbers are noisy)
---   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone)
+--   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone;
+--            busy = the busy-machine rows alone: 1 vs 2 threads, idle and with one other CPU-bound process)
 -- Without the host:  luajit tools/bench.lua [quick] [FILTER...]  (run from anywhere; paths come from arg[0]).
 --
 -- For each scene x precision (f32, f64) x threads (1, 2) it reports, per substep (substeps = 1, so a control step
@@ -29,9 +30,11 @@ local cq = require "cq"
 local now = require("cq.clock").now
 
 ---------------------------------------------------------------- arguments
-local QUICK, FILTERS = false, {}
-for _, a in ipairs(arg or {}) do
-  if a == "quick" or a == "--quick" then QUICK = true
+local QUICK, FILTERS, BUSY_CHILD = false, {}, nil
+for i, a in ipairs(arg or {}) do
+  if a == "busy-child" then BUSY_CHILD = arg[i + 1]; FILTERS[#FILTERS + 1] = "busy"
+  elseif BUSY_CHILD and a == BUSY_CHILD and arg[i - 1] == "busy-child" then -- its argument
+  elseif a == "quick" or a == "--quick" then QUICK = true
   elseif a == "-h" or a == "--help" then
     print("usage: cqlua tools/bench.lua [quick] [FILTER...]   (FILTER: scene name substring)")
     os.exit(0)
@@ -258,6 +261,79 @@ local function bench_ckpt(sc, precision, threads, S)
   return out
 end
 
+---------------------------------------------------------------- busy machine
+-- Forward time per control step with 1 and 2 threads, on an idle machine and with one other CPU-bound process
+-- running (a shell busy loop), in this invocation. "2 fixed" runs in a child with CQ_FIXED_THREADS set: the old
+-- behaviour, 2 threads whatever the machine does (each waits for its descheduled partner at every barrier).
+local BUSY_SCENES = {
+  { name = "2d-small", dim = 2, res = { 64, 64 }, dx = 1 / 64, per_side = 32, dt = 2e-4, origin = { 0.375, 0.1 } },
+  { name = "3d-cube-8k", dim = 3, res = { 64, 64, 64 }, dx = 1 / 64, per_side = 20, dt = 2e-4,
+    origin = { 0.421875, 0.1, 0.421875 } },
+}
+
+-- Seconds per forward step of scene sc with `threads` (best of 3 chunks of about 0.4 s each).
+local function forward_time(sc, threads)
+  local w, s = block_world(sc, "f32", threads)
+  for _ = 1, WARMUP do w:step(s) end
+  local t0 = now()
+  for _ = 1, WARMUP do w:step(s) end
+  local chunk = clamp(math.ceil((QUICK and 0.02 or 0.4) / ((now() - t0) / WARMUP)), 3, 5000)
+  local best = math.huge
+  for _ = 1, 3 do
+    t0 = now()
+    for _ = 1, chunk do w:step(s) end
+    best = math.min(best, (now() - t0) / chunk)
+  end
+  local used = w:threads_used()
+  w:release()
+  return best, used
+end
+
+local function busy_start()
+  os.execute("sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $! > /tmp/cq_bench_busy.pid")
+  local f = io.open("/tmp/cq_bench_busy.pid")
+  local pid = f and f:read("*n")
+  if f then f:close() end
+  os.execute("sleep 0.3")
+  return pid
+end
+local function busy_stop(pid) if pid then os.execute("kill " .. pid .. " 2>/dev/null") end end
+
+local function bench_contended()
+  if BUSY_CHILD then -- child: one measurement, printed for the parent
+    local sc = BUSY_SCENES[tonumber(BUSY_CHILD)]
+    local t = forward_time(sc, 2)
+    print(string.format("RESULT %.9g", t))
+    return
+  end
+  print("busy machine: forward s/step, f32, 1 vs 2 threads, idle and with one other CPU-bound process (a busy loop)")
+  print(string.format("%-11s %7s | %9s %9s %6s | %9s %9s %6s %12s %6s", "scene", "n", "idle t=1", "t=2", "t2/t1",
+    "busy t=1", "t=2", "t2/t1", "t=2 fixed", "f/t1"))
+  for i, sc in ipairs(BUSY_SCENES) do
+    local i1 = forward_time(sc, 1)
+    local i2 = forward_time(sc, 2)
+    local pid = busy_start()
+    local ok, err = pcall(function()
+      local b1 = forward_time(sc, 1)
+      local b2, used = forward_time(sc, 2)
+      local script = (arg and arg[0]) or "tools/bench.lua"
+      local exe = (package.loaded["cq._paths"] or {}).exe or "cqlua"
+      local p = io.popen(string.format("CQ_FIXED_THREADS=1 %q %q busy-child %d %s 2>&1", exe, script, i,
+        QUICK and "quick" or ""))
+      local out = p:read("*a")
+      p:close()
+      local fixed = tonumber(out:match("RESULT (%S+)"))
+      print(string.format("%-11s %7d | %9.2e %9.2e %6.2f | %9.2e %9.2e %6.2f %12s %6s   (t=2 ran on %d thread%s)",
+        sc.name, sc.per_side ^ sc.dim, i1, i2, i2 / i1, b1, b2, b2 / b1,
+        fixed and string.format("%.2e", fixed) or "?", fixed and string.format("%.1f", fixed / b1) or "?", used,
+        used == 1 and "" or "s"))
+    end)
+    busy_stop(pid)
+    if not ok then error(err, 0) end
+  end
+  print()
+end
+
 ---------------------------------------------------------------- run
 -- Walker2d (DiffTaichi's diffmpm.py scene): forward + backward + update per optimization iteration. A ratio to
 -- Taichi is printed only where both ran in the same invocation: `make bench-peers` (tools/bench_peers.lua).
@@ -273,6 +349,8 @@ local function bench_walker()
   print()
   io.stdout:flush()
 end
+if selected("busy") then bench_contended() end
+if BUSY_CHILD then os.exit(0) end
 if selected("walker2d") then bench_walker() end
 
 ---------------------------------------------------------------- GPU (CUDA backend, issue 4)
@@ -345,7 +423,7 @@ if selected("gpu") then bench_gpu() end
 
 local any = false
 for _, sc in ipairs(SCENES) do any = any or selected(sc.name) end
-if not any and (selected("walker2d") or selected("gpu")) then os.exit(0) end
+if not any and (selected("walker2d") or selected("gpu") or selected("busy")) then os.exit(0) end
 if not any then
   local names = {}
   for _, sc in ipairs(SCENES) do names[#names + 1] = sc.name end
