@@ -239,7 +239,7 @@ describe("energy of an elastic block bouncing on a floor", function()
   end
 
   for _, walltype in ipairs({ "slip", "separate" }) do
-    it("stays within 2% above its initial value over 1000 steps (" .. walltype .. " floor)", function()
+    it("is conserved in free fall, never rises by 2% and loses at most 60% over 1000 steps (" .. walltype .. " floor)", function()
       local npa = 16
       local w = cq.world { dim = 2, res = 64, dx = dx, dt = 1e-3, n = npa * npa, gravity = { 0, -g },
         walls = { floor = { type = walltype, thickness = thick } } }
@@ -252,11 +252,12 @@ describe("energy of an elastic block bouncing on a floor", function()
       for p, x in ipairs(block_positions(2, npa, h, { 0.5, 0.36 })) do s:set("x", p, x) end
       local E0 = energy(w, s)
       local maxrel, minE, maxW, miny = -math.huge, math.huge, 0, math.huge
-      local all_finite = true
+      local all_finite, fall_dev, y_contact = true, 0, y_floor + 16 * h / 2 + 2 * dx -- COM height at first contact
       for _ = 1, 1000 do
         w:step(s)
         local Et, _, _, W = energy(w, s)
         if Et ~= Et or Et == math.huge or Et == -math.huge then all_finite = false end
+        if s:mean("x")[2] > y_contact and miny > y_contact then fall_dev = math.max(fall_dev, math.abs(Et - E0) / E0) end
         maxrel = math.max(maxrel, (Et - E0) / E0)
         minE = math.min(minE, Et)
         maxW = math.max(maxW, W)
@@ -264,11 +265,15 @@ describe("energy of an elastic block bouncing on a floor", function()
       end
       local Ef = energy(w, s)
       print(string.format("%s floor: E0=%.6g  final %.6g  min %.6g  max rel drift above E0 %.3e  " ..
-        "peak elastic energy %.3g (%.1f%% of E0)  lowest COM y %.4f", walltype, E0, Ef, minE, maxrel, maxW,
-        100 * maxW / E0, miny))
+        "peak elastic energy %.3g (%.1f%% of E0)  lowest COM y %.4f  |dE|/E0 in free fall %.2e", walltype, E0, Ef,
+        minE, maxrel, maxW, 100 * maxW / E0, miny, fall_dev))
       assert.is_true(all_finite)
-      assert.is_true(minE > 0, "energy went non-positive: " .. minE)
+      -- in free fall only time stepping changes the energy: symplectic Euler's error is about dt |v| / (2 height)
+      -- of E0, 4e-3 at the impact speed 2.3 from height 0.3
+      assert.is_true(fall_dev < 5e-3, "energy changed by " .. fall_dev .. " before the block touched the floor")
       assert.is_true(maxrel < 0.02, "energy rose by " .. maxrel)
+      -- MPM's transfers dissipate, but boundedly: 0.56 of E0 is left after 1000 steps (measured)
+      assert.is_true(minE > 0.4 * E0, "energy fell to " .. minE / E0 .. " of E0")
       -- the block really hit the floor and deformed
       assert.is_true(miny < 0.2)
       assert.is_true(maxW > 0.01 * E0)
@@ -317,7 +322,8 @@ describe("walls", function()
     local slip_floor = slide { all = { type = "sticky" }, floor = { type = "slip" } }
     print(string.format("  mean vx after 40 ms: slip %.3f, all slip + sticky floor %.3f, sticky %.3f, all sticky + slip floor %.3f",
       slip, sticky_floor, sticky_all, slip_floor))
-    assert.is_true(slip > 0.9 and slip_floor > 0.9)
-    assert.is_true(sticky_floor < 0.5 and sticky_all < 0.5)
+    -- frictionless slip keeps the initial speed 1; sticky walls stop the block (without reversing it)
+    assert.is_true(math.abs(slip - 1) < 0.01 and math.abs(slip_floor - 1) < 0.01)
+    assert.is_true(sticky_floor >= 0 and sticky_floor < 0.05 and sticky_all >= 0 and sticky_all < 0.05)
   end)
 end)
