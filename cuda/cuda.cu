@@ -280,6 +280,9 @@ static int cuda_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* 
 static int cuda_grid_dot(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
   return CQI_BY_DIM(b, cuda_grid_dot, x, y, out);
 }
+static int cuda_grid_norm_inf(cqi_backend* b, const cq_real* x, double* out) {
+  return CQI_BY_DIM(b, cuda_grid_norm_inf, x, out);
+}
 
 /* ---- creation ---- */
 
@@ -306,7 +309,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
     cuda_cable_forces, cuda_cable_forces_adj,
-    cuda_act_grad, cuda_axpy, cuda_grid_axpy, cuda_grid_dot,
+    cuda_act_grad, cuda_axpy, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

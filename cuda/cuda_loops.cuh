@@ -145,6 +145,28 @@ __global__ void CQ_D(cqk_grid_dot)(cq_substep c, cqi_box b, const cq_real* x, co
   if (threadIdx.x == 0) partial[blockIdx.x] = sum[0];
 }
 
+/* Per-block maxima of |x| over active nodes (NaN propagates: cqi_max_wins). */
+__global__ void CQ_D(cqk_grid_norm_inf)(cq_substep c, cqi_box b, const cq_real* x, double* partial) {
+  __shared__ double m[CQ_BLOCK];
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  double v = 0;
+  if (t < b.count) {
+    int i[3];
+    long node = CQ_D(cqk_box_node)(&c, b, t, i);
+    for (int d = 0; d < D; d++) {
+      double a = fabs((double)x[node * (D + 1) + d]);
+      if (cqi_max_wins(a, v)) v = a;
+    }
+  }
+  m[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = CQ_BLOCK / 2; s > 0; s >>= 1) {
+    if ((int)threadIdx.x < s && cqi_max_wins(m[threadIdx.x + s], m[threadIdx.x])) m[threadIdx.x] = m[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = m[0];
+}
+
 /* ---- host side: the primitives for dimension D ---- */
 
 static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
@@ -229,6 +251,20 @@ static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, 
 static int CQ_D(cuda_grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_grid_axpy), g->box.count, g->region_ctx, g->box, a, x, y);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  long blocks = (g->box.count + CQ_BLOCK - 1) / CQ_BLOCK;
+  TRY(ensure_partials(g, blocks));
+  LAUNCH(CQ_D(cqk_grid_norm_inf), g->box.count, g->region_ctx, g->box, x, g->partial);
+  CK(cudaMemcpyAsync(g->partial_h, g->partial, sizeof(double) * blocks, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  double m = 0;
+  for (long i = 0; i < blocks; i++)
+    if (cqi_max_wins(g->partial_h[i], m)) m = g->partial_h[i];
+  *out = m;
   return CQ_OK;
 }
 

@@ -82,9 +82,11 @@ typedef struct cqi_backend_ops {
   /* gu[act_id[p]] += gact[p] over particles with an actuator, in particle order; gu is host memory (double). */
   int (*act_grad)(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu);
   int (*axpy)(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_real* y); /* y += a x, len reals (B) */
-  /* Grid vectors (D+1 reals per node, the first D used): y += a x, and sum x.y, over the active region. */
+  /* Grid vectors (D+1 reals per node, the first D used), over the active region: y += a x; sum x.y (the 2-norm is
+   * sqrt(grid_dot(x, x))); max |x| (the infinity norm, for convergence tests). */
   int (*grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y);
   int (*grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y, double* out);
+  int (*grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

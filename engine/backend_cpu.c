@@ -177,6 +177,9 @@ static int cpu_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y
 static int cpu_grid_dot(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
   return CQI_BY_DIM(b, cpu_grid_dot, x, y, out);
 }
+static int cpu_grid_norm_inf(cqi_backend* b, const cq_real* x, double* out) {
+  return CQI_BY_DIM(b, cpu_grid_norm_inf, x, out);
+}
 
 static const cqi_backend_ops cpu_ops = {
     CQ_BACKEND_CPU, 1, cpu_destroy,
@@ -185,7 +188,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
     cpu_cable_forces, cpu_cable_forces_adj,
-    cpu_act_grad, cpu_axpy, cpu_grid_axpy, cpu_grid_dot,
+    cpu_act_grad, cpu_axpy, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

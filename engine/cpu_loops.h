@@ -198,4 +198,22 @@ static int CQ_D(cpu_grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y
   *out = sum;
   return CQ_OK;
 }
+static int CQ_D(cpu_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  cq_substep c = cb->region_ctx;
+  double* layer = cb->layer_sum;
+  int lo0 = cb->lo[0];
+  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++) layer[i0 - lo0] = 0;
+  CQI_FOR_REGION(cb, c, {
+    for (int d = 0; d < D; d++) {
+      double v = cq_fabs(x[node * (D + 1) + d]);
+      if (cqi_max_wins(v, layer[i0 - lo0])) layer[i0 - lo0] = v;
+    }
+  })
+  double m = 0;
+  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++)
+    if (cqi_max_wins(layer[i0 - lo0], m)) m = layer[i0 - lo0];
+  *out = m;
+  return CQ_OK;
+}
 #undef CQI_SLAB

@@ -41,6 +41,10 @@ typedef double cq_real;
 #define CQ_HD static inline
 #endif
 
+/* For a max that propagates NaN: 1 when v should replace the running maximum m (v larger, or v NaN, and m not
+ * already NaN). */
+CQ_HD int cqi_max_wins(double v, double m) { return m == m && (v > m || v != v); }
+
 /* CQI_UNREACHABLE(): a path the caller guarantees is never taken (e.g. a material id that commit rejected). */
 #if defined(__GNUC__) || defined(__CUDACC__)
 #define CQI_UNREACHABLE() __builtin_unreachable()

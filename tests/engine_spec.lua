@@ -154,7 +154,7 @@ describe("adding a field is one line of engine/fields.h", function()
 end)
 
 describe("backend primitives for implicit solvers", function()
-  it("grid_axpy, grid_dot and axpy match plain loops, bit-identical for 1 and 2 threads (tests/c/backend_test.c)", function()
+  it("grid_axpy, grid_dot, grid_norm_inf and axpy match plain loops, bit-identical for 1 and 2 threads (tests/c/backend_test.c)", function()
     local out, rc = sh(BUILD .. "/test/backend_test")
     print(out)
     assert.are.equal(0, rc)

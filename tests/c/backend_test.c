@@ -7,6 +7,7 @@
 #include "../../engine/backend.h"
 
 static int failures = 0;
+static long inside_node(const int lo[2], int res1) { return (long)lo[0] * res1 + lo[1]; }
 static void expect(int ok, const char* what, double got, double want) {
   printf("%-4s %-48s got %.17g want %.17g\n", ok ? "ok" : "FAIL", what, got, want);
   if (!ok) failures++;
@@ -47,11 +48,14 @@ int main(void) {
       if (base < lo[a]) lo[a] = base;
       if (base + 2 > hi[a]) hi[a] = base + 2;
     }
-  double want = 0;
+  double want = 0, want_max = 0;
   for (int i = lo[0]; i <= hi[0]; i++)
     for (int j = lo[1]; j <= hi[1]; j++) {
       long node = (long)i * 20 + j;
-      for (int a = 0; a < 2; a++) want += (double)x[node * 3 + a] * y[node * 3 + a];
+      for (int a = 0; a < 2; a++) {
+        want += (double)x[node * 3 + a] * y[node * 3 + a];
+        if (fabs(x[node * 3 + a]) > want_max) want_max = fabs(x[node * 3 + a]);
+      }
     }
   double dot1 = 0, dot2 = 0;
   op->grid_dot(b, x, y, &dot1);
@@ -59,6 +63,13 @@ int main(void) {
   op->set_threads(b, 2);
   op->grid_dot(b, x, y, &dot2);
   expect(dot1 == dot2, "grid_dot: the same bits with 2 threads", dot2, dot1);
+  double amax = 0;
+  op->grid_norm_inf(b, x, &amax);
+  expect(amax == want_max, "grid_norm_inf: max |x| over the active region", amax, want_max);
+  x[inside_node(lo, 20) * 3 + 1] = NAN;
+  op->grid_norm_inf(b, x, &amax);
+  expect(amax != amax, "grid_norm_inf: a NaN entry gives NaN", amax, NAN);
+  x[inside_node(lo, 20) * 3 + 1] = 0;
   /* y += 2 x on the active region only: a node outside keeps its value */
   long inside = (long)lo[0] * 20 + lo[1], outside = 0;
   cq_real y_in = y[inside * 3], y_out = y[outside * 3], x_in = x[inside * 3];
