@@ -828,3 +828,35 @@ describe("cq.robot: argument checks", function()
     has(err_of(r.world, r, 7), "robot:world", "options table", "7")
   end)
 end)
+
+describe("errors point at the user's line, however deep in the package they are raised", function()
+  -- The child script's line numbers: the preamble of run_child is two lines, so line 3 is the script's first.
+  local cases = {
+    { "material table at top level", "local r = require('cq').robot { dim = 2 }\n" ..
+      "r:box { offset = { 0.4, 0.1 }, size = { 0.1, 0.1 }, material = { E = -1 } }", 4, "robot:box: material.E must be > 0" },
+    { "robot:world passing a wrong cq.world option", "local r = require('cq').robot { dim = 2 }\n" ..
+      "r:box { offset = { 0.4, 0.1 }, size = { 0.1, 0.1 }, spacing = 1 / 64 }\nr:world { ress = 5 }", 5,
+      "robot:world: unknown option 'ress'" },
+    { "a commit failing inside robot:world", "local r = require('cq').robot { dim = 2 }\n" ..
+      "r:box { offset = { 0.4, 0.1 }, size = { 0.1, 0.1 }, spacing = 1 / 64 }\nr:world { dt = 1 }", 5,
+      "world:commit: dt: the substep" },
+    { "a tape op tail-called from the user's final()", "local cq = require 'cq'\n" ..
+      "local w = cq.world { n = 2, n_actuators = 1 }\nw:commit()\nlocal s = w:state()\n" ..
+      "for p = 1, 2 do s:set('x', p, { 0.5, 0.5 }) end\n" ..
+      "local run = cq.rollout { world = w, steps = 1, controller = cq.open_loop { steps = 1, outputs = 1 },\n" ..
+      "  final = function(t, st) return t:scale(t:centroid(st, 'x'), '2') end }\nrun:forward(s)", 10,
+      "cq.tape:scale: s must be a number" },
+    { "memo:backward calling backward_begin", "local cq = require 'cq'\nlocal w = cq.world { n = 2 }\nw:commit()\n" ..
+      "local m = w:memo { steps = 2 }\nm:backward()", 7, "memo:backward_begin: backward: nothing recorded" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local out, rc = run_child(c[2])
+      assert.are.equal(1, rc)
+      local line = tonumber(out:match("cqlua: [^\n]-:(%d+): "))
+      assert.are.equal(c[3], line, "position of: " .. out)
+      has(out, c[4])
+      assert.is_falsy(out:match("^cqlua: [^\n]*lua/cq/"), "position inside the package: " .. out)
+    end)
+  end
+end)

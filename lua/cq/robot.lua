@@ -2,6 +2,7 @@
 -- per-group materials and actuators. robot:world{...} creates the cq.world and the initial state.
 local cq = require "cq"
 local check = require "cq._check"
+require "cq.world" -- declares cq.world's option set
 
 local M = {}
 local OPTIONS = check.option_set("cq.robot", { "dim" })
@@ -180,6 +181,11 @@ function Robot:world(opts)
   if opts.dim ~= nil and opts.dim ~= self.dim then
     check.fail("robot:world", "dim must be the robot's (" .. self.dim .. ") or left out", opts.dim)
   end
+  local known = {} -- cq.world's options less those the robot sets
+  for k in pairs(check.option_sets["cq.world"]) do
+    if k ~= "n" and k ~= "n_actuators" then known[k] = true end
+  end
+  check.options("robot:world", opts, known)
   local wopts = {}
   for k, v in pairs(opts) do wopts[k] = v end
   wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, #self.actuators
