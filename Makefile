@@ -47,12 +47,14 @@ $(BUILD)/obj/$(1):
 	mkdir -p $$@
 ENGINE_OBJ_$(1) := $(patsubst engine/%.c,$(BUILD)/obj/$(1)/%.o,$(ENGINE_SRC))
 endef
+# nodelete: LuaJIT dlcloses the engine at exit while idle OpenMP workers may still be running its code.
+SHARED := -shared -Wl,-z,nodelete
 $(eval $(call ENGINE_FLAVOUR,f32,-DCQ_REAL_BITS=32))
 $(eval $(call ENGINE_FLAVOUR,f64,-DCQ_REAL_BITS=64))
 $(BUILD)/lib/libcq_f32.so: $(ENGINE_OBJ_f32) | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -lm
 $(BUILD)/lib/libcq_f64.so: $(ENGINE_OBJ_f64) | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -lm
 
 # CUDA backend (cuda/): when nvcc is found, the same engine objects built with -DCQ_WITH_CUDA plus cuda/cuda.cu give
 # libcq_cuda_f32.so / libcq_cuda_f64.so (chosen at run time by cq.world{backend = ...}). cudart is linked
@@ -73,9 +75,9 @@ $(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CU
 	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
 	  -DCQ_REAL_BITS=$* -c cuda/cuda.cu -o $@
 $(BUILD)/lib/libcq_cuda_f32.so: $(BUILD)/cuda/cuda_f32.o $(ENGINE_OBJ_cuda_f32) | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
 $(BUILD)/lib/libcq_cuda_f64.so: $(BUILD)/cuda/cuda_f64.o $(ENGINE_OBJ_cuda_f64) | $(BUILD)/lib
-	$(CC) $(CFLAGS) -shared -Wl,-z,nodelete -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
 else
 all: cuda-skip
 .PHONY: cuda-skip
@@ -95,7 +97,7 @@ $(FIELDS_TEST)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) $(BUILD)/lib/cq_ffi
 	sed -i '/^  X(F, CQ_SHAPE_MAT/i\  X(J, CQ_SHAPE_SCALAR, CQ_INIT_ZERO, "volume ratio (the one added line)") \\' $(FIELDS_TEST)/src/fields.h
 	sed -i '/^  X(nu, cq_real/a\  X(C10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 2, 0, INFINITY, CQ_OPEN_LO, "Mooney-Rivlin C10 (the one added line)") \\' $(FIELDS_TEST)/src/fields.h
 	diff engine/fields.h $(FIELDS_TEST)/src/fields.h > $(FIELDS_TEST)/fields.diff || true
-	$(CC) $(CFLAGS) -shared -DCQ_REAL_BITS=64 -o $@ $(addprefix $(FIELDS_TEST)/src/,$(notdir $(ENGINE_SRC))) -lm
+	$(CC) $(CFLAGS) $(SHARED) -DCQ_REAL_BITS=64 -o $@ $(addprefix $(FIELDS_TEST)/src/,$(notdir $(ENGINE_SRC))) -lm
 	cp $(BUILD)/lib/cq_ffi.h $(FIELDS_TEST)/lib/
 
 # Unit test of backend primitives in C (tests/c/), linked against the f64 engine objects.
