@@ -9,6 +9,7 @@
 #include <string.h>
 extern "C" {
 #include "../engine/backend.h"
+#include "../engine/backend_dims.h"
 }
 #include "../engine/kernels.h"
 
@@ -108,8 +109,6 @@ static int ensure_partials(cuda_backend* g, long blocks) {
 #include "cuda_loops.cuh"
 #undef D
 
-/* Calls the 2D or 3D variant of a primitive. */
-#define CQI_BY_DIM(b, name, ...) ((b)->dim == 2 ? name##_2(b, __VA_ARGS__) : name##_3(b, __VA_ARGS__))
 
 /* ---- memory ---- */
 
@@ -211,9 +210,8 @@ static int cuda_set_threads(cqi_backend* b, int max_threads) { return 1; } /* th
 
 /* ---- stages (per dimension, cuda_loops.cuh) ---- */
 
-static int cuda_prepare(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
-  return CQI_BY_DIM(b, cuda_prepare, c, s, check_all, bad);
-}
+CQI_DIM_DISPATCH(cuda)
+
 /* Zeroes the axis-0 layers lo[0] .. lo[0] + ext[0] - 1 (a superset of the active box, one memset). */
 static int cuda_grid_clear(cqi_backend* b, cq_real* grid) {
   cuda_backend* g = (cuda_backend*)b;
@@ -221,37 +219,6 @@ static int cuda_grid_clear(cqi_backend* b, cq_real* grid) {
   CK(cudaMemsetAsync(grid + (size_t)g->box.lo[0] * layer, 0, sizeof(cq_real) * layer * g->box.ext[0], g->stream));
   return CQ_OK;
 }
-static int cuda_p2g(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
-                    cq_real* grid, cq_real* cache) {
-  return CQI_BY_DIM(b, cuda_p2g, c, s, m, ctl, grid, cache);
-}
-static int cuda_grid_update(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {
-  return CQI_BY_DIM(b, cuda_grid_update, c, mp, v);
-}
-static int cuda_g2p(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
-  return CQI_BY_DIM(b, cuda_g2p, c, s, gridv, bad);
-}
-static int cuda_g2p_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
-                        const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
-  return CQI_BY_DIM(b, cuda_g2p_adj, c, s, gridv, g1, g0, adj, C1);
-}
-static int cuda_grid_update_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {
-  return CQI_BY_DIM(b, cuda_grid_update_adj, c, mp, adj);
-}
-static int cuda_p2g_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                        const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
-                        const cq_ctl_grads* gc, const cq_real* cache) {
-  return CQI_BY_DIM(b, cuda_p2g_adj, c, s, m, ctl, adj, g0, gp, gc, cache);
-}
-static int cuda_cable_forces(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
-                             cq_real* f) {
-  return CQI_BY_DIM(b, cuda_cable_forces, v, s, u, f);
-}
-static int cuda_cable_forces_adj(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
-                                 const cq_real* gf, cq_real* gx, double* gu) {
-  return CQI_BY_DIM(b, cuda_cable_forces_adj, v, s, u, gf, gx, gu);
-}
-
 /* ---- reductions and vectors ---- */
 
 /* Downloads the per-particle dL/du and sums it on the host in particle order, as the CPU does. */
@@ -274,16 +241,6 @@ static int cuda_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_r
   LAUNCH(cqk_axpy, len, len, a, x, y);
   return CQ_OK;
 }
-static int cuda_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
-  return CQI_BY_DIM(b, cuda_grid_axpy, a, x, y);
-}
-static int cuda_grid_dot(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
-  return CQI_BY_DIM(b, cuda_grid_dot, x, y, out);
-}
-static int cuda_grid_norm_inf(cqi_backend* b, const cq_real* x, double* out) {
-  return CQI_BY_DIM(b, cuda_grid_norm_inf, x, out);
-}
-
 /* ---- creation ---- */
 
 static void cuda_destroy(cqi_backend* b) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include "backend.h"
+#include "backend_dims.h"
 #include "kernels.h"
 
 typedef struct cpu_backend {
@@ -33,8 +34,6 @@ typedef struct cpu_backend {
 #include "cpu_loops.h"
 #undef D
 
-/* Calls the 2D or 3D variant of a primitive. */
-#define CQI_BY_DIM(b, name, ...) ((b)->dim == 2 ? name##_2(b, __VA_ARGS__) : name##_3(b, __VA_ARGS__))
 
 static void cpu_destroy(cqi_backend* b) {
   cpu_backend* cb = (cpu_backend*)b;
@@ -122,40 +121,8 @@ static int cpu_set_threads(cqi_backend* b, int max_threads) {
   return cb->threads;
 }
 
-static int cpu_prepare(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
-  return CQI_BY_DIM(b, cpu_prepare, c, s, check_all, bad);
-}
 static int cpu_grid_clear(cqi_backend* b, cq_real* grid) { return CQI_BY_DIM(b, cpu_grid_clear, grid); }
-static int cpu_p2g(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
-                   cq_real* grid, cq_real* cache) {
-  return CQI_BY_DIM(b, cpu_p2g, c, s, m, ctl, grid, cache);
-}
-static int cpu_grid_update(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {
-  return CQI_BY_DIM(b, cpu_grid_update, c, mp, v);
-}
-static int cpu_g2p(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
-  return CQI_BY_DIM(b, cpu_g2p, c, s, gridv, bad);
-}
-static int cpu_g2p_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
-                       const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
-  return CQI_BY_DIM(b, cpu_g2p_adj, c, s, gridv, g1, g0, adj, C1);
-}
-static int cpu_grid_update_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {
-  return CQI_BY_DIM(b, cpu_grid_update_adj, c, mp, adj);
-}
-static int cpu_p2g_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                       const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
-                       const cq_ctl_grads* gc, const cq_real* cache) {
-  return CQI_BY_DIM(b, cpu_p2g_adj, c, s, m, ctl, adj, g0, gp, gc, cache);
-}
-static int cpu_cable_forces(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
-                            cq_real* f) {
-  return CQI_BY_DIM(b, cpu_cable_forces, v, s, u, f);
-}
-static int cpu_cable_forces_adj(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
-                                const cq_real* gf, cq_real* gx, double* gu) {
-  return CQI_BY_DIM(b, cpu_cable_forces_adj, v, s, u, gf, gx, gu);
-}
+CQI_DIM_DISPATCH(cpu)
 
 /* Serial: a fixed summation order per actuator. */
 static int cpu_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu) {
@@ -169,16 +136,6 @@ static int cpu_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_re
 #pragma omp parallel for schedule(static) num_threads(cb->threads)
   for (long i = 0; i < len; i++) y[i] += a * x[i];
   return CQ_OK;
-}
-
-static int cpu_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
-  return CQI_BY_DIM(b, cpu_grid_axpy, a, x, y);
-}
-static int cpu_grid_dot(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
-  return CQI_BY_DIM(b, cpu_grid_dot, x, y, out);
-}
-static int cpu_grid_norm_inf(cqi_backend* b, const cq_real* x, double* out) {
-  return CQI_BY_DIM(b, cpu_grid_norm_inf, x, out);
 }
 
 static const cqi_backend_ops cpu_ops = {
