@@ -12,7 +12,7 @@ LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/i
 LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 VERSION  := 0.1.0
 
-DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted libstb-dev libnlopt-dev pkg-config gcc make
+DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev pkg-config gcc make
 
 ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
@@ -30,12 +30,13 @@ deps:
 	fi
 
 # The host also carries engine/png.c (PNG frames via stb); -Wl,-E exports its cq_png_* symbols to the FFI (ffi.C).
-$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c engine/png.h | $(BUILD)/bin
+$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c engine/png.h engine/host.h | $(BUILD)/bin
 	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ engine/cqlua.c engine/png.c $(LUAJIT_LIBS) -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
-$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h Makefile | $(BUILD)/lib
-	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && mv $@.tmp $@
+$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/host.h Makefile | $(BUILD)/lib
+	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/host.h >> $@.tmp && \
+	  mv $@.tmp $@
 
 # The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
 # (tests/layers_spec.lua). -z nodelete: the libraries (and the OpenMP runtime) stay mapped when LuaJIT unloads them

@@ -16,7 +16,7 @@ typedef struct cq_world cq_world; /* model (grid, walls, per-particle parameters
 typedef struct cq_state cq_state; /* the state fields (fields.h) of every particle and the substep counter */
 typedef struct cq_memo cq_memo;   /* a recorded run: checkpoints, controls, gradients */
 
-enum { CQ_OK = 0, CQ_ERR_ARG = 1, CQ_ERR_NOMEM = 2, CQ_ERR_BLOWUP = 3, CQ_ERR_STATE = 4 };
+enum { CQ_OK = 0, CQ_ERR_ARG = 1, CQ_ERR_NOMEM = 2, CQ_ERR_BLOWUP = 3, CQ_ERR_STATE = 4, CQ_ERR_INTERRUPTED = 5 };
 enum { CQ_MAX_THREADS = 1024 }; /* more OpenMP threads than this overflow libgomp's stack or fail to start */
 
 /* The registries (registry.h) as enums: CQ_BC_*, CQ_ACT_*, CQ_MAT_*, CQ_INTEGRATOR_*, CQ_BACKEND_*, CQ_CHECK_*. */
@@ -115,6 +115,10 @@ int cq_world_set_backend(cq_world* w, int backend);
 int cq_world_backend(const cq_world* w);
 /* The last blow-up (CQ_ERR_BLOWUP) of cq_step / cq_memo_step: which check, particle, step and substep. */
 int cq_world_blowup(const cq_world* w, cq_blowup* out);
+/* Interruption: while *flag is non-zero (a signal number, set by the host's SIGINT / SIGTERM handler) cq_step,
+ * cq_memo_step and the backward pass stop at the next substep boundary with CQ_ERR_INTERRUPTED. The flag is
+ * process-wide (signals are); NULL (the default) disables polling. */
+void cq_set_interrupt_flag(const volatile int* flag);
 /* CUDA devices usable by this library: > 0, or 0 / -1 with the reason in err (no device, no driver, or a library
  * built without CUDA). */
 int cq_cuda_device_count(char* err, int errlen);

@@ -14,6 +14,8 @@
 #include <lualib.h>
 #include <luajit.h>
 
+#include "host.h"
+
 #ifndef CQ_VERSION
 #define CQ_VERSION "unknown"
 #endif
@@ -242,30 +244,54 @@ static void print_help(lua_State *L, const char *argv0)
 
 static lua_State *running_state = NULL;
 
-/* Ctrl-C becomes a Lua error (with traceback) at the next hook. JIT-compiled loops
-   and long C calls never run hooks, so if none fired within a second or two we die
-   of SIGINT after all; a second Ctrl-C kills at once. */
-static void stop_hook(lua_State *L, lua_Debug *ar)
+/* ---- interruption (host.h) ---------------------------------------------- */
+
+static volatile sig_atomic_t interrupted = 0; /* signal number of the first SIGINT / SIGTERM */
+static volatile sig_atomic_t graceful = 0;    /* 1: the script polls cq_host_interrupted() itself */
+
+const volatile int *cq_host_interrupt_flag(void) { return (const volatile int *)&interrupted; }
+int cq_host_interrupted(void) { return interrupted; }
+void cq_host_clear_interrupt(void) { interrupted = 0; }
+int cq_host_graceful(int on) { int old = graceful; graceful = on != 0; return old; }
+
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
+/* Runs once Lua code runs again after a signal: cancels the fallback and, unless the script handles the
+   interruption itself, turns it into a Lua error (with traceback). */
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
-  luaL_error(L, "interrupted!");
+  alarm(0);
+  if (!graceful && interrupted) luaL_error(L, "interrupted by %s", signal_name(interrupted));
 }
 
+/* The fallback when no Lua code ran within FALLBACK_SECONDS of the signal (a JIT-compiled loop never runs hooks, a
+   C call that does not poll the flag never returns): die of the signal after all. The engine polls at every
+   substep, so this only catches code outside it. */
+#define FALLBACK_SECONDS 5
 static void on_alarm(int sig)
 {
   (void)sig;
-  signal(SIGINT, SIG_DFL);
-  raise(SIGINT);
+  int s = interrupted ? interrupted : SIGINT;
+  signal(s, SIG_DFL);
+  raise(s);
 }
 
-static void on_sigint(int sig)
+static void on_signal(int sig)
 {
-  signal(sig, SIG_DFL);
+  if (interrupted) { /* the second signal kills at once */
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  interrupted = sig;
   if (running_state)
-    lua_sethook(running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
-  signal(SIGALRM, on_alarm);
-  alarm(2);
+    lua_sethook(running_state, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  if (!graceful) {
+    signal(SIGALRM, on_alarm);
+    alarm(FALLBACK_SECONDS);
+  }
 }
 
 /* Message handler: the error as a string plus a stack traceback. */
@@ -277,6 +303,7 @@ static int traceback(lua_State *L)
       return 1;   /* an error object that describes itself */
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
+  if (interrupted && graceful) return 1; /* the script stopped itself after saving: its message says it all */
   luaL_traceback(L, L, msg, 1);
   return 1;
 }
@@ -289,10 +316,12 @@ static int docall(lua_State *L, int narg)
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
   running_state = L;
-  signal(SIGINT, on_sigint);
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
   status = lua_pcall(L, narg, 0, base);
   signal(SIGINT, SIG_DFL);
-  alarm(0);   /* the script ended before the Ctrl-C fallback fired */
+  signal(SIGTERM, SIG_DFL);
+  alarm(0);   /* the script ended before the fallback fired */
   running_state = NULL;
   lua_remove(L, base);
   return status;
@@ -413,6 +442,7 @@ int main(int argc, char **argv)
   }
 
   default_openmp_wait();
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines reach a log file or pipe as they are printed, even if killed */
   L = luaL_newstate();
   if (L == NULL) {
     fprintf(stderr, "%s: cannot create Lua state: not enough memory\n", progname);
@@ -430,6 +460,7 @@ int main(int argc, char **argv)
   m.status = 0;
   status = lua_cpcall(L, pmain, &m);
   if (status != 0) report(L);   /* failed outside the script, e.g. out of memory */
-  lua_close(L);
+  lua_close(L);                 /* flushes and closes the script's files */
+  if (interrupted) return 128 + interrupted;
   return (status != 0 || m.status != 0) ? 1 : 0;
 }

@@ -45,6 +45,8 @@ struct cq_world {
 cq_particles cqi_particles_view(cq_real* block, int n, int dim);
 long cqi_state_len(int n, int dim); /* reals in a state block */
 cq_state* cqi_state_alloc(int dim, int n);
+/* Which field, particle (0-based) and component (0-based, row-major for matrices) entry i of a state block is. */
+void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component);
 
 /* Everything a control step needs before its substeps: the parameters validated (if they changed) and within the
  * stable dt, the model synced to the backend, threads chosen. `step` names the control step in messages. */
@@ -59,6 +61,9 @@ int cqi_ctl_from_host(cq_world* w, const cq_real* u, const cq_real* force, const
  * (advanced past every substep that ran). A blow-up stops at the failing substep with a message naming the check,
  * the particle and the step. */
 int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, const cq_ctl* ctl);
+/* CQ_ERR_INTERRUPTED with a message when the host's interrupt flag is set (cq_set_interrupt_flag), else CQ_OK.
+ * what, step and sub (0-based substep of the step, of substeps) say where the run stopped. */
+int cqi_poll_interrupt(cq_world* w, const char* what, long step, long sub, int substeps);
 /* The blow-up message (and cq_blowup record) for check bad at substep k of control step `step`; s in host memory. */
 int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_particles* s);
 #endif

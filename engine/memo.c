@@ -4,6 +4,7 @@
  * rebuilds it. Checkpoints and gradients live in backend memory; what Lua sees (the current state, the recomputed
  * state, dL/dstate, parameter and control gradients) are host buffers whose addresses never change. */
 #include <limits.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ struct cq_memo {
   long seg_loaded;   /* segment currently recomputed in seg, -1 = none */
   long sub0;         /* substep counter of the initial state (sets the time) */
   int checked;       /* 1 once the current state came out of a checked substep (0 after begin) */
+  int failed;        /* 1 after a step that stopped midway (blow-up, interruption): the recording ends there */
   cq_state* cur;     /* host: current state of the recording */
   cq_real* cur_b;    /* (B) its working copy (== cur->block on host-memory backends) */
   double* act;       /* host [max_steps][n_act] recorded actuation */
@@ -187,6 +189,7 @@ int cq_memo_begin(cq_memo* m, const cq_state* s0) {
   m->seg_loaded = -1;
   m->pos = -1;
   m->checked = 0;
+  m->failed = 0;
   m->generation = m->w->model.generation;
   return CQ_OK;
 }
@@ -266,6 +269,9 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
   cqi_backend* be = m->be;
   if (m->steps >= m->max_steps)
     return cqi_errorf(&w->err, CQ_ERR_STATE, "memo is full: it was created for %d steps", m->max_steps);
+  if (m->failed)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "memo: step %d stopped midway (blow-up or interruption); begin a new "
+                      "recording", m->steps + 1);
   long step = m->steps + 1;
   int st = cqi_prepare_step(w, step);
   if (st == CQ_OK) st = record_control(m, c, m->steps);
@@ -280,20 +286,25 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
     long r = (long)m->steps * m->b + j; /* substep relative to the initial state */
     if (r % m->K == 0 && (st = be->ops->copy(be, m->ckpt + (r / m->K) * m->len, m->cur_b, S)) != CQ_OK) break;
     /* one substep at a time: checkpoints fall between them */
+    if ((st = cqi_poll_interrupt(w, "the recording", step, j, m->b)) != CQ_OK) break;
     long k = m->sub0 + r;
     cqi_check bad = {CQ_CHECK_OK, -1, 0};
     st = w->integ->substep(&w->sim, &p, &ctl, k, !m->checked, &bad); /* the recording's own output was checked */
     if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
       int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
       m->cur->substep = bad.after ? k + 1 : k;
+      m->failed = 1;
       return st2 != CQ_OK ? st2 : cqi_blowup(w, &bad, k, step, &m->cur->p);
     }
     m->cur->substep = k + 1;
     m->checked = 1;
   }
   int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
-  if (st != CQ_OK) return st;
-  if (st2 != CQ_OK) return st2;
+  if (st == CQ_OK) st = st2;
+  if (st != CQ_OK) {
+    m->failed = 1;
+    return st;
+  }
   m->steps++;
   w->err.msg[0] = 0;
   return CQ_OK;
@@ -313,10 +324,58 @@ static int download_grads(cq_memo* m) {
   return st;
 }
 
+/* The index of the first non-finite entry of a[0..len), or -1. One multiply-add per entry on the common path:
+ * a * 0 is 0 for every finite a and NaN otherwise. */
+static long first_nonfinite(const cq_real* a, long len) {
+  cq_real s = 0;
+  for (long i = 0; i < len; i++) s += a[i] * 0;
+  if (s == 0) return -1;
+  for (long i = 0; i < len; i++)
+    if (!isfinite(a[i])) return i;
+  return -1;
+}
+
+/* A non-finite gradient stops the backward pass at the control step where it appears (check "nonfinite_gradient"),
+ * before an optimizer can read it: dL/d(state at step k), the parameter gradients and dL/du of step k. */
+static int check_gradients(cq_memo* m, int k) {
+  cq_world* w = m->w;
+  int n = w->model.n, D = w->model.dim;
+  const char* what = NULL;
+  int particle = -1, comp = 0;
+  double value = 0;
+  long i = first_nonfinite(m->g_cur->block, m->len);
+  if (i >= 0) {
+    value = m->g_cur->block[i];
+    cqi_state_locate(i, n, D, &what, &particle, &comp);
+  }
+#define CQI_SCAN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)             \
+  CQI_IF(diff)(if (!what && (i = first_nonfinite(m->gp.name, n)) >= 0) {               \
+    what = #name, particle = (int)i, value = m->gp.name[i];                             \
+  })
+  CQ_PARAM_FIELDS(CQI_SCAN)
+#undef CQI_SCAN
+  for (int a = 0; !what && a < w->model.n_act; a++)
+    if (!isfinite(m->gact[(long)k * w->model.n_act + a])) what = "u", comp = a, value = m->gact[(long)k * w->model.n_act + a];
+  if (!what) return CQ_OK;
+  w->err.blowup.check = CQ_CHECK_GRADIENT;
+  w->err.blowup.particle = particle;
+  w->err.blowup.step = k;
+  w->err.blowup.substep = m->sub0 + (long)k * m->b;
+  char where[96];
+  if (particle < 0) snprintf(where, sizeof where, "dL/du of actuator %d", comp + 1);
+  else snprintf(where, sizeof where, "dL/d%s of particle %d (component %d)", what, particle + 1, comp + 1);
+  return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "backward: %s is %g at control step %d (check nonfinite_gradient): the loss "
+                    "gradient there is not finite, or the run is chaotic (gradients growing exponentially); shorten the "
+                    "horizon, add damping or lower the actuation", where, value, k);
+}
+
 int cq_memo_backward_begin(cq_memo* m) {
   cq_world* w = m->w;
   cqi_backend* be = m->be;
   if (m->steps == 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: nothing recorded (call step first)");
+  if (m->failed)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the recording's step %d stopped midway (blow-up or "
+                      "interruption); record again before backward", m->steps + 1);
   if (m->generation != w->model.generation)
     return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
                       "this recording began; record again (memo:begin and steps) before backward");
@@ -392,6 +451,7 @@ int cq_memo_backward_step(cq_memo* m) {
     cq_real* nblock = r + 1 == (long)m->steps * m->b ? m->cur_b : state_at(m, r + 1, &st);
     if (!nblock) return st;
     if ((st = load_control(m, k, &ctl)) != CQ_OK) return st;
+    if ((st = cqi_poll_interrupt(w, "the backward pass", k + 1, r - (long)k * m->b, m->b)) != CQ_OK) return st;
     cq_particles s = cqi_particles_view(sblock, n, D), s1 = cqi_particles_view(nblock, n, D);
     cq_particles g1 = cqi_particles_view(m->gb[cur], n, D), g0 = cqi_particles_view(m->gb[1 - cur], n, D);
     st = w->integ->substep_adj(&w->sim, &s, &s1, &ctl, m->sub0 + r, &g1, &g0, &out);
@@ -406,6 +466,7 @@ int cq_memo_backward_step(cq_memo* m) {
   st = be->ops->host_memory ? be->ops->copy(be, m->g_cur->block, m->gb[cur], S)
                             : be->ops->download(be, m->g_cur->block, m->gb[cur], S);
   if (st == CQ_OK) st = download_grads(m);
+  if (st == CQ_OK) st = check_gradients(m, k);
   if (st != CQ_OK) return st;
   m->pos = k;
   return CQ_OK;

@@ -43,7 +43,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   q->vol0 = m->vol0[p];
   q->act = m->act_id[p];
   q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
-  cq_real ua = q->act >= 0 ? ctl->u[q->act] : 0;
+  cq_real ua = q->act >= 0 ? ctl->u[q->act] * m->act_w[p] : 0; /* the actuation this particle feels */
   q->actuated = q->act_kind == CQ_ACT_STRESS || ctl->stress;
   for (int a = 0; a < D; a++) {
     q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (ctl->force ? ctl->force[a * n + p] : 0);
@@ -151,7 +151,7 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   cq_real gP[D][D], gF[D][D];
   CQ_D(mm)(gtau, q.F, gP);
   CQ_D(mtm)(gtau, q.P, gF);
-  cq_real ga = 0;
+  cq_real ga = 0; /* dL/d(u act_w): split into dL/du and dL/dact_w below */
   if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
@@ -166,11 +166,15 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
       }
     CQ_D(mtm)(q.F, gtau, t1);
     CQ_D(mm)(t1, q.F, gA);
-    if (q.act_kind == CQ_ACT_STRESS) /* A_dd = u axis_d: dL/du = sum_d (dL/dA)_dd axis_d */
+    if (q.act_kind == CQ_ACT_STRESS) /* A_dd = u act_w axis_d: dL/d(u act_w) = sum_d (dL/dA)_dd axis_d */
       for (int d = 0; d < D; d++) ga += gA[d][d] * m->act_axis[d * n + p];
     if (gc->stress && ctl->stress)
       for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) gc->stress[(i * D + j) * n + p] += gA[i][j];
+  }
+  if (q.act >= 0) {
+    g.act_w = ga * ctl->u[q.act];
+    ga *= m->act_w[p];
   }
   gc->u[p] = ga;
   if (gc->force)

@@ -27,6 +27,19 @@ cq_particles cqi_particles_view(cq_real* block, int n, int dim) {
   return p;
 }
 
+void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component) {
+  long off = 0;
+#define CQI_FIND(name, shape, init, doc)                        \
+  if (i >= off && i < off + field_len(shape, n, dim)) {         \
+    *field = #name, *particle = (int)((i - off) % n), *component = (int)((i - off) / n); \
+    return;                                                     \
+  }                                                             \
+  off += field_len(shape, n, dim);
+  CQ_STATE_FIELDS(CQI_FIND)
+#undef CQI_FIND
+  *field = "?", *particle = -1, *component = -1;
+}
+
 cq_state* cqi_state_alloc(int dim, int n) {
   cq_state* s = calloc(1, sizeof *s);
   if (!s) return NULL;

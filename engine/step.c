@@ -115,6 +115,20 @@ int cqi_prepare_step(cq_world* w, long step) {
   return CQ_OK;
 }
 
+static const volatile int* interrupt_flag;
+void cq_set_interrupt_flag(const volatile int* flag) { interrupt_flag = flag; }
+
+int cqi_poll_interrupt(cq_world* w, const char* what, long step, long sub, int substeps) {
+  int sig = interrupt_flag ? *interrupt_flag : 0;
+  if (!sig) return CQ_OK;
+  char name[32];
+  if (sig == 2) snprintf(name, sizeof name, "SIGINT");
+  else if (sig == 15) snprintf(name, sizeof name, "SIGTERM");
+  else snprintf(name, sizeof name, "signal %d", sig);
+  return cqi_errorf(&w->err, CQ_ERR_INTERRUPTED, "interrupted by %s during %s at step %ld, before substep %ld of %d",
+                    name, what, step, sub + 1, substeps);
+}
+
 int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_particles* s) {
   const cqi_model* m = &w->model;
   int p = bad->particle, n = m->n, D = m->dim, b = m->desc.substeps;
@@ -179,8 +193,10 @@ static cq_real* host_copy(cq_world* w, const cq_particles* s) {
 
 int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, const cq_ctl* ctl) {
   for (int b = 0; b < w->model.desc.substeps; b++) {
+    int st = cqi_poll_interrupt(w, "the step", step, b, w->model.desc.substeps);
+    if (st != CQ_OK) return st;
     cqi_check bad = {CQ_CHECK_OK, -1, 0};
-    int st = w->integ->substep(&w->sim, s, ctl, *substep, b == 0, &bad);
+    st = w->integ->substep(&w->sim, s, ctl, *substep, b == 0, &bad);
     if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
       long k = *substep;
       if (bad.after) (*substep)++; /* the state is the failing substep's output */

@@ -31,6 +31,7 @@ function M.scene(opts)
   w:fill("vol0", function(p) return 1 + 0.1 * prand(p, 4) end)
   w:fill("act_id", function(p) return p % 3 == 0 and 0 or (p % 3 == 1 and 1 or -1) end)
   w:fill("act_axis", dim == 2 and { 0.3, 1 } or { 0.3, 1, -0.5 })
+  w:fill("act_w", function(p) return 1 + 0.2 * prand(p, 5) end)
   w:set_actuator(1, "stress")
   w:set_actuator(2, "force")
   w:commit()
@@ -95,7 +96,7 @@ function M.problem(w, s0, steps, checkpoint_every)
       g[f] = {}
       for i = 0, len - 1 do g[f][i] = memo.grad[f][i] end
     end
-    for _, f in ipairs { "mass", "vol0", "E", "nu" } do
+    for _, f in ipairs(M.param_kinds) do
       g[f] = {}
       for i = 0, n - 1 do g[f][i] = memo.grad_params[f][i] end
     end
@@ -183,7 +184,11 @@ function M.check(P, g, kind, tol, floor)
 end
 M.FLOOR = 1e-5
 
-M.kinds = { "x", "v", "C", "F", "act", "E", "nu", "mass", "vol0" }
+-- Every differentiable per-particle parameter of the engine's field table (engine/fields.h).
+M.param_kinds = {}
+for _, f in ipairs(cq.fields("f64").param) do if f.diff then M.param_kinds[#M.param_kinds + 1] = f.name end end
+M.kinds = { "x", "v", "C", "F", "act" }
+for _, k in ipairs(M.param_kinds) do M.kinds[#M.kinds + 1] = k end
 -- FD steps tried in order: a step can straddle a contact switch (a node whose velocity crosses the wall's
 -- tangent plane changes the derivative there) or drown in roundoff, so a check passes when one step of this short
 -- ladder agrees (small derivatives such as dL/dC need the larger steps). A wrong gradient agrees at none.
@@ -192,7 +197,7 @@ M.steps = { 1e-5, 1e-3, 1e-6, 1e-7, 1e-2 }
 --- of every step), and the largest |gradient|, for comparing checkpointed with full-memory (or GPU with CPU) runs.
 function M.max_grad_diff(g1, g2, steps, n_act)
   local maxdiff, maxabs = 0, 0
-  for _, kind in ipairs { "x", "v", "C", "F", "E", "nu", "mass", "vol0" } do
+  for _, kind in ipairs { "x", "v", "C", "F", unpack(M.param_kinds) } do
     for i, a in pairs(g1[kind]) do
       maxdiff = math.max(maxdiff, math.abs(a - g2[kind][i]))
       maxabs = math.max(maxabs, math.abs(a))

@@ -810,7 +810,7 @@ describe("cq.log and cq.optim: argument checks", function()
     has(err_of(cq.adam, { params = { p }, bounds = { [q] = { 0, 1 } } }), "cq.adam",
       "bounds keys must be parameters listed in params")
     has(err_of(cq.sgd, { params = { p }, bounds = { [p] = { 1, 0 } } }), "cq.sgd", "lo <= hi", "1 > 0")
-    has(err_of(cq.adam, { params = { p }, bounds = { [p] = { { 0 }, 1 } } }), "bounds lo must be a number or a table of 2",
+    has(err_of(cq.adam, { params = { p }, bounds = { [p] = { { 0 }, 1 } } }), "bounds[param] lo must be a number or a table of 2",
       "a table of 1")
     has(err_of(cq.adam, { params = { p }, bounds = 5 }), "bounds must be a table", "5")
     at_caller(err_of(function() local o = cq.adam { params = { p }, bounds = 5 }; return o end))

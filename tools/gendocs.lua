@@ -13,9 +13,17 @@ local registry = require "cq._registry"
 local M = {}
 M.FILE = "docs/api.md"
 
--- Every module that declares option sets.
-for _, m in ipairs { "cq.world", "cq.robot", "cq.rollout", "cq.trajectory", "cq.control", "cq.optim", "cq.nlopt",
-  "cq.tape", "cq.log", "cq.frames", "cq.objectives" } do require(m) end
+-- Every public module of the package (lua/cq/*.lua not starting with "_"): they declare their option sets when
+-- loaded, so a new module's options are checked without listing it here.
+do
+  local dir = (require("cq._paths").lua or "lua") .. "/cq"
+  local p = assert(io.popen("ls '" .. dir .. "'"))
+  for file in p:lines() do
+    local m = file:match("^([%a][%w_]*)%.lua$")
+    if m and m ~= "init" then require("cq." .. m) end
+  end
+  p:close()
+end
 
 local TYPE = { [0] = "real", [1] = "int32", [2] = "uint8" }
 local PER = { [0] = "1", [1] = "`dim`", [2] = "`dim x dim`", [3] = "actuator" }

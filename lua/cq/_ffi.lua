@@ -39,6 +39,9 @@ function M.lib(precision, flavor)
     local ok, lib = pcall(ffi.load, path)
     if ok then
       libs[key] = lib
+      -- the engine stops at the next substep after SIGINT / SIGTERM (engine/host.h); other hosts lack the flag
+      local has_flag, flag = pcall(function() return ffi.C.cq_host_interrupt_flag() end)
+      if has_flag then lib.cq_set_interrupt_flag(flag) end
       return lib
     end
     errs[#errs + 1] = tostring(lib)

@@ -1,4 +1,5 @@
--- Private: small file-system helpers for writers (trajectory export, PNG frames): directory creation and checks.
+-- Private: small file-system helpers for writers (trajectory export, PNG frames, logs, checkpoints): directory
+-- creation and checks, atomic writes, rotation of earlier files.
 local M = {}
 
 local ok_lfs, lfs = pcall(require, "lfs")
@@ -33,5 +34,47 @@ end
 
 --- The directory part of a path ("" when there is none).
 function M.dirname(path) return path:match("^(.*)/[^/]*$") or "" end
+
+--- True when a file exists at path.
+function M.exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+--- Writes text to path atomically: into path .. ".part" first, then renamed over path (a rename within a directory
+--- is atomic), so path always holds a complete file, the old or the new. where names the caller in errors.
+function M.write_atomic(where, path, text)
+  local check = require "cq._check"
+  if type(path) ~= "string" or path == "" then check.fail(where, "path must be a file name", path) end
+  local dir = M.dirname(path)
+  if dir ~= "" and not M.mkdir_p(dir) then check.raise(where .. ": cannot create the directory " .. dir) end
+  local tmp = path .. ".part"
+  local f, why = io.open(tmp, "wb")
+  if not f then check.raise(where .. ": cannot write " .. tmp .. ": " .. tostring(why)) end
+  local ok, werr = f:write(text)
+  local closed, cerr = f:close()
+  if not ok or not closed then
+    os.remove(tmp)
+    check.raise(where .. ": writing " .. tmp .. " failed: " .. tostring(werr or cerr))
+  end
+  local renamed, rerr = os.rename(tmp, path)
+  if not renamed then check.raise(where .. ": cannot rename " .. tmp .. " to " .. path .. ": " .. tostring(rerr)) end
+end
+
+--- Moves an existing file out of the way before a new run writes path: path -> <stem>.1<ext>, .1 -> .2, ... up to
+--- keep earlier files (the oldest is dropped). Returns the name the old file got, or nil when there was none.
+function M.rotate(path, keep)
+  if not M.exists(path) then return nil end
+  local stem, ext = path:match("^(.*)(%.[^./]*)$")
+  if not stem then stem, ext = path, "" end
+  local function name(k) return stem .. "." .. k .. ext end
+  os.remove(name(keep))
+  for k = keep - 1, 1, -1 do
+    if M.exists(name(k)) then os.rename(name(k), name(k + 1)) end
+  end
+  os.rename(path, name(1))
+  return name(1)
+end
 
 return M

@@ -1,7 +1,8 @@
 -- The cq package: a differentiable MLS-MPM engine for soft robots. Every object is made by one constructor,
--- cq.<name>{options}: cq.world, cq.robot, cq.rollout, cq.trajectory, cq.mlp, cq.open_loop, cq.sine,
--- cq.centroid_observer, cq.tape, cq.param, cq.adam, cq.sgd, cq.nlopt, cq.keep_best, cq.log. Function collections
--- stay namespaced: cq.objectives, cq.frames. Each lives in its own module (cq/<module>.lua), loaded on first use.
+-- cq.<name>{options}: cq.world, cq.robot, cq.rollout, cq.design, cq.trajectory, cq.mlp, cq.open_loop, cq.sine,
+-- cq.centroid_observer, cq.tape, cq.param, cq.adam, cq.sgd, cq.nlopt, cq.keep_best, cq.log, cq.train. Functions:
+-- cq.save, cq.load; collections stay namespaced: cq.objectives, cq.frames, cq.json. Each lives in its own module
+-- (cq/<module>.lua), loaded on first use.
 
 local M = { _VERSION = "0.1.0" }
 
@@ -29,6 +30,7 @@ local lazy = {
   INTEGRATOR = function() local r = require "cq._registry"; return r.ids(r.INTEGRATOR) end,
   robot = function() return require("cq.robot").new end,
   rollout = function() return require("cq.rollout").new end,
+  design = function() return require("cq.design").new end,
   trajectory = function() return require("cq.trajectory").new end,
   tape = function() return require("cq.tape").new end,
   param = function() return require("cq.tape").param_opts end,
@@ -42,6 +44,10 @@ local lazy = {
   keep_best = function() return require("cq.optim").keep_best end,
   nlopt = function() return require("cq.nlopt").new end,
   log = function() return require("cq.log").new end,
+  train = function() return require("cq.train").train end,
+  save = function() return require("cq.save").save end,
+  load = function() return require("cq.save").load end,
+  json = function() return require "cq.json" end,
   grad_norm = function() return require("cq.log").grad_norm end,
   objectives = function() return require "cq.objectives" end,
   frames = function() return require "cq.frames" end,

@@ -1,14 +1,29 @@
--- Progress lines (iteration, values, seconds, ETA) and a CSV log under out/ for optimization scripts.
+-- Progress lines (iteration, values, seconds, ETA) and a CSV log under out/ for optimization scripts. A new run moves
+-- the previous run's log aside (out/<name>.1.csv, .2, ... up to 5) instead of overwriting it; a resumed run keeps the
+-- rows up to the iteration it resumes from and appends. Each row is written with one write and flushed, so a
+-- killed run leaves whole rows.
 local clock = require "cq.clock"
 local check = require "cq._check"
+local fs = require "cq._fs"
 
 local M = {}
 local Log = {}
 Log.__index = Log
+M.KEEP = 5 -- earlier logs kept by rotation
 
-local OPTIONS = check.option_set("cq.log", { "name", "columns" })
+local OPTIONS = check.option_set("cq.log", { "name", "columns", "dir", "resume", "quiet" })
 
---- cq.log{name, columns}: writes out/<name>.csv with the given columns (iteration and seconds are filled in).
+-- Splits a CSV row of our own writing (no quoting: values are numbers and words without commas).
+local function split(line)
+  local out = {}
+  for field in (line .. ","):gmatch("([^,]*),") do out[#out + 1] = field end
+  return out
+end
+
+--- cq.log{name, columns, dir = "out", resume = false, quiet = false}: writes <dir>/<name>.csv with the given columns
+--- (iteration and seconds are filled in). resume = the iteration to continue after: rows up to it are kept, later
+--- ones dropped (the state saved at that iteration knows nothing of them); otherwise an existing file is rotated.
+--- quiet: no progress lines.
 function M.new(opts)
   local where = "cq.log"
   check.options(where, opts, OPTIONS)
@@ -18,12 +33,56 @@ function M.new(opts)
   end
   if type(columns) ~= "table" then check.fail(where, "columns must be a list of column names", columns) end
   for i, c in ipairs(columns) do
-    if type(c) ~= "string" then check.fail(where, "columns[" .. i .. "] must be a string", c) end
+    if type(c) ~= "string" or c:find("[,\n]") then check.fail(where, "columns[" .. i .. "] must be a string without commas", c) end
   end
-  os.execute("mkdir -p out")
-  local f = io.open("out/" .. name .. ".csv", "w")
-  if f then f:write(table.concat(columns, ","), "\n") end
-  return setmetatable({ name = name, columns = columns, file = f, t0 = clock.now(), tlast = clock.now() }, Log)
+  local dir = opts.dir or "out"
+  if type(dir) ~= "string" or dir == "" then check.fail(where, "dir must be a directory name", dir) end
+  if opts.resume ~= nil and opts.resume ~= false then check.integer(where, "resume", opts.resume, 0) end
+  if not fs.mkdir_p(dir) then check.raise(where .. ": cannot create the directory " .. dir) end
+  local path = dir .. "/" .. name .. ".csv"
+  local self = setmetatable({ name = name, columns = columns, path = path, t0 = clock.now(), tlast = clock.now(),
+    quiet = opts.quiet, rows = {} }, Log)
+  local kept = {}
+  if opts.resume and fs.exists(path) then
+    local f = assert(io.open(path, "r"))
+    local header = f:read("*l")
+    if header ~= table.concat(columns, ",") then
+      f:close()
+      check.raise(string.format("%s: cannot resume %s: its columns are %s, this log's %s", where, path,
+        tostring(header), table.concat(columns, ",")))
+    end
+    local it_col = 1
+    for i, c in ipairs(columns) do if c == "iteration" then it_col = i end end
+    for line in f:lines() do
+      local fields = split(line)
+      local it = tonumber(fields[it_col])
+      if it and it <= opts.resume then kept[#kept + 1] = line end
+    end
+    f:close()
+  elseif not opts.resume then
+    self.rotated = fs.rotate(path, M.KEEP)
+  end
+  fs.write_atomic(where, path, table.concat(columns, ",") .. "\n" .. (#kept > 0 and table.concat(kept, "\n") .. "\n" or ""))
+  local f, why = io.open(path, "a")
+  if not f then check.raise(where .. ": cannot write " .. path .. ": " .. tostring(why)) end
+  f:setvbuf("full")
+  self.file = f
+  return self
+end
+
+local function cell(v)
+  if v == nil then return "" end
+  if type(v) == "number" then return string.format("%.10g", v) end
+  return (tostring(v):gsub("[,\n]", ";"))
+end
+
+-- Writes one row (a single write, then flush).
+function Log:_row(values)
+  if not self.file then return end
+  local row = {}
+  for i, c in ipairs(self.columns) do row[i] = cell(values[c]) end
+  self.file:write(table.concat(row, ",") .. "\n")
+  self.file:flush()
 end
 
 --- Records iteration it of total with a table of named values; prints one progress line.
@@ -34,21 +93,37 @@ function Log:iteration(it, total, values)
   local now = clock.now()
   values.iteration, values.seconds = it, now - self.tlast
   self.tlast = now
-  local eta = (now - self.t0) / it * (total - it)
-  local parts = { string.format("%s %4d/%d", self.name, it, total) }
-  for _, c in ipairs(self.columns) do
-    if c ~= "iteration" and c ~= "seconds" and values[c] then parts[#parts + 1] = string.format("%s %.6g", c, values[c]) end
+  self.count = (self.count or 0) + 1
+  local eta = (now - self.t0) / self.count * (total - it)
+  if not self.quiet then
+    local parts = { string.format("%s %4d/%d", self.name, it, total) }
+    for _, c in ipairs(self.columns) do
+      if c ~= "iteration" and c ~= "seconds" and c ~= "note" and type(values[c]) == "number" then
+        parts[#parts + 1] = string.format("%s %.6g", c, values[c])
+      end
+    end
+    parts[#parts + 1] = string.format("%.2f s  ETA %.0f s", values.seconds, eta)
+    print(table.concat(parts, "  "))
   end
-  parts[#parts + 1] = string.format("%.2f s  ETA %.0f s", values.seconds, eta)
-  print(table.concat(parts, "  "))
-  if self.file then
-    local row = {}
-    for i, c in ipairs(self.columns) do row[i] = tostring(values[c] or "") end
-    self.file:write(table.concat(row, ","), "\n")
-    self.file:flush()
-  end
+  self:_row(values)
   self.first = self.first or values
   self.last = values
+end
+
+--- A note about iteration it (a recovery, an interruption): printed, and written as a row with only the iteration
+--- and the note when the log has a "note" column.
+function Log:note(it, text)
+  if type(text) ~= "string" then check.fail("log:note", "text must be a string", text) end
+  print(string.format("%s: %s", self.name, text))
+  io.stdout:flush()
+  for _, c in ipairs(self.columns) do
+    if c == "note" then self:_row({ iteration = it, note = text }) break end
+  end
+end
+
+--- Closes the file (also done by the garbage collector).
+function Log:close()
+  if self.file then self.file:close() self.file = nil end
 end
 
 --- Euclidean norm of the gradients of a list of parameters.

@@ -264,7 +264,7 @@ function Opt:run()
   local x, lo, hi = ffi.new("double[?]", n), ffi.new("double[?]", n), ffi.new("double[?]", n)
   local off = 0
   for _, p in ipairs(self.params) do
-    local b = self.bounds[p]
+    local b = self.bounds[p] or p.bounds -- explicit, else the parameter's own (design variables)
     for i = 0, p.n - 1 do
       lo[off + i], hi[off + i] = bound(b, 1, i), bound(b, 2, i)
       x[off + i] = math.min(math.max(p.v[i], lo[off + i]), hi[off + i])

@@ -9,17 +9,20 @@ local trajectory = require "cq.trajectory"
 
 local M = {}
 local OPTIONS = check.option_set("cq.rollout", { "world", "steps", "controller", "observer", "final", "running",
-  "checkpoint_every", "actuator", "accumulate", "record" })
+  "checkpoint_every", "actuator", "accumulate", "record", "design" })
 local Rollout = {}
 Rollout.__index = Rollout
 
---- cq.rollout{ world, steps, controller, observer?, final(t, state) -> scalar node, running?(t, state, u, k),
+--- cq.rollout{ world, steps, controller?, observer?, final(t, state) -> scalar node, running?(t, state, u, k),
 ---   actuator?(t, state, u, k) -> node of dim * n particle forces (component-major) or of dim * dim * n material-
 ---   space actuation stresses (A_p[i][j] at (i * dim + j) * n + p; adds F A_p F^T like a pressure actuator): an
 ---   actuator written in Lua (seed 000 Listing 3), differentiated on the tape; checkpoint_every?;
 ---   accumulate? = "sum" (default) | "max" | "min": loss = final + sum_k / max_k / min_k of h_k over k = 0..steps-1;
 ---   record? = {"x"} (default) | true (x and v) | false | {"x", "v"}: state fields kept per control step for
----   run:trajectory() (8 * dim * n * (steps + 1) bytes per field; u_k and h_k are always kept) }
+---   run:trajectory() (8 * dim * n * (steps + 1) bytes per field; u_k and h_k are always kept);
+---   design?: a cq.design whose variables set the world's parameters (and rest shape) before every forward and
+---   receive their gradients in backward }
+--- Without a controller the world is passive: zero actuation (a world without actuators needs none).
 function M.new(opts)
   local where = "cq.rollout"
   check.options(where, opts, OPTIONS)
@@ -28,9 +31,14 @@ function M.new(opts)
   local w = opts.world
   if getmetatable(w) ~= require("cq").World then check.fail(where, "world must be a cq.world", w) end
   local steps = check.integer(where, "steps", opts.steps, 1)
-  if type(opts.controller) ~= "table" or type(opts.controller.act) ~= "function" then
-    check.fail(where, "controller must be a controller object (cq.mlp, cq.open_loop, cq.sine or {act = f})", opts.controller)
+  if opts.controller ~= nil and (type(opts.controller) ~= "table" or type(opts.controller.act) ~= "function") then
+    check.fail(where, "controller must be nil (passive) or a controller object (cq.mlp, cq.open_loop, cq.sine or " ..
+      "{act = f})", opts.controller)
   end
+  if opts.design ~= nil and getmetatable(opts.design) ~= require("cq.design").Design then
+    check.fail(where, "design must be nil or a cq.design", opts.design)
+  end
+  if opts.design and opts.design.world ~= w then check.fail(where, "design must belong to the rollout's world", opts.design) end
   if opts.observer ~= nil and (type(opts.observer) ~= "table" or type(opts.observer.observe) ~= "function") then
     check.fail(where, "observer must be nil or an observer object (cq.centroid_observer or {observe = f})",
       opts.observer)
@@ -43,28 +51,36 @@ function M.new(opts)
       check.fail(where, name .. " must be nil or a function", opts[name])
     end
   end
-  if opts.controller.params ~= nil and type(opts.controller.params) ~= "table" then
+  if opts.controller and opts.controller.params ~= nil and type(opts.controller.params) ~= "table" then
     check.fail(where, "controller.params must be nil or a list of cq.param", opts.controller.params)
   end
   local self = setmetatable({ world = w, steps = steps, controller = opts.controller, observer = opts.observer,
-    final = opts.final, running = opts.running, actuator = opts.actuator, accumulate = accumulate, record = record },
-    Rollout)
+    final = opts.final, running = opts.running, actuator = opts.actuator, accumulate = accumulate, record = record,
+    design = opts.design }, Rollout)
   self.memo = w:memo { steps = steps, checkpoint_every = opts.checkpoint_every or 0 }
-  self.params = opts.controller.params or {}
+  self.params = opts.controller and opts.controller.params or {}
   self.u = ffi.new("double[?]", math.max(1, w.n_actuators))
   return self
 end
 
--- The actuation node of control step k on tape t for state s, and the Lua actuator's force node and stress node
--- (each nil unless the actuator returned that kind).
+--- Every trainable parameter of the rollout: the controller's, then the design's (for an optimizer).
+function Rollout:parameters()
+  local list = {}
+  for _, p in ipairs(self.controller and self.controller.params or {}) do list[#list + 1] = p end
+  for _, p in ipairs(self.design and self.design.params or {}) do list[#list + 1] = p end
+  return list
+end
+
+-- The actuation node of control step k on tape t for state s (nil without a controller: zero actuation), and the
+-- Lua actuator's force node and stress node (each nil unless the actuator returned that kind).
 function Rollout:_act(t, s, k)
   local obs = self.observer and self.observer:observe(t, s, k) or nil
-  local u = self.controller:act(t, obs, k)
-  if type(u) ~= "table" or type(u.n) ~= "number" or u.v == nil then
+  local u = self.controller and self.controller:act(t, obs, k)
+  if self.controller and (type(u) ~= "table" or type(u.n) ~= "number" or u.v == nil) then
     check.fail("cq.rollout", "the controller's act must return a tape node of " .. self.world.n_actuators ..
       " actuation values", u, 3)
   end
-  if u.n ~= self.world.n_actuators then
+  if u and u.n ~= self.world.n_actuators then
     check.raise(string.format("cq.rollout: the controller gives %d actuation values, the world has %d actuators", u.n,
       self.world.n_actuators))
   end
@@ -95,6 +111,7 @@ end
 function Rollout:forward(s0)
   local m = self.memo
   require("cq.state").check_arg("run:forward", "s0", s0, self.world)
+  if self.design then s0 = self.design:apply(s0) end
   m:begin(s0)
   local rec = self._traj
   if not rec or rec.taken then -- fresh buffers when the last ones were handed out by run:trajectory()
@@ -114,7 +131,7 @@ function Rollout:forward(s0)
         acc, arg = h, k
       end
     end
-    ffi.copy(self.u, u.v, 8 * u.n)
+    if u then ffi.copy(self.u, u.v, 8 * u.n) end
     rec:record_action(k, self.u)
     m:step(self.u, f and f.v or nil, a and a.v or nil)
     rec:record_state(k + 1, m.state)
@@ -122,6 +139,11 @@ function Rollout:forward(s0)
   local t = tape.new()
   local final = scalar(self.final(t, m.state), "final")
   local L = acc + final
+  if L ~= L or math.abs(L) == math.huge then
+    check.raise(string.format("run:forward: the loss is not finite (%s = final %s + %s of the running loss); the " ..
+      "objective may divide by zero or take the root of a negative number", tostring(L), tostring(final),
+      self.accumulate))
+  end
   self.loss, self.argbest = L, arg -- argbest: the step whose h_k is the max / min (nil for sum)
   rec.loss, rec.final, rec.accumulate, rec.argbest = L, final, self.accumulate, arg
   return L
@@ -136,11 +158,26 @@ function Rollout:trajectory()
   return rec
 end
 
---- Gradients of the last forward's loss: controller parameters (param.g), memo.grad (dL/ds_0) and the world's
---- per-particle parameter gradients (memo.grad_params). Returns the memo.
+-- A non-finite parameter gradient (from a controller or objective written in Lua: the engine checks its own) stops
+-- here, before an optimizer can read it.
+local function check_finite_grads(params)
+  for i, p in ipairs(params) do
+    for j = 0, p.n - 1 do
+      local g = p.g[j]
+      if g ~= g or math.abs(g) == math.huge then
+        check.raise(string.format("run:backward: the gradient of parameter %d%s, entry %d, is %s (check " ..
+          "nonfinite_gradient): an observer, controller or objective gives a non-finite derivative", i,
+          p.name and (" (" .. p.name .. ")") or "", j + 1, tostring(g)))
+      end
+    end
+  end
+end
+
+--- Gradients of the last forward's loss: controller parameters (param.g), memo.grad (dL/ds_0), the world's
+--- per-particle parameter gradients (memo.grad_params) and the design variables' (param.g). Returns the memo.
 function Rollout:backward()
   local m, na = self.memo, self.world.n_actuators
-  self.params = self.controller.params or {} -- run.controller may have been replaced since the rollout was made
+  self.params = self.controller and self.controller.params or {} -- run.controller may have been replaced
   for _, p in ipairs(self.params) do p:zero_grad() end
   m:backward_begin()
   local t = tape.new()
@@ -149,9 +186,11 @@ function Rollout:backward()
     m:backward_step() -- m.grad is now dL/ds_k through the physics, m:grad_u(k + 1, i) = dL/du_k
     t = tape.new()
     local u, f, a = self:_act(t, m.bstate, k)
-    local seed = {}
-    for i = 1, na do seed[i] = m:grad_u(k + 1, i) end
-    t:seed(u, seed)
+    if u then
+      local seed = {}
+      for i = 1, na do seed[i] = m:grad_u(k + 1, i) end
+      t:seed(u, seed)
+    end
     if f then t:seed(f, m.grad_force) end
     if a then t:seed(a, m.grad_stress) end
     if self.running and (self.accumulate == "sum" or k == self.argbest) then
@@ -159,6 +198,8 @@ function Rollout:backward()
     end
     t:backward(nil, nil, m.grad)
   end
+  if self.design then self.design:backward(m) end
+  check_finite_grads(self:parameters())
   return m
 end
 

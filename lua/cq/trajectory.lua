@@ -183,10 +183,17 @@ end
 
 local function fmt(v) return string.format("%.17g", v) end
 
+-- Files are written under a temporary name and renamed when complete (close), so an interrupted export never
+-- leaves a file cut mid-row: each path holds the previous complete file or the new one.
 local function open(path, where)
-  local f, err = io.open(path, "w")
+  local f, err = io.open(path .. ".part", "w")
   if not f then check.raise(string.format("%s: cannot write %s (%s)", where, path, tostring(err))) end
   return f
+end
+local function close(f, path, where)
+  local ok, err = f:close()
+  if ok then ok, err = os.rename(path .. ".part", path) end
+  if not ok then check.raise(string.format("%s: cannot write %s (%s)", where, path, tostring(err))) end
 end
 
 --- Writes the trajectory as files named prefix .. suffix (missing directories are created) and returns their
@@ -220,7 +227,7 @@ function Trajectory:export(prefix)
     if self.h then row[#row + 1] = fmt(self.h[k]) end
     f:write(table.concat(row, ","), "\n")
   end
-  f:close()
+  close(f, path, where)
   written[#written + 1], files.actuation = path, path
 
   local axes = { "x", "y", "z" }
@@ -236,7 +243,7 @@ function Trajectory:export(prefix)
       for p = 0, n - 1 do for a = 0, dim - 1 do row[#row + 1] = fmt(buf[base + a * n + p]) end end
       f:write(table.concat(row, ","), "\n")
     end
-    f:close()
+    close(f, path, where)
     written[#written + 1], files[field] = path, path
   end
 
@@ -256,7 +263,7 @@ function Trajectory:export(prefix)
     '"argbest": ' .. (self.argbest and tostring(self.argbest) or "null"),
     '"fields": [' .. table.concat(quoted, ", ") .. "]", '"files": {' .. table.concat(flist, ", ") .. "}" }, ", "),
     "}\n")
-  f:close()
+  close(f, path, where)
   written[#written + 1] = path
   return written
 end

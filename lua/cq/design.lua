@@ -1,0 +1,399 @@
+-- Design variables (seed 000 secs. 4-5): trainable parameters mapped to the world's per-particle parameters (E, nu,
+-- mass or density, rest volume, actuation weight) and to the rest shape (a stretch about an origin) through
+-- differentiable maps. design:apply writes the parameters and returns the initial state; design:backward(memo)
+-- pulls the memo's dL/dparameter and dL/ds_0 back into each variable's gradient. A cq.rollout given the design
+-- calls both, so a rollout's backward fills the design gradients with no user code.
+--
+-- The maps run in the order the variables were made, each on the values the earlier ones left: a stretch that
+-- lengthens an arm scales its rest volume and mass, and a density variable made after it multiplies the new volume.
+local ffi = require "ffi"
+local check = require "cq._check"
+local tape = require "cq.tape"
+
+local M = {}
+local Design = {}
+Design.__index = Design
+M.Design = Design
+
+local darr = ffi.typeof("double[?]")
+local iarr = ffi.typeof("int32_t[?]")
+
+local OPTIONS = check.option_set("cq.design", { "world" })
+local VARIABLE_OPTIONS = check.option_set("design:variable", { "name", "field", "per", "groups", "particles", "map",
+  "scale", "offset", "range", "init", "bounds" })
+local STRETCH_OPTIONS = check.option_set("design:stretch", { "name", "axis", "origin", "groups", "particles", "init",
+  "bounds" })
+
+--- cq.design{ world }: an empty design over the world's current per-particle parameters (their base values).
+function M.new(opts)
+  check.options("cq.design", opts, OPTIONS)
+  local w = opts.world
+  if getmetatable(w) ~= require("cq").World then check.fail("cq.design", "world must be a cq.world", w) end
+  local self = setmetatable({ world = w, n = w.n, dim = w.dim, params = {}, variables = {}, ops = {}, base = {},
+    fields = {}, _cur = {}, _grad = {} }, Design)
+  for _, name in ipairs(w._param_names) do
+    local f = w._fields[name]
+    if f.diff then
+      self.fields[name] = true
+      local b = darr(w.n)
+      for p = 0, w.n - 1 do b[p] = w.params[name][p] end
+      self.base[name] = b
+    end
+  end
+  return self
+end
+
+function Design:__tostring()
+  local names = {}
+  for _, p in ipairs(self.params) do names[#names + 1] = p.name .. " (" .. p.n .. ")" end
+  return "cq.design: " .. (#names > 0 and table.concat(names, ", ") or "no variables")
+end
+
+---------------------------------------------------------------- maps
+-- Each map gives value, dvalue/dtheta, dvalue/dbase for a variable entry theta and the value b it replaces.
+local MAPS = {
+  scale = function() return function(th, b) return b * th, b, th end end,
+  linear = function(o) return function(th) return o.offset + o.scale * th, o.scale, 0 end end,
+  exp = function() return function(th, b) local e = math.exp(th) return b * e, b * e, e end end,
+  sigmoid = function(o)
+    local lo, hi = o.range[1], o.range[2]
+    return function(th) local s = 1 / (1 + math.exp(-th)) return lo + (hi - lo) * s, (hi - lo) * s * (1 - s), 0 end
+  end,
+}
+local MAP_NAMES = "scale, linear, exp, sigmoid or a function(theta, base) -> value, dvalue/dtheta, dvalue/dbase"
+
+-- The particles (0-based int32 array) and, per particle, the variable entry it reads (0-based), and the entry count.
+local function selection(self, where, opts, per)
+  local list, slot, count = {}, {}, 0
+  if opts.groups ~= nil and opts.particles ~= nil then check.fail(where, "give groups or particles, not both", "both") end
+  if opts.groups ~= nil then
+    if type(opts.groups) ~= "table" or #opts.groups == 0 then
+      check.fail(where, "groups must be a non-empty list of groups (from robot:box, robot:ball, ...)", opts.groups)
+    end
+    for i, g in ipairs(opts.groups) do
+      if type(g) ~= "table" or type(g.particles) ~= "table" then
+        check.fail(where, "groups[" .. i .. "] must be a group with a particles list", g)
+      end
+      for _, p in ipairs(g.particles) do
+        check.integer(where, "groups[" .. i .. "] particle", p, 1, self.n)
+        list[#list + 1], slot[#slot + 1] = p - 1, i - 1
+      end
+    end
+    count = #opts.groups
+  else
+    if per == "group" then check.fail(where, 'per = "group" needs groups', nil) end
+    if opts.particles ~= nil then
+      if type(opts.particles) ~= "table" or #opts.particles == 0 then
+        check.fail(where, "particles must be a non-empty list of particle indices (1-based)", opts.particles)
+      end
+      for i, p in ipairs(opts.particles) do
+        list[i], slot[i] = check.integer(where, "particles[" .. i .. "]", p, 1, self.n) - 1, i - 1
+      end
+    else
+      for p = 1, self.n do list[p], slot[p] = p - 1, p - 1 end
+    end
+    count = #list
+  end
+  local seen = {}
+  for _, p in ipairs(list) do
+    if seen[p] then check.fail(where, "each particle may appear once in a variable's selection", p + 1) end
+    seen[p] = true
+  end
+  if per == "scalar" then count = 1 for i = 1, #slot do slot[i] = 0 end
+  elseif per == "particle" then for i = 1, #slot do slot[i] = i - 1 end count = #list end
+  local m = #list
+  local idx, sl = iarr(m), iarr(m)
+  for i = 1, m do idx[i - 1], sl[i - 1] = list[i], slot[i] end
+  return idx, sl, m, count
+end
+
+-- The variable's initial values: opts.init (a number, a table of count numbers or a function i -> number), else
+-- guess(): the map's neutral value.
+local function initial(where, init, count, guess)
+  if init == nil then init = guess() end
+  if type(init) == "table" and #init ~= count then
+    check.fail(where, "init must have " .. count .. " values (one per variable entry)", "a table of " .. #init)
+  end
+  if type(init) ~= "number" and type(init) ~= "table" and type(init) ~= "function" then
+    check.fail(where, "init must be a number, a table of " .. count .. " numbers or a function i -> number", init)
+  end
+  return init
+end
+
+local function check_bounds(where, bounds)
+  if bounds == nil then return nil end
+  if type(bounds) ~= "table" or type(bounds[1]) ~= "number" or type(bounds[2]) ~= "number" or bounds[1] > bounds[2] then
+    check.fail(where, "bounds must be {lo, hi} with lo <= hi (the variable's own range, kept by the optimizers)", bounds)
+  end
+  return { bounds[1], bounds[2] }
+end
+
+-- Registers a variable: a cq.param with name, bounds and its op.
+function Design:_add(where, name, count, init, bounds, op)
+  if type(name) ~= "string" or name == "" then check.fail(where, "name must be a non-empty string", name) end
+  if self.variables[name] then check.fail(where, "name must be unique in the design (" .. name .. " exists)", name) end
+  local theta = tape.param(count, init)
+  for i = 0, count - 1 do
+    if theta.v[i] ~= theta.v[i] or math.abs(theta.v[i]) == math.huge then
+      check.fail(where, "init must give finite values (entry " .. (i + 1) .. ")", theta.v[i])
+    end
+  end
+  theta.name, theta.bounds = name, bounds
+  op.theta = theta
+  self.ops[#self.ops + 1] = op
+  self.params[#self.params + 1] = theta
+  self.variables[name] = theta
+  return theta
+end
+
+--- design:variable{ field, per, groups | particles, map, scale, offset, range, init, bounds, name } -> cq.param.
+--- field: a differentiable per-particle parameter of the world (E, nu, mass, vol0, act_w) or "density" (sets mass =
+--- density * current rest volume). per: "scalar" (default, one entry), "group" (one per group) or "particle" (one
+--- per selected particle). The selection: groups, particles (1-based) or every particle. map: value = "scale":
+--- base * theta (default; init 1), "linear": offset + scale * theta, "exp": base * exp(theta) (init 0),
+--- "sigmoid": lo + (hi - lo) / (1 + exp(-theta)) with range = {lo, hi}, or a function(theta, base) returning
+--- value, dvalue/dtheta, dvalue/dbase. base is the value the map replaces (the world's at cq.design, after earlier
+--- variables). bounds = {lo, hi} on theta, kept by cq.adam / cq.sgd / cq.nlopt by projection.
+function Design:variable(opts)
+  local where = "design:variable"
+  check.options(where, opts, VARIABLE_OPTIONS)
+  local field = opts.field
+  if field ~= "density" and not self.fields[field] then
+    local known = {}
+    for name in pairs(self.fields) do known[#known + 1] = name end
+    table.sort(known)
+    check.fail(where, "field must be density or a differentiable particle parameter (" .. table.concat(known, ", ") .. ")",
+      field)
+  end
+  local per = check.oneof(where, "per", opts.per or "scalar", { "scalar", "group", "particle" })
+  local idx, slot, m, count = selection(self, where, opts, per)
+  local map, f = opts.map or "scale", nil
+  local o = { scale = 1, offset = 0 }
+  if type(map) == "function" then f = map
+  elseif MAPS[map] then
+    if map == "linear" then
+      o.scale = check.number(where, "scale", opts.scale or 1)
+      o.offset = check.number(where, "offset", opts.offset or 0)
+      if o.scale == 0 then check.fail(where, "scale must be non-zero", 0) end
+    elseif opts.scale ~= nil or opts.offset ~= nil then
+      check.fail(where, 'scale and offset belong to map = "linear"', map)
+    end
+    if map == "sigmoid" then
+      if type(opts.range) ~= "table" then check.fail(where, 'map = "sigmoid" needs range = {lo, hi}', opts.range) end
+      local lo = check.number(where, "range[1]", opts.range[1])
+      o.range = { lo, check.number(where, "range[2]", opts.range[2], lo, math.huge, { open_lo = true }) }
+    end
+    f = MAPS[map](o)
+  else
+    check.fail(where, "map must be " .. MAP_NAMES, map)
+  end
+  -- the neutral initial value: the map gives the current value back (scale, exp), or the mean current value
+  local function guess()
+    if map == "scale" then return 1 end
+    if map == "exp" then return 0 end
+    local base = field == "density" and nil or self.base[field]
+    local mean = 0
+    for i = 0, m - 1 do
+      local p = idx[i]
+      mean = mean + (base and base[p] or self.base.mass[p] / self.base.vol0[p])
+    end
+    mean = mean / m
+    if map == "linear" then return (mean - o.offset) / o.scale end
+    if map == "sigmoid" then
+      local lo, hi = o.range[1], o.range[2]
+      local s = math.min(math.max((mean - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+      return math.log(s / (1 - s))
+    end
+    check.fail(where, "init is required with a map function", nil)
+  end
+  local init = initial(where, opts.init, count, guess)
+  local op = { kind = field == "density" and "density" or "field", field = field, idx = idx, slot = slot, m = m,
+    f = f, saved = darr(2 * m) }
+  return self:_add(where, opts.name or field, count, init, check_bounds(where, opts.bounds), op)
+end
+
+--- design:stretch{ axis, origin, groups | particles, init = 1, bounds, name } -> cq.param of one entry s: the rest
+--- positions of the selection (every particle by default) are stretched by s along axis (all axes when nil) about
+--- origin (a number on that axis, or a point), and their rest volume and mass by s (s^dim for all axes), keeping
+--- the density. The initial state given to design:apply is the unstretched rest shape.
+function Design:stretch(opts)
+  local where = "design:stretch"
+  check.options(where, opts, STRETCH_OPTIONS)
+  local axis = opts.axis
+  if axis ~= nil then check.integer(where, "axis", axis, 1, self.dim) end
+  local origin = {}
+  if type(opts.origin) == "number" and axis then
+    for a = 1, self.dim do origin[a] = 0 end
+    origin[axis] = opts.origin
+  else
+    check.vector(where, "origin", opts.origin, self.dim)
+    for a = 1, self.dim do origin[a] = opts.origin[a] end
+  end
+  local idx, slot, m = selection(self, where, opts, "scalar")
+  local op = { kind = "stretch", axis = axis, origin = origin, idx = idx, slot = slot, m = m,
+    saved = darr(2 * m), x0 = darr(self.dim * m) }
+  self.stretched = true
+  return self:_add(where, opts.name or "stretch", 1, initial(where, opts.init, 1, function() return 1 end),
+    check_bounds(where, opts.bounds), op)
+end
+
+---------------------------------------------------------------- forward
+-- A working copy of field (the current values, starting from the base).
+local function field_array(self, name)
+  local a = self._cur[name]
+  if not a then a = darr(self.n); self._cur[name] = a end
+  return a
+end
+
+local FORWARD = {}
+function FORWARD.field(self, op, cur)
+  local a, th, f = cur[op.field], op.theta.v, op.f
+  for i = 0, op.m - 1 do
+    local p = op.idx[i]
+    op.saved[i] = a[p]
+    a[p] = f(th[op.slot[i]], a[p])
+  end
+end
+function FORWARD.density(self, op, cur)
+  local mass, vol, th, f = cur.mass, cur.vol0, op.theta.v, op.f
+  for i = 0, op.m - 1 do
+    local p = op.idx[i]
+    op.saved[2 * i], op.saved[2 * i + 1] = mass[p], vol[p]
+    mass[p] = f(th[op.slot[i]], mass[p] / vol[p]) * vol[p]
+  end
+end
+-- The volume factor of a stretch by s, and its derivative.
+local function stretch_factor(op, s, dim)
+  if op.axis then return s, 1 end
+  return s ^ dim, dim * s ^ (dim - 1)
+end
+function FORWARD.stretch(self, op, cur, x)
+  local s, n, dim = op.theta.v[0], self.n, self.dim
+  local fac = stretch_factor(op, s, dim)
+  for i = 0, op.m - 1 do
+    local p = op.idx[i]
+    for a = 1, dim do
+      local xa = x[(a - 1) * n + p]
+      op.x0[(a - 1) * op.m + i] = xa
+      if not op.axis or op.axis == a then x[(a - 1) * n + p] = op.origin[a] + s * (xa - op.origin[a]) end
+    end
+    op.saved[2 * i], op.saved[2 * i + 1] = cur.mass[p], cur.vol0[p]
+    cur.mass[p], cur.vol0[p] = fac * cur.mass[p], fac * cur.vol0[p]
+  end
+end
+
+--- Writes the designed parameters into the world and returns the initial state: s0 itself, or (with a stretch) a
+--- copy of s0 with the stretched rest positions (the same state object every call; s0 is not changed).
+function Design:apply(s0)
+  local where = "design:apply"
+  local w = self.world
+  if self.stretched then require("cq.state").check_arg(where, "s0", s0, w) end
+  for _, op in ipairs(self.ops) do
+    local th = op.theta.v
+    for i = 0, op.theta.n - 1 do
+      if th[i] ~= th[i] or math.abs(th[i]) == math.huge then
+        check.raise(string.format("%s: design variable %s[%d] is %s (not finite)", where, op.theta.name, i + 1,
+          tostring(th[i])))
+      end
+    end
+  end
+  local cur = {}
+  for name in pairs(self.fields) do
+    cur[name] = field_array(self, name)
+    ffi.copy(cur[name], self.base[name], 8 * self.n)
+  end
+  local s = s0
+  if self.stretched then
+    self._state = self._state or s0:copy()
+    s = self._state
+    s:copy_from(s0)
+  end
+  for _, op in ipairs(self.ops) do FORWARD[op.kind](self, op, cur, s and s.x) end
+  self._touched = self._touched or {}
+  for _, op in ipairs(self.ops) do
+    if op.kind == "field" then self._touched[op.field] = true
+    else self._touched.mass, self._touched.vol0 = true, true end
+  end
+  for name in pairs(self._touched) do w:fill(name, cur[name]) end
+  self._applied = true
+  return s
+end
+
+---------------------------------------------------------------- backward
+local BACKWARD = {}
+function BACKWARD.field(self, op, g)
+  local ga, th, tg, f = g[op.field], op.theta.v, op.theta.g, op.f
+  for i = op.m - 1, 0, -1 do
+    local p, k = op.idx[i], op.slot[i]
+    local _, dth, db = f(th[k], op.saved[i])
+    tg[k] = tg[k] + ga[p] * dth
+    ga[p] = ga[p] * db
+  end
+end
+function BACKWARD.density(self, op, g)
+  local gm, gv, th, tg, f = g.mass, g.vol0, op.theta.v, op.theta.g, op.f
+  for i = op.m - 1, 0, -1 do
+    local p, k = op.idx[i], op.slot[i]
+    local m_in, v_in = op.saved[2 * i], op.saved[2 * i + 1]
+    local b = m_in / v_in
+    local rho, dth, db = f(th[k], b)
+    local gmp = gm[p]
+    tg[k] = tg[k] + gmp * v_in * dth
+    gm[p] = gmp * db                       -- d(rho(b) v)/dm_in = rho'(b)
+    gv[p] = gv[p] + gmp * (rho - db * b)   -- d(rho(m/v) v)/dv_in
+  end
+end
+function BACKWARD.stretch(self, op, g, gx)
+  local s, n, dim = op.theta.v[0], self.n, self.dim
+  local fac, dfac = stretch_factor(op, s, dim)
+  local sum = 0
+  for i = op.m - 1, 0, -1 do
+    local p = op.idx[i]
+    for a = 1, dim do
+      if not op.axis or op.axis == a then
+        local j = (a - 1) * n + p
+        sum = sum + gx[j] * (op.x0[(a - 1) * op.m + i] - op.origin[a])
+        gx[j] = gx[j] * s
+      end
+    end
+    sum = sum + (g.mass[p] * op.saved[2 * i] + g.vol0[p] * op.saved[2 * i + 1]) * dfac
+    g.mass[p], g.vol0[p] = g.mass[p] * fac, g.vol0[p] * fac
+  end
+  op.theta.g[0] = op.theta.g[0] + sum
+end
+
+--- Gradients of the loss with respect to every design variable (param.g, zeroed first) from a memo whose backward
+--- pass ran back to the initial state: memo.grad_params (dL/dparameter) and memo.grad.x (dL/ds_0).
+function Design:backward(memo)
+  local where = "design:backward"
+  if not self._applied then check.raise(where .. ": call design:apply first (a cq.rollout with design = ... does)") end
+  if type(memo) ~= "table" or type(memo.grad_params) ~= "table" then
+    check.fail(where, "memo must be the memo of the run (run.memo) after its backward pass", memo)
+  end
+  if memo:position() ~= 0 then
+    check.raise(where .. ": the memo's backward pass has not reached the initial state (position " ..
+      memo:position() .. "); run it to the end first")
+  end
+  for _, p in ipairs(self.params) do p:zero_grad() end
+  local g = {}
+  for name in pairs(self.fields) do
+    local a = self._grad[name] or darr(self.n)
+    self._grad[name] = a
+    local src = memo.grad_params[name]
+    for p = 0, self.n - 1 do a[p] = src[p] end
+    g[name] = a
+  end
+  local gx
+  if self.stretched then
+    gx = self._gx or darr(self.dim * self.n)
+    self._gx = gx
+    local src = memo.grad.x
+    for i = 0, self.dim * self.n - 1 do gx[i] = src[i] end
+  end
+  for k = #self.ops, 1, -1 do
+    local op = self.ops[k]
+    BACKWARD[op.kind](self, op, g, gx)
+  end
+end
+
+return M

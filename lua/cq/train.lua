@@ -1,0 +1,233 @@
+-- cq.train: the optimization loop of a rollout (or any loss with gradients) with what long runs need: a log, a
+-- checkpoint after every iteration, resumption with the same result as an uninterrupted run, a clean stop at an
+-- iteration boundary on SIGINT / SIGTERM, and recovery from numerical failures (a blow-up, a non-finite loss or
+-- gradient): restore the last good parameters and optimizer state, shrink the step size, note it in the log, retry.
+local ffi = require "ffi"
+local check = require "cq._check"
+local fs = require "cq._fs"
+local json = require "cq.json"
+
+local M = {}
+local OPTIONS = check.option_set("cq.train", { "rollout", "state", "optimizer", "iterations", "name", "log", "columns",
+  "values", "lr_schedule", "before", "evaluate", "keep_best", "checkpoint", "resume", "recover", "extra", "quiet" })
+local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink" })
+local EXTRA_OPTIONS = check.option_set("cq.train extra", { "save", "load" })
+
+-- The host's interruption API (engine/host.h), or stand-ins when the script runs in another host.
+local host = {}
+do
+  local ok = pcall(function() return ffi.C.cq_host_interrupted end)
+  if ok then
+    host.interrupted = function() return ffi.C.cq_host_interrupted() end
+    host.graceful = function(on) return ffi.C.cq_host_graceful(on) end
+  else
+    host.interrupted = function() return 0 end
+    host.graceful = function() return 0 end
+  end
+end
+M.host = host
+local SIGNALS = { [2] = "SIGINT", [15] = "SIGTERM" }
+
+-- A numerical failure the recovery policy handles (the engine's blow-up checks, a non-finite loss or gradient),
+-- as opposed to a bug in the script, which is raised at once.
+local function numerical(err, world)
+  local msg = tostring(err)
+  if world and world:blowup() then return true end
+  return msg:find("blow%-up") or msg:find("not finite") or msg:find("nonfinite_gradient") or msg:find(" is nan")
+    or msg:find(" is inf") or msg:find(" is %-inf") or msg:find("stable limit")
+end
+
+-- Copies of the values, gradients and optimizer state that the recovery restores (1-based lists: JSON-ready, so
+-- the checkpoint carries them and a resumed run recovers exactly as the uninterrupted one would).
+local function snapshot(opt)
+  local s = { values = {}, grads = {}, opt = opt:state() }
+  for k, p in ipairs(opt.params) do
+    local v, g = {}, {}
+    for i = 0, p.n - 1 do v[i + 1], g[i + 1] = p.v[i], p.g[i] end
+    s.values[k], s.grads[k] = v, g
+  end
+  return s
+end
+local function restore(opt, s)
+  for k, p in ipairs(opt.params) do
+    for i = 0, p.n - 1 do p.v[i], p.g[i] = s.values[k][i + 1], s.grads[k][i + 1] end
+  end
+  opt:load_state(s.opt)
+end
+
+--- cq.train{ rollout, state, optimizer, iterations, name, ... } -> result. Each iteration: before(it, rollout)?,
+--- loss = evaluate(it) (default: rollout:forward(state) then rollout:backward()), keep_best, a log row, the
+--- optimizer step with each group's lr = its initial lr * lr_schedule(it) * the recovery factor, a checkpoint.
+---   name: the log (out/<name>.csv) and checkpoint (out/<name>.ckpt.json) names; log: a cq.log to use instead;
+---   columns, values(it, loss, rollout) -> table: extra log columns and their values;
+---   keep_best = true: restore the parameters of the lowest loss at the end (result.best);
+---   checkpoint = path | false (default out/<name>.ckpt.json); resume = "auto" (default: continue an unfinished
+---   run's checkpoint), true (the checkpoint must exist) or false (start over; the old log is rotated);
+---   recover = {retries = 5, shrink = 0.5} | false; extra = {save = f() -> table, load = f(table)}: more state for
+---   the checkpoint (e.g. a random generator's seed); quiet: no progress lines.
+--- Returns {loss, iteration, best = {loss, iteration}, recoveries, resumed_from, log, checkpoint}.
+function M.train(opts)
+  local where = "cq.train"
+  check.options(where, opts, OPTIONS)
+  local run, opt = opts.rollout, opts.optimizer
+  if run ~= nil and getmetatable(run) ~= require("cq.rollout").Rollout then check.fail(where, "rollout must be a cq.rollout", run) end
+  if type(opt) ~= "table" or getmetatable(opt) ~= require("cq.optim").Optimizer then
+    check.fail(where, "optimizer must be a cq.adam or cq.sgd", opt)
+  end
+  local iterations = check.integer(where, "iterations", opts.iterations, 1)
+  local evaluate = opts.evaluate
+  if evaluate ~= nil and type(evaluate) ~= "function" then check.fail(where, "evaluate must be nil or a function(it) -> loss", evaluate) end
+  if not evaluate then
+    if not run then check.fail(where, "give a rollout (and its state) or an evaluate function", nil) end
+    require("cq.state").check_arg(where, "state", opts.state, run.world)
+    evaluate = function()
+      local loss = run:forward(opts.state)
+      run:backward()
+      return loss
+    end
+  end
+  for _, k in ipairs { "values", "lr_schedule", "before" } do
+    if opts[k] ~= nil and type(opts[k]) ~= "function" then check.fail(where, k .. " must be nil or a function", opts[k]) end
+  end
+  local name = opts.name
+  if name ~= nil and (type(name) ~= "string" or name == "" or name:find("/")) then
+    check.fail(where, "name must be a file name without '/'", name)
+  end
+  if not name and not opts.log then check.fail(where, "give a name (for out/<name>.csv) or a log", nil) end
+  local recover = opts.recover == nil and {} or opts.recover
+  if recover then
+    check.options(where .. ".recover", recover, RECOVER_OPTIONS)
+    recover = { retries = check.integer(where, "recover.retries", recover.retries or 5, 1),
+      shrink = check.number(where, "recover.shrink", recover.shrink or 0.5, 0, 1, { open_lo = true, open_hi = true }) }
+  end
+  if opts.extra ~= nil then
+    check.options(where .. ".extra", opts.extra, EXTRA_OPTIONS)
+    if type(opts.extra.save) ~= "function" or type(opts.extra.load) ~= "function" then
+      check.fail(where, "extra must be {save = function() -> table, load = function(table)}", opts.extra)
+    end
+  end
+  local ckpt = opts.checkpoint
+  if ckpt == nil then ckpt = name and ("out/" .. name .. ".ckpt.json") or false end
+  if ckpt ~= false and (type(ckpt) ~= "string" or ckpt == "") then check.fail(where, "checkpoint must be a path or false", ckpt) end
+  local resume = opts.resume == nil and "auto" or opts.resume
+  check.oneof(where, "resume", resume, { "auto", true, false })
+  local keeper = opts.keep_best and require("cq.optim").keep_best { params = opt.params } or nil
+
+  -- the starting point: a fresh run, or the checkpoint of an unfinished one
+  local base_lr, factor, start, recoveries, saved = {}, 1, 0, 0, nil
+  for gi, g in ipairs(opt.groups) do base_lr[gi] = g.lr end
+  if ckpt and resume ~= false and fs.exists(ckpt) then
+    saved = json.read(ckpt)
+    if type(saved) ~= "table" or saved.format ~= "cqlua-train" then
+      check.raise(where .. ": " .. ckpt .. " is not a cq.train checkpoint; remove it or pass resume = false")
+    end
+    if saved.finished and resume == "auto" then saved = nil end -- a finished run: start over
+  elseif resume == true then
+    check.raise(where .. ": resume = true but there is no checkpoint " .. tostring(ckpt))
+  end
+  local S = require "cq.save"
+  local objects = { params = opt.params, optimizer = opt, keep_best = keeper }
+  local good -- the snapshot before the last step: parameters whose evaluation succeeded, and their gradients
+  if saved then
+    local ok, err = pcall(S.unpack, saved.objects, objects, where, ckpt)
+    if not ok then check.raise(where .. ": cannot resume from " .. ckpt .. " (" .. tostring(err) .. "); remove it or " ..
+      "pass resume = false") end
+    good = saved.good
+    start, factor, recoveries, base_lr = saved.iteration, saved.lr_factor, saved.recoveries, saved.base_lr
+    if opts.extra and saved.extra then opts.extra.load(saved.extra) end
+  end
+
+  local columns = { "iteration", "loss", "grad_norm", "lr" }
+  for _, c in ipairs(opts.columns or {}) do columns[#columns + 1] = c end
+  columns[#columns + 1] = "seconds"
+  columns[#columns + 1] = "note"
+  local log = opts.log or require("cq.log").new { name = name, columns = columns, resume = saved and start or false,
+    quiet = opts.quiet }
+  if saved then log:note(start, string.format("resumed from %s after iteration %d of %d", ckpt, start, iterations)) end
+
+  local function write_checkpoint(it, finished)
+    if not ckpt then return end
+    json.write(ckpt, { format = "cqlua-train", iteration = it, iterations = iterations, finished = finished,
+      lr_factor = factor, base_lr = base_lr, recoveries = recoveries, objects = S.pack(objects, nil, where),
+      good = good, extra = opts.extra and opts.extra.save() or nil })
+  end
+  local function set_lr(it)
+    local f = (opts.lr_schedule and opts.lr_schedule(it) or 1) * factor
+    if type(f) ~= "number" or not (f > 0) or f == math.huge then
+      check.raise(where .. ": lr_schedule(" .. it .. ") must return a finite number > 0 (got " .. tostring(f) .. ")")
+    end
+    for gi, g in ipairs(opt.groups) do g.lr = base_lr[gi] * f end
+  end
+  local function stop_interrupted(it)
+    local sig = host.interrupted()
+    write_checkpoint(it, false)
+    local msg = string.format("interrupted by %s after iteration %d of %d%s; run the same command again to resume",
+      SIGNALS[sig] or ("signal " .. sig), it, iterations, ckpt and (": saved " .. ckpt) or "")
+    log:note(it, msg)
+    log:close()
+    check.raise(where .. ": " .. msg)
+  end
+
+  local world = run and run.world
+  local old_graceful = host.graceful(1)
+  local loss, it, failures = nil, start, 0
+  local ok, err = pcall(function()
+    while it < iterations do
+      if host.interrupted() ~= 0 then stop_interrupted(it) end
+      local next_it = it + 1
+      if opts.before then opts.before(next_it, run) end
+      local eok, value = pcall(evaluate, next_it)
+      if eok and (type(value) ~= "number" or value ~= value or math.abs(value) == math.huge) then
+        eok, value = false, "the loss is not finite (" .. tostring(value) .. ")"
+      end
+      if not eok then
+        if host.interrupted() ~= 0 then stop_interrupted(it) end
+        if not (recover and numerical(value, world)) then error(value, 0) end
+        if not good then
+          check.raise(string.format("%s: iteration %d failed at the initial parameters, so there is nothing to go " ..
+            "back to: %s", where, next_it, tostring(value)))
+        end
+        failures = failures + 1
+        if failures > recover.retries then
+          check.raise(string.format("%s: iteration %d failed %d times in a row, each time after shrinking the step " ..
+            "size by %g; last failure: %s", where, next_it, failures, recover.shrink, tostring(value)))
+        end
+        restore(opt, good)
+        factor = factor * recover.shrink
+        recoveries = recoveries + 1
+        set_lr(it)
+        log:note(next_it, string.format("iteration %d failed (%s); restored the parameters of iteration %d and " ..
+          "stepped again with the step size x%g (lr factor now %g)", next_it, tostring(value):gsub("\n.*", ""), it,
+          recover.shrink, factor))
+        opt:step()
+        write_checkpoint(it, false)
+      else
+        failures = 0
+        loss, it = value, next_it
+        if keeper then keeper:consider(loss) end
+        set_lr(it) -- the step size of the step that follows, as logged
+        local row = { loss = loss, grad_norm = require("cq.log").grad_norm(opt.params), lr = opt.groups[1].lr }
+        if opts.values then
+          local extra = opts.values(it, loss, run)
+          if type(extra) ~= "table" then check.raise(where .. ": values must return a table of named values") end
+          for k, v in pairs(extra) do row[k] = v end
+        end
+        log:iteration(it, iterations, row)
+        if it < iterations then
+          good = recover and snapshot(opt) or nil
+          opt:step()
+        end
+        write_checkpoint(it, it == iterations)
+      end
+    end
+  end)
+  -- after an interruption the host stays in graceful mode: it then reports the message alone, without a traceback
+  if host.interrupted() == 0 then host.graceful(old_graceful) end
+  if not ok then log:close() error(err, 0) end
+  if keeper then keeper:restore() end
+  log:close()
+  return { loss = loss, iteration = it, best = keeper and { loss = keeper.loss, iteration = keeper.iteration } or nil,
+    recoveries = recoveries, resumed_from = saved and start or nil, log = log, checkpoint = ckpt or nil }
+end
+
+return M

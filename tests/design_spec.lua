@@ -1,0 +1,127 @@
+-- Design variables (lua/cq/design.lua): every map and target field, FD-checked through a rollout's backward in f64,
+-- per variable; passive rollouts (no controller, no actuators); the design's errors.
+local cq = require "cq"
+local G = require "tests._grad"
+
+-- Two boxes on a sticky floor: A (actuated, stress actuator along y) and B (passive), an open-loop controller.
+local function scene(opts)
+  opts = opts or {}
+  local robot = cq.robot { dim = 2 }
+  local mat = { model = "neohookean", E = 40, nu = 0.3, density = 1 }
+  local A = robot:box { offset = { 0.3, 0.1 }, size = { 0.1, 0.08 }, spacing = 1 / 48, material = mat, name = "A",
+    velocity = opts.passive and { 1.5, 0 } or nil }
+  local B = robot:box { offset = { 0.4, 0.1 }, size = { 0.08, 0.12 }, spacing = 1 / 48, material = mat, name = "B" }
+  if not opts.passive then robot:pressure_actuator { groups = { A }, axis = 2, max = 8 } end
+  local world, s0 = robot:world { res = { 32, 32 }, dx = 1 / 32, dt = 4e-3, substeps = 8, gravity = { 0, -4 },
+    walls = { all = { type = "sticky", thickness = 2 } } }
+  return world, s0, A, B
+end
+
+-- Loss: squared distance of B's centroid to a target plus, when actuated, a running actuation cost.
+local function rollout(world, design, steps, ctl, B)
+  local O = cq.objectives
+  return cq.rollout { world = world, steps = steps, controller = ctl, design = design,
+    final = O.distance_to_target({ 0.5, 0.3 }, B.particles),
+    running = ctl and function(t, s, u) return t:scale(t:dot(u, u), 1e-3) end or nil }
+end
+
+-- Relative error of the analytic directional derivative of the loss along a fixed direction over params, against
+-- Richardson central differences; returns rel, analytic, fd.
+local function fd_check(run, s0, params, salt)
+  run:forward(s0)
+  run:backward()
+  local d, analytic = G.param_direction(params, salt)
+  local best
+  for _, h in ipairs { 1e-5, 1e-4, 1e-6 } do
+    local fd = G.fd_params(params, d, function() return run:forward(s0) end, h)
+    local rel = math.abs(fd - analytic) / math.max(math.abs(analytic), 1e-300)
+    if not best or rel < best[1] then best = { rel, analytic, fd } end
+    if rel < 1e-6 then break end
+  end
+  return best[1], best[2], best[3]
+end
+
+describe("cq.design", function()
+  it("fills the gradients of every map and field through a rollout's backward (FD, f64, per variable)", function()
+    local world, s0, A, B = scene()
+    local design = cq.design { world = world }
+    local vars = {
+      design:variable { name = "E", field = "E", per = "particle", init = function(i) return 1 + 0.1 * G.prand(i, 1) end },
+      design:variable { name = "nu", field = "nu", map = "sigmoid", range = { 0.2, 0.45 } },
+      design:variable { name = "density", field = "density", per = "group", groups = { A, B }, init = { 1.2, 0.8 } },
+      design:variable { name = "act_w", field = "act_w", per = "particle", groups = { A }, map = "sigmoid",
+        range = { 0, 1 }, init = 1.5 },
+      design:stretch { name = "height", axis = 2, origin = 0.1, groups = { B }, init = 1.1 },
+      design:variable { name = "E_exp", field = "E", groups = { B }, map = "exp", init = 0.2 },
+      design:variable { name = "vol0", field = "vol0", per = "group", groups = { A }, map = "linear",
+        scale = 1 / 48 ^ 2, init = 1.05 },
+      design:variable { name = "mass", field = "mass", groups = { A },
+        map = function(th, b) return b * (1 + th * th), 2 * th * b, 1 + th * th end, init = 0.3 },
+    }
+    local ctl = cq.open_loop { steps = 12, outputs = 1, init = function(i) return 0.5 * math.sin(i) end }
+    local run = rollout(world, design, 12, ctl, B)
+    for k, v in ipairs(vars) do
+      local rel, analytic, fd = fd_check(run, s0, { v }, 70 + k)
+      print(string.format("  %-8s dL/dtheta . d = %12.5e  FD %12.5e  rel. error %.1e", v.name, analytic, fd, rel))
+      assert.is_true(math.abs(analytic) > 1e-8, v.name .. ": the gradient must not vanish")
+      assert.is_true(rel < 1e-5, v.name)
+    end
+    local rel = fd_check(run, s0, run:parameters(), 90)
+    print(string.format("  all design variables and the controller together: rel. error %.1e", rel))
+    assert.is_true(rel < 1e-5)
+  end)
+
+  it("maps values as documented (scale, linear, exp, sigmoid, density, stretch) and leaves s0 alone", function()
+    local world, s0, A, B = scene()
+    local design = cq.design { world = world }
+    local a, b = A.particles[1], B.particles[1]
+    local E0, m0, v0, mb = world.params.E[a - 1], world.params.mass[a - 1], world.params.vol0[a - 1], world.params.mass[b - 1]
+    design:variable { field = "E", per = "particle", init = 2 }
+    design:variable { name = "Eb", field = "E", groups = { B }, map = "linear", scale = 10, offset = 5, init = 3 }
+    design:variable { field = "nu", map = "sigmoid", range = { 0.2, 0.4 }, init = 0 }
+    design:stretch { axis = 2, origin = 0.1, groups = { A }, init = 2 }
+    design:variable { field = "density", groups = { A }, init = 3 }
+    local s = design:apply(s0)
+    assert.are.equal(2 * E0, world.params.E[a - 1])
+    assert.are.equal(35, world.params.E[b - 1])
+    assert.is_true(math.abs(world.params.nu[a - 1] - 0.3) < 1e-15)
+    assert.is_true(math.abs(world.params.vol0[a - 1] - 2 * v0) < 1e-15)
+    assert.is_true(math.abs(world.params.mass[a - 1] - 3 * 2 * m0) < 1e-15) -- density 3 x stretched volume
+    assert.are.equal(mb, world.params.mass[b - 1])
+    assert.is_true(math.abs(s:get("x", a)[2] - (0.1 + 2 * (s0:get("x", a)[2] - 0.1))) < 1e-15)
+    assert.are_not.equal(s0, s)
+    assert.are.equal(s0:get("x", b)[2], s:get("x", b)[2])
+  end)
+
+  it("differentiates a passive rollout (no controller, no actuators): the density of a ball", function()
+    local world, s0, A, B = scene { passive = true }
+    assert.are.equal(0, world.n_actuators)
+    local design = cq.design { world = world }
+    local rho = design:variable { field = "density", groups = { A }, init = 1.5 }
+    local run = rollout(world, design, 10, nil, B)
+    local rel, analytic, fd = fd_check(run, s0, { rho }, 80)
+    print(string.format("  passive: dL/drho %.5e FD %.5e rel. error %.1e", analytic, fd, rel))
+    assert.is_true(math.abs(analytic) > 1e-8)
+    assert.is_true(rel < 1e-5)
+  end)
+
+  it("raises clear errors at the user's call site", function()
+    local world, s0, A, B = scene()
+    local design = cq.design { world = world }
+    local function err(f) local ok, e = pcall(f) assert.is_false(ok) return e end
+    assert.matches("design_spec.lua:%d+: design:variable: field must be density or a differentiable particle " ..
+      "parameter %(E, act_w, mass, nu, vol0%) %(got \"material\"%)", err(function() design:variable { field = "material" } end))
+    assert.matches('per = "group" needs groups', err(function() design:variable { field = "E", per = "group" } end))
+    assert.matches('map = "sigmoid" needs range', err(function() design:variable { field = "E", map = "sigmoid" } end))
+    assert.matches("init must have 2 values", err(function()
+      design:variable { field = "E", per = "group", groups = { A, B }, init = { 1 } } end))
+    assert.matches("each particle may appear once", err(function()
+      design:variable { field = "E", per = "group", groups = { A, A } } end))
+    assert.matches("bounds must be {lo, hi}", err(function() design:variable { field = "E", bounds = { 2, 1 } } end))
+    local v = design:variable { field = "E" }
+    assert.matches("name must be unique", err(function() design:variable { field = "E" } end))
+    v.v[0] = 0 / 0
+    assert.matches("design variable E%[1%] is nan", err(function() design:apply(s0) end))
+    assert.matches("call design:apply first", err(function() cq.design { world = world }:backward({}) end))
+  end)
+end)
