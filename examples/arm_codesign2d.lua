@@ -36,27 +36,26 @@ for _, p in ipairs(top.particles) do if s0:get("x", p)[2] > y - 0.02 then tip[#t
 local O = cq.objectives
 local reach, still = O.distance_to_target(goal, tip), O.final_velocity()
 
--- One design run: SLSQP over u (T x 4 in [-1, 1]) and, when codesign, E / E0 per particle in [0.3, 4].
+-- One design run: SLSQP over u (T x 4 in [-1, 1]) and, when codesign, E / E0 per particle in [0.3, 4] (a design
+-- variable: the rollout applies it and fills its gradient).
 local function optimize(name, codesign, stiffness)
   local ctl = cq.open_loop { steps = T, outputs = 4, init = 0 }
   local u = ctl.params[1]
-  local e = cq.param { n = n, init = stiffness }
-  local run = cq.rollout { world = world, steps = T, controller = ctl, final = reach }
-  local params, bounds = { u }, { [u] = { -1, 1 } }
-  if codesign then params[2], bounds[e] = e, { 0.3, 4 } end
+  u.bounds = { -1, 1 }
+  world:fill("E", E0 * stiffness)
+  local design = codesign and cq.design { world = world } or nil
+  local e = design and design:variable { name = "E", field = "E", per = "particle", bounds = { 0.3, 4 } }
+  local run = cq.rollout { world = world, steps = T, controller = ctl, design = design, final = reach }
+  local params = run:parameters()
   local last = {}
   local log = cq.log { name = "arm_codesign2d_" .. name, columns = { "iteration", "loss", "distance", "velocity2", "grad_norm", "seconds" } }
   local evals = 0
   -- A constraint term(s_T) - tol <= 0: one forward with that final term, and a backward when nlopt wants the gradient.
   local function constraint(term, tol, field)
     return { fn = function(need_grad)
-      world:fill("E", function(p) return E0 * e.v[p - 1] end)
       run.final = term
       local value = run:forward(s0)
-      if need_grad then
-        run:backward()
-        if codesign then for p = 0, n - 1 do e.g[p] = run.memo.grad_params.E[p] * E0 end end
-      end
+      if need_grad then run:backward() end
       last[field] = value
       if field == "v2" then -- the last call at each point (nlopt evaluates the objective, then the constraints)
         evals = evals + 1
@@ -66,7 +65,7 @@ local function optimize(name, codesign, stiffness)
       return value - tol
     end, tol = 1e-10 }
   end
-  local opt = cq.nlopt { algorithm = "slsqp", params = params, bounds = bounds, maxeval = maxeval, xtol_rel = 1e-6,
+  local opt = cq.nlopt { algorithm = "slsqp", params = params, maxeval = maxeval, xtol_rel = 1e-6,
     objective = function(need_grad) -- actuation cost sum u^T u dt (analytic: no simulation needed)
       local c = 0
       for i = 0, u.n - 1 do c = c + u.v[i] ^ 2 * dt; if need_grad then u.g[i] = 2 * u.v[i] * dt end end
@@ -77,14 +76,16 @@ local function optimize(name, codesign, stiffness)
   }
   local cost, result = opt:run()
   -- Evaluate the final point: distance and rest.
-  world:fill("E", function(p) return E0 * e.v[p - 1] end)
   run.final = reach
   local d = math.sqrt(run:forward(s0))
   local traj = run:trajectory()
   run.final = still
   local v2 = run:forward(s0)
-  local emin, emax = math.huge, 0
-  for p = 0, n - 1 do emin, emax = math.min(emin, e.v[p]), math.max(emax, e.v[p]) end
+  local emin, emax = stiffness, stiffness
+  if e then
+    emin, emax = math.huge, 0
+    for p = 0, n - 1 do emin, emax = math.min(emin, e.v[p]), math.max(emax, e.v[p]) end
+  end
   cq.frames.write { trajectory = traj, dir = "out/arm_codesign2d_" .. name, every = 2, targets = { goal } }
   return { name = name, cost = cost, reached = d <= goal_radius and v2 <= rest_ok, distance = d, v2 = v2, result = result, evals = evals, emin = emin, emax = emax }
 end

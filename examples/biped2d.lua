@@ -29,25 +29,17 @@ local controller = cq.mlp { inputs = observer.size(2), outputs = 4, hidden = { 6
 local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, observer = observer, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-8 } } }
-local opt = cq.adam { params = controller.params, lr = lr, clip_norm = 1 }
-local best = cq.keep_best { params = controller.params }                  -- the gait that walked farthest
-
-local log = cq.log { name = "biped2d", columns = { "iteration", "loss", "distance", "grad_norm", "seconds" } }
 local x0 = s0:mean("x")[1]
-for it = 1, iters do
-  local loss = run:forward(s0)
-  run:backward()
-  best:consider(loss)
-  log:iteration(it, iters, { loss = loss, distance = run.memo.state:mean("x")[1] - x0,
-    grad_norm = log.grad_norm(controller.params) })
-  opt:step()
-  opt.lr = lr * 0.99 ^ it                                           -- decay: settle into a gait
-end
-best:restore()
+local result = cq.train { rollout = run, state = s0, iterations = iters, name = "biped2d",
+  optimizer = cq.adam { params = controller.params, lr = lr, clip_norm = 1 },
+  lr_schedule = function(it) return 0.99 ^ (it - 1) end,               -- decay: settle into a gait
+  keep_best = true,                                                    -- end with the gait that walked farthest
+  columns = { "distance" }, values = function() return { distance = run.memo.state:mean("x")[1] - x0 } end }
+local log = result.log
 run:forward(s0)                                                     -- re-run the best controller
 local walked = run.memo.state:mean("x")[1] - x0
 print(string.format("biped2d: walked %.3f (target >= 0.6 = 2 body lengths) in %g s with the controller of iteration %d",
-  walked, T * dt, best.iteration))
+  walked, T * dt, result.best.iteration))
 log.walked = walked
 -- PNG frames of the last rollout (blue = contracting, red = expanding legs) over the first 1.6 x 0.4 of the floor.
 local nf = cq.frames.write { trajectory = run:trajectory(), dir = "out/biped2d", every = 4, width = 800,

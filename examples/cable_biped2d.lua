@@ -33,17 +33,10 @@ local controller = cq.open_loop { steps = T, outputs = 2, init = 0.9 }
 local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-6 } } }
-local opt = cq.adam { params = controller.params, lr = 2e-2, bounds = { [controller.params[1]] = { 0.5, 1 } } }
-
-local log = cq.log { name = "cable_biped2d", columns = { "iteration", "loss", "distance", "grad_norm", "seconds" } }
 local x0 = s0:mean("x")[1]
-for it = 1, iters do
-  local loss = run:forward(s0)
-  run:backward()
-  log:iteration(it, iters, { loss = loss, distance = run.memo.state:mean("x")[1] - x0,
-    grad_norm = cq.grad_norm(controller.params) })
-  if it < iters then opt:step() end
-end
+local log = cq.train { rollout = run, state = s0, iterations = iters, name = "cable_biped2d",
+  optimizer = cq.adam { params = controller.params, lr = 2e-2, bounds = { [controller.params[1]] = { 0.5, 1 } } },
+  columns = { "distance" }, values = function() return { distance = run.memo.state:mean("x")[1] - x0 } end }.log
 print(string.format("cable_biped2d: walked %.3f forward in %g s (first iteration %.3f)", log.last.distance, T * dt,
   log.first.distance))
 local nf = cq.frames.write { trajectory = run:trajectory(), dir = "out/cable_biped2d", every = 4, width = 800,

@@ -24,13 +24,7 @@ robot:cable_actuator { particles = column(0.5 - width / 2 + 1.5 * h), k = 5 } --
 robot:cable_actuator { particles = column(0.5 + width / 2 - 1.5 * h), k = 5 }
 local world, s0 = robot:world { res = { 64, 64 }, dx = 1 / 64, dt = dt, substeps = substeps, gravity = { 0, -1 },
   walls = { all = { type = "sticky", thickness = 3 } } }
-local n, vol0 = world.n, world.params.vol0
-
-local function set_material(E, mass, nu)
-  world:fill("E", E)
-  world:fill("mass", function(p) return mass * vol0[p - 1] end)
-  world:fill("nu", nu)
-end
+local n = world.n
 
 -- 10 actuation sequences: the left cable pulls in by 10-30% with different rhythms, the right one stays slack.
 local sequences = {}
@@ -52,9 +46,9 @@ local function gauss()
   return math.sqrt(-2 * math.log(u())) * math.cos(2 * math.pi * u())
 end
 
--- The dataset: simulate each sequence with the true material, then 10 noisy copies of its 200 keyframes (steps 1..T).
+-- The dataset: simulate each sequence with the true material (the robot's), then 10 noisy copies of its 200
+-- keyframes (steps 1..T).
 local run = cq.rollout { world = world, steps = T, controller = sequences[1], final = function(t) return t:const({ 0 }) end }
-set_material(truth.E, truth.mass, truth.nu)
 local data = {}
 for j = 1, nseq do
   run.controller = sequences[j]
@@ -74,49 +68,49 @@ for j = 1, nseq do
   end
 end
 
--- Stochastic gradient descent (with momentum) on theta = (E, mass, nu) / scale, one noisy trajectory a step. The
--- scales precondition the step: nu's scale is twice its value so its weak gradient (the loss mostly sees E / (1 -
--- nu^2) and the mass) still moves it; bounds keep nu below 0.5.
-local scale = { 20, 3, 0.6 }
-local theta = cq.param { n = 3, init = { start.E / scale[1], start.mass / scale[2], start.nu / scale[3] } }
-local opt = cq.sgd { params = { theta }, lr = 100, momentum = 0.5,
-  bounds = { [theta] = { { 0.1, 0.1, 0 }, { 5, 5, 0.49 / scale[3] } } } }
-local log = cq.log { name = "finger_sysid", columns = { "iteration", "loss", "E", "mass", "nu", "grad_norm", "seconds" } }
-local weight = 1 / (T * #tracked)
-local order = {}
-for i = 1, #data do order[i] = i end
-local it, total = 0, epochs * #data
-for epoch = 1, epochs do
-  for i = #order, 2, -1 do local j = 1 + math.floor(((seed + i * 7919) % 1000003) / 1000003 * i) order[i], order[j] = order[j], order[i] end
-  local sum = 0
-  for _, d in ipairs(order) do
-    local E, mass, nu = theta.v[0] * scale[1], theta.v[1] * scale[2], theta.v[2] * scale[3]
-    set_material(E, mass, nu)
-    run.controller = sequences[data[d].seq]
-    local match = cq.objectives.weighted { { cq.objectives.keyframes(data[d].keyframes, tracked), weight } }
+-- Stochastic gradient descent (with momentum) on the design variables E, density (mass per unit rest volume) and nu,
+-- one noisy trajectory a step. Linear maps value = scale * theta precondition the step: nu's scale is twice its
+-- value so its weak gradient (the loss mostly sees E / (1 - nu^2) and the mass) still moves it; bounds keep nu
+-- below 0.5.
+local design = cq.design { world = world }
+local E = design:variable { name = "E", field = "E", map = "linear", scale = 20, init = start.E / 20, bounds = { 0.1, 5 } }
+local rho = design:variable { name = "density", field = "density", map = "linear", scale = 3, init = start.mass / 3,
+  bounds = { 0.1, 5 } }
+local nu = design:variable { name = "nu", field = "nu", map = "linear", scale = 0.6, init = start.nu / 0.6,
+  bounds = { 0, 0.49 / 0.6 } }
+local function identified() return E.v[0] * 20, rho.v[0] * 3, nu.v[0] * 0.6 end
+run.design = design
+
+-- Iteration it uses trajectory order[e][i] of epoch e: each epoch reshuffles the last one's order (a fixed
+-- permutation, so a resumed run sees the same data).
+local weight, orders = 1 / (T * #tracked), {}
+local function order_of(e)
+  if not orders[e] then
+    local o = {}
+    for i = 1, #data do o[i] = e == 1 and i or orders[e - 1][i] end
+    for i = #o, 2, -1 do local j = 1 + math.floor(((seed + i * 7919) % 1000003) / 1000003 * i) o[i], o[j] = o[j], o[i] end
+    orders[e] = o
+  end
+  return orders[e]
+end
+local result = cq.train { rollout = run, state = s0, iterations = epochs * #data, name = "finger_sysid",
+  optimizer = cq.sgd { params = design.params, lr = 100, momentum = 0.5 }, columns = { "E", "mass", "nu" },
+  before = function(it)
+    local d = data[order_of(math.floor((it - 1) / #data) + 1)[(it - 1) % #data + 1]]
+    run.controller = sequences[d.seq]
+    local match = cq.objectives.weighted { { cq.objectives.keyframes(d.keyframes, tracked), weight } }
     run.running = match                                        -- keyframes 1..T-1 (state k is seen at step k)
     run.final = function(t, s) return match(t, s, nil, T) end  -- keyframe T
-    local loss = run:forward(s0)
-    local m = run:backward()
-    local gE, gm, gnu = 0, 0, 0
-    for p = 0, n - 1 do
-      gE, gm, gnu = gE + m.grad_params.E[p], gm + m.grad_params.mass[p] * vol0[p], gnu + m.grad_params.nu[p]
-    end
-    theta.g[0], theta.g[1], theta.g[2] = gE * scale[1], gm * scale[2], gnu * scale[3]
-    it = it + 1
-    sum = sum + loss
-    log:iteration(it, total, { loss = loss, E = E, mass = mass, nu = nu, grad_norm = cq.grad_norm { theta } })
-    opt:step()
-  end
-end
-local E, mass, nu = theta.v[0] * scale[1], theta.v[1] * scale[2], theta.v[2] * scale[3]
-local err = { math.abs(E / truth.E - 1), math.abs(mass / truth.mass - 1), math.abs(nu / truth.nu - 1) }
+  end,
+  values = function() local e, m, v = identified() return { E = e, mass = m, nu = v } end }
+local log = result.log
+local e, mass, v = identified()
+local err = { math.abs(e / truth.E - 1), math.abs(mass / truth.mass - 1), math.abs(v / truth.nu - 1) }
 print(string.format("finger_sysid: E %.3f (truth 20, error %.1f%%), mass %.3f (2.33, %.1f%%), nu %.4f (0.25, %.1f%%);"
-  .. " target: every error < 5%%", E, 100 * err[1], mass, 100 * err[2], nu, 100 * err[3]))
+  .. " target: every error < 5%%", e, 100 * err[1], mass, 100 * err[2], v, 100 * err[3]))
 log.errors = err
 -- Frames of the identified finger replaying the last sequence, with the noisy keyframes of its last copy as targets
 -- drawn at the final step.
-set_material(E, mass, nu)
 run.controller = sequences[data[#data].seq]
 run:forward(s0)
 local last = data[#data].keyframes[T]
