@@ -249,10 +249,9 @@ describe("cq.frames", function()
     assert.are.same(frames.CONTRACT, color_of({ 1, 0 }, 3))
     assert.are.same(frames.EXPAND, color_of({ -1, 0 }, 3))
     assert.are.same(frames.PASSIVE, color_of({ 1, 1 }, 2))
-    local w3 = cq.world { dim = 3, res = { 8, 8, 8 }, n = 1 }
-    local ok, err = pcall(frames.render_state, { world = w3, state = w3:state() })
+    local ok, err = pcall(frames.render_state, { world = w, state = s0, camera = { azimuth = 10 } })
     assert.is_false(ok)
-    assert.truthy(tostring(err):find("cq.frames: only 2D worlds are rendered (dim = 3)", 1, true))
+    assert.truthy(tostring(err):find("camera is an option of 3D frames", 1, true))
     local file = os.tmpname()
     local tr = cq.trajectory { world = w, steps = 1 }
     ok, err = pcall(frames.write, { trajectory = tr, dir = file .. "/frames" })
