@@ -31,6 +31,14 @@ function M.mkdir_p(dir)
   return nil, "mkdir failed"
 end
 
+--- Renames the finished temporary file tmp over path (one step: readers see the old file or the new one, never a
+--- partial one); on failure removes tmp and returns nil and the reason.
+function M.rename_over(tmp, path)
+  local ok, err = os.rename(tmp, path)
+  if not ok then os.remove(tmp) return nil, err end
+  return true
+end
+
 --- The directory part of a path ("" when there is none).
 function M.dirname(path) return path:match("^(.*)/[^/]*$") or "" end
 

@@ -1,7 +1,8 @@
 -- The cq package: a differentiable MLS-MPM engine for soft robots. Every object is made by one constructor,
 -- cq.<name>{options}: cq.world, cq.robot, cq.rollout, cq.trajectory, cq.mlp, cq.open_loop, cq.sine,
 -- cq.centroid_observer, cq.tape, cq.param, cq.adam, cq.sgd, cq.nlopt, cq.keep_best, cq.log. Function collections
--- stay namespaced: cq.objectives, cq.frames. Each lives in its own module (cq/<module>.lua), loaded on first use.
+-- stay namespaced: cq.objectives, cq.frames, cq.export. Each lives in its own module (cq/<module>.lua), loaded on
+-- first use.
 
 local M = { _VERSION = "0.1.0" }
 
@@ -45,6 +46,7 @@ local lazy = {
   grad_norm = function() return require("cq.log").grad_norm end,
   objectives = function() return require "cq.objectives" end,
   frames = function() return require "cq.frames" end,
+  export = function() return require "cq.export" end,
 }
 setmetatable(M, { __index = function(t, k)
   local f = lazy[k]
