@@ -15,7 +15,7 @@ M.FILE = "docs/api.md"
 
 -- Every module that declares option sets.
 for _, m in ipairs { "cq.world", "cq.robot", "cq.rollout", "cq.trajectory", "cq.control", "cq.optim", "cq.nlopt",
-  "cq.tape", "cq.log", "cq.frames", "cq.objectives", "cq.render3d", "cq.export" } do require(m) end
+  "cq.tape", "cq.log", "cq.frames", "cq.objectives", "cq.render3d", "cq.export", "cq.video", "cq.plot" } do require(m) end
 
 local TYPE = { [0] = "real", [1] = "int32", [2] = "uint8" }
 local PER = { [0] = "1", [1] = "`dim`", [2] = "`dim x dim`", [3] = "actuator" }

@@ -233,4 +233,7 @@ function M.write(opts)
   return #steps
 end
 
+--- cq.frames.video{...}: an MP4 from frames through ffmpeg (cq/video.lua).
+function M.video(opts) return require("cq.video").make(opts) end
+
 return M
