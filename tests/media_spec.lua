@@ -1,5 +1,6 @@
--- Videos (cq.frames.video through ffmpeg, checked with ffprobe) and plots (cq.plot through gnuplot, read back as
--- PNG), with clear messages when either program is missing.
+-- Videos (cq.frames.video through ffmpeg, checked with ffprobe), plots (cq.plot through gnuplot, read back as PNG)
+-- with clear messages when either program is missing, and the README's 3D tutorial (examples/quadruped3d.lua),
+-- quoted verbatim and run with two iterations.
 local cq = require "cq"
 local frames = require "cq.frames"
 local paths = require "cq._paths"
@@ -142,3 +143,23 @@ cq.plot { log = log, y = "loss", out = "p.png" }
   end)
 end)
 
+describe("the README's 3D tutorial (examples/quadruped3d.lua)", function()
+  it("is quoted verbatim in README.md and, run for two iterations at spacing 1/48, walks forward and draws", function()
+    local function read(path) local h = assert(io.open(path)); local t = h:read("*a"); h:close(); return t end
+    local code = read("examples/quadruped3d.lua")
+    assert.truthy(read("README.md"):find("```lua\n" .. code .. "```", 1, true))
+    local chunk = assert(loadfile("examples/quadruped3d.lua"))
+    setfenv(chunk, setmetatable({ arg = { "2", tostring(1 / 48) } }, { __index = _G })) -- 2 iterations, coarse
+    local log = chunk()
+    print(string.format("  quadruped3d: distance %.4f -> %.4f after 2 iterations", log.first.distance, log.last.distance))
+    assert.is_true(log.last.distance > log.first.distance)
+    local n = 0
+    while io.open(string.format("out/quadruped3d/frame_%04d.png", n)) do n = n + 1 end
+    assert.are.equal(21, n) -- T = 40, every 2
+    local probe = sh("ffprobe -v error -count_frames -show_entries stream=nb_read_frames -of csv=p=0 out/quadruped3d.mp4")
+    assert.are.equal(21, tonumber(probe:match("%d+")))
+    assert.is_not_nil(io.open("out/quadruped3d_vtk/frames.pvd"))
+    local plot = frames.read("out/quadruped3d_distance.png")
+    assert.are.same({ 800, 500 }, { plot.w, plot.h })
+  end)
+end)
