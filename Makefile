@@ -13,6 +13,8 @@ LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5
 VERSION  := 0.1.0
 
 DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev pkg-config gcc make
+# pictures: videos (cq.frames.video), plots (cq.plot), and the independent PLY reader of tests/export_spec.lua
+DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
 
 ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)

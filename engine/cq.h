@@ -134,6 +134,11 @@ void* cq_state_field(cq_state* s, const char* name); /* a state field (cq_real, 
 long cq_state_substep(const cq_state* s);            /* substeps taken since creation (sets the time) */
 void cq_state_set_substep(cq_state* s, long k);
 int cq_state_copy(cq_state* dst, const cq_state* src);
+/* Cauchy stress sigma = tau / J of every particle of s (engine/stress.c), tau the Kirchhoff stress the step uses:
+ * P(F) F^T of the particle's material (with its incompressibility term) plus, when c gives u or stress, the
+ * actuation stress F A F^T (c may be NULL: elastic stress only; c->force is ignored). out[(i*D + j)*n + p] =
+ * sigma_p[i][j] (stress units), component-major like F. Validates the parameters first; runs on the host. */
+int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double* out);
 
 /* One control step = the world's substeps with the control c (may be NULL) held fixed. Checks the control (finite),
  * the parameters and the stable dt first; after every substep it checks every particle (CQ_CHECKS) and stops with

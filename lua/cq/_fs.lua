@@ -32,6 +32,14 @@ function M.mkdir_p(dir)
   return nil, "mkdir failed"
 end
 
+--- Renames the finished temporary file tmp over path (one step: readers see the old file or the new one, never a
+--- partial one); on failure removes tmp and returns nil and the reason.
+function M.rename_over(tmp, path)
+  local ok, err = os.rename(tmp, path)
+  if not ok then os.remove(tmp) return nil, err end
+  return true
+end
+
 --- The directory part of a path ("" when there is none).
 function M.dirname(path) return path:match("^(.*)/[^/]*$") or "" end
 
@@ -58,7 +66,7 @@ function M.write_atomic(where, path, text)
     os.remove(tmp)
     check.raise(where .. ": writing " .. tmp .. " failed: " .. tostring(werr or cerr))
   end
-  local renamed, rerr = os.rename(tmp, path)
+  local renamed, rerr = M.rename_over(tmp, path)
   if not renamed then check.raise(where .. ": cannot rename " .. tmp .. " to " .. path .. ": " .. tostring(rerr)) end
 end
 

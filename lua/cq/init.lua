@@ -1,8 +1,8 @@
 -- The cq package: a differentiable MLS-MPM engine for soft robots. Every object is made by one constructor,
 -- cq.<name>{options}: cq.world, cq.robot, cq.rollout, cq.design, cq.trajectory, cq.mlp, cq.open_loop, cq.sine,
 -- cq.centroid_observer, cq.tape, cq.param, cq.adam, cq.sgd, cq.nlopt, cq.keep_best, cq.log, cq.train. Functions:
--- cq.save, cq.load; collections stay namespaced: cq.objectives, cq.frames, cq.json. Each lives in its own module
--- (cq/<module>.lua), loaded on first use.
+-- cq.save, cq.load, cq.plot (draws CSV logs); collections stay namespaced: cq.objectives, cq.frames, cq.export,
+-- cq.json. Each lives in its own module (cq/<module>.lua), loaded on first use.
 
 local M = { _VERSION = "0.1.0" }
 
@@ -51,6 +51,8 @@ local lazy = {
   grad_norm = function() return require("cq.log").grad_norm end,
   objectives = function() return require "cq.objectives" end,
   frames = function() return require "cq.frames" end,
+  export = function() return require "cq.export" end,
+  plot = function() return require("cq.plot").plot end,
 }
 setmetatable(M, { __index = function(t, k)
   local f = lazy[k]

@@ -18,8 +18,8 @@ Rollout.__index = Rollout
 ---   space actuation stresses (A_p[i][j] at (i * dim + j) * n + p; adds F A_p F^T like a pressure actuator): an
 ---   actuator written in Lua (seed 000 Listing 3), differentiated on the tape; checkpoint_every?;
 ---   accumulate? = "sum" (default) | "max" | "min": loss = final + sum_k / max_k / min_k of h_k over k = 0..steps-1;
----   record? = {"x"} (default) | true (x and v) | false | {"x", "v"}: state fields kept per control step for
----   run:trajectory() (8 * dim * n * (steps + 1) bytes per field; u_k and h_k are always kept);
+---   record? = {"x"} (default) | true (x and v) | false | a list of "x", "v", "F": state fields kept per control
+---   step for run:trajectory() (8 * dim * n * (steps + 1) bytes per field; u_k and h_k are always kept);
 ---   design?: a cq.design whose variables set the world's parameters (and rest shape) before every forward and
 ---   receive their gradients in backward }
 --- Without a controller the world is passive: zero actuation (a world without actuators needs none).

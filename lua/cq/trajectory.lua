@@ -1,5 +1,6 @@
--- Recorded trajectories (the queryable "memo" of seed 000 sec. 4): particle positions / velocities at every control
--- step, the actuation u_k and running loss h_k of each step, and the loss; export to CSV / JSON files.
+-- Recorded trajectories (the queryable "memo" of seed 000 sec. 4): particle positions / velocities (and deformation
+-- gradients, for stress pictures and exports) at every control step, the actuation u_k and running loss h_k of each
+-- step, and the loss; export to CSV / JSON files.
 -- cq.rollout records one per forward (run:trajectory()); cq.trajectory{} records by hand around memo:step.
 local ffi = require "ffi"
 local check = require "cq._check"
@@ -11,23 +12,28 @@ local Trajectory = {}
 Trajectory.__index = Trajectory
 M.Trajectory = Trajectory
 
---- Parses a record option: false (nothing), true ({"x", "v"}), nil (default {"x"}) or a list drawn from "x", "v".
+-- The state fields a trajectory can keep: positions and velocities (dim per particle) and the deformation gradient
+-- (dim x dim per particle: J and stresses of recorded frames).
+local RECORDABLE = { x = true, v = true, F = true }
+
+--- Parses a record option: false (nothing), true ({"x", "v"}), nil (default {"x"}) or a list drawn from "x", "v", "F".
 function M.record_fields(where, record)
   if record == nil then return { "x" } end
   if record == false then return {} end
   if record == true then return { "x", "v" } end
-  if type(record) ~= "table" then check.fail(where, "record must be false, true or a list of \"x\", \"v\"", record, 3) end
+  if type(record) ~= "table" then check.fail(where, "record must be false, true or a list of \"x\", \"v\", \"F\"", record, 3) end
   local out, seen = {}, {}
   for i, f in ipairs(record) do
-    if f ~= "x" and f ~= "v" then check.fail(where, "record[" .. i .. "] must be one of x, v", f, 3) end
+    if not RECORDABLE[f] then check.fail(where, "record[" .. i .. "] must be one of x, v, F", f, 3) end
     if not seen[f] then out[#out + 1], seen[f] = f, true end
   end
   return out
 end
 
---- cq.trajectory{ world, steps, record = {"x"} (default) | true (x and v) | false | {"x", "v"}, running? }
---- Buffers (double) for control steps 0..steps: dim * n values per recorded field and step, steps * n_actuators
---- actuations, and steps running-loss values when running = true. Memory: 8 * dim * n * (steps + 1) bytes per field.
+--- cq.trajectory{ world, steps, record = {"x"} (default) | true (x and v) | false | a list of "x", "v", "F", running? }
+--- Buffers (double) for control steps 0..steps: dim * n values per recorded x or v and step (dim * dim * n for F),
+--- steps * n_actuators actuations, and steps running-loss values when running = true. Memory: 8 * dim * n *
+--- (steps + 1) bytes per vector field, dim times that for F.
 function M.new(opts)
   local where = "cq.trajectory"
   check.options(where, opts, OPTIONS)
@@ -35,8 +41,11 @@ function M.new(opts)
   if type(w) ~= "table" or not w.dim or not w.n then check.fail(where, "world must be a cq.world", w) end
   local steps = check.integer(where, "steps", opts.steps, 1)
   local self = setmetatable({ world = w, steps = steps, n = w.n, dim = w.dim, n_actuators = w.n_actuators,
-    dt = w.dt, t0 = 0, record = M.record_fields(where, opts.record), data = {} }, Trajectory)
-  for _, f in ipairs(self.record) do self.data[f] = check.alloc(where, "steps", "double[?]", (steps + 1) * w.dim * w.n) end
+    dt = w.dt, t0 = 0, record = M.record_fields(where, opts.record), data = {}, len = {} }, Trajectory)
+  for _, f in ipairs(self.record) do
+    self.len[f] = (f == "F" and w.dim or 1) * w.dim * w.n -- values per control step
+    self.data[f] = check.alloc(where, "steps", "double[?]", (steps + 1) * self.len[f])
+  end
   self.act = check.alloc(where, "steps", "double[?]", math.max(1, steps * w.n_actuators))
   if opts.running then self.h = check.alloc(where, "steps", "double[?]", steps) end
   return self
@@ -62,9 +71,10 @@ function Trajectory:record_state(k, s)
   end
   if s._handle then require("cq.state").check_arg("trajectory:record_state", "s", s, self.world) end
   if k == 0 and s.time then self.t0 = s:time() end
-  local len = self.dim * self.n
   for f, buf in pairs(self.data) do
+    local len = self.len[f]
     local src, dst = s[f], buf + k * len
+    if src == nil then check.fail("trajectory:record_state", "s has no field " .. f .. " to record", s) end
     if self.world.precision == "f64" then ffi.copy(dst, src, 8 * len)
     else for i = 0, len - 1 do dst[i] = src[i] end end
   end
@@ -96,18 +106,19 @@ end
 function Trajectory:_field(field, where)
   local buf = self.data[field]
   if not buf then
-    if field ~= "x" and field ~= "v" then check.fail("trajectory:" .. where, "field must be x or v", field, 3) end
-    check.raise(string.format("trajectory:%s: field %q was not recorded (record = {%s}; pass record = {\"x\", \"v\"} to " ..
-      "cq.rollout to keep it)", where, field, table.concat(self.record, ", ")))
+    if not RECORDABLE[field] then check.fail("trajectory:" .. where, "field must be x, v or F", field, 3) end
+    check.raise(string.format("trajectory:%s: field %q was not recorded (record = {%s}; pass record = {\"x\", \"v\"%s} to " ..
+      "cq.rollout to keep it)", where, field, table.concat(self.record, ", "), field == "F" and ', "F"' or ""))
   end
   return buf
 end
 
---- FFI view (no copy) of field ("x" or "v") at control step k: dim * n doubles, component-major (all x, then all y).
+--- FFI view (no copy) of field ("x", "v" or "F") at control step k: dim * n doubles (dim * dim * n for F),
+--- component-major (all x, then all y; F entry (i, j) of particle p at ((i-1) * dim + j-1) * n + p-1).
 function Trajectory:view(field, k)
   local buf = self:_field(field, "view")
   check_step(self, "view", k, self.steps)
-  return buf + k * self.dim * self.n
+  return buf + k * self.len[field]
 end
 
 local function points(self, field, k, p)
@@ -156,6 +167,7 @@ end
 
 --- Centroid of the positions (field "x", or "v") at control step k over particles idx (1-based list; nil = all).
 function Trajectory:centroid(k, idx, field)
+  if field ~= nil and field ~= "x" and field ~= "v" then check.fail("trajectory:centroid", "field must be x or v", field) end
   local buf = self:_field(field or "x", "centroid")
   check_step(self, "centroid", k, self.steps)
   local n, base, out = self.n, k * self.dim * self.n, {}
@@ -200,7 +212,8 @@ end
 --- paths. Every number is printed with 17 significant digits, so the files read back to the same doubles.
 ---   <prefix>_actuation.csv  header k,time,u1..uM[,running]; one row per control step k = 0..steps-1
 ---   <prefix>_x.csv          header k,time,x1,y1[,z1],x2,...; one row per control step k = 0..steps (positions
----                           of particle p in columns 3 + dim*(p-1) ...); <prefix>_v.csv likewise (vx1,vy1,...)
+---                           of particle p in columns 3 + dim*(p-1) ...); <prefix>_v.csv likewise (vx1,vy1,...),
+---                           <prefix>_F.csv row-major per particle (F11_1,F12_1,...)
 ---   <prefix>_meta.json      steps, n, dim, dt, n_actuators, loss, final, accumulate, argbest, fields, files
 --- numpy: a = np.loadtxt(prefix + "_x.csv", delimiter=",", skiprows=1); x = a[:, 2:].reshape(len(a), n, dim)
 --- pandas: pd.read_csv(prefix + "_actuation.csv")
@@ -235,12 +248,18 @@ function Trajectory:export(prefix)
     path = prefix .. "_" .. field .. ".csv"
     f = open(path, where)
     head = { "k", "time" }
-    for p = 1, n do for a = 1, dim do head[#head + 1] = (field == "v" and "v" or "") .. axes[a] .. p end end
+    local comps = self.len[field] / n -- values per particle: dim, or dim * dim for F
+    for p = 1, n do
+      for c = 1, comps do
+        head[#head + 1] = field == "F" and string.format("F%d%d_%d", math.floor((c - 1) / dim) + 1, (c - 1) % dim + 1, p)
+          or (field == "v" and "v" or "") .. axes[c] .. p
+      end
+    end
     f:write(table.concat(head, ","), "\n")
     local buf = self.data[field]
     for k = 0, self.steps do
-      local row, base = { tostring(k), fmt(self:time(k)) }, k * dim * n
-      for p = 0, n - 1 do for a = 0, dim - 1 do row[#row + 1] = fmt(buf[base + a * n + p]) end end
+      local row, base = { tostring(k), fmt(self:time(k)) }, k * self.len[field]
+      for p = 0, n - 1 do for c = 0, comps - 1 do row[#row + 1] = fmt(buf[base + c * n + p]) end end
       f:write(table.concat(row, ","), "\n")
     end
     close(f, path, where)

@@ -362,6 +362,22 @@ function World:step(s, u, force, stress)
   self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
 end
 
+--- Cauchy stress of every particle of state s (engine cq_world_stress: the step's own stress, divided by J):
+--- double[dim * dim * n], entry (i, j) of particle p at [((i-1) * dim + j-1) * n + p-1]. u (table or double[]) and
+--- stress (double[dim * dim * n]) add the actuation stress of that control, as world:step would apply it; nil =
+--- the elastic (and incompressibility) stress only. out: an array to fill instead of a new one.
+function World:stress(s, u, stress, out)
+  local where = "world:stress"
+  local h = self:_handle(where)
+  state.check_arg(where, "s", s, self)
+  local len = self.dim * self.dim * self.n
+  if out ~= nil then check.doubles(where, "out", out, len) end
+  out = out or check.alloc(where, "n", "double[?]", len)
+  local ctl = self:_control(where, u, nil, stress)
+  self:_check(self._lib.cq_world_stress(h, s:_handle(where), (u ~= nil or stress ~= nil) and ctl or nil, out), where)
+  return out
+end
+
 ---------------------------------------------------------------- memos
 local memo = require "cq.memo"
 local MEMO_OPTIONS = check.option_set("world:memo", { "steps", "checkpoint_every" })

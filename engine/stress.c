@@ -1,0 +1,68 @@
+/* Stress queries of a state: the Cauchy stress of every particle, computed by the step's own P2G body (p2g_load:
+ * the particle's material, its incompressibility term and the actuation stress), for pictures and exports. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "kernels.h"
+
+/* sigma = tau / J of particle p, tau the Kirchhoff stress p2g_load computes (the one the step scatters). */
+#define CQI_CAUCHY(DIM)                                                                              \
+  static void cauchy_##DIM(const cq_substep* c, const cq_particles* s, const cq_params* m,         \
+                           const cq_ctl* ctl, int p, double* out) {                                \
+    cqi_p2g_##DIM q;                                                                               \
+    p2g_load_##DIM(c, s, m, ctl, p, &q, NULL);                                                     \
+    double J = (double)det_##DIM(q.F);                                                             \
+    for (int i = 0; i < DIM; i++)                                                                  \
+      for (int j = 0; j < DIM; j++) out[(long)(i * DIM + j) * s->n + p] = (double)q.tau[i][j] / J; \
+  }
+CQI_CAUCHY(2)
+CQI_CAUCHY(3)
+#undef CQI_CAUCHY
+
+/* A control array (doubles, may be NULL) in working precision; CQ_OK, or an error naming the first non-finite
+ * entry. *out is malloc'd (NULL when src is NULL). */
+static int to_real(cq_world* w, const char* name, const double* src, long len, cq_real** out) {
+  *out = NULL;
+  if (!src) return CQ_OK;
+  for (long i = 0; i < len; i++)
+    if (!isfinite(src[i])) return cqi_errorf(&w->err, CQ_ERR_ARG, "%s[%ld] is not finite (%g)", name, i + 1, src[i]);
+  if (!(*out = malloc(sizeof(cq_real) * (size_t)(len > 0 ? len : 1))))
+    return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query's %s", name);
+  for (long i = 0; i < len; i++) (*out)[i] = (cq_real)src[i];
+  return CQ_OK;
+}
+
+int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double* out) {
+  cqi_model* m = &w->model;
+  if (!s || !out) return cqi_errorf(&w->err, CQ_ERR_ARG, "the state and the output array are required");
+  if (s->real_bits != CQ_REAL_BITS || s->n != m->n || s->dim != m->dim)
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "the state does not belong to this world");
+  if (m->validated != m->generation) { /* material ids must be valid before the dispatch reads them */
+    int st = cqi_model_validate(m, &w->err);
+    if (st != CQ_OK) return st;
+  }
+  int n = m->n, D = m->dim;
+  cq_real *u = NULL, *stress = NULL;
+  int st = to_real(w, "u", c ? c->u : NULL, m->n_act, &u);
+  if (st == CQ_OK) st = to_real(w, "stress", c ? c->stress : NULL, (long)D * D * n, &stress);
+  if (st == CQ_OK && !u && !(u = calloc((size_t)(m->n_act > 0 ? m->n_act : 1), sizeof(cq_real))))
+    st = cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");
+  if (st == CQ_OK) {
+    cq_params prm = cqi_model_params(m);
+    cq_ctl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    ctl.u = u;
+    ctl.stress = stress;
+    cq_substep sub = cqi_substep_ctx(m, NULL, NULL, s->substep);
+    cq_particles parts = s->p;
+    if (D == 2)
+      for (int p = 0; p < n; p++) cauchy_2(&sub, &parts, &prm, &ctl, p, out);
+    else
+      for (int p = 0; p < n; p++) cauchy_3(&sub, &parts, &prm, &ctl, p, out);
+  }
+  free(u); /* the converted actuation or the zeros */
+  free(stress);
+  if (st == CQ_OK) w->err.msg[0] = 0;
+  return st;
+}
