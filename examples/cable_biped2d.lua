@@ -34,11 +34,16 @@ local O = cq.objectives
 local run = cq.rollout { world = world, steps = T, controller = controller,
   final = O.forward_progress(1), running = O.weighted { { O.actuation_penalty(), 1e-6 } } }
 local x0 = s0:mean("x")[1]
-local log = cq.train { rollout = run, state = s0, iterations = iters, name = "cable_biped2d",
+-- The loss through 4 s of stepping is chaotic (the final iterate swings by 0.1 from one iteration to the next):
+-- keep_best ends with the actuation that walked farthest, re-run for the report and the frames.
+local result = cq.train { rollout = run, state = s0, iterations = iters, name = "cable_biped2d", keep_best = true,
   optimizer = cq.adam { params = controller.params, lr = 2e-2, bounds = { [controller.params[1]] = { 0.5, 1 } } },
-  columns = { "distance" }, values = function() return { distance = run.memo.state:mean("x")[1] - x0 } end }.log
-print(string.format("cable_biped2d: walked %.3f forward in %g s (first iteration %.3f)", log.last.distance, T * dt,
-  log.first.distance))
+  columns = { "distance" }, values = function() return { distance = run.memo.state:mean("x")[1] - x0 } end }
+local log = result.log
+run:forward(s0)
+log.walked = run.memo.state:mean("x")[1] - x0
+print(string.format("cable_biped2d: walked %.3f forward in %g s with the actuation of iteration %d (first iteration %.3f)",
+  log.walked, T * dt, result.best.iteration, log.first.distance))
 local nf = cq.frames.write { trajectory = run:trajectory(), dir = "out/cable_biped2d", every = 4, width = 800,
   view = { 0, 0, 1.6, 0.4 }, color = cq.frames.by_group({ legs[1], legs[2], body }, world.n) }
 print(string.format("cable_biped2d: %d frames in out/cable_biped2d/", nf))
