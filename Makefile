@@ -12,9 +12,14 @@ LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/i
 LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 VERSION  := 0.1.0
 
-DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted libstb-dev libnlopt-dev pkg-config gcc make
+DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev pkg-config \
+  gcc g++ make
 
-ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(wildcard engine/*.c))
+# The host's own sources (the cqlua program, PNG and mesh loaders); everything else in engine/ is the engine library.
+HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c
+HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h
+HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
+ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
 
 .PHONY: all deps test bench bench-peers demo install clean
@@ -29,13 +34,19 @@ deps:
 	  else echo "run as root: apt-get install$$missing"; exit 1; fi; \
 	fi
 
-# The host also carries engine/png.c (PNG frames via stb); -Wl,-E exports its cq_png_* symbols to the FFI (ffi.C).
-$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c engine/png.h | $(BUILD)/bin
-	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ engine/cqlua.c engine/png.c $(LUAJIT_LIBS) -Wl,-E -ldl -lm
+# The host also carries the PNG (stb) and mesh loaders (OBJ: tinyobjloader, compiled into engine/mesh_obj.cpp; STL:
+# assimp's C API); -Wl,-E exports their cq_png_* / cq_mesh_* symbols to the FFI (ffi.C).
+$(BUILD)/obj/host/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile
+	mkdir -p $(dir $@)
+	$(CXX) $(HOST_CXXFLAGS) -c $< -o $@
+$(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o | $(BUILD)/bin
+	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ $(HOST_SRC) $(BUILD)/obj/host/mesh_obj.o \
+	  $(LUAJIT_LIBS) -lassimp -lstdc++ -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
-$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h Makefile | $(BUILD)/lib
-	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && mv $@.tmp $@
+$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/mesh.h Makefile | $(BUILD)/lib
+	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/mesh.h >> $@.tmp && \
+	  mv $@.tmp $@
 
 # The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
 # (tests/layers_spec.lua). -z nodelete: the libraries (and the OpenMP runtime) stay mapped when LuaJIT unloads them
