@@ -1,6 +1,7 @@
 // mesh_obj.cpp: OBJ text to a triangle soup through tinyobjloader (C++), for engine/mesh.c; every index is checked
 // here, polygons are fanned into triangles, materials and texture files are never opened.
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,63 @@ static size_t count_faces(const char* text, size_t size)
   return n;
 }
 
+// [+-] digits [. digits] [e [+-] digits], with a digit somewhere before the exponent.
+static bool is_number(const char* t, size_t len)
+{
+  size_t i = 0, digits = 0;
+  if (i < len && (t[i] == '+' || t[i] == '-')) i++;
+  while (i < len && isdigit((unsigned char)t[i])) i++, digits++;
+  if (i < len && t[i] == '.') {
+    i++;
+    while (i < len && isdigit((unsigned char)t[i])) i++, digits++;
+  }
+  if (digits == 0) return false;
+  if (i < len && (t[i] == 'e' || t[i] == 'E')) {
+    size_t exp = 0;
+    i++;
+    if (i < len && (t[i] == '+' || t[i] == '-')) i++;
+    while (i < len && isdigit((unsigned char)t[i])) i++, exp++;
+    if (exp == 0) return false;
+  }
+  return i == len;
+}
+
+// tinyobjloader reads a coordinate it cannot parse ("nan", "1,5", a missing one) as 0 without a word: every "v" line
+// must hold at least 3 numbers (then optional w or r g b, and a # comment). Returns 0, or -1 with the line in err.
+static int check_vertex_lines(const char* text, size_t size, char* err, int err_size)
+{
+  size_t i = 0;
+  int line = 1;
+  while (i < size) {
+    size_t end = i;
+    while (end < size && text[end] != '\n' && text[end] != '\r') end++;
+    size_t at = i;
+    while (at < end && (text[at] == ' ' || text[at] == '\t')) at++;
+    if (end - at >= 2 && text[at] == 'v' && (text[at + 1] == ' ' || text[at + 1] == '\t')) {
+      int count = 0;
+      for (at += 2;; count++) {
+        while (at < end && (text[at] == ' ' || text[at] == '\t')) at++;
+        size_t start = at;
+        while (at < end && text[at] != ' ' && text[at] != '\t') at++;
+        if (at == start || text[start] == '#') break; /* the end, or a comment */
+        if (!is_number(text + start, at - start)) {
+          std::string shown(text + start, at - start < 40 ? at - start : 40);
+          for (char& c : shown) c = isprint((unsigned char)c) ? c : '?';
+          cqi_fail(err, err_size, "OBJ line %d: vertex coordinate '%s' is not a number", line, shown.c_str());
+          return -1;
+        }
+      }
+      if (count < 3) {
+        cqi_fail(err, err_size, "OBJ line %d: a vertex needs 3 coordinates (it has %d)", line, count);
+        return -1;
+      }
+    }
+    if (end < size && text[end] == '\n') line++;
+    i = end + 1;
+  }
+  return 0;
+}
+
 static int fail(char* err, int err_size, const std::string& what)
 {
   cqi_fail(err, err_size, "%s", what.c_str());
@@ -58,6 +116,7 @@ static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out
     cqi_fail(err, err_size, "the OBJ file has %zu faces, more than the limit of %d triangles", faces, max_triangles);
     return -1;
   }
+  if (check_vertex_lines(text, size, err, err_size) != 0) return -1;
   tinyobj::attrib_t attrib;
   std::vector<tinyobj::shape_t> shapes;
   std::vector<tinyobj::material_t> materials;

@@ -40,9 +40,10 @@ typedef struct scanner {
   int err_size;
 } scanner;
 
-/* assimp's separators: spaces and tabs within a line; \r, \n and \f end one. */
+/* assimp's separators: spaces and tabs within a line; \r and \n end one (it does not skip a form feed everywhere, so
+ * that is no text). */
 static int is_blank(char c) { return c == ' ' || c == '\t'; }
-static int is_line_end(char c) { return c == '\n' || c == '\r' || c == '\f'; }
+static int is_line_end(char c) { return c == '\n' || c == '\r'; }
 
 /* The next token: its start in *tok and length in *len (0 at the end of the text, or, when on_line, at the end of the
  * line). */

@@ -73,7 +73,7 @@ static size_t checked_chunks(const unsigned char* data, size_t size, unsigned ch
     for (k = 0; k < 4; k++) type[k] = data[at + 4 + k] >= 32 && data[at + 4 + k] < 127 ? (char)data[at + 4 + k] : '?';
     type[4] = 0;
     if (len > size - at - 12) {
-      cqi_fail(err, err_size, "truncated PNG: its chunk '%s' at byte %zu says %lu bytes, the file has %zu left", type, at,
+      cqi_fail(err, err_size, "truncated or corrupt PNG: its chunk '%s' at byte %zu says %lu bytes, the file has %zu left", type, at,
                len, size - at - 12);
       return 0;
     }
@@ -84,7 +84,7 @@ static size_t checked_chunks(const unsigned char* data, size_t size, unsigned ch
     at += len + 12;
     if (memcmp(type, "IEND", 4) == 0) return n;
   }
-  cqi_fail(err, err_size, "truncated PNG: the file ends before its IEND chunk");
+  cqi_fail(err, err_size, "truncated PNG: the file ends before its IEND chunk (the last chunk)");
   return 0;
 }
 

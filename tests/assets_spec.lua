@@ -331,7 +331,7 @@ describe("bad files give clear errors at the caller's line", function()
   it("PNG: not a PNG, truncated, too large, no robot pixels, a colour outside the palette", function()
     has(image_err(write("text.png", "hello, not an image\n")), "text.png", "not a PNG file")
     local whole = read(png("whole.png", 32, 32, function(i, j) return { (i * 7) % 256, (j * 13) % 256, 0 } end))
-    has(image_err(write("half.png", whole:sub(1, math.floor(#whole / 2)))), "half.png", "truncated PNG")
+    has(image_err(write("half.png", whole:sub(1, math.floor(#whole / 2)))), "half.png", "truncated")
     local max = image_module.MAX_PIXELS
     image_module.MAX_PIXELS = 100
     local e = image_err(tmp("whole.png"))
@@ -362,7 +362,23 @@ describe("bad files give clear errors at the caller's line", function()
     has(mesh_err(write("inf.stl", (text:gsub("vertex 0 0 0", "vertex 0 1e999 0", 1)))), "non-finite coordinate (inf)")
   end)
 
+  it("inputs the fuzzers once crashed on (tests/fuzz/found/) give messages", function()
+    local n = 0
+    for _, kind in ipairs { "png", "obj", "stl" } do
+      local ls = io.popen("ls tests/fuzz/found/" .. kind .. " 2>/dev/null")
+      for name in ls:lines() do
+        local path = "tests/fuzz/found/" .. kind .. "/" .. name
+        local e = kind == "png" and image_err(path) or mesh_err(path, { format = kind })
+        has(e, path)
+        n = n + 1
+      end
+      ls:close()
+    end
+    assert.is_true(n >= 2)
+  end)
+
   it("OBJ and every format: open, non-manifold, inconsistent, degenerate, flat, bad index, too large", function()
+    meshes.write_obj(tmp("cube.obj"), cube)
     has(mesh_err(obj_with("open.obj", function(m) table.remove(m.triangles) end)), "open.obj",
       "open mesh: 3 edges belong to one triangle only", "watertight")
     has(mesh_err(obj_with("flip.obj", function(m) local t = m.triangles[5]; t[2], t[3] = t[3], t[2] end)),
@@ -378,6 +394,9 @@ describe("bad files give clear errors at the caller's line", function()
     has(mesh_err(write("flat.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\nf 1 3 2\n")), "encloses no volume")
     has(mesh_err(write("index.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n")), "OBJ face 1 refers to vertex 9, but the file has 3 vertices")
     has(mesh_err(write("inf.obj", "v 0 0 1e999\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")), "OBJ vertex 1 has a non-finite coordinate (inf)")
+    has(mesh_err(write("nan.obj", "v 0 0 0\nv nan 0 0\nv 0 1 0\nf 1 2 3\n")), "OBJ line 2: vertex coordinate 'nan' is not a number")
+    has(mesh_err(write("comma.obj", "v 0 0 0\nv 1,5 0 0\nv 0 1 0\nf 1 2 3\n")), "OBJ line 2: vertex coordinate '1,5'")
+    has(mesh_err(write("short.obj", "v 0 0\nf 1 1 1\n")), "OBJ line 1: a vertex needs 3 coordinates (it has 2)")
     has(mesh_err(write("noface.obj", "# nothing\nv 0 0 0\n")), "the OBJ file has no faces")
     local max = robot_module.MAX_TRIANGLES
     robot_module.MAX_TRIANGLES = 10
