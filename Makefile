@@ -151,6 +151,37 @@ test-asan: deps
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
+# Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and
+# ASCII) files, and the fill of closed meshes (tests/fuzz/). Each target runs FUZZ_SECONDS from seeds written by
+# tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints executions and
+# crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with $(FUZZ_BUILD)/fuzz_<target> FILE).
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= $(BUILD)/fuzz
+FUZZ_CC      ?= clang
+FUZZ_CXX     ?= clang++
+FUZZ_SAN     ?= address,undefined
+FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE
+FUZZ_TARGETS := png obj stl fill
+FUZZ_MESH    := engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c $(FUZZ_BUILD)/mesh_obj.o
+.PHONY: fuzz
+fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_TARGETS))
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
+	$(BUILD)/bin/cqlua tests/fuzz/seeds.lua $(FUZZ_BUILD)/seeds
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
+$(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile
+	mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -std=c++11 -c $< -o $@
+$(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR)
+	mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c -lm
+$(FUZZ_BUILD)/fuzz_obj $(FUZZ_BUILD)/fuzz_stl: $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_mesh.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -DFUZZ_FORMAT=CQ_MESH_$(shell echo $* | tr a-z A-Z) \
+	  -o $@ tests/fuzz/fuzz_mesh.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none \
+	  $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
+$(FUZZ_BUILD)/fuzz_fill: tests/fuzz/fuzz_fill.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -o $@ tests/fuzz/fuzz_fill.c engine/readfile.c \
+	  engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
+
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib/cqlua $(PREFIX)/share/cqlua/lua/cq
 	install -m 755 $(BUILD)/bin/cqlua $(PREFIX)/bin/cqlua
