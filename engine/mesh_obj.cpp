@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -96,6 +97,29 @@ static int check_vertex_lines(const char* text, size_t size, char* err, int err_
   return 0;
 }
 
+// The text with only the statements a shape needs (v, vt, vn, f, o, g, s): every other line (skin weights, lines,
+// points, subdivision tags, materials, curves, comments) is blanked, so tinyobjloader never parses them (the fuzzer
+// found its skin-weight parser casting a huge float to int). Line numbers stay the same.
+static std::string shape_statements(const char* text, size_t size)
+{
+  static const char* const keep[] = { "v", "vt", "vn", "f", "o", "g", "s" };
+  std::string out(text, size);
+  size_t i = 0;
+  while (i < size) {
+    size_t end = i;
+    while (end < size && text[end] != '\n' && text[end] != '\r') end++;
+    size_t at = i;
+    while (at < end && (text[at] == ' ' || text[at] == '\t')) at++;
+    size_t word = at;
+    while (word < end && text[word] != ' ' && text[word] != '\t') word++;
+    bool kept = false;
+    for (const char* k : keep) kept = kept || (word - at == strlen(k) && strncmp(text + at, k, word - at) == 0);
+    if (!kept) std::fill(out.begin() + (long)i, out.begin() + (long)end, ' ');
+    i = end + 1;
+  }
+  return out;
+}
+
 static int fail(char* err, int err_size, const std::string& what)
 {
   cqi_fail(err, err_size, "%s", what.c_str());
@@ -121,7 +145,7 @@ static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out
   std::vector<tinyobj::shape_t> shapes;
   std::vector<tinyobj::material_t> materials;
   std::string warn, message;
-  std::istringstream in(std::string(text, size));
+  std::istringstream in(shape_statements(text, size));
   // no material reader: mtllib lines are ignored; no triangulation: we fan polygons after checking their indices
   if (!tinyobj::LoadObj(&attrib, &shapes, &materials, &warn, &message, &in, NULL, false)) {
     return fail(err, err_size, "cannot parse the OBJ file (tinyobjloader: " + first_line(message) + ")");
