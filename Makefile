@@ -163,15 +163,17 @@ FUZZ_SAN     ?= address,undefined
 FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE
 FUZZ_TARGETS := png obj stl fill
 FUZZ_MESH    := engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c $(FUZZ_BUILD)/mesh_obj.o
-.PHONY: fuzz
+.PHONY: fuzz fuzz-deps
 fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_TARGETS))
-	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
 	$(BUILD)/bin/cqlua tests/fuzz/seeds.lua $(FUZZ_BUILD)/seeds
 	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
-$(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile
+# clang only for fuzzing: installed here (as root) when missing, like `make deps` does for the rest
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES=clang
+$(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -std=c++11 -c $< -o $@
-$(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR)
+$(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c -lm
 $(FUZZ_BUILD)/fuzz_obj $(FUZZ_BUILD)/fuzz_stl: $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_mesh.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
