@@ -12,11 +12,16 @@ LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/i
 LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 VERSION  := 0.1.0
 
-DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev pkg-config gcc make
+DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \
+  pkg-config gcc g++ make
 # pictures: videos (cq.frames.video), plots (cq.plot), and the independent PLY reader of tests/export_spec.lua
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
 
-ENGINE_SRC := $(filter-out engine/cqlua.c engine/png.c,$(wildcard engine/*.c))
+# The host's own sources (the cqlua program, PNG and mesh loaders); everything else in engine/ is the engine library.
+HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c
+HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engine/host.h
+HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
+ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
 
 .PHONY: all deps test bench bench-peers demo install clean
@@ -31,13 +36,20 @@ deps:
 	  else echo "run as root: apt-get install$$missing"; exit 1; fi; \
 	fi
 
-# The host also carries engine/png.c (PNG frames via stb); -Wl,-E exports its cq_png_* symbols to the FFI (ffi.C).
-$(BUILD)/bin/cqlua: engine/cqlua.c engine/png.c engine/png.h engine/host.h | $(BUILD)/bin
-	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ engine/cqlua.c engine/png.c $(LUAJIT_LIBS) -Wl,-E -ldl -lm
+# The host also carries the PNG (stb) and mesh loaders (OBJ: tinyobjloader, compiled into engine/mesh_obj.cpp; STL:
+# assimp's C API) and the interruption flag (host.h); -Wl,-E exports their cq_png_* / cq_mesh_* / cq_host_* symbols
+# to the FFI (ffi.C).
+$(BUILD)/obj/host/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile
+	mkdir -p $(dir $@)
+	$(CXX) $(HOST_CXXFLAGS) -c $< -o $@
+$(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o | $(BUILD)/bin
+	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ $(HOST_SRC) $(BUILD)/obj/host/mesh_obj.o \
+	  $(LUAJIT_LIBS) -lassimp -lstdc++ -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
-$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/host.h Makefile | $(BUILD)/lib
-	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/host.h >> $@.tmp && \
+$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/mesh.h engine/host.h Makefile | $(BUILD)/lib
+	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/mesh.h >> $@.tmp && \
+	  $(CC) -E -P engine/host.h >> $@.tmp && \
 	  mv $@.tmp $@
 
 # The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
@@ -142,6 +154,39 @@ ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stack
 test-asan: deps
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
+
+# Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and
+# ASCII) files, and the fill of closed meshes (tests/fuzz/). Each target runs FUZZ_SECONDS from seeds written by
+# tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints executions and
+# crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with $(FUZZ_BUILD)/fuzz_<target> FILE).
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   ?= $(BUILD)/fuzz
+FUZZ_CC      ?= clang
+FUZZ_CXX     ?= clang++
+FUZZ_SAN     ?= address,undefined
+FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE
+FUZZ_TARGETS := png obj stl fill
+FUZZ_MESH    := engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c $(FUZZ_BUILD)/mesh_obj.o
+.PHONY: fuzz fuzz-deps
+fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_TARGETS))
+	$(BUILD)/bin/cqlua tests/fuzz/seeds.lua $(FUZZ_BUILD)/seeds
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
+# clang only for fuzzing: installed here (as root) when missing, like `make deps` does for the rest
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES=clang
+$(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile | fuzz-deps
+	mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -std=c++11 -c $< -o $@
+$(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR) | fuzz-deps
+	mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c -lm
+$(FUZZ_BUILD)/fuzz_obj $(FUZZ_BUILD)/fuzz_stl: $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_mesh.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -DFUZZ_FORMAT=CQ_MESH_$(shell echo $* | tr a-z A-Z) \
+	  -o $@ tests/fuzz/fuzz_mesh.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none \
+	  $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
+$(FUZZ_BUILD)/fuzz_fill: tests/fuzz/fuzz_fill.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -o $@ tests/fuzz/fuzz_fill.c engine/readfile.c \
+	  engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
 
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib/cqlua $(PREFIX)/share/cqlua/lua/cq

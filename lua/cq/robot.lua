@@ -1,7 +1,9 @@
--- Robots built from particle groups (boxes now; images and meshes later through the same group interface), with
--- per-group materials and actuators. robot:world{...} creates the cq.world and the initial state.
+-- Robots built from particle groups (boxes, balls, PNG images, OBJ / STL meshes, and sub-groups selected by
+-- position), with per-group materials and actuators. robot:world{...} creates the cq.world and the initial state.
 local cq = require "cq"
 local check = require "cq._check"
+local image = require "cq._palette"
+local meshes = require "cq._mesh"
 require "cq.world" -- declares cq.world's option set
 
 local M = {}
@@ -10,7 +12,16 @@ local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing",
 local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name" })
 local PRESSURE_OPTIONS = check.option_set("robot:pressure_actuator", { "groups", "axis", "max" })
 local CABLE_OPTIONS = check.option_set("robot:cable_actuator", { "particles", "k", "rest" })
+local IMAGE_OPTIONS = check.option_set("robot:image", { "path", "image", "scale", "spacing", "offset", "palette",
+  "actuators", "axis", "max", "material", "velocity", "name" })
+local MESH_OPTIONS = check.option_set("robot:mesh", { "path", "format", "scale", "up", "offset", "spacing", "material",
+  "velocity", "name" })
+local SELECT_OPTIONS = check.option_set("robot:select", { "group", "where", "name" })
+local SPLIT_OPTIONS = check.option_set("robot:split", { "group", "by" })
 M.MAX_PARTICLES = 20000000 -- the builder's Lua tables cost about 200 bytes a particle
+M.MAX_TRIANGLES = 5000000  -- mesh files larger than this are refused before they are filled
+M.MAX_LATTICE = 50000000   -- lattice points over a mesh's bounding box (a byte and an int each while filling)
+M.PALETTE = image.PALETTE  -- robot:image's default palette: actuator k = PALETTE[k] (red, green, blue, yellow, ...)
 local Robot = {}
 Robot.__index = Robot
 
@@ -99,6 +110,199 @@ function Robot:_lattice(where, opts, offset, size, count, inside)
   return g
 end
 
+-- Appends particles at the positions xs (a list of dim-tables, kept) with rest volume vol each as a new group,
+-- registered so that blow-up messages name it.
+function Robot:_add_group(xs, vol, mat, vel, name)
+  local g = { first = #self.x + 1, particles = {}, name = name, material = mat }
+  for _, x in ipairs(xs) do
+    local p = #self.x + 1
+    self.x[p], self.v[p], self.vol[p], self.mat[p] = x, vel, vol, mat
+    g.particles[#g.particles + 1] = p
+  end
+  g.last = #self.x
+  self.groups[#self.groups + 1] = g
+  return g
+end
+
+-- Refuses count more particles when the robot would exceed MAX_PARTICLES, naming the option that sets the count.
+function Robot:_room(where, count, option)
+  if #self.x + count > M.MAX_PARTICLES then
+    check.fail(where, string.format("this would give the robot %.4g particles, more than %d (the builder keeps them in " ..
+      "Lua tables); use a larger spacing", #self.x + count, M.MAX_PARTICLES), option)
+  end
+end
+
+-- Axis and max of pressure actuators, checked as robot:pressure_actuator checks them.
+local function actuator_axis(where, opts, dim)
+  local axis = opts.axis or 2
+  if axis ~= "isotropic" then check.integer(where, "axis", axis, 1, dim) end
+  return axis, check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
+end
+
+--- Adds the pixels of a PNG image (2D robots): scale = pixel size, spacing (default: one particle per pixel), offset
+--- = the lower-left corner. Pixels are classified by the palette (transparent or white: empty; grey or black: the
+--- body; coloured: actuator k of the palette colour of nearest hue); each actuator colour becomes a pressure actuator
+--- unless actuators = false. Returns a group of all the image's particles with .body, .actuated[k] (groups) and
+--- .actuators[k] (actuator indices).
+function Robot:image(opts)
+  local where = "robot:image"
+  check.options(where, opts, IMAGE_OPTIONS)
+  if self.dim ~= 2 then check.fail(where, "needs a 2D robot (cq.robot{dim = 2}); use robot:mesh in 3D", self.dim) end
+  local scale = check.number(where, "scale (the size of a pixel)", opts.scale, 0, math.huge, { open_lo = true })
+  local h = check.number(where, "spacing", opts.spacing or scale, 0, math.huge, { open_lo = true })
+  check.vector(where, "offset", opts.offset, 2)
+  local hues = image.hues(where, opts.palette or image.PALETTE)
+  if opts.actuators ~= nil and type(opts.actuators) ~= "boolean" then
+    check.fail(where, "actuators must be true (a pressure actuator per palette colour) or false (groups only)", opts.actuators)
+  end
+  local axis, max = actuator_axis(where, opts, 2)
+  local mat = material(where, opts.material)
+  if opts.velocity then check.vector(where, "velocity", opts.velocity, 2) end
+  local pic = image.load(where, opts.path, opts.image)
+  local label = opts.path or "image"
+  local W, H = pic.w * scale, pic.h * scale
+  local nx, ny = math.max(1, math.floor(W / h + 0.5)), math.max(1, math.floor(H / h + 0.5))
+  self:_room(where, nx * ny, "spacing = " .. tostring(h))
+  local cx, cy = W / nx, H / ny
+  local classes = image.classify_lattice(where, label, pic, hues, scale, nx, ny, cx, cy)
+  if next(classes) == nil then
+    check.raise(string.format("%s: %s: no robot pixels at spacing %g: every pixel is empty (white, light grey or " ..
+      "transparent); draw the body in black or grey and actuators in palette colours", where, label, h))
+  end
+  local function positions(list)
+    local xs = {}
+    for i, c in ipairs(list) do xs[i] = { opts.offset[1] + (c[1] + 0.5) * cx, opts.offset[2] + (c[2] + 0.5) * cy } end
+    return xs
+  end
+  local name = opts.name or (opts.path and opts.path:match("([^/]+)$")) or "image"
+  local vel = opts.velocity or {}
+  local all = { first = #self.x + 1, particles = {}, name = name, material = mat, actuated = {}, actuators = {},
+    pixels = { pic.w, pic.h }, spacing = { cx, cy } }
+  if classes[image.BODY] then all.body = self:_add_group(positions(classes[image.BODY]), cx * cy, mat, vel, name .. " body") end
+  for k = 1, #hues do
+    if classes[k] then
+      local colour = opts.palette and ("palette colour " .. k) or image.PALETTE_NAMES[k]
+      all.actuated[k] = self:_add_group(positions(classes[k]), cx * cy, mat, vel, name .. " " .. colour)
+    end
+  end
+  all.last = #self.x
+  for p = all.first, all.last do all.particles[#all.particles + 1] = p end
+  if opts.actuators ~= false then
+    for k = 1, #hues do
+      if all.actuated[k] then all.actuators[k] = self:pressure_actuator { groups = { all.actuated[k] }, axis = axis, max = max } end
+    end
+  end
+  return all
+end
+
+--- Fills a closed OBJ / STL mesh with particles (3D robots): x -> offset + scale R (x_file) - (lower corner), R the
+--- identity (up = "y") or the rotation taking the file's z axis up (up = "z"); particles on a lattice of the given
+--- spacing, rest volume spacing^3. Returns the group, with .surface = { particles, normal, area } (the particles
+--- nearest the surface, each with its share of the mesh area and the area-weighted outward normal) and .mesh.
+function Robot:mesh(opts)
+  local where = "robot:mesh"
+  check.options(where, opts, MESH_OPTIONS)
+  if self.dim ~= 3 then check.fail(where, "needs a 3D robot (cq.robot{dim = 3}); use robot:image in 2D", self.dim) end
+  if type(opts.path) ~= "string" or opts.path == "" then check.fail(where, "path must be an OBJ or STL file name", opts.path) end
+  local format = meshes.format(where, opts.path, opts.format)
+  local s = check.number(where, "scale", opts.scale or 1, 0, math.huge, { open_lo = true })
+  local up = check.oneof(where, "up", opts.up or "y", { "y", "z" })
+  check.vector(where, "offset", opts.offset, 3)
+  local h = check.number(where, "spacing", opts.spacing or 1 / 128, 0, math.huge, { open_lo = true })
+  local mat = material(where, opts.material)
+  if opts.velocity then check.vector(where, "velocity", opts.velocity, 3) end
+  local linear = up == "y" and { s, 0, 0, 0, s, 0, 0, 0, s } or { s, 0, 0, 0, 0, s, 0, -s, 0 } -- z up: (x, y, z) -> (x, z, -y)
+  local m = meshes.read(where, opts.path, format, M.MAX_TRIANGLES)
+  local f = meshes.fill(where, opts.path, m, linear, opts.offset, h, math.min(M.MAX_LATTICE, 2 ^ 31 - 1))
+  self:_room(where, f.n, "spacing = " .. tostring(h))
+  local xs = {}
+  for i = 0, f.n - 1 do xs[i + 1] = { f.x[3 * i], f.x[3 * i + 1], f.x[3 * i + 2] } end
+  local g = self:_add_group(xs, h * h * h, mat, opts.velocity or {}, opts.name or opts.path:match("([^/]+)$"))
+  local surface = { particles = {}, normal = {}, area = {}, mesh_area = f.mesh_area }
+  for i = 0, f.n_surface - 1 do
+    surface.particles[i + 1] = g.first + f.surface[i]
+    surface.normal[i + 1] = { f.normal[3 * i], f.normal[3 * i + 1], f.normal[3 * i + 2] }
+    surface.area[i + 1] = f.area[i]
+  end
+  g.surface = surface
+  g.lattice = { f.count[0], f.count[1], f.count[2] }
+  g.mesh = { path = opts.path, format = format, vertices = m.n_vertices, triangles = m.n_triangles, area = f.mesh_area,
+    volume = f.mesh_volume, flipped = m.flipped == 1 }
+  return g
+end
+
+-- A sub-group of g: the particles (in g's order) for which keep(p) holds, with the matching part of g.surface.
+local function sub_group(g, keep, name)
+  local sub = { particles = {}, name = name, material = g.material, parent = g }
+  for _, p in ipairs(g.particles) do
+    if keep(p) then sub.particles[#sub.particles + 1] = p end
+  end
+  if #sub.particles == 0 then return nil end
+  sub.first, sub.last = sub.particles[1], sub.particles[1]
+  for _, p in ipairs(sub.particles) do
+    if p < sub.first then sub.first = p end
+    if p > sub.last then sub.last = p end
+  end
+  if g.surface then
+    local s = { particles = {}, normal = {}, area = {} }
+    for i, p in ipairs(g.surface.particles) do
+      if keep(p) then
+        s.particles[#s.particles + 1] = p
+        s.normal[#s.normal + 1] = g.surface.normal[i]
+        s.area[#s.area + 1] = g.surface.area[i]
+      end
+    end
+    sub.surface = s
+  end
+  return sub
+end
+
+local function check_group(where, g)
+  if type(g) ~= "table" or type(g.particles) ~= "table" then
+    check.fail(where, "group must be a group from robot:box, ball, image, mesh, select or split", g)
+  end
+end
+
+--- The particles of group for which where(x, p) is true (x: a copy of the particle's rest position, p: its index), as a
+--- group usable by robot:pressure_actuator (first / last are the lowest and highest index; the list is in particles).
+function Robot:select(opts)
+  local w = "robot:select"
+  check.options(w, opts, SELECT_OPTIONS)
+  check_group(w, opts.group)
+  if type(opts.where) ~= "function" then check.fail(w, "where must be a function(x, p) -> true to keep the particle", opts.where) end
+  local keep = {}
+  for _, p in ipairs(opts.group.particles) do
+    local x = {}
+    for a = 1, self.dim do x[a] = self.x[p][a] end
+    keep[p] = opts.where(x, p) and true or false
+  end
+  local sub = sub_group(opts.group, function(p) return keep[p] end, opts.name)
+  if not sub then check.fail(w, "where keeps no particle of the group", opts.group.name or #opts.group.particles) end
+  return sub
+end
+
+--- Splits group by a key: by(x, p) -> any value (nil: the particle goes nowhere). Returns { [key] = group }.
+function Robot:split(opts)
+  local w = "robot:split"
+  check.options(w, opts, SPLIT_OPTIONS)
+  check_group(w, opts.group)
+  if type(opts.by) ~= "function" then check.fail(w, "by must be a function(x, p) -> key (nil: no group)", opts.by) end
+  local key_of, keys = {}, {}
+  for _, p in ipairs(opts.group.particles) do
+    local x = {}
+    for a = 1, self.dim do x[a] = self.x[p][a] end
+    local k = opts.by(x, p)
+    if k ~= nil and k ~= k then check.fail(w, "by must not return NaN", p) end
+    key_of[p] = k
+    if k ~= nil and not keys[k] then keys[k] = true end
+  end
+  local out = {}
+  for k in pairs(keys) do
+    out[k] = sub_group(opts.group, function(p) return key_of[p] == k end, (opts.group.name or "group") .. " " .. tostring(k))
+  end
+  return out
+end
+
 --- Adds a ball (disc in 2D, sphere in 3D) of particles on a regular lattice: center, radius, spacing (default
 --- 1/128), material, velocity. Returns the group.
 function Robot:ball(opts)
@@ -124,7 +328,7 @@ function Robot:pressure_actuator(opts)
   local where = "robot:pressure_actuator"
   check.options(where, opts, PRESSURE_OPTIONS)
   if type(opts.groups) ~= "table" or #opts.groups == 0 then
-    check.fail(where, "groups must be a non-empty list of groups from robot:box", opts.groups)
+    check.fail(where, "groups must be a non-empty list of groups (from robot:box, ball, image, mesh, select, split)", opts.groups)
   end
   local axis = opts.axis or 2
   local dir = {}
@@ -140,7 +344,7 @@ function Robot:pressure_actuator(opts)
   self.actuators[id] = { kind = "stress", axis = dir, groups = opts.groups }
   for i, g in ipairs(opts.groups) do
     if type(g) ~= "table" or type(g.particles) ~= "table" then
-      check.fail(where, "groups[" .. i .. "] must be a group from robot:box / robot:ball", g)
+      check.fail(where, "groups[" .. i .. "] must be a group from robot:box, ball, image, mesh, select or split", g)
     end
   end
   for _, g in ipairs(opts.groups) do
