@@ -76,3 +76,24 @@ describe("examples/arm_codesign2d.lua", function()
     assert.is_true(r.evals >= 4 and r.distance < 0.1)
   end)
 end)
+
+-- The robots from a picture and from a mesh, at coarse particle spacings (full runs: docs/benchmarks.md).
+describe("examples/rhino2d.lua", function()
+  it("three Adam iterations move the rhino from the PNG (every 6th pixel) forward", function()
+    local log = run_example("examples/rhino2d.lua", { "3", "6" })
+    print(string.format("  rhino2d: distance %.4f -> %.4f, best re-run %.4f", log.first.distance, log.last.distance,
+      log.walked))
+    assert.is_true(log.last.distance > log.first.distance + 0.01)
+    assert.is_true(log.walked >= log.last.distance - 1e-12)
+  end)
+end)
+
+describe("examples/creature3d.lua", function()
+  it("three Adam iterations move the creature from the STL (spacing 1/48) forward", function()
+    local log = run_example("examples/creature3d.lua", { "3", tostring(1 / 48) })
+    print(string.format("  creature3d: distance %.4f -> %.4f, best re-run %.4f", log.first.distance, log.last.distance,
+      log.walked))
+    assert.is_true(log.last.distance > log.first.distance + 0.005)
+    assert.is_true(log.walked >= log.last.distance - 1e-12)
+  end)
+end)
