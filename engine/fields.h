@@ -31,6 +31,17 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
   X(vol0, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "rest volume")                      \
   X(E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 10, 0, INFINITY, CQ_OPEN_LO, "Young's modulus")                    \
   X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0.3, -1, 0.5, CQ_OPEN, "Poisson's ratio")                         \
+  X(bulk, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
+    "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; required by "      \
+    "mooney_rivlin, yeoh)")                                                                                         \
+  X(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
+    "coefficient of (I1bar - 3): mooney_rivlin, yeoh")                                                              \
+  X(c01, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
+    "coefficient of (I2bar - 3): mooney_rivlin")                                                                    \
+  X(c20, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
+    "coefficient of (I1bar - 3)^2: yeoh")                                                                           \
+  X(c30, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
+    "coefficient of (I1bar - 3)^3: yeoh")                                                                           \
   X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                            \
     "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                             \
   X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \

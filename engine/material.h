@@ -1,9 +1,15 @@
 /* Constitutive models: dispatch over the material registry (registry.h, CQ_MATERIALS) to one header per model, plus
- * the optional incompressibility term of seed 000 eq. 14 that any model can carry. Included once per dimension by
+ * the optional incompressibility term of seed 000 eq. 14 and the volumetric term (bulk/2)(J - 1)^2 (isochoric.h)
+ * that any model can carry. Included once per dimension by
  * kernels.h (no include guard). Adding a material: write material_<name>.h with the four functions below, add its
  * line to CQ_MATERIALS and its #include here (docs/architecture.md). */
+#include <stdio.h> /* snprintf in the host-only checks */
+#include "isochoric.h"
+#include "plane_strain.h"
 #include "material_corotated.h"
 #include "material_neohookean.h"
+#include "material_mooney_rivlin.h"
+#include "material_yeoh.h"
 #include "material_incompressible.h"
 
 /* A material header defines, with D = 2 or 3 and m->...[p] its parameters (fields.h):
@@ -12,7 +18,29 @@
  *   CQ_D(mat_<name>_modulus)(m, p)               P-wave modulus M (stress units): wave speed sqrt(M vol0 / mass)
  *   CQ_D(mat_<name>_check)(m, p, why, len)       host only: 1 if its parameters are valid, else 0 and the reason */
 
-/* P(F) of particle p's model, plus the incompressibility term when inc_p > 0. The dispatch is an if-chain after a
+/* The volumetric term (K/2)(J - 1)^2 with K = the particle's bulk modulus, through the 3D helpers. */
+CQ_HD void CQ_D(volumetric_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
+  cq_real F3[3][3], P3[3][3] = {{0}};
+  cqi_iso q;
+  CQ_D(embed3)(F, F3);
+  cqi_iso_from(F3, &q);
+  cqi_vol_P(&q, m->bulk[p], P3);
+  CQ_D(add_block)(P3, P);
+}
+
+CQ_HD void CQ_D(volumetric_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                  cq_real gF[D][D], cq_pgrad* g) {
+  cq_real F3[3][3], gP3[3][3], gF3[3][3] = {{0}};
+  cqi_iso q;
+  CQ_D(embed3)(F, F3);
+  CQ_D(embed3_zero)(gP, gP3);
+  cqi_iso_from(F3, &q);
+  cqi_vol_P_vjp(&q, m->bulk[p], gP3, gF3, &g->bulk);
+  CQ_D(add_block)(gF3, gF);
+}
+
+/* P(F) of particle p's model, plus the incompressibility term when inc_p > 0 and the volumetric term when
+ * bulk > 0. The dispatch is an if-chain after a
  * range assumption (material ids are validated before every step), so the compiler drops the impossible path. */
 CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
   const unsigned model = m->material[p];
@@ -22,6 +50,7 @@ CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
+  if (m->bulk[p] > 0) CQ_D(volumetric_P)(m, p, F, P);
 }
 
 /* Vector-Jacobian product of material_P: gF += dL/dF, g->(its parameters) += dL/d(parameter), given gP = dL/dP. */
@@ -34,9 +63,10 @@ CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D]
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
+  if (m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
 }
 
-/* P-wave modulus of particle p (model plus incompressibility term), for the stable time step. */
+/* P-wave modulus of particle p (model plus incompressibility and volumetric terms), for the stable time step. */
 CQ_HD cq_real CQ_D(material_modulus)(const cq_params* m, int p) {
   cq_real M = 0;
   const unsigned model = m->material[p];
@@ -44,7 +74,7 @@ CQ_HD cq_real CQ_D(material_modulus)(const cq_params* m, int p) {
   if (model == CQ_MAT_##ID) M = CQ_D(mat_##name##_modulus)(m, p); else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
-  return M + CQ_D(incompressible_modulus)(m, p);
+  return M + CQ_D(incompressible_modulus)(m, p) + m->bulk[p];
 }
 
 /* Host only: 1 if particle p's model parameters are valid, else 0 with the reason in why. */

@@ -7,8 +7,8 @@ local function prand(i, salt) return math.sin(12.9898 * i + 78.233 * salt) * 437
 M.prand = prand
 
 --- A block of side^dim particles (2 per cell) moving toward the floor and the left wall, half of it actuated
---- (actuator 1: stress, actuator 2: force). opts: dim, material, inc_p, bc, friction, moving, precision, backend, steps,
---- substeps, gravity.
+--- (actuator 1: stress, actuator 2: force). opts: dim, material, inc_p, params ({field = value}: more per-particle
+--- parameters), bc, friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread).
 function M.scene(opts)
   local dim = opts.dim
   local side = opts.side or (dim == 2 and 6 or 4)
@@ -32,6 +32,15 @@ function M.scene(opts)
   w:fill("act_id", function(p) return p % 3 == 0 and 0 or (p % 3 == 1 and 1 or -1) end)
   w:fill("act_axis", dim == 2 and { 0.3, 1 } or { 0.3, 1, -0.5 })
   w:fill("act_w", function(p) return 1 + 0.2 * prand(p, 5) end)
+  -- more model parameters (opts.params = {name = typical value}), each varied by +-20 % across particles
+  local salt = 6
+  for _, name in ipairs(opts.params and M.param_kinds or {}) do
+    local value = opts.params[name]
+    if value then
+      salt = salt + 1
+      w:fill(name, function(p) return value * (1 + 0.2 * prand(p, salt)) end)
+    end
+  end
   w:set_actuator(1, "stress")
   w:set_actuator(2, "force")
   w:commit()
@@ -47,7 +56,7 @@ function M.scene(opts)
       end
       v[1], v[2] = v[1] - 0.6, v[2] - 0.8
       for i = 1, dim * dim do
-        F[i] = ((i - 1) % (dim + 1) == 0 and 1 or 0) + 0.02 * prand(p, 30 + i)
+        F[i] = ((i - 1) % (dim + 1) == 0 and 1 or 0) + (opts.strain or 0.02) * prand(p, 30 + i)
         C[i] = 0.2 * prand(p, 40 + i)
       end
       s:set("x", p, x); s:set("v", p, v); s:set("F", p, F); s:set("C", p, C)

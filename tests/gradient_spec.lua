@@ -4,23 +4,47 @@
 -- 100 steps with collisions against the walls and a running loss at the middle step.
 local G = require "tests._grad"
 
-local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2 } }
-local bcs = { "sticky", "slip", "separate", "friction", "moving" }
+-- Each material with the parameters its model reads (every other kind is checked for every material); the new
+-- models run against the two hardest boundaries (friction, and the moving vibrating floor).
+local ALL_BCS = { "sticky", "slip", "separate", "friction", "moving" }
+local materials = {
+  { name = "corotated", model = "corotated", kinds = { "E", "nu" } },
+  { name = "neohookean", model = "neohookean", kinds = { "E", "nu" } },
+  { name = "neohookean+incompressible", model = "neohookean", inc_p = 2, kinds = { "E", "nu" } },
+  { name = "neohookean+bulk", model = "neohookean", params = { bulk = 30 }, kinds = { "E", "nu", "bulk" },
+    bcs = { "friction", "moving" } },
+  { name = "mooney_rivlin", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 40 },
+    kinds = { "c10", "c01", "bulk" }, bcs = { "friction", "moving" } },
+  { name = "yeoh", model = "yeoh", params = { c10 = 4, c20 = 3, c30 = 5, bulk = 40 }, strain = 0.1,
+    kinds = { "c10", "c20", "c30", "bulk" }, bcs = { "friction", "moving" } },
+}
+local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
 local TOL = 1e-6
+
+describe("the gradient matrix", function()
+  it("checks every differentiable parameter of engine/fields.h for some material", function()
+    local checked = {}
+    for _, k in ipairs(COMMON) do checked[k] = true end
+    for _, mat in ipairs(materials) do for _, k in ipairs(mat.kinds) do checked[k] = true end end
+    for _, k in ipairs(G.kinds) do assert.is_true(checked[k], k .. " is in no material's list") end
+  end)
+end)
 
 for _, dim in ipairs { 2, 3 } do
   describe(dim .. "D gradients vs central differences", function()
     for _, mat in ipairs(materials) do
-      for _, bc in ipairs(bcs) do
-        local name = mat[1] .. (mat[2] > 0 and "+incompressible" or "") .. ", " .. bc .. " walls"
+      for _, bc in ipairs(mat.bcs or ALL_BCS) do
+        local name = mat.name .. ", " .. bc .. " walls"
         it(name, function()
-          local w, s0 = G.scene { dim = dim, material = mat[1], inc_p = mat[2],
-            bc = bc == "moving" and "friction" or bc, moving = bc == "moving" }
+          local w, s0 = G.scene { dim = dim, material = mat.model, inc_p = mat.inc_p, params = mat.params,
+            strain = mat.strain, bc = bc == "moving" and "friction" or bc, moving = bc == "moving" }
           local P = G.problem(w, s0, 100)
           P.loss()
           local g = P.backward()
           local worst, line = 0, {}
-          for _, kind in ipairs(G.kinds) do
+          local kinds = { unpack(COMMON) }
+          for _, k in ipairs(mat.kinds) do kinds[#kinds + 1] = k end
+          for _, kind in ipairs(kinds) do
             local _, _, rel, h = G.check(P, g, kind, TOL)
             worst = math.max(worst, rel)
             line[#line + 1] = string.format("%s %.1e%s", kind, rel, h ~= G.steps[1] and ("@" .. h) or "")

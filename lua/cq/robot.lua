@@ -33,21 +33,8 @@ function M.new(opts)
   return setmetatable({ dim = dim, x = {}, v = {}, vol = {}, mat = {}, groups = {}, actuators = {}, act_of = {} }, Robot)
 end
 
-local MATERIAL_KEYS = check.option_set("robot material", { "model", "E", "nu", "density", "inc_p" })
-
--- Fills defaults and checks a material table: model, E (> 0), nu (-1, 0.5), density (> 0), inc_p (0 or >= 2).
-local function material(where, m)
-  m = m or {}
-  check.options(where .. ".material", m, MATERIAL_KEYS)
-  local out = { model = m.model or "neohookean", E = m.E or 10, nu = m.nu or 0.3, density = m.density or 1,
-    inc_p = m.inc_p or 0 }
-  check.oneof(where, "material.model", out.model, { "neohookean", "corotated" })
-  check.number(where, "material.E", out.E, 0, math.huge, { open_lo = true })
-  check.number(where, "material.nu", out.nu, -1, 0.5, { open_lo = true, open_hi = true })
-  check.number(where, "material.density", out.density, 0, math.huge, { open_lo = true })
-  if out.inc_p ~= 0 then check.number(where, "material.inc_p", out.inc_p, 2, math.huge) end
-  return out
-end
+-- Fills defaults and checks a material table (lua/cq/materials.lua: models, parameters, presets).
+local function material(where, m) return require("cq.materials").resolve(where, m) end
 
 --- Adds a box of particles on a regular lattice: offset (lower corner), size, spacing (default 1/128) or
 --- count = particles per axis; material; velocity. Returns the group {first, last, particles = {...}}.
@@ -395,10 +382,13 @@ function Robot:world(opts)
   wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, #self.actuators
   local w = cq.world(wopts)
   local P = {}
-  for _, name in ipairs { "E", "nu", "inc_p", "material", "vol0", "mass", "act_id", "act_axis" } do P[name] = w:_writable(name) end
+  local mat_fields = require("cq.materials").fields
+  for _, name in ipairs { "material", "vol0", "mass", "act_id", "act_axis", unpack(mat_fields) } do
+    P[name] = w:_writable(name)
+  end
   for p = 1, w.n do
     local m = self.mat[p]
-    P.E[p - 1], P.nu[p - 1], P.inc_p[p - 1] = m.E, m.nu, m.inc_p
+    for _, name in ipairs(mat_fields) do P[name][p - 1] = m[name] end
     P.material[p - 1] = cq.MATERIAL[m.model]
     P.vol0[p - 1] = self.vol[p]
     P.mass[p - 1] = m.density * self.vol[p]

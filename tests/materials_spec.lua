@@ -1,0 +1,175 @@
+-- The hyperelastic models of seed 003 (Mooney-Rivlin, Yeoh) and the bulk-modulus volumetric term: Cauchy stresses
+-- against the textbook closed form, Mooney-Rivlin with c01 = 0 against the isochoric NeoHookean model, the volume
+-- change under load with and without the bulk term, presets and parameter errors. (Their gradients are in
+-- tests/gradient_spec.lua.)
+local cq = require "cq"
+
+-- A one-particle world of the given material (a table of fields) with F set; returns world, state.
+local function particle(dim, fields, F)
+  local w = cq.world { dim = dim, res = 8, n = 1, n_actuators = 1, precision = "f64" }
+  for k, v in pairs(fields) do w:fill(k, v) end
+  w:commit()
+  local s = w:state()
+  s:set("F", 1, F)
+  return w, s
+end
+
+-- Textbook Cauchy stress of Psi = W(I1bar, I2bar) + (K/2)(J - 1)^2 for F = diag(l) (3 stretches; Holzapfel 2000,
+-- eq. 6.103 in principal form): sigma_i = (2/J) dev[(W1 + I1bar W2) bbar - W2 bbar^2]_i + K (J - 1).
+local function closed_form(l, W, K)
+  local J = l[1] * l[2] * l[3]
+  local bb, I1bar, I2bar = {}, 0, 0
+  for i = 1, 3 do bb[i] = J ^ (-2 / 3) * l[i] * l[i]; I1bar = I1bar + bb[i] end
+  I2bar = bb[1] * bb[2] + bb[2] * bb[3] + bb[1] * bb[3]
+  local W1, W2 = W(I1bar, I2bar)
+  local t, mean = {}, 0
+  for i = 1, 3 do t[i] = 2 * ((W1 + I1bar * W2) * bb[i] - W2 * bb[i] * bb[i]); mean = mean + t[i] / 3 end
+  local sig = {}
+  for i = 1, 3 do sig[i] = (t[i] - mean) / J + K * (J - 1) end
+  return sig
+end
+
+local function rel(a, b) return math.abs(a - b) / math.max(1e-12, math.abs(b)) end
+
+local MODELS = {
+  mooney_rivlin = { fields = { material = "mooney_rivlin", c10 = 3, c01 = 1.2, bulk = 50 },
+    W = function() return 3, 1.2 end },
+  yeoh = { fields = { material = "yeoh", c10 = 3, c20 = -0.4, c30 = 0.25, bulk = 50 },
+    W = function(I1bar) local t = I1bar - 3; return 3 - 0.8 * t + 0.75 * t * t, 0 end },
+}
+
+describe("hyperelastic models (seed 003 Table 1)", function()
+  it("give the closed-form Cauchy stress under uniaxial stretch and a general volume-changing stretch (3D)", function()
+    for name, M in pairs(MODELS) do
+      for _, l in ipairs { { 1.5, 1 / math.sqrt(1.5), 1 / math.sqrt(1.5) }, { 0.7, 1.1, 1.05 }, { 2.2, 0.8, 0.9 } } do
+        local w, s = particle(3, M.fields, { l[1], 0, 0, 0, l[2], 0, 0, 0, l[3] })
+        local sig, e = w:stress(s), closed_form(l, M.W, M.fields.bulk)
+        local worst = math.max(rel(sig[0], e[1]), rel(sig[4], e[2]), rel(sig[8], e[3]))
+        for _, off in ipairs { 1, 2, 3, 5, 6, 7 } do worst = math.max(worst, math.abs(sig[off]) / math.abs(e[1])) end
+        print(string.format("  3D %-13s stretch (%.3f %.3f %.3f): sigma_11 %.10f (closed form %.10f), rel %.1e",
+          name, l[1], l[2], l[3], sig[0], e[1], worst))
+        assert.is_true(worst < 1e-12)
+      end
+    end
+  end)
+
+  it("are their plane-strain slices in 2D (out-of-plane stretch 1)", function()
+    for name, M in pairs(MODELS) do
+      for _, l in ipairs { { 1.4, 0.8 }, { 0.75, 1.2 } } do
+        local w, s = particle(2, M.fields, { l[1], 0, 0, l[2] })
+        local sig, e = w:stress(s), closed_form({ l[1], l[2], 1 }, M.W, M.fields.bulk)
+        local worst = math.max(rel(sig[0], e[1]), rel(sig[3], e[2]), math.abs(sig[1]) + math.abs(sig[2]))
+        print(string.format("  2D %-13s stretch (%.2f %.2f): sigma_11 %.10f (closed form %.10f), rel %.1e", name,
+          l[1], l[2], sig[0], e[1], worst))
+        assert.is_true(worst < 1e-12)
+      end
+    end
+  end)
+
+  it("Mooney-Rivlin with c01 = 0 is the isochoric NeoHookean model (and Yeoh with c20 = c30 = 0)", function()
+    -- Psi = (mu/2)(I1bar - 3) + (K/2)(J - 1)^2: sigma = (mu/J) dev(bbar) + K (J - 1) I, mu = 2 c10; a general F
+    local F = { 1.2, 0.3, -0.1, 0.05, 0.9, 0.2, 0.1, -0.15, 1.1 }
+    local mu, K = 4, 30
+    local mr_w, mr_s = particle(3, { material = "mooney_rivlin", c10 = mu / 2, c01 = 0, bulk = K }, F)
+    local ye_w, ye_s = particle(3, { material = "yeoh", c10 = mu / 2, bulk = K }, F)
+    local a, b = mr_w:stress(mr_s), ye_w:stress(ye_s)
+    -- the closed form, from b = F F^T
+    local Fm = function(i, j) return F[(i - 1) * 3 + j] end
+    local J = Fm(1, 1) * (Fm(2, 2) * Fm(3, 3) - Fm(2, 3) * Fm(3, 2)) - Fm(1, 2) * (Fm(2, 1) * Fm(3, 3) - Fm(2, 3) * Fm(3, 1))
+      + Fm(1, 3) * (Fm(2, 1) * Fm(3, 2) - Fm(2, 2) * Fm(3, 1))
+    local bm, tr = {}, 0
+    for i = 1, 3 do
+      bm[i] = {}
+      for j = 1, 3 do
+        local t = 0
+        for k = 1, 3 do t = t + Fm(i, k) * Fm(j, k) end
+        bm[i][j] = J ^ (-2 / 3) * t
+      end
+      tr = tr + bm[i][i]
+    end
+    local worst_mr, worst_ye = 0, 0
+    for i = 1, 3 do
+      for j = 1, 3 do
+        local e = mu / J * (bm[i][j] - (i == j and tr / 3 or 0)) + (i == j and K * (J - 1) or 0)
+        local k = (i - 1) * 3 + j - 1
+        worst_mr = math.max(worst_mr, math.abs(a[k] - e))
+        worst_ye = math.max(worst_ye, math.abs(b[k] - e))
+      end
+    end
+    print(string.format("  max |sigma - closed form|: mooney_rivlin (c01 = 0) %.1e, yeoh (c20 = c30 = 0) %.1e",
+      worst_mr, worst_ye))
+    assert.is_true(worst_mr < 1e-12 and worst_ye < 1e-12)
+  end)
+end)
+
+-- A square block (E = 10, nu = 0.3, density 1, side 0.25) standing on a sticky floor under gravity g = 6: the weight
+-- compresses its bottom by 10-25 %. Returns the worst |J - 1| after 1 s and the largest vertical
+-- compression of a particle (1 - F_yy).
+local function squeeze(material)
+  local robot = cq.robot { dim = 2 }
+  local h = 1 / 64
+  robot:box { offset = { 0.3, 3 * h }, size = { 0.25, 0.25 }, spacing = h / 2, material = material } -- on the floor
+  local world, s0 = robot:world { res = { 64, 64 }, dx = h, dt = 1e-2, substeps = 40, gravity = { 0, -6 },
+    walls = { all = { type = "sticky", thickness = 3 } } }
+  local memo = world:memo { steps = 100 }
+  memo:begin(s0)
+  for _ = 1, 100 do memo:step() end
+  local n, F, worst, strain = world.n, memo.state.F, 0, 0
+  for p = 0, n - 1 do
+    local J = F[p] * F[3 * n + p] - F[n + p] * F[2 * n + p]
+    worst = math.max(worst, math.abs(J - 1))
+    strain = math.max(strain, 1 - F[3 * n + p])
+  end
+  return worst, strain
+end
+
+describe("the bulk term (bulk/2)(J - 1)^2", function()
+  it("keeps J within 2 % of 1 (bulk = 100 E) where E and nu alone, and seed 000 eq. 14, change the volume by 20 %",
+    function()
+    local plain, strain = squeeze { E = 10, nu = 0.3 }
+    local eq14 = squeeze { E = 10, nu = 0.3, inc_p = 2 }
+    local bulk, strain_b = squeeze { E = 10, nu = 0.3, bulk = 1000 }
+    print(string.format("  max |J - 1| at %.0f %% compression: E, nu alone %.4f; + eq. 14 (p = 2) %.4f; " ..
+      "+ bulk = 100 E %.4f (compression %.0f %%)", 100 * strain, plain, eq14, bulk, 100 * strain_b))
+    assert.is_true(strain > 0.1 and strain_b > 0.1) -- the block is squeezed in both cases
+    assert.is_true(plain > 0.1 and eq14 > 0.1)     -- eq. 14 is no stiffer than nu alone (docs/api.md)
+    assert.is_true(bulk < 0.02)
+  end)
+end)
+
+describe("materials in the robot builder", function()
+  it("take presets and check each model's parameters at the call site", function()
+    local robot = cq.robot { dim = 2 }
+    robot:box { offset = { 0.1, 0.1 }, size = { 0.05, 0.05 }, spacing = 0.025, material = { preset = "dragonskin30" } }
+    local w = robot:world { res = { 16, 16 }, dx = 1 / 16, dt = 1e-8, substeps = 1 }
+    assert.are.equal(cq.MATERIAL.mooney_rivlin, w.params.material[0])
+    assert.are.equal(1.19e3, w.params.c10[0])
+    assert.are.equal(23.028e3, w.params.c01[0])
+    assert.are.equal(1.75e9, w.params.bulk[0])
+    local cases = {
+      { { model = "mooney_rivlin", c10 = 1, c01 = 1 }, "material.bulk is required by model mooney_rivlin" },
+      { { model = "mooney_rivlin", c10 = -1, c01 = 1, bulk = 5 }, "material.c10" },
+      { { model = "yeoh", c10 = 0, bulk = 5 }, "material.c10" },
+      { { model = "yeoh", c10 = 1, bulk = 0 }, "material.bulk" },
+      { { model = "ogre", E = 1 }, "material.model" },
+      { { preset = "rubber" }, "material.preset" },
+      { { E = 10, bulk = -1 }, "material.bulk" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(function() cq.robot { dim = 2 }:box { offset = { 0.1, 0.1 }, size = { 0.05, 0.05 },
+        material = c[1] } end)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(err):find(c[2], 1, true), tostring(err))
+    end
+  end)
+
+  it("refuses a hyperelastic particle without its bulk modulus at commit (engine check)", function()
+    local w = cq.world { dim = 2, res = 8, n = 1, n_actuators = 1 }
+    w:fill("material", "mooney_rivlin")
+    w:fill("c10", 1)
+    local ok, err = pcall(function() w:commit() end)
+    assert.is_false(ok)
+    print("  " .. tostring(err):gsub("\n.*", ""))
+    assert.is_truthy(tostring(err):find("bulk", 1, true))
+  end)
+end)
