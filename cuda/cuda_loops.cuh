@@ -63,20 +63,22 @@ __global__ void CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl 
   if (p < s.n) CQ_D(p2g)(&c, &s, &m, &ctl, p, grid, cache);
 }
 
-__global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, const cq_real* gridv, unsigned long long* key) {
+__global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv,
+                               unsigned long long* key) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned long long k = ULLONG_MAX;
   if (p < s.n) {
-    int check = CQ_D(g2p)(&c, &s, p, gridv);
+    int check = CQ_D(g2p)(&c, &s, &m, p, gridv);
     if (check != CQ_CHECK_OK) k = (unsigned long long)check * s.n + p;
   }
   CQ_D(cqk_min_key)(k, key);
 }
 
-__global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, const cq_real* gridv, cq_particles g1, cq_particles g0,
+__global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv, cq_particles g1,
+                                  cq_particles g0,
                                   cq_real* adj, const cq_real* C1) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(g2p_adj)(&c, &s, p, gridv, &g1, &g0, adj, C1);
+  if (p < s.n) CQ_D(g2p_adj)(&c, &s, &m, p, gridv, &g1, &g0, adj, C1);
 }
 
 __global__ void CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,
@@ -201,17 +203,19 @@ static int CQ_D(cuda_grid_update)(cqi_backend* b, const cq_substep* c, const cq_
   return CQ_OK;
 }
 
-static int CQ_D(cuda_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
+static int CQ_D(cuda_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
+                          const cq_real* gridv, cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
   TRY(reset_key(g));
-  LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, gridv, g->key);
+  LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, *m, gridv, g->key);
   return read_key(g, 1, bad);
 }
 
-static int CQ_D(cuda_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
+static int CQ_D(cuda_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                              const cq_real* gridv,
                               const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, gridv, *g1, *g0, adj, C1);
+  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, *m, gridv, *g1, *g0, adj, C1);
   return CQ_OK;
 }
 

@@ -60,12 +60,13 @@ typedef struct cqi_backend_ops {
   /* Grid update (eq. 7, boundaries): momentum and mass mp -> velocity v over the active region (v may alias mp). */
   int (*grid_update)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v);
   /* G2P (eqs. 8-11) in place, checking every particle's new state (CQ_CHECKS) into *bad. */
-  int (*g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad);
+  int (*g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* gridv,
+             cqi_check* bad);
 
   /* Adjoints, in reverse order: g2p_adj scatters dL/d(node velocity) into adj (cleared first) and writes g0->x, g0->F
    * from g1 (C1 = C of the state after the substep, may be NULL); grid_update_adj turns adj into dL/d(momentum,
    * mass) given the forward mp; p2g_adj gathers it into g0 and the parameter and control gradients. */
-  int (*g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
+  int (*g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* gridv,
                  const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1);
   int (*grid_update_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj);
   int (*p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,

@@ -17,12 +17,14 @@
   static int P##_grid_update(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {                 \
     return CQI_BY_DIM(b, P##_grid_update, c, mp, v);                                                               \
   }                                                                                                                \
-  static int P##_g2p(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) { \
-    return CQI_BY_DIM(b, P##_g2p, c, s, gridv, bad);                                                               \
+  static int P##_g2p(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,                     \
+                     const cq_real* gridv, cqi_check* bad) {                                                        \
+    return CQI_BY_DIM(b, P##_g2p, c, s, m, gridv, bad);                                                            \
   }                                                                                                                \
-  static int P##_g2p_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,         \
-                         const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {              \
-    return CQI_BY_DIM(b, P##_g2p_adj, c, s, gridv, g1, g0, adj, C1);                                               \
+  static int P##_g2p_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,           \
+                         const cq_real* gridv, const cq_particles* g1, cq_particles* g0, cq_real* adj,              \
+                         const cq_real* C1) {                                                                       \
+    return CQI_BY_DIM(b, P##_g2p_adj, c, s, m, gridv, g1, g0, adj, C1);                                            \
   }                                                                                                                \
   static int P##_grid_update_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {           \
     return CQI_BY_DIM(b, P##_grid_update_adj, c, mp, adj);                                                         \

@@ -124,23 +124,25 @@ static int CQ_D(cpu_grid_update)(cqi_backend* b, const cq_substep* c, const cq_r
   return CQ_OK;
 }
 
-static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_real* gridv, cqi_check* bad) {
+static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* gridv,
+                         cqi_check* bad) {
   cpu_backend* cb = (cpu_backend*)b;
   const int n = s->n;
   long key = LONG_MAX;
 #pragma omp parallel for schedule(static) num_threads(cb->threads) reduction(min : key)
   for (int p = 0; p < n; p++) {
-    long k = CQ_D(check_key)(CQ_D(g2p)(c, s, p, gridv), p, n);
+    long k = CQ_D(check_key)(CQ_D(g2p)(c, s, m, p, gridv), p, n);
     if (k < key) key = k;
   }
   CQ_D(check_from_key)(key, n, 1, bad);
   return CQ_OK;
 }
 
-static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_real* gridv,
-                             const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
+static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                             const cq_real* gridv, const cq_particles* g1, cq_particles* g0, cq_real* adj,
+                             const cq_real* C1) {
   cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(g2p_adj)(c, s, p, gridv, g1, g0, adj, C1))
+  CQI_FOR_SLABS(cb, CQ_D(g2p_adj)(c, s, m, p, gridv, g1, g0, adj, C1))
   return CQ_OK;
 }
 

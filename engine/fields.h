@@ -34,6 +34,8 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
   X(bulk, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
     "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; required by "      \
     "mooney_rivlin, yeoh)")                                                                                         \
+  X(visc, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
+    "dynamic viscosity mu_v: Cauchy stress mu_v (grad v + grad v^T), grad v = the APIC C (any material; 0 = off)")  \
   X(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
     "coefficient of (I1bar - 3): mooney_rivlin, yeoh")                                                              \
   X(c01, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \

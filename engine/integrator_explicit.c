@@ -86,7 +86,7 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
   TRY(op->grid_update(be, &c, ws->grid, ws->grid)); /* in place: momentum -> velocity */
-  TRY(op->g2p(be, &c, s, ws->grid, bad));
+  TRY(op->g2p(be, &c, s, &sim->view->params, ws->grid, bad));
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
 }
 
@@ -112,7 +112,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   TRY(op->grid_update(be, &c, ws->grid, ws->grid_v));
   /* adjoints in reverse: G2P (scatter), grid, P2G (gather) */
   TRY(op->grid_clear(be, ws->grid_adj));
-  TRY(op->g2p_adj(be, &c, s, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
+  TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
   cq_ctl_grads gc = {ws->gact, kc.force ? ws->gfext : NULL, out->gstress};
   TRY(op->p2g_adj(be, &c, s, &sim->view->params, &kc, ws->grid_adj, g0, out->gp, &gc, ws->cache));

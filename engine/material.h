@@ -10,6 +10,7 @@
 #include "material_neohookean.h"
 #include "material_mooney_rivlin.h"
 #include "material_yeoh.h"
+#include "material_fluid.h"
 #include "material_incompressible.h"
 
 /* A material header defines, with D = 2 or 3 and m->...[p] its parameters (fields.h):

@@ -66,6 +66,11 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
         q->tau[i][j] += t;
       }
   }
+  if (m->visc[p] > 0) { /* viscosity: tau += J mu_v (C + C^T), the Kirchhoff form of mu_v (grad v + grad v^T) */
+    cq_real kv = CQ_D(det)(q->F) * m->visc[p];
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) q->tau[i][j] += kv * (q->Cm[i][j] + q->Cm[j][i]);
+  }
   cq_real k = -4 * c->inv_dx * c->inv_dx * c->dt * q->vol0;
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
@@ -180,6 +185,19 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   if (gc->force)
     for (int a = 0; a < D; a++) gc->force[a * n + p] = gf[a];
   CQ_D(material_P_vjp)(m, p, q.F, gP, gF, &g);
+  cq_real gCv[D][D] = {{0}}; /* viscosity: tau += J mu_v (C + C^T) */
+  if (m->visc[p] > 0) {
+    cq_real A[D][D], sym = 0;
+    cq_real J = CQ_D(inv_t)(q.F, A);
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) {
+        sym += gtau[i][j] * (q.Cm[i][j] + q.Cm[j][i]);
+        gCv[i][j] = J * m->visc[p] * (gtau[i][j] + gtau[j][i]);
+      }
+    g.visc = J * sym;
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) gF[i][j] += m->visc[p] * sym * J * A[i][j]; /* dJ = J F^-T : dF */
+  }
   g.mass = gm;
 #define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
   CQ_PARAM_FIELDS(CQI_ACCUMULATE)
@@ -188,7 +206,7 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     gs->x[a * n + p] += gx[a];
     gs->v[a * n + p] = gv[a];
     for (int b = 0; b < D; b++) {
-      gs->C[(a * D + b) * n + p] = q.m * gG[a][b]; /* eq. A76 */
+      gs->C[(a * D + b) * n + p] = q.m * gG[a][b] + gCv[a][b]; /* eq. A76 (+ viscosity) */
       gs->F[(a * D + b) * n + p] += gF[a][b];
     }
   }

@@ -13,8 +13,10 @@ local materials = {
   { name = "neohookean+incompressible", model = "neohookean", inc_p = 2, kinds = { "E", "nu" } },
   { name = "neohookean+bulk", model = "neohookean", params = { bulk = 30 }, kinds = { "E", "nu", "bulk" },
     bcs = { "friction", "moving" } },
-  { name = "mooney_rivlin", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 40 },
-    kinds = { "c10", "c01", "bulk" }, bcs = { "friction", "moving" } },
+  { name = "mooney_rivlin+visc", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 40, visc = 0.2 },
+    kinds = { "c10", "c01", "bulk", "visc" }, bcs = { "friction", "moving" } },
+  { name = "fluid", model = "fluid", params = { bulk = 35, visc = 0.4 }, kinds = { "bulk", "visc" },
+    bcs = { "friction", "moving" } },
   { name = "yeoh", model = "yeoh", params = { c10 = 4, c20 = 3, c30 = 5, bulk = 40 }, strain = 0.1,
     kinds = { "c10", "c20", "c30", "bulk" }, bcs = { "friction", "moving" } },
 }

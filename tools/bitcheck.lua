@@ -7,7 +7,7 @@
 -- References (tools/bitcheck/): ref-<commit>.txt from the default build, ref-<commit>-exact.txt from a build without
 -- fused multiply-adds, which fixes every result by the order of operations in the source:
 --   make BUILD=build-exact FP_CONTRACT=off NVCC= && build-exact/bin/cqlua tools/bitcheck.lua compare \
---     tools/bitcheck/ref-d582183-exact.txt
+--     tools/bitcheck/ref-b6e6b01-exact.txt
 -- With contraction on (-ffp-contract=fast), GCC decides which a*b + c to fuse after inlining, so moving a formula
 -- into its own function can change the last bits of a result without changing the math.
 --

@@ -2,25 +2,27 @@
 --- presets. A material is { model = <engine model name>, density, <the model's parameters> } or { preset = name,
 --- <overrides> }. Models and the parameters they read (engine/material_<model>.h; stresses in the caller's units):
 ---   neohookean, corotated: E, nu (+ optional inc_p, seed 000 eq. 14; + optional bulk)
----   mooney_rivlin: c10, c01, bulk (K = 2 / D1);  yeoh: c10, c20, c30, bulk
+---   mooney_rivlin: c10, c01, bulk (K = 2 / D1);  yeoh: c10, c20, c30, bulk;  fluid: bulk (its lambda)
+--- visc (dynamic viscosity) adds mu_v (grad v + grad v^T) to any model.
 --- bulk adds (bulk/2)(J - 1)^2 to any model: the volumetric stiffness that keeps J near 1 (docs/api.md).
 local check = require "cq._check"
 local M = {}
 
 local KEYS = check.option_set("robot material",
-  { "preset", "model", "E", "nu", "density", "inc_p", "bulk", "c10", "c01", "c20", "c30" })
+  { "preset", "model", "E", "nu", "density", "inc_p", "bulk", "visc", "c10", "c01", "c20", "c30" })
 
 --- Presets (SI units: Pa, kg/m^3). dragonskin30: seed 003's Mooney-Rivlin fit of DragonSkin-30 silicone (its table
 --- calls them C01 = 1.19 kPa on I1bar and C10 = 23.028 kPa on I2bar; here the usual names: c10 multiplies I1bar),
 --- 1/D1 = k/2 with k = 1.75 GPa; density 1080 kg/m^3 (Smooth-On's datasheet).
 M.presets = {
   dragonskin30 = { model = "mooney_rivlin", c10 = 1.19e3, c01 = 23.028e3, bulk = 1.75e9, density = 1080 },
+  water = { model = "fluid", bulk = 2.2e9, visc = 1.0e-3, density = 1000 }, -- at 20 C
 }
 
 -- The parameters each model needs (besides density).
 local NEEDS = {
   neohookean = { "E", "nu" }, corotated = { "E", "nu" },
-  mooney_rivlin = { "c10", "c01", "bulk" }, yeoh = { "c10", "bulk" },
+  mooney_rivlin = { "c10", "c01", "bulk" }, yeoh = { "c10", "bulk" }, fluid = { "bulk" },
 }
 
 --- Fills defaults and checks a material table (where: the caller, for messages). Returns a new table with every
@@ -42,10 +44,10 @@ function M.resolve(where, m)
   for k in pairs(NEEDS) do models[#models + 1] = k end
   table.sort(models)
   check.oneof(where, "material.model", model, models)
-  local hyper = model == "mooney_rivlin" or model == "yeoh"
+  local hyper = model == "mooney_rivlin" or model == "yeoh" or model == "fluid" -- no E, nu; bulk required
   local out = { model = model, density = get("density") or 1, inc_p = get("inc_p") or 0, bulk = get("bulk") or 0,
     E = get("E") or 10, nu = get("nu") or 0.3, c10 = get("c10") or 0, c01 = get("c01") or 0, c20 = get("c20") or 0,
-    c30 = get("c30") or 0 }
+    c30 = get("c30") or 0, visc = get("visc") or 0 }
   for _, k in ipairs(NEEDS[model]) do
     if hyper and get(k) == nil then
       check.raise(string.format("%s: material.%s is required by model %s (needs %s)", where, k, model,
@@ -53,6 +55,7 @@ function M.resolve(where, m)
     end
   end
   check.number(where, "material.density", out.density, 0, math.huge, { open_lo = true })
+  check.number(where, "material.visc", out.visc, 0, math.huge)
   check.number(where, "material.bulk", out.bulk, 0, math.huge, { open_lo = hyper })
   if hyper then
     if model == "mooney_rivlin" then
@@ -61,7 +64,7 @@ function M.resolve(where, m)
       if not (out.c10 + out.c01 > 0) then
         check.raise(where .. ": material.c10 + material.c01 must be > 0 (got " .. out.c10 + out.c01 .. ")")
       end
-    else
+    elseif model == "yeoh" then
       check.number(where, "material.c10", out.c10, 0, math.huge, { open_lo = true })
       check.number(where, "material.c20", out.c20, -math.huge, math.huge)
       check.number(where, "material.c30", out.c30, -math.huge, math.huge)
@@ -75,6 +78,6 @@ function M.resolve(where, m)
 end
 
 --- The per-particle engine fields a resolved material sets (besides material, mass and vol0).
-M.fields = { "E", "nu", "inc_p", "bulk", "c10", "c01", "c20", "c30" }
+M.fields = { "E", "nu", "inc_p", "bulk", "visc", "c10", "c01", "c20", "c30" }
 
 return M

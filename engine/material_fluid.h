@@ -1,0 +1,23 @@
+/* Newtonian fluid (seed 003 sec. 2.2): Psi = (bulk/2)(J - 1)^2 only, the particle's volumetric term (material.h),
+ * with F reset to J^(1/d) I after every substep (engine/g2p.h, fluid_reset) so that shear never accumulates in F;
+ * optional viscosity through the per-particle field visc (engine/p2g.h), which any material can carry. This file holds
+ * its (zero) deviatoric stress, wave modulus and checks. Per dimension. */
+
+CQ_HD void CQ_D(mat_fluid_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < D; j++) P[i][j] = 0;
+}
+
+CQ_HD void CQ_D(mat_fluid_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                 cq_real gF[D][D], cq_pgrad* g) {}
+
+/* No shear stiffness: the bulk term adds K to the P-wave modulus. */
+CQ_HD cq_real CQ_D(mat_fluid_modulus)(const cq_params* m, int p) { return 0; }
+
+static inline int CQ_D(mat_fluid_check)(const cq_params* m, int p, char* why, int len) {
+  if (!(m->bulk[p] > 0)) {
+    snprintf(why, len, "bulk (the fluid's bulk modulus lambda) must be > 0 (got %g)", (double)m->bulk[p]);
+    return 0;
+  }
+  return 1;
+}
