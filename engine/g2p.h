@@ -37,26 +37,9 @@ CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p
   return CQ_D(check_values)(c, x, v, C, F);
 }
 
-/* A fluid particle's F after the update is reset to J^(1/d) I (seed 003 sec. 2.2): its stress depends on J only, and
- * the shear that F would otherwise accumulate is dropped. fluid_reset does it in place; fluid_reset_adj turns the
- * gradient w.r.t. the reset F into the gradient w.r.t. the updated F (Fu): g -> (tr(g) r / d) Fu^-T, r = J^(1/d). */
-CQ_HD void CQ_D(fluid_reset)(cq_real F[D][D]) {
-  cq_real r = cq_pow(CQ_D(det)(F), (cq_real)1 / D);
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) F[a][b] = a == b ? r : 0;
-}
-
-CQ_HD void CQ_D(fluid_reset_adj)(const cq_real Fu[D][D], cq_real g[D][D]) {
-  cq_real A[D][D], tr = 0;
-  cq_real J = CQ_D(inv_t)(Fu, A);
-  for (int a = 0; a < D; a++) tr += g[a][a];
-  cq_real k = tr * cq_pow(J, (cq_real)1 / D) / D;
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) g[a][b] = k * A[a][b];
-}
-
 /* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
- * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F (reset for fluids), x = x + dt v. Returns
+ * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F (then the material's projection, material.h),
+ * x = x + dt v. Returns
  * particle_check of the new state. */
 CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, int p, const cq_real* gridv) {
   int n = s->n;
@@ -89,7 +72,7 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
       s->C[(a * D + b) * n + p] = Cn[a][b];
     }
   }
-  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset)(Fn);
+  CQ_D(material_project_F)(m, p, Fn); /* fluids: F -> J^(1/d) I */
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) s->F[(a * D + b) * n + p] = Fn[a][b];
   return CQ_D(check_values)(c, x, v, Cn, Fn); /* on the values still in registers */
@@ -129,7 +112,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     gv[a] = g1->v[a * n + p] + c->dt * gx[a]; /* eq. A47 */
     for (int b = 0; b < D; b++) gF1[a][b] = g1->F[(a * D + b) * n + p];
   }
-  if (m->material[p] == CQ_MAT_FLUID) { /* through the reset: gradient w.r.t. the updated F = (I + dt C^{n+1}) F */
+  if (CQ_D(material_projects_F)(m, p)) { /* through the projection: w.r.t. the updated F = (I + dt C^{n+1}) F */
     cq_real Fu[D][D];
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) {
@@ -137,7 +120,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
         for (int k = 0; k < D; k++) t += c->dt * Cn[a][k] * F[k][b];
         Fu[a][b] = t;
       }
-    CQ_D(fluid_reset_adj)(Fu, gF1);
+    CQ_D(material_project_F_adj)(m, p, Fu, gF1);
   }
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) {

@@ -10,9 +10,10 @@
 
 typedef struct {
   cq_real F[3][3], A[3][3], C[3][3], FC[3][3]; /* F, F^-T, F^T F, F C */
-  cq_real J, I1, I2, a, I1bar, I2bar;
+  cq_real J, I1, I2, a, I1bar;
 } cqi_iso;
 
+/* Its own 3x3 cofactor: this header is dimension-free and included before smallmat.h's 3D instances exist. */
 CQ_HD void cqi_iso_from(const cq_real F[3][3], cqi_iso* q) {
   cq_real cof[3][3];
   cof[0][0] = F[1][1] * F[2][2] - F[1][2] * F[2][1];
@@ -46,7 +47,6 @@ CQ_HD void cqi_iso_from(const cq_real F[3][3], cqi_iso* q) {
   q->I2 = (q->I1 * q->I1 - CC) / 2;
   q->a = cq_pow(q->J, (cq_real)(-2.0 / 3.0));
   q->I1bar = q->a * q->I1;
-  q->I2bar = q->a * q->a * q->I2;
 }
 
 /* P += psi1 dI1bar/dF + psi2 dI2bar/dF. */

@@ -21,28 +21,24 @@
 
 /* The volumetric term (K/2)(J - 1)^2 with K = the particle's bulk modulus, through the 3D helpers. */
 CQ_HD void CQ_D(volumetric_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
-  cq_real F3[3][3], P3[3][3] = {{0}};
+  cq_real P3[3][3] = {{0}};
   cqi_iso q;
-  CQ_D(embed3)(F, F3);
-  cqi_iso_from(F3, &q);
+  CQ_D(iso_load)(F, &q, NULL, NULL);
   cqi_vol_P(&q, m->bulk[p], P3);
   CQ_D(add_block)(P3, P);
 }
 
 CQ_HD void CQ_D(volumetric_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
                                   cq_real gF[D][D], cq_pgrad* g) {
-  cq_real F3[3][3], gP3[3][3], gF3[3][3] = {{0}};
+  cq_real gP3[3][3], gF3[3][3] = {{0}};
   cqi_iso q;
-  CQ_D(embed3)(F, F3);
-  CQ_D(embed3_zero)(gP, gP3);
-  cqi_iso_from(F3, &q);
+  CQ_D(iso_load)(F, &q, gP, gP3);
   cqi_vol_P_vjp(&q, m->bulk[p], gP3, gF3, &g->bulk);
   CQ_D(add_block)(gF3, gF);
 }
 
 /* P(F) of particle p's model, plus the incompressibility term when inc_p > 0 and the volumetric term when
- * bulk > 0. The dispatch is an if-chain after a
- * range assumption (material ids are validated before every step), so the compiler drops the impossible path. */
+ * bulk > 0. The dispatch is an if-chain after a range assumption (material ids are validated before every step), so the compiler drops the impossible path. */
 CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
   const unsigned model = m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE(); /* commit rejects other ids */
@@ -65,6 +61,19 @@ CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D]
 #undef CQI_CASE
   if (m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
   if (m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
+}
+
+/* Projection of F after the G2P update (seed 003 sec. 2.2: a fluid keeps only its volume change). Models without
+ * one leave F as it is; material_projects_F says whether the adjoint must go through it. */
+CQ_HD int CQ_D(material_projects_F)(const cq_params* m, int p) { return m->material[p] == CQ_MAT_FLUID; }
+
+CQ_HD void CQ_D(material_project_F)(const cq_params* m, int p, cq_real F[D][D]) {
+  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset)(F);
+}
+
+/* g (dL/d projected F) -> dL/d(updated F) Fu, in place. */
+CQ_HD void CQ_D(material_project_F_adj)(const cq_params* m, int p, const cq_real Fu[D][D], cq_real g[D][D]) {
+  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset_adj)(Fu, g);
 }
 
 /* P-wave modulus of particle p (model plus incompressibility and volumetric terms), for the stable time step. */

@@ -1,5 +1,6 @@
 /* Newtonian fluid (seed 003 sec. 2.2): Psi = (bulk/2)(J - 1)^2 only, the particle's volumetric term (material.h),
- * with F reset to J^(1/d) I after every substep (engine/g2p.h, fluid_reset) so that shear never accumulates in F;
+ * with F reset to J^(1/d) I after every substep (fluid_reset, called by G2P through material_project_F) so that
+ * shear never accumulates in F;
  * optional viscosity through the per-particle field visc (engine/p2g.h), which any material can carry. This file holds
  * its (zero) deviatoric stress, wave modulus and checks. Per dimension. */
 
@@ -13,6 +14,23 @@ CQ_HD void CQ_D(mat_fluid_P_vjp)(const cq_params* m, int p, const cq_real F[D][D
 
 /* No shear stiffness: the bulk term adds K to the P-wave modulus. */
 CQ_HD cq_real CQ_D(mat_fluid_modulus)(const cq_params* m, int p) { return 0; }
+
+/* The reset F -> J^(1/d) I after the G2P update, and its adjoint: the gradient w.r.t. the reset F (g, in place)
+ * becomes the gradient w.r.t. the updated F (Fu): g -> (tr(g) r / d) Fu^-T, r = J^(1/d). */
+CQ_HD void CQ_D(fluid_reset)(cq_real F[D][D]) {
+  cq_real r = cq_pow(CQ_D(det)(F), (cq_real)1 / D);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) F[a][b] = a == b ? r : 0;
+}
+
+CQ_HD void CQ_D(fluid_reset_adj)(const cq_real Fu[D][D], cq_real g[D][D]) {
+  cq_real A[D][D], tr = 0;
+  cq_real J = CQ_D(inv_t)(Fu, A);
+  for (int a = 0; a < D; a++) tr += g[a][a];
+  cq_real k = tr * cq_pow(J, (cq_real)1 / D) / D;
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) g[a][b] = k * A[a][b];
+}
 
 static inline int CQ_D(mat_fluid_check)(const cq_params* m, int p, char* why, int len) {
   if (!(m->bulk[p] > 0)) {

@@ -5,10 +5,9 @@
  * modulus, checks. Per dimension. */
 
 CQ_HD void CQ_D(mat_mooney_rivlin_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
-  cq_real F3[3][3], P3[3][3] = {{0}};
+  cq_real P3[3][3] = {{0}};
   cqi_iso q;
-  CQ_D(embed3)(F, F3);
-  cqi_iso_from(F3, &q);
+  CQ_D(iso_load)(F, &q, NULL, NULL);
   cqi_iso_P(&q, m->c10[p], m->c01[p], P3);
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) P[i][j] = 0;
@@ -17,11 +16,9 @@ CQ_HD void CQ_D(mat_mooney_rivlin_P)(const cq_params* m, int p, const cq_real F[
 
 CQ_HD void CQ_D(mat_mooney_rivlin_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
                                          cq_real gF[D][D], cq_pgrad* g) {
-  cq_real F3[3][3], gP3[3][3], gF3[3][3] = {{0}}, g_psi1, g_psi2;
+  cq_real gP3[3][3], gF3[3][3] = {{0}}, g_psi1, g_psi2;
   cqi_iso q;
-  CQ_D(embed3)(F, F3);
-  CQ_D(embed3_zero)(gP, gP3);
-  cqi_iso_from(F3, &q);
+  CQ_D(iso_load)(F, &q, gP, gP3);
   cqi_iso_P_vjp(&q, m->c10[p], m->c01[p], gP3, gF3, &g_psi1, &g_psi2);
   CQ_D(add_block)(gF3, gF);
   g->c10 += g_psi1;

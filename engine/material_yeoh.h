@@ -9,10 +9,9 @@ CQ_HD cq_real CQ_D(yeoh_psi1)(const cq_params* m, int p, cq_real t, cq_real* dps
 }
 
 CQ_HD void CQ_D(mat_yeoh_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
-  cq_real F3[3][3], P3[3][3] = {{0}}, dpsi1;
+  cq_real P3[3][3] = {{0}}, dpsi1;
   cqi_iso q;
-  CQ_D(embed3)(F, F3);
-  cqi_iso_from(F3, &q);
+  CQ_D(iso_load)(F, &q, NULL, NULL);
   cqi_iso_P(&q, CQ_D(yeoh_psi1)(m, p, q.I1bar - 3, &dpsi1), 0, P3);
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) P[i][j] = 0;
@@ -22,11 +21,9 @@ CQ_HD void CQ_D(mat_yeoh_P)(const cq_params* m, int p, const cq_real F[D][D], cq
 /* P = psi1(I1bar) dI1bar/dF: the adjoint at fixed psi1, then psi1's own dependence on I1bar and the parameters. */
 CQ_HD void CQ_D(mat_yeoh_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
                                 cq_real gF[D][D], cq_pgrad* g) {
-  cq_real F3[3][3], gP3[3][3], gF3[3][3] = {{0}}, g_psi1, g_psi2, dpsi1;
+  cq_real gP3[3][3], gF3[3][3] = {{0}}, g_psi1, g_psi2, dpsi1;
   cqi_iso q;
-  CQ_D(embed3)(F, F3);
-  CQ_D(embed3_zero)(gP, gP3);
-  cqi_iso_from(F3, &q);
+  CQ_D(iso_load)(F, &q, gP, gP3);
   cq_real t = q.I1bar - 3, psi1 = CQ_D(yeoh_psi1)(m, p, t, &dpsi1);
   cqi_iso_P_vjp(&q, psi1, 0, gP3, gF3, &g_psi1, &g_psi2);
   cqi_iso_P(&q, g_psi1 * dpsi1, 0, gF3); /* gF += (dL/dpsi1) (dpsi1/dI1bar) dI1bar/dF */

@@ -18,3 +18,12 @@ CQ_HD void CQ_D(embed3_zero)(const cq_real gP[D][D], cq_real g3[3][3]) {
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) g3[i][j] = i < D && j < D ? gP[i][j] : 0;
 }
+
+/* The 3D invariants of particle F (embedded) and, when gP is given, gP embedded as g3: the common start of every
+ * model written in 3D (isochoric.h). */
+CQ_HD void CQ_D(iso_load)(const cq_real F[D][D], cqi_iso* q, const cq_real (*gP)[D], cq_real g3[3][3]) {
+  cq_real F3[3][3];
+  CQ_D(embed3)(F, F3);
+  cqi_iso_from(F3, q);
+  if (gP) CQ_D(embed3_zero)(gP, g3);
+}
