@@ -36,11 +36,15 @@ end
 
 local function field_len(w, f) return (f == "x" or f == "v") and w.n * w.dim or w.n * w.dim * w.dim end
 
-local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2 } }
+-- { model, inc_p, more parameters, label }: every material and optional term of the engine (as tests/gradient_spec.lua)
+local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, nil, "neohookean+incompressible" },
+  { "neohookean", 0, { bulk = 30 }, "neohookean+bulk" },
+  { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 40, visc = 0.2 }, "mooney_rivlin+visc" },
+  { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.4 } } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 local function scene_opts(dim, mat, bc, precision, backend)
-  return { dim = dim, material = mat[1], inc_p = mat[2], bc = bc == "moving" and "friction" or bc,
+  return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
     moving = bc == "moving", precision = precision, backend = backend }
 end
 
@@ -90,7 +94,7 @@ for _, precision in ipairs { "f32", "f64" } do
     describe(string.format("CUDA vs CPU, %dD %s", dim, precision), function()
       for _, mat in ipairs(materials) do
         for _, bc in ipairs(bcs) do
-          local name = mat[1] .. (mat[2] > 0 and "+incompressible" or "") .. ", " .. bc .. " walls"
+          local name = (mat[4] or mat[1]) .. ", " .. bc .. " walls"
           gpu_it("forward states over 100 steps, " .. name, precision, function()
             local wc, sc = G.scene(scene_opts(dim, mat, bc, precision, "cpu"))
             local wg, sg = G.scene(scene_opts(dim, mat, bc, precision, "cuda"))
