@@ -47,10 +47,13 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
   X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                            \
     "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                             \
   X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "actuation axis: stress diagonal (material space) of a stress actuator, force direction of a force actuator")   \
+    "actuation axis: stress diagonal (material space) of a stress actuator, force direction of a force actuator, "  \
+    "reference wall normal N of a chamber (from the cavity into the solid, times the chamber's max pressure)")      \
   X(act_w, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_CLOSED,                                     \
     "actuation weight: scales the stress or force of the particle's actuator (a design variable for actuator "     \
     "placement; 1 = full, 0 = passive)")                                                                            \
+  X(wall_area, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                 \
+    "reference area dA of the chamber wall this particle carries (2D: length per unit depth; 0 = none)")           \
   X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, CQ_MAT_NEOHOOKEAN, 0, 0, CQ_CUSTOM,                            \
     "constitutive model (a material id, see cq_name(CQ_LIST_MATERIAL, ...))")                                        \
   X(act_id, int32_t, CQ_TYPE_I32, CQ_SHAPE_SCALAR, 0, -1, 0, 0, CQ_CUSTOM, "actuator index (0-based), -1 = none")

@@ -1,5 +1,6 @@
-/* Particle-to-grid stage (seed 000 eqs. 4-6 with actuation eqs. 15-16, and a per-particle user actuation stress A_p
- * from actuators written in Lua: tau += F A_p F^T, eq. 15 with a full tensor) and its adjoint (Appendix A.2.4: F, G, H, I,
+/* Particle-to-grid stage (seed 000 eqs. 4-6 with actuation eqs. 15-16, a per-particle user actuation stress A_p
+ * from actuators written in Lua: tau += F A_p F^T, eq. 15 with a full tensor, and the chamber pressure of seed 003
+ * eqs. 14-16: f = p J F^-T N dA) and its adjoint (Appendix A.2.4: F, G, H, I,
  * J, K and eq. A90), per particle. Included once per dimension by kernels.h. */
 
 /* Per-particle quantities of P2G that forward and adjoint share. */
@@ -9,7 +10,8 @@ typedef struct {
   cq_real P[D][D];   /* elastic first Piola-Kirchhoff stress */
   cq_real tau[D][D]; /* Kirchhoff stress P F^T + F A F^T */
   cq_real G[D][D];   /* -(4/dx^2) dt V0 tau + m C  (eq. 5) */
-  cq_real f[D];      /* actuation force (force actuators) */
+  cq_real f[D];      /* actuation force (force actuators, chamber walls) */
+  cq_real ua;        /* the actuation this particle feels: u of its actuator times act_w */
   cq_real A[D][D];   /* material-space actuation stress: diag(u axis) of a stress actuator + the user's A_p */
   int act, act_kind, actuated; /* actuated: A may be non-zero */
 } CQ_D(cqi_p2g);
@@ -43,12 +45,18 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   q->vol0 = m->vol0[p];
   q->act = m->act_id[p];
   q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
-  cq_real ua = q->act >= 0 ? ctl->u[q->act] * m->act_w[p] : 0; /* the actuation this particle feels */
+  cq_real ua = q->ua = q->act >= 0 ? ctl->u[q->act] * m->act_w[p] : 0;
   q->actuated = q->act_kind == CQ_ACT_STRESS || ctl->stress;
   for (int a = 0; a < D; a++) {
     q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (ctl->force ? ctl->force[a * n + p] : 0);
     for (int b = 0; b < D; b++) q->A[a][b] = ctl->stress ? ctl->stress[(a * D + b) * n + p] : 0;
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * m->act_axis[a * n + p];
+  }
+  if (q->act_kind == CQ_ACT_CHAMBER) { /* Nanson: n da = J F^-T N dA = cof(F) N dA, so f = p cof(F) N dA */
+    cq_real cof[D][D];
+    CQ_D(cofactor)(q->F, cof);
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) q->f[a] += ua * m->wall_area[p] * cof[a][b] * m->act_axis[b * n + p];
   }
   if (cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
@@ -159,6 +167,19 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   cq_real ga = 0; /* dL/d(u act_w): split into dL/du and dL/dact_w below */
   if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
+  if (q.act_kind == CQ_ACT_CHAMBER) { /* f = ua dA cof(F) N: d/d(ua), d/d(dA), and cof's own adjoint into gF */
+    cq_real cof[D][D], gcof[D][D], gfN = 0, dA = m->wall_area[p];
+    CQ_D(cofactor)(q.F, cof);
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) {
+        cq_real N = m->act_axis[b * n + p];
+        gfN += gf[a] * cof[a][b] * N;
+        gcof[a][b] = q.ua * dA * gf[a] * N;
+      }
+    ga += gfN * dA;
+    g.wall_area = gfN * q.ua;
+    CQ_D(cofactor_vjp)(q.F, gcof, gF);
+  }
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];
     CQ_D(mm)(q.F, q.A, FA);

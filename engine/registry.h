@@ -17,7 +17,9 @@
 #define CQ_ACTUATOR_KINDS(X)                                                                              \
   X(STRESS, stress, "material-space stress diag(u act_axis) added as F A F^T to the Kirchhoff stress (eq. 15)") \
   X(FORCE, force, "force u act_axis on each particle (eq. 16)")                                          \
-  X(CABLE, cable, "contract-only cable through listed particles, forces from its energy (eq. 17)")
+  X(CABLE, cable, "contract-only cable through listed particles, forces from its energy (eq. 17)")          \
+  X(CHAMBER, chamber, "pneumatic chamber: pressure u on its wall particles, force u J F^-T act_axis wall_area "   \
+    "(Nanson's relation, seed 003 eqs. 14-16)")
 
 /* Constitutive models: one header engine/material_<name>.h each (see material.h). */
 #define CQ_MATERIALS(X)                                                                                   \

@@ -58,6 +58,25 @@ CQ_HD void CQ_D(cofactor)(const cq_real A[D][D], cq_real out[D][D]) {
     }
 #endif
 }
+/* gA += gcof : d cof(A)/dA (each cofactor is a (D-1)x(D-1) minor, linear in each entry it holds). */
+CQ_HD void CQ_D(cofactor_vjp)(const cq_real A[D][D], const cq_real gcof[D][D], cq_real gA[D][D]) {
+#if D == 2
+  gA[1][1] += gcof[0][0];
+  gA[1][0] -= gcof[0][1];
+  gA[0][1] -= gcof[1][0];
+  gA[0][0] += gcof[1][1];
+#else
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+      cq_real g = gcof[i][j];
+      gA[i1][j1] += g * A[i2][j2];
+      gA[i2][j2] += g * A[i1][j1];
+      gA[i1][j2] -= g * A[i2][j1];
+      gA[i2][j1] -= g * A[i1][j2];
+    }
+#endif
+}
 /* A^{-T}; returns det(A). The caller checks det != 0 where it matters. */
 CQ_HD cq_real CQ_D(inv_t)(const cq_real A[D][D], cq_real out[D][D]) {
   cq_real J = CQ_D(det)(A);

@@ -7,8 +7,9 @@ local function prand(i, salt) return math.sin(12.9898 * i + 78.233 * salt) * 437
 M.prand = prand
 
 --- A block of side^dim particles (2 per cell) moving toward the floor and the left wall, half of it actuated
---- (actuator 1: stress, actuator 2: force). opts: dim, material, inc_p, params ({field = value}: more per-particle
---- parameters), bc, friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread).
+--- (actuator 1: stress, actuator 2: force, or a chamber with opts.act2 = "chamber": its particles carry a wall
+--- normal and area). opts: dim, material, inc_p, params ({field = value}: more per-particle parameters), bc,
+--- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2.
 function M.scene(opts)
   local dim = opts.dim
   local side = opts.side or (dim == 2 and 6 or 4)
@@ -32,6 +33,12 @@ function M.scene(opts)
   w:fill("act_id", function(p) return p % 3 == 0 and 0 or (p % 3 == 1 and 1 or -1) end)
   w:fill("act_axis", dim == 2 and { 0.3, 1 } or { 0.3, 1, -0.5 })
   w:fill("act_w", function(p) return 1 + 0.2 * prand(p, 5) end)
+  if opts.act2 == "chamber" then -- wall normals (times a max pressure of 8) and areas that vary per particle
+    for p = 1, n do
+      if p % 3 == 1 then w:fill("act_axis", { 8 * prand(p, 6), 8 * prand(p, 7), dim == 3 and 8 * prand(p, 8) or nil }, p, p) end
+    end
+    w:fill("wall_area", function(p) return p % 3 == 1 and 0.5 + 0.2 * prand(p, 9) or 0 end)
+  end
   -- more model parameters (opts.params = {name = typical value}), each varied by +-20 % across particles
   local salt = 6
   for _, name in ipairs(opts.params and M.param_kinds or {}) do
@@ -42,7 +49,7 @@ function M.scene(opts)
     end
   end
   w:set_actuator(1, "stress")
-  w:set_actuator(2, "force")
+  w:set_actuator(2, opts.act2 or "force")
   w:commit()
   local s = w:state()
   local p = 0

@@ -36,16 +36,18 @@ end
 
 local function field_len(w, f) return (f == "x" or f == "v") and w.n * w.dim or w.n * w.dim * w.dim end
 
--- { model, inc_p, more parameters, label }: every material and optional term of the engine (as tests/gradient_spec.lua)
+-- { model, inc_p, more parameters, label, actuator 2 kind }: every material, optional term and actuator kind of the
+-- engine (as tests/gradient_spec.lua)
 local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, nil, "neohookean+incompressible" },
   { "neohookean", 0, { bulk = 30 }, "neohookean+bulk" },
   { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 40, visc = 0.2 }, "mooney_rivlin+visc" },
-  { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.4 } } }
+  { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.4 } },
+  { "neohookean", 0, nil, "neohookean, chamber", "chamber" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 local function scene_opts(dim, mat, bc, precision, backend)
   return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
-    moving = bc == "moving", precision = precision, backend = backend }
+    moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5] }
 end
 
 describe("backend selection", function()

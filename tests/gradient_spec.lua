@@ -1,6 +1,6 @@
 -- Finite-difference checks (float64, central differences with Richardson extrapolation, steps from G.steps) of every gradient kind:
--- initial x, v, C, F, the actuation of every control step (stress and force actuators), per-particle E, nu, mass
--- and rest volume, for each material, each boundary type (and a moving, vibrating floor), in 2D and 3D, over
+-- initial x, v, C, F, the actuation of every control step (stress, force and chamber actuators), every
+-- differentiable per-particle parameter (E, nu, mass, rest volume, each material's own, a chamber wall's area), for each material, each boundary type (and a moving, vibrating floor), in 2D and 3D, over
 -- 100 steps with collisions against the walls and a running loss at the middle step.
 local G = require "tests._grad"
 
@@ -19,6 +19,9 @@ local materials = {
     bcs = { "friction", "moving" } },
   { name = "yeoh", model = "yeoh", params = { c10 = 4, c20 = 3, c30 = 5, bulk = 40 }, strain = 0.1,
     kinds = { "c10", "c20", "c30", "bulk" }, bcs = { "friction", "moving" } },
+  -- actuator 2 a pneumatic chamber: gradients w.r.t. the pressure signal ("act"), the state and the wall geometry
+  { name = "neohookean, chamber", model = "neohookean", act2 = "chamber", strain = 0.1,
+    kinds = { "E", "nu", "wall_area" }, bcs = { "friction", "moving" } },
 }
 local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
 local TOL = 1e-6
@@ -39,7 +42,7 @@ for _, dim in ipairs { 2, 3 } do
         local name = mat.name .. ", " .. bc .. " walls"
         it(name, function()
           local w, s0 = G.scene { dim = dim, material = mat.model, inc_p = mat.inc_p, params = mat.params,
-            strain = mat.strain, bc = bc == "moving" and "friction" or bc, moving = bc == "moving" }
+            strain = mat.strain, act2 = mat.act2, bc = bc == "moving" and "friction" or bc, moving = bc == "moving" }
           local P = G.problem(w, s0, 100)
           P.loss()
           local g = P.backward()

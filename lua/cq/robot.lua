@@ -4,12 +4,16 @@ local cq = require "cq"
 local check = require "cq._check"
 local image = require "cq._palette"
 local meshes = require "cq._mesh"
+local chambers = require "cq._chamber"
 require "cq.world" -- declares cq.world's option set
 
 local M = {}
 local OPTIONS = check.option_set("cq.robot", { "dim" })
-local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing", "count", "material", "velocity", "name" })
-local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name" })
+local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing", "count", "material", "velocity", "name",
+  "cavities" })
+local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name",
+  "cavities" })
+local CHAMBER_OPTIONS = check.option_set("robot:chamber", { "wall", "max" })
 local PRESSURE_OPTIONS = check.option_set("robot:pressure_actuator", { "groups", "axis", "max" })
 local CABLE_OPTIONS = check.option_set("robot:cable_actuator", { "particles", "k", "rest" })
 local IMAGE_OPTIONS = check.option_set("robot:image", { "path", "image", "scale", "spacing", "offset", "palette",
@@ -30,14 +34,16 @@ function M.new(opts)
   opts = opts or {}
   check.options("cq.robot", opts, OPTIONS)
   local dim = check.integer("cq.robot", "dim", opts.dim or 2, 2, 3)
-  return setmetatable({ dim = dim, x = {}, v = {}, vol = {}, mat = {}, groups = {}, actuators = {}, act_of = {} }, Robot)
+  return setmetatable({ dim = dim, x = {}, v = {}, vol = {}, mat = {}, groups = {}, actuators = {}, act_of = {},
+    wall_of = {} }, Robot)
 end
 
 -- Fills defaults and checks a material table (lua/cq/materials.lua: models, parameters, presets).
 local function material(where, m) return require("cq.materials").resolve(where, m) end
 
 --- Adds a box of particles on a regular lattice: offset (lower corner), size, spacing (default 1/128) or
---- count = particles per axis; material; velocity. Returns the group {first, last, particles = {...}}.
+--- count = particles per axis; material; velocity; cavities (left empty, see Robot:_lattice). Returns the group
+--- {first, last, particles = {...}} (with .chambers when it has cavities).
 function Robot:box(opts)
   local where = "robot:box"
   check.options(where, opts, BOX_OPTIONS)
@@ -59,9 +65,18 @@ function Robot:box(opts)
 end
 
 -- Places particles at the cell centres of a count[1] x ... lattice over the box offset + [0, size], keeping those
--- for which inside(x) holds (all when nil); each gets the cell's volume. Returns the new group.
+-- for which inside(x) holds (all when nil) and that lie in none of opts.cavities; each gets the cell's volume.
+-- Returns the new group; with cavities, group.chambers[name] = the chamber wall around them (lua/cq/_chamber.lua:
+-- { particles, normal, area }, for robot:chamber).
 function Robot:_lattice(where, opts, offset, size, count, inside)
   local dim = self.dim
+  local cavities
+  if opts.cavities ~= nil then
+    local solid
+    cavities, solid = chambers.parse(where, opts.cavities, dim)
+    local shape = inside
+    inside = function(x) return (not shape or shape(x)) and solid(x) end
+  end
   local total = 1
   for a = 1, dim do total = total * count[a] end
   if #self.x + total > M.MAX_PARTICLES then
@@ -94,6 +109,11 @@ function Robot:_lattice(where, opts, offset, size, count, inside)
   if #g.particles == 0 then check.fail(where, "the shape holds no particle at this spacing", opts.spacing, 3) end
   g.last = #self.x
   self.groups[#self.groups + 1] = g
+  if cavities then
+    local h = math.huge -- the lattice spacing (the smallest, should count give unequal ones)
+    for a = 1, dim do h = math.min(h, size[a] / count[a]) end
+    g.chambers = chambers.walls(where, self, g, cavities, h)
+  end
   return g
 end
 
@@ -343,6 +363,40 @@ function Robot:pressure_actuator(opts)
   return id
 end
 
+--- Pneumatic chamber (seed 003 eqs. 14-16) on a wall { particles, normal, area } (group.chambers[name] of a box or
+--- ball with cavities, or of a Gmsh mesh): each wall particle feels f = p J F^-T N dA, Nanson's relation, with N its
+--- unit normal from the cavity into the solid and dA its area (2D: length per unit depth). The actuation u is the
+--- pressure as a fraction of max (the pressure at u = 1; default 1, so u is the pressure itself). Returns its index.
+function Robot:chamber(opts)
+  local where = "robot:chamber"
+  check.options(where, opts, CHAMBER_OPTIONS)
+  local wall = opts.wall
+  if type(wall) ~= "table" or type(wall.particles) ~= "table" or type(wall.normal) ~= "table" or type(wall.area) ~= "table" then
+    check.fail(where, "wall must be a chamber wall { particles, normal, area } (group.chambers[name] of robot:box or " ..
+      "robot:ball with cavities, or of robot:gmsh)", wall)
+  end
+  if #wall.particles == 0 then check.fail(where, "wall has no particles", 0) end
+  local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
+  local id = #self.actuators + 1
+  for i, p in ipairs(wall.particles) do
+    check.integer(where, "wall.particles[" .. i .. "]", p, 1, #self.x)
+    check.vector(where, "wall.normal[" .. i .. "]", wall.normal[i], self.dim)
+    check.number(where, "wall.area[" .. i .. "]", wall.area[i], 0, math.huge)
+    if self.act_of[p] then
+      check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p] .. " (a particle carries " ..
+        "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
+    end
+  end
+  self.actuators[id] = { kind = "chamber", max = max, wall = wall }
+  for i, p in ipairs(wall.particles) do
+    self.act_of[p] = id
+    local N = {}
+    for a = 1, self.dim do N[a] = max * wall.normal[i][a] end
+    self.wall_of[p] = { axis = N, area = wall.area[i] }
+  end
+  return id
+end
+
 --- Cable actuator (seed 000 eq. 17) through particles (1-based indices, in order along the cable): stiffness k,
 --- rest length (default: the initial cable length, so u = 1 is just taut; u <= 0 pulls the cable to zero
 --- length). Contract-only: a slack cable exerts no force. Returns its actuator index.
@@ -383,7 +437,7 @@ function Robot:world(opts)
   local w = cq.world(wopts)
   local P = {}
   local mat_fields = require("cq.materials").fields
-  for _, name in ipairs { "material", "vol0", "mass", "act_id", "act_axis", unpack(mat_fields) } do
+  for _, name in ipairs { "material", "vol0", "mass", "act_id", "act_axis", "wall_area", unpack(mat_fields) } do
     P[name] = w:_writable(name)
   end
   for p = 1, w.n do
@@ -394,7 +448,10 @@ function Robot:world(opts)
     P.mass[p - 1] = m.density * self.vol[p]
     local a = self.act_of[p]
     P.act_id[p - 1] = a and a - 1 or -1
-    if a then for d = 1, self.dim do P.act_axis[(d - 1) * w.n + p - 1] = self.actuators[a].axis[d] end end
+    local wall = self.wall_of[p]
+    local axis = wall and wall.axis or (a and self.actuators[a].axis)
+    if axis then for d = 1, self.dim do P.act_axis[(d - 1) * w.n + p - 1] = axis[d] end end
+    if wall then P.wall_area[p - 1] = wall.area end
   end
   for i, a in ipairs(self.actuators) do w:set_actuator(i, a.kind) end
   for i, a in ipairs(self.actuators) do

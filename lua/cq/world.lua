@@ -179,7 +179,7 @@ function World:__tostring()
     self.n, self.n_actuators, self.precision, self.backend)
 end
 
---- Sets actuator a (1-based) to kind "stress", "force" or "cable".
+--- Sets actuator a (1-based) to kind "stress", "force", "cable" or "chamber".
 function World:set_actuator(a, kind)
   local where = "world:set_actuator"
   check.integer(where, "actuator", a, 1, self.n_actuators)

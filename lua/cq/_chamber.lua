@@ -1,0 +1,185 @@
+-- Chamber walls of lattice bodies (robot:box{cavities = ...}, robot:ball{cavities = ...}). A cavity is a box
+-- {offset, size} or a ball {center, radius}; the lattice leaves it empty, and its surface, sampled finely, hands each
+-- sample's area-weighted normal to the nearest particle of the body. A particle's wall is then the sum N dA of what
+-- it received, so the chamber's net force at rest is exactly the cavity's (zero for a closed cavity), whatever the
+-- lattice. Normals point from the cavity into the solid: the direction the chamber pressure pushes the wall.
+local check = require "cq._check"
+
+local M = {}
+local SUB = 4 -- surface samples per particle spacing along the surface
+
+local function box_cavity(where, c, dim)
+  check.vector(where, "offset", c.offset, dim)
+  check.vector(where, "size", c.size, dim)
+  for a = 1, dim do check.number(where, "size[" .. a .. "]", c.size[a], 0, math.huge, { open_lo = true }) end
+  local lo, hi = c.offset, {}
+  for a = 1, dim do hi[a] = lo[a] + c.size[a] end
+  local cav = {}
+  function cav.inside(x)
+    for a = 1, dim do if x[a] <= lo[a] or x[a] >= hi[a] then return false end end
+    return true
+  end
+  -- each face (normal +-e_a) split into squares of side <= h / SUB, sampled at their centres
+  function cav.samples(h, emit)
+    for a = 1, dim do
+      local others, n = {}, {}
+      for b = 1, dim do
+        if b ~= a then
+          others[#others + 1] = b
+          n[b] = math.max(1, math.ceil(c.size[b] * SUB / h))
+        end
+      end
+      local dA = 1
+      for _, b in ipairs(others) do dA = dA * c.size[b] / n[b] end
+      for side = -1, 1, 2 do
+        local normal = {}
+        for b = 1, dim do normal[b] = b == a and side or 0 end
+        local function walk(k, x)
+          if k > #others then emit(x, normal, dA) return end
+          local b = others[k]
+          for i = 0, n[b] - 1 do
+            x[b] = lo[b] + (i + 0.5) * c.size[b] / n[b]
+            walk(k + 1, x)
+          end
+        end
+        local x = {}
+        x[a] = side < 0 and lo[a] or hi[a]
+        walk(1, x)
+      end
+    end
+  end
+  return cav
+end
+
+local function ball_cavity(where, c, dim)
+  check.vector(where, "center", c.center, dim)
+  local r = check.number(where, "radius", c.radius, 0, math.huge, { open_lo = true })
+  local cav = {}
+  function cav.inside(x)
+    local d2 = 0
+    for a = 1, dim do d2 = d2 + (x[a] - c.center[a]) ^ 2 end
+    return d2 < r * r
+  end
+  function cav.samples(h, emit)
+    if dim == 2 then -- equal arcs
+      local n = math.max(8, math.ceil(2 * math.pi * r * SUB / h))
+      for i = 0, n - 1 do
+        local t = 2 * math.pi * (i + 0.5) / n
+        local normal = { math.cos(t), math.sin(t) }
+        emit({ c.center[1] + r * normal[1], c.center[2] + r * normal[2] }, normal, 2 * math.pi * r / n)
+      end
+    else -- a Fibonacci sphere: points of equal area
+      local n = math.max(32, math.ceil(4 * math.pi * r * r * (SUB / h) ^ 2))
+      local golden = math.pi * (3 - math.sqrt(5))
+      for i = 0, n - 1 do
+        local z = 1 - (2 * i + 1) / n
+        local s = math.sqrt(1 - z * z)
+        local normal = { s * math.cos(golden * i), s * math.sin(golden * i), z }
+        local x = {}
+        for a = 1, 3 do x[a] = c.center[a] + r * normal[a] end
+        emit(x, normal, 4 * math.pi * r * r / n)
+      end
+    end
+  end
+  return cav
+end
+
+--- Checks the cavities option (a list of {offset, size} boxes or {center, radius} balls, each with an optional name;
+--- cavities with the same name form one chamber; default names "cavity1", "cavity2", ...). Returns the parsed list
+--- (each with inside(x), samples(h, emit) and name) and a function inside(x) true outside every cavity.
+function M.parse(where, cavities, dim)
+  if type(cavities) ~= "table" or #cavities == 0 then
+    check.fail(where, "cavities must be a list of {offset = ..., size = ...} boxes or {center = ..., radius = ...} balls",
+      cavities)
+  end
+  local list = {}
+  for i, c in ipairs(cavities) do
+    local w = where .. ": cavities[" .. i .. "]"
+    if type(c) ~= "table" then check.fail(w, "must be a table {offset, size} or {center, radius}", c) end
+    local cav
+    if c.offset ~= nil or c.size ~= nil then
+      cav = box_cavity(w, c, dim)
+    elseif c.center ~= nil or c.radius ~= nil then
+      cav = ball_cavity(w, c, dim)
+    else
+      check.fail(w, "must give offset and size (a box) or center and radius (a ball)", "neither")
+    end
+    if c.name ~= nil and type(c.name) ~= "string" then check.fail(w, "name must be a string", c.name) end
+    cav.name = c.name or ("cavity" .. i)
+    list[i] = cav
+  end
+  local function solid(x)
+    for _, cav in ipairs(list) do if cav.inside(x) then return false end end
+    return true
+  end
+  return list, solid
+end
+
+--- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area } }
+--- (1-based robot particle indices; unit normals from the cavity into the solid; areas, 2D: lengths). h is the
+--- lattice spacing. A surface sample farther than 2 h from every particle means the cavity is not enclosed.
+function M.walls(where, robot, group, cavities, h)
+  local dim, xs = robot.dim, robot.x
+  local cells = {} -- spatial hash of the group's particles, cell size h
+  local function key(c) return dim == 2 and (c[1] .. "," .. c[2]) or (c[1] .. "," .. c[2] .. "," .. c[3]) end
+  for _, p in ipairs(group.particles) do
+    local c = {}
+    for a = 1, dim do c[a] = math.floor(xs[p][a] / h) end
+    local k = key(c)
+    cells[k] = cells[k] or {}
+    table.insert(cells[k], p)
+  end
+  local function nearest(x)
+    local best, best_d2 = nil, (2 * h) ^ 2
+    local c0, c = {}, {}
+    for a = 1, dim do c0[a] = math.floor(x[a] / h) end
+    for dx = -2, 2 do for dy = -2, 2 do for dz = (dim == 3 and -2 or 0), (dim == 3 and 2 or 0) do
+      c[1], c[2], c[3] = c0[1] + dx, c0[2] + dy, dim == 3 and c0[3] + dz or nil
+      for _, p in ipairs(cells[key(c)] or {}) do
+        local d2 = 0
+        for a = 1, dim do d2 = d2 + (xs[p][a] - x[a]) ^ 2 end
+        if d2 < best_d2 or (best and d2 == best_d2 and p < best) then best, best_d2 = p, d2 end
+      end
+    end end end
+    return best
+  end
+  local sums, order = {}, {} -- per chamber name: particle -> summed N dA
+  for i, cav in ipairs(cavities) do
+    local s = sums[cav.name]
+    if not s then
+      s = {}
+      sums[cav.name] = s
+      order[#order + 1] = cav.name
+    end
+    cav.samples(h, function(x, normal, dA)
+      local p = nearest(x)
+      if not p then
+        check.fail(where, string.format("cavities[%d] (%s) is not enclosed by the body: no particle within 2 spacings of " ..
+          "its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")), h)
+      end
+      local v = s[p] or {}
+      for a = 1, dim do v[a] = (v[a] or 0) + normal[a] * dA end
+      s[p] = v
+    end)
+  end
+  local walls = {}
+  for _, name in ipairs(order) do
+    local wall, ps = { particles = {}, normal = {}, area = {} }, {}
+    for p in pairs(sums[name]) do ps[#ps + 1] = p end
+    table.sort(ps)
+    for _, p in ipairs(ps) do
+      local v, len = sums[name][p], 0
+      for a = 1, dim do len = len + v[a] * v[a] end
+      len = math.sqrt(len)
+      if len > 0 then
+        local n = {}
+        for a = 1, dim do n[a] = v[a] / len end
+        wall.particles[#wall.particles + 1], wall.normal[#wall.normal + 1], wall.area[#wall.area + 1] = p, n, len
+      end
+    end
+    walls[name] = wall
+  end
+  return walls
+end
+
+return M

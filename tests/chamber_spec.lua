@@ -1,0 +1,181 @@
+-- Pneumatic chambers (seed 003 eqs. 14-16): the walls the builder marks around cavities, the load p J F^-T N dA
+-- against the thick-walled cylinder (Lame) solution, convergence of a thin-walled chamber's inflation with
+-- resolution, and the builder's errors. (Gradients w.r.t. pressure, state and wall area: tests/gradient_spec.lua.)
+local cq = require "cq"
+
+local E, NU, RHO = 100, 0.3, 1
+local function solid() return { model = "neohookean", E = E, nu = NU, density = RHO } end
+
+-- A world for robot r at particle spacing h (grid dx = 2 h, dt 0.3 of the P-wave CFL limit), without gravity.
+local function world(r, h, damping)
+  local dx = 2 * h
+  local modulus = E * (1 - NU) / ((1 + NU) * (1 - 2 * NU))
+  local res = {}
+  for a = 1, r.dim do res[a] = math.ceil(1 / dx) end
+  local zero = {}
+  for a = 1, r.dim do zero[a] = 0 end
+  return r:world { res = res, dx = dx, dt = 0.3 * dx / math.sqrt(modulus / RHO), gravity = zero, damping = damping }
+end
+
+local function rest_positions(w, s)
+  local x0 = {}
+  for i = 0, w.n * w.dim - 1 do x0[i] = s.x[i] end
+  return x0
+end
+
+describe("chamber walls of lattice cavities", function()
+  it("cover each face of a box cavity with its exact area, normals from the cavity into the solid", function()
+    for _, dim in ipairs { 2, 3 } do
+      local r = cq.robot { dim = dim }
+      local off, size, coff, csize = {}, {}, {}, {}
+      for a = 1, dim do off[a], size[a], coff[a], csize[a] = 0.3, 0.4, 0.35, 0.15 + 0.0375 * a end -- on the lattice
+      local g = r:box { offset = off, size = size, spacing = 1 / 80, material = solid(),
+        cavities = { { offset = coff, size = csize, name = "c" } } }
+      local wall = g.chambers.c
+      local pos, neg = {}, {}
+      for a = 1, dim do pos[a], neg[a] = 0, 0 end
+      for i, p in ipairs(wall.particles) do
+        for a = 1, dim do
+          local f = wall.normal[i][a] * wall.area[i]
+          if f > 0 then pos[a] = pos[a] + f else neg[a] = neg[a] - f end
+          -- from the cavity into the solid: the particle lies beyond the face the normal points through
+          if f > 0 then assert.is_true(r.x[p][a] > coff[a] + csize[a]) end
+          if f < 0 then assert.is_true(r.x[p][a] < coff[a]) end
+        end
+      end
+      for a = 1, dim do
+        local face = 1
+        for b = 1, dim do if b ~= a then face = face * csize[b] end end
+        assert.is_true(math.abs(pos[a] - face) <= 1e-12 * face and math.abs(neg[a] - face) <= 1e-12 * face,
+          string.format("%dD axis %d: %.15g / %.15g vs face area %.15g", dim, a, pos[a], neg[a], face))
+      end
+    end
+  end)
+
+  it("push a closed 3D chamber's body with zero net force at rest, and nearly zero as it deforms", function()
+    -- At F = I the walls' N dA sum to zero exactly; once the particles' F differ, sum_p cof(F_p) N_p dA_p is a
+    -- discrete Nanson integral over a closed surface and vanishes only up to discretisation error.
+    local r = cq.robot { dim = 3 }
+    local h = 1 / 32
+    local g = r:box { offset = { 0.3, 0.3, 0.3 }, size = { 0.375, 0.25, 0.25 }, spacing = h, material = solid(),
+      cavities = { { offset = { 0.375, 0.375, 0.375 }, size = { 0.1875, 0.125, 0.125 } } } }
+    local pmax = 5
+    r:chamber { wall = g.chambers.cavity1, max = pmax }
+    local area = 0
+    for _, dA in ipairs(g.chambers.cavity1.area) do area = area + dA end
+    local w, s = world(r, h, 0)
+    local function momentum()
+      local mom, speed = 0, 0
+      for a = 1, 3 do
+        local m = 0
+        for i = 0, w.n - 1 do
+          m = m + w.params.mass[i] * s.v[(a - 1) * w.n + i]
+          speed = math.max(speed, math.abs(s.v[(a - 1) * w.n + i]))
+        end
+        mom = math.max(mom, math.abs(m))
+      end
+      return mom, speed
+    end
+    w:step(s, { 1 })
+    local mom1, speed1 = momentum()
+    for _ = 2, 100 do w:step(s, { 1 }) end
+    local mom, speed = momentum()
+    local impulse = pmax * area * 100 * w.dt -- the gross impulse the walls received
+    print(string.format("  net momentum after 1 step %.1e, after 100 steps %.1e (%.2f %% of the walls' gross impulse %.3f)",
+      mom1, mom, 100 * mom / impulse, impulse))
+    assert.is_true(speed1 > 0 and speed > 1e-3) -- the walls do move
+    assert.is_true(mom1 <= 1e-14 * impulse)
+    assert.is_true(mom <= 0.01 * impulse)
+  end)
+end)
+
+describe("a pressurised thick-walled cylinder (2D plane strain)", function()
+  -- Lame: u(r) = (1 + nu) p a^2 / (E (b^2 - a^2)) ((1 - 2 nu) r + b^2 / r), small strain (p / E = 1 %)
+  local a, b, p, c = 0.1, 0.2, 1, { 0.5, 0.5 }
+  local function lame(r) return (1 + NU) * p * a * a / (E * (b * b - a * a)) * ((1 - 2 * NU) * r + b * b / r) end
+  local function errors(h)
+    local r = cq.robot { dim = 2 }
+    local g = r:ball { center = c, radius = b, spacing = h, material = solid(),
+      cavities = { { center = c, radius = a, name = "bore" } } }
+    r:chamber { wall = g.chambers.bore, max = p }
+    local w, s = world(r, h, 60) -- near-critical damping of the breathing mode: static within 0.4 s
+    local x0 = rest_positions(w, s)
+    local steps = math.ceil(0.4 / w.dt)
+    for _ = 1, steps do w:step(s, { 1 }) end
+    local sim, ref = { 0, 0 }, { 0, 0 } -- inner wall layer, outer layer: mean radial displacement
+    for i = 0, w.n - 1 do
+      local X, Y = x0[i] - c[1], x0[w.n + i] - c[2]
+      local R = math.sqrt(X * X + Y * Y)
+      local ur = ((s.x[i] - x0[i]) * X + (s.x[w.n + i] - x0[w.n + i]) * Y) / R
+      local k = R < a + h and 1 or (R > b - h and 2 or nil)
+      if k then sim[k], ref[k] = sim[k] + ur, ref[k] + lame(R) end
+    end
+    return sim[1] / ref[1] - 1, sim[2] / ref[2] - 1, w.n
+  end
+  it("matches the Lame solution within 10 %, closer at finer resolution", function()
+    local last
+    for _, h in ipairs { 1 / 128, 1 / 256 } do
+      local inner, outer, n = errors(h)
+      print(string.format("  h = 1/%d (%d particles): radial displacement error inner %.1f %%, outer %.1f %%",
+        1 / h, n, 100 * inner, 100 * outer))
+      assert.is_true(math.abs(inner) < 0.1 and math.abs(outer) < 0.1)
+      if last then assert.is_true(math.abs(inner) < math.abs(last[1]) and math.abs(outer) < math.abs(last[2])) end
+      last = { inner, outer }
+    end
+  end)
+end)
+
+describe("a thin-walled chamber", function()
+  -- A 0.4 x 0.25 block with a 0.3 x 0.15 cavity (walls 0.05 thick) at p = 0.2 E / 100: the middle of the top wall
+  -- bows out; its deflection at rest, at three resolutions.
+  local function deflection(h)
+    local r = cq.robot { dim = 2 }
+    local g = r:box { offset = { 0.3, 0.375 }, size = { 0.4, 0.25 }, spacing = h, material = solid(),
+      cavities = { { offset = { 0.35, 0.425 }, size = { 0.3, 0.15 } } } }
+    r:chamber { wall = g.chambers.cavity1, max = 0.2 }
+    local w, s = world(r, h, 30) -- near-critical for the top wall's bending mode
+    local x0 = rest_positions(w, s)
+    for _ = 1, math.ceil(0.6 / w.dt) do w:step(s, { 1 }) end
+    local sum, count = 0, 0
+    for i = 0, w.n - 1 do
+      if x0[w.n + i] > 0.625 - h and math.abs(x0[i] - 0.5) < 0.026 then
+        sum, count = sum + s.x[w.n + i] - x0[w.n + i], count + 1
+      end
+    end
+    return sum / count
+  end
+  it("deflects by an amount that converges with resolution", function()
+    local d = {}
+    for i, h in ipairs { 0.01, 0.005, 0.0025 } do d[i] = deflection(h) end
+    print(string.format("  top-wall deflection at h = 0.01, 0.005, 0.0025: %.5f %.5f %.5f", d[1], d[2], d[3]))
+    assert.is_true(d[3] > 0.005) -- it inflates (about 5 % of the wall's span)
+    assert.is_true(math.abs(d[2] - d[3]) <= 0.01 * d[3])
+    assert.is_true(math.abs(d[1] - d[3]) <= 0.02 * d[3])
+  end)
+end)
+
+describe("robot:chamber and cavities errors", function()
+  local function err(f)
+    local ok, e = pcall(f)
+    assert.is_false(ok)
+    return tostring(e)
+  end
+  it("name the argument, the valid range and the value", function()
+    local r = cq.robot { dim = 2 }
+    assert.matches("cavities must be a list", err(function()
+      r:box { offset = { 0, 0 }, size = { 0.1, 0.1 }, cavities = 3 } end))
+    assert.matches("offset and size %(a box%) or center and radius", err(function()
+      r:box { offset = { 0, 0 }, size = { 0.1, 0.1 }, cavities = { { foo = 1 } } } end))
+    assert.matches("radius", err(function()
+      r:box { offset = { 0, 0 }, size = { 0.1, 0.1 }, cavities = { { center = { 0, 0 }, radius = -1 } } } end))
+    assert.matches("not enclosed by the body", err(function()
+      r:box { offset = { 0, 0 }, size = { 0.1, 0.1 }, spacing = 0.01,
+        cavities = { { offset = { 0.05, 0.02 }, size = { 0.2, 0.02 } } } } end))
+    local g = r:box { offset = { 0.2, 0.2 }, size = { 0.2, 0.2 }, spacing = 0.01,
+      cavities = { { offset = { 0.25, 0.25 }, size = { 0.1, 0.1 } } } }
+    assert.matches("wall must be a chamber wall", err(function() r:chamber { wall = g } end))
+    assert.matches("max must be", err(function() r:chamber { wall = g.chambers.cavity1, max = -2 } end))
+    r:chamber { wall = g.chambers.cavity1 }
+    assert.matches("already belongs to actuator 1", err(function() r:chamber { wall = g.chambers.cavity1 } end))
+  end)
+end)
