@@ -120,7 +120,12 @@ $(BUILD)/test/backend_test: tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_HD
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/backend_test.c $(ENGINE_OBJ_f64) -lm
 
-test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test
+# The material adjoints against central differences at repeated stretches (tests/c/material_test.c).
+$(BUILD)/test/material_test: tests/c/material_test.c $(ENGINE_HDR)
+	mkdir -p $(BUILD)/test
+	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/material_test.c -lm
+
+test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/material_test
 	$(BUILD)/bin/cqlua tests/run.lua
 
 bench: deps all
@@ -152,7 +157,8 @@ ASAN_OPT   ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-
 ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan
 test-asan: deps
-	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test
+	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test \
+	  $(ASAN_BUILD)/test/material_test
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
 # Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and

@@ -13,6 +13,7 @@ typedef float cq_real;
 #define cq_sqrt sqrtf
 #define cq_log logf
 #define cq_exp expf
+#define cq_expm1 expm1f
 #define cq_fabs fabsf
 #define cq_floor floorf
 #define cq_pow powf
@@ -25,6 +26,7 @@ typedef double cq_real;
 #define cq_sqrt sqrt
 #define cq_log log
 #define cq_exp exp
+#define cq_expm1 expm1
 #define cq_fabs fabs
 #define cq_floor floor
 #define cq_pow pow

@@ -33,7 +33,7 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
   X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0.3, -1, 0.5, CQ_OPEN, "Poisson's ratio")                         \
   X(bulk, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
     "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; required by "      \
-    "mooney_rivlin, yeoh)")                                                                                         \
+    "mooney_rivlin, yeoh, ogden)")                                                                                  \
   X(visc, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
     "dynamic viscosity mu_v: Cauchy stress mu_v (grad v + grad v^T), grad v = the APIC C (any material; 0 = off)")  \
   X(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
@@ -44,6 +44,18 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
     "coefficient of (I1bar - 3)^2: yeoh")                                                                           \
   X(c30, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
     "coefficient of (I1bar - 3)^3: yeoh")                                                                           \
+  X(mu1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                              \
+    "shear coefficient mu_1 of Ogden term 1, (mu_1/alpha_1)(sum_i lbar_i^alpha_1 - 3): ogden")                      \
+  X(alpha1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
+    "exponent alpha_1 of Ogden term 1 (a term with mu_1 = alpha_1 = 0 is off): ogden")                              \
+  X(mu2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                              \
+    "shear coefficient mu_2 of Ogden term 2, (mu_2/alpha_2)(sum_i lbar_i^alpha_2 - 3): ogden")                      \
+  X(alpha2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
+    "exponent alpha_2 of Ogden term 2 (a term with mu_2 = alpha_2 = 0 is off): ogden")                              \
+  X(mu3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                              \
+    "shear coefficient mu_3 of Ogden term 3, (mu_3/alpha_3)(sum_i lbar_i^alpha_3 - 3): ogden")                      \
+  X(alpha3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
+    "exponent alpha_3 of Ogden term 3 (a term with mu_3 = alpha_3 = 0 is off): ogden")                              \
   X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                            \
     "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                             \
   X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \

@@ -5,11 +5,13 @@
  * line to CQ_MATERIALS and its #include here (docs/architecture.md). */
 #include <stdio.h> /* snprintf in the host-only checks */
 #include "isochoric.h"
+#include "symeig.h"
 #include "plane_strain.h"
 #include "material_corotated.h"
 #include "material_neohookean.h"
 #include "material_mooney_rivlin.h"
 #include "material_yeoh.h"
+#include "material_ogden.h"
 #include "material_fluid.h"
 #include "material_incompressible.h"
 

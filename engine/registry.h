@@ -28,7 +28,9 @@
   X(MOONEY_RIVLIN, mooney_rivlin,                                                                           \
     "Mooney-Rivlin: Psi = c10 (I1bar - 3) + c01 (I2bar - 3) + (bulk/2)(J - 1)^2 (seed 003 Table 1; 2D: plane strain)") \
   X(YEOH, yeoh, "Yeoh: Psi = c10 t + c20 t^2 + c30 t^3 + (bulk/2)(J - 1)^2, t = I1bar - 3 (seed 003 Table 1; 2D: plane strain)") \
-  X(FLUID, fluid, "Newtonian fluid: Psi = (bulk/2)(J - 1)^2, F reset to J^(1/d) I every substep (seed 003 sec. 2.2); viscosity: visc")
+  X(FLUID, fluid, "Newtonian fluid: Psi = (bulk/2)(J - 1)^2, F reset to J^(1/d) I every substep (seed 003 sec. 2.2); viscosity: visc") \
+  X(OGDEN, ogden,                                                                                         \
+    "Ogden: Psi = sum_k (mu_k/alpha_k)(lbar_1^alpha_k + lbar_2^alpha_k + lbar_3^alpha_k - 3) + (bulk/2)(J - 1)^2, lbar_i = J^(-1/3) lambda_i, k = 1..3 (seed 003 Table 1; 2D: plane strain)")
 
 /* Time integrators: one engine/integrator_<name>.c each, composed of backend primitives. */
 #define CQ_INTEGRATORS(X) X(EXPLICIT, explicit, "symplectic Euler MLS-MPM substeps (seed 000 eqs. 4-11)")

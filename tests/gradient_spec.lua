@@ -19,6 +19,9 @@ local materials = {
     bcs = { "friction", "moving" } },
   { name = "yeoh", model = "yeoh", params = { c10 = 4, c20 = 3, c30 = 5, bulk = 40 }, strain = 0.1,
     kinds = { "c10", "c20", "c30", "bulk" }, bcs = { "friction", "moving" } },
+  { name = "ogden", model = "ogden", params = { mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2,
+    bulk = 40 }, strain = 0.1, kinds = { "mu1", "alpha1", "mu2", "alpha2", "mu3", "alpha3", "bulk" },
+    bcs = { "friction", "moving" } },
   -- actuator 2 a pneumatic chamber: gradients w.r.t. the pressure signal ("act"), the state and the wall geometry
   { name = "neohookean, chamber", model = "neohookean", act2 = "chamber", strain = 0.1,
     kinds = { "E", "nu", "wall_area" }, bcs = { "friction", "moving" } },

@@ -1,7 +1,7 @@
--- The hyperelastic models of seed 003 (Mooney-Rivlin, Yeoh) and the bulk-modulus volumetric term: Cauchy stresses
--- against the textbook closed form, Mooney-Rivlin with c01 = 0 against the isochoric NeoHookean model, the volume
--- change under load with and without the bulk term, presets and parameter errors. (Their gradients are in
--- tests/gradient_spec.lua.)
+-- The hyperelastic models of seed 003 (Mooney-Rivlin, Yeoh, Ogden) and the bulk-modulus volumetric term: Cauchy
+-- stresses against the textbook closed form, Mooney-Rivlin with c01 = 0 against the isochoric NeoHookean model, Ogden
+-- against both, Ogden's adjoint at repeated stretches (tests/c/material_test.c), the volume change under load with and
+-- without the bulk term, presets and parameter errors. (Their gradients are in tests/gradient_spec.lua.)
 local cq = require "cq"
 
 -- A one-particle world of the given material (a table of fields) with F set; returns world, state.
@@ -29,6 +29,19 @@ local function closed_form(l, W, K)
   return sig
 end
 
+-- Ogden in principal stretches (Holzapfel 2000, eq. 6.186 with the volumetric term): sigma_i = (1/J) sum_k mu_k
+-- (lbar_i^alpha_k - (1/3) sum_j lbar_j^alpha_k) + K (J - 1), lbar_i = J^(-1/3) l_i.
+local function ogden_closed_form(l, mu, alpha, K)
+  local J = l[1] * l[2] * l[3]
+  local sig = { K * (J - 1), K * (J - 1), K * (J - 1) }
+  for k = 1, #mu do
+    local p, mean = {}, 0
+    for i = 1, 3 do p[i] = (J ^ (-1 / 3) * l[i]) ^ alpha[k]; mean = mean + p[i] / 3 end
+    for i = 1, 3 do sig[i] = sig[i] + mu[k] * (p[i] - mean) / J end
+  end
+  return sig
+end
+
 local function rel(a, b) return math.abs(a - b) / math.max(1e-12, math.abs(b)) end
 
 local MODELS = {
@@ -36,14 +49,17 @@ local MODELS = {
     W = function() return 3, 1.2 end },
   yeoh = { fields = { material = "yeoh", c10 = 3, c20 = -0.4, c30 = 0.25, bulk = 50 },
     W = function(I1bar) local t = I1bar - 3; return 3 - 0.8 * t + 0.75 * t * t, 0 end },
+  ogden = { fields = { material = "ogden", mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2,
+    bulk = 50 }, sigma = function(l) return ogden_closed_form(l, { 6, 0.2, -1 }, { 1.3, 5, -2 }, 50) end },
 }
+local function expected(M, l) return M.sigma and M.sigma(l) or closed_form(l, M.W, M.fields.bulk) end
 
 describe("hyperelastic models (seed 003 Table 1)", function()
   it("give the closed-form Cauchy stress under uniaxial stretch and a general volume-changing stretch (3D)", function()
     for name, M in pairs(MODELS) do
       for _, l in ipairs { { 1.5, 1 / math.sqrt(1.5), 1 / math.sqrt(1.5) }, { 0.7, 1.1, 1.05 }, { 2.2, 0.8, 0.9 } } do
         local w, s = particle(3, M.fields, { l[1], 0, 0, 0, l[2], 0, 0, 0, l[3] })
-        local sig, e = w:stress(s), closed_form(l, M.W, M.fields.bulk)
+        local sig, e = w:stress(s), expected(M, l)
         local worst = math.max(rel(sig[0], e[1]), rel(sig[4], e[2]), rel(sig[8], e[3]))
         for _, off in ipairs { 1, 2, 3, 5, 6, 7 } do worst = math.max(worst, math.abs(sig[off]) / math.abs(e[1])) end
         print(string.format("  3D %-13s stretch (%.3f %.3f %.3f): sigma_11 %.10f (closed form %.10f), rel %.1e",
@@ -57,7 +73,7 @@ describe("hyperelastic models (seed 003 Table 1)", function()
     for name, M in pairs(MODELS) do
       for _, l in ipairs { { 1.4, 0.8 }, { 0.75, 1.2 } } do
         local w, s = particle(2, M.fields, { l[1], 0, 0, l[2] })
-        local sig, e = w:stress(s), closed_form({ l[1], l[2], 1 }, M.W, M.fields.bulk)
+        local sig, e = w:stress(s), expected(M, { l[1], l[2], 1 })
         local worst = math.max(rel(sig[0], e[1]), rel(sig[3], e[2]), math.abs(sig[1]) + math.abs(sig[2]))
         print(string.format("  2D %-13s stretch (%.2f %.2f): sigma_11 %.10f (closed form %.10f), rel %.1e", name,
           l[1], l[2], sig[0], e[1], worst))
@@ -99,6 +115,50 @@ describe("hyperelastic models (seed 003 Table 1)", function()
     print(string.format("  max |sigma - closed form|: mooney_rivlin (c01 = 0) %.1e, yeoh (c20 = c30 = 0) %.1e",
       worst_mr, worst_ye))
     assert.is_true(worst_mr < 1e-12 and worst_ye < 1e-12)
+  end)
+end)
+
+describe("Ogden (seed 003 Table 1)", function()
+  -- max |a - b| / max |b| over the Cauchy stresses of two one-particle worlds at the same F
+  local function diff(dim, fa, fb, F)
+    local wa, sa = particle(dim, fa, F)
+    local wb, sb = particle(dim, fb, F)
+    local a, b, d, m = wa:stress(sa), wb:stress(sb), 0, 0
+    for i = 0, dim * dim - 1 do d = math.max(d, math.abs(a[i] - b[i])); m = math.max(m, math.abs(b[i])) end
+    return d / m
+  end
+  local F3, F2 = { 1.2, 0.3, -0.1, 0.05, 0.9, 0.2, 0.1, -0.15, 1.1 }, { 1.3, 0.25, -0.1, 0.85 }
+
+  it("with one term alpha = 2 is the isochoric NeoHookean model (Mooney-Rivlin, c01 = 0, mu1 = 2 c10)", function()
+    for dim, F in pairs { [2] = F2, [3] = F3 } do
+      local r = diff(dim, { material = "ogden", mu1 = 5, alpha1 = 2, bulk = 30 },
+        { material = "mooney_rivlin", c10 = 2.5, c01 = 0, bulk = 30 }, F)
+      print(string.format("  %dD max |sigma_ogden - sigma_neohookean| / max |sigma| %.1e", dim, r))
+      assert.is_true(r < 1e-12)
+    end
+  end)
+
+  it("with alpha = (2, -2) is Mooney-Rivlin (mu1 = 2 c10, mu2 = -2 c01)", function()
+    for dim, F in pairs { [2] = F2, [3] = F3 } do
+      local r = diff(dim, { material = "ogden", mu1 = 6, alpha1 = 2, mu2 = -2.4, alpha2 = -2, bulk = 30 },
+        { material = "mooney_rivlin", c10 = 3, c01 = 1.2, bulk = 30 }, F)
+      print(string.format("  %dD max |sigma_ogden - sigma_mooney_rivlin| / max |sigma| %.1e", dim, r))
+      assert.is_true(r < 1e-12)
+    end
+  end)
+
+  it("has a finite, exact adjoint at repeated stretches (F = I, two equal stretches; tests/c/material_test.c)", function()
+    local paths = package.loaded["cq._paths"] or {}
+    local exe = (paths.lib or "build/lib"):gsub("/lib$", "") .. "/test/material_test"
+    local p = assert(io.popen(exe .. " 2>&1; echo \"rc=$?\""))
+    local out = p:read("*a")
+    p:close()
+    print((out:gsub("\n?rc=%d+%s*$", ""):gsub("([^\n]+)", "  %1")))
+    assert.is_truthy(out:find("rc=0%s*$"), "material_test failed (built by make test: make " .. exe .. ")")
+    local cases = 0
+    for line in out:gmatch("[^\n]+") do if line:match("^ok ") then cases = cases + 1 end end
+    assert.are.equal(15, cases)
+    assert.is_truthy(out:find("0 failures", 1, true))
   end)
 end)
 
@@ -151,6 +211,14 @@ describe("materials in the robot builder", function()
       { { model = "mooney_rivlin", c10 = -1, c01 = 1, bulk = 5 }, "material.c10" },
       { { model = "yeoh", c10 = 0, bulk = 5 }, "material.c10" },
       { { model = "yeoh", c10 = 1, bulk = 0 }, "material.bulk" },
+      { { model = "ogden", mu = { 1 }, alpha = { 2 } }, "material.bulk is required by model ogden" },
+      { { model = "ogden", mu = { 1, 2 }, alpha = { 2 }, bulk = 5 }, "material.mu and material.alpha must have the same length" },
+      { { model = "ogden", mu = { 1, -2 }, alpha = { 2, 3 }, bulk = 5 }, "material.mu[2] and material.alpha[2] must have the same sign" },
+      { { model = "ogden", mu = { 1, 2 }, alpha = { 2, 0 }, bulk = 5 }, "material.alpha[2] must be ~= 0" },
+      { { model = "ogden", mu = { 1, 2, 3, 4 }, alpha = { 1, 2, 3, 4 }, bulk = 5 }, "material.mu must be a list of 1 to 3" },
+      { { model = "ogden", mu = { 1 }, alpha = { 2 }, mu2 = 1, bulk = 5 }, "material.mu2 cannot be given with the lists" },
+      { { model = "ogden", mu3 = 1, alpha3 = -1, bulk = 5 }, "material.mu3 and material.alpha3 must have the same sign" },
+      { { model = "ogden", alpha1 = 2, bulk = 5 }, "model ogden needs at least one term with mu ~= 0" },
       { { model = "ogre", E = 1 }, "material.model" },
       { { preset = "rubber" }, "material.preset" },
       { { E = 10, bulk = -1 }, "material.bulk" },
@@ -160,6 +228,36 @@ describe("materials in the robot builder", function()
         material = c[1] } end)
       assert.is_false(ok)
       assert.is_truthy(tostring(err):find(c[2], 1, true), tostring(err))
+    end
+  end)
+
+  it("take Ogden's terms as lists or as mu1 .. alpha3 and give them to the engine", function()
+    local robot = cq.robot { dim = 2 }
+    robot:box { offset = { 0.1, 0.1 }, size = { 0.05, 0.05 }, spacing = 0.025,
+      material = { model = "ogden", mu = { 6, -1 }, alpha = { 1.3, -2 }, bulk = 40 } }
+    robot:box { offset = { 0.3, 0.1 }, size = { 0.05, 0.05 }, spacing = 0.025,
+      material = { model = "ogden", mu2 = 0.2, alpha2 = 5, bulk = 40 } }
+    local w = robot:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-8, substeps = 1 }
+    local P, last = w.params, w.n - 1
+    assert.are.equal(cq.MATERIAL.ogden, P.material[0])
+    assert.are.same({ 6, 1.3, -1, -2, 0, 0 }, { P.mu1[0], P.alpha1[0], P.mu2[0], P.alpha2[0], P.mu3[0], P.alpha3[0] })
+    assert.are.same({ 0, 0, 0.2, 5, 0, 0 },
+      { P.mu1[last], P.alpha1[last], P.mu2[last], P.alpha2[last], P.mu3[last], P.alpha3[last] })
+  end)
+
+  it("refuses an Ogden particle with a term of mu alpha <= 0, or none, at commit (engine check)", function()
+    for _, c in ipairs {
+      { { mu1 = 1, alpha1 = 2, mu2 = 1, alpha2 = -2, bulk = 5 }, "mu2 * alpha2 must be > 0 (same signs; got mu2 = 1, alpha2 = -2)" },
+      { { mu3 = 1, bulk = 5 }, "alpha3 must be != 0 where mu3 != 0" },
+      { { alpha1 = 2, bulk = 5 }, "needs at least one term" },
+      { { mu1 = 1, alpha1 = 2 }, "bulk (the bulk modulus K of its volumetric term) must be > 0" } } do
+      local w = cq.world { dim = 3, res = 8, n = 1, n_actuators = 1 }
+      w:fill("material", "ogden")
+      for k, v in pairs(c[1]) do w:fill(k, v) end
+      local ok, err = pcall(function() w:commit() end)
+      assert.is_false(ok)
+      print("  " .. tostring(err):gsub("\n.*", ""))
+      assert.is_truthy(tostring(err):find("particle 1 (ogden): " .. c[2], 1, true))
     end
   end)
 
