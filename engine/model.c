@@ -204,7 +204,7 @@ static int check_custom(const cqi_model* m, int p, char* why, int len) {
     return 0;
   }
   if (m->material[p] >= CQ_N_MATERIALS) {
-    if (why) snprintf(why, len, "particle %d: material must be %s (got %d)", p + 1, custom_range("material"),
+    if (why) snprintf(why, len, "particle %d: material must be %.400s (got %d)", p + 1, custom_range("material"),
                       m->material[p]);
     return 0;
   }
@@ -253,6 +253,22 @@ int cqi_model_validate(cqi_model* m, cqi_err* err) {
   m->stiffest = stiffest;
   m->validated = m->generation;
   return CQ_OK;
+}
+
+/* "mooney_rivlin, c10 = 1190, c01 = 23028, bulk = 1.75e+09, density 1080": particle p's model and the parameters
+ * it reads (E and nu for the models written on them, every other model parameter when non-zero), for messages. */
+void cqi_model_describe(const cqi_model* m, int p, char* out, int len) {
+  int model = m->material[p];
+  int used = snprintf(out, len, "%s", cq_name(CQ_LIST_MATERIAL, model, NULL));
+  int lame = model == CQ_MAT_COROTATED || model == CQ_MAT_NEOHOOKEAN;
+#define CQI_DESCRIBE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                    \
+  if (used < len && CQI_IF(diff)(1 +) 0 && strcmp(#name, "mass") && strcmp(#name, "vol0") &&                        \
+      strcmp(#name, "act_w") && strcmp(#name, "wall_area") &&                                                       \
+      ((strcmp(#name, "E") && strcmp(#name, "nu")) ? m->name[p] != 0 : lame))                                        \
+    used += snprintf(out + used, len - used, ", %s = %g", #name, (double)m->name[p]);
+  CQ_PARAM_FIELDS(CQI_DESCRIBE)
+#undef CQI_DESCRIBE
+  if (used < len) snprintf(out + used, len - used, ", density %g", (double)(m->mass[p] / m->vol0[p]));
 }
 
 /* ---- actuators, cables, boundary conditions ---- */

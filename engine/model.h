@@ -36,6 +36,7 @@ void* cqi_model_param(cqi_model* m, const char* name);
 cq_params cqi_model_params(const cqi_model* m); /* host views of every parameter */
 /* Validates every particle's parameters (first failure named, 1-based) and computes stable_dt and stiffest. */
 int cqi_model_validate(cqi_model* m, cqi_err* err);
+void cqi_model_describe(const cqi_model* m, int p, char* out, int len);
 int cqi_model_set_actuator(cqi_model* m, int a, int kind, cqi_err* err);
 int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* particles, double k, double rest,
                         cqi_err* err);

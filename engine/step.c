@@ -95,15 +95,16 @@ int cqi_prepare_step(cq_world* w, long step) {
   }
   if (m->dt_sub > m->stable_dt) {
     int p = m->stiffest;
+    char desc[256];
+    cqi_model_describe(m, p, desc, sizeof desc);
     w->err.blowup.check = CQ_CHECK_UNSTABLE_DT;
     w->err.blowup.particle = p;
     w->err.blowup.step = step;
     return cqi_errorf(&w->err, CQ_ERR_BLOWUP,
                       "step %ld: the substep dt/substeps = %g is above the stable limit %g of the current parameters "
-                      "(particle %d, %s, E = %g, nu = %g, density %g, has the largest wave speed %g); use more "
+                      "(particle %d, %s, has the largest wave speed %g); use more "
                       "substeps (>= %.0f), a smaller dt or a softer material",
-                      step, m->dt_sub, m->stable_dt, p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL),
-                      (double)m->E[p], (double)m->nu[p], (double)(m->mass[p] / m->vol0[p]), m->desc.dx / m->stable_dt,
+                      step, m->dt_sub, m->stable_dt, p + 1, desc, m->desc.dx / m->stable_dt,
                       ceil(m->desc.dt / m->stable_dt));
   }
   if (w->synced != m->generation) {
@@ -178,9 +179,10 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
   char when[96];
   if (bad->after) snprintf(when, sizeof when, "after substep %ld of %d, t = %g", k % b + 1, b, (k + 1) * m->dt_sub);
   else snprintf(when, sizeof when, "before substep %ld of %d, t = %g", k % b + 1, b, k * m->dt_sub);
-  return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld (%s): particle %d (%s, E = %g, nu = %g, density %g) %s; %s",
-                    step, when, p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL), (double)m->E[p],
-                    (double)m->nu[p], (double)(m->mass[p] / m->vol0[p]), what, hint);
+  char desc[256];
+  cqi_model_describe(m, p, desc, sizeof desc);
+  return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld (%s): particle %d (%s) %s; %s", step, when, p + 1,
+                    desc, what, hint);
 }
 
 /* The host copy of a state in backend memory (for messages), or NULL when out of memory. */
