@@ -1,0 +1,81 @@
+-- The Newtonian fluid (seed 003 sec. 2.2) validated (issue 10): the viscous time-step limit.
+local cq = require "cq"
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error, got none")
+  e = tostring(e)
+  print(e)
+  return e
+end
+
+local function has(msg, ...)
+  for _, s in ipairs({ ... }) do
+    assert.is_truthy(string.find(msg, s, 1, true), string.format("message %q does not contain %q", msg, s))
+  end
+end
+
+-- A fluid block (dx = 1/64, 2x2(x2) particles per cell, 8 cells a side) and its world (slip walls, dt, substeps):
+-- robot:world commits, so an unstable dt raises there.
+local H = 1 / 64
+local function viscous_block(dim, mat, dt, substeps)
+  local r = cq.robot { dim = dim }
+  local off, size, res = {}, {}, {}
+  for a = 1, dim do off[a], size[a], res[a] = 6 * H, 8 * H, 20 end
+  r:box { offset = off, size = size, spacing = H / 2, material = mat }
+  return r, { res = res, dx = H, dt = dt, substeps = substeps or 1, walls = { all = { type = "slip" } } }
+end
+
+describe("the viscous time-step limit", function()
+  it("stable_dt combines the wave limit dx / c with rho dx^2 / (2 d visc), in 2D and 3D", function()
+    for dim = 2, 3 do
+      local rho, bulk, visc = 1000, 4e5, 2
+      local r, opts = viscous_block(dim, { model = "fluid", bulk = bulk, visc = visc, density = rho }, 1e-6)
+      local w = r:world(opts)
+      local dt_w, dt_v = H / math.sqrt(bulk / rho), rho * H * H / (2 * dim * visc)
+      local expect = 2 / (1 / dt_v + math.sqrt(1 / dt_v ^ 2 + 4 / dt_w ^ 2)) -- root of (dt/dt_w)^2 + dt/dt_v = 1
+      print(string.format("%dD: wave limit %.5g, viscous limit %.5g, stable_dt %.6g (expected %.6g)", dim, dt_w, dt_v,
+        w:stable_dt(), expect))
+      assert.is_true(math.abs(w:stable_dt() - expect) <= 1e-12 * expect)
+      assert.is_true(w:stable_dt() < math.min(dt_w, dt_v))
+      w:fill("visc", 0) -- without viscosity: the wave limit alone, as before
+      assert.are.equal(dt_w, w:stable_dt())
+    end
+  end)
+
+  it("a large visc makes commit refuse a substep above rho dx^2 / (2 d visc), naming visc; below it runs", function()
+    local mat = { model = "fluid", bulk = 1, visc = 1, density = 1 } -- dx / c = 1/64: the viscosity binds
+    local dt_v = 1 * H * H / (2 * 2 * 1)
+    local r, opts = viscous_block(2, mat, 1.05 * dt_v)
+    local msg = err_of(r.world, r, opts)
+    has(msg, "stability limit", "set by the viscosity of particle", "visc = 1", "rho dx^2 / (2 d visc) = " ..
+      string.format("%g", dt_v), "substeps (>= 2)", "a lower visc")
+    -- the suggested 2 substeps commit, and a random velocity field then decays, as a viscous one must
+    opts.substeps = tonumber(msg:match("substeps %(>= (%d+)%)"))
+    local w, s = r:world(opts)
+    print(string.format("viscous limit %.6g, stable_dt %.6g, substep %.6g", dt_v, w:stable_dt(),
+      opts.dt / opts.substeps))
+    assert.is_true(math.abs(w:stable_dt() - dt_v) < 1e-3 * dt_v)
+    local n = w.n
+    local seed = 12345
+    local function rnd() seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 - 0.5 end
+    for i = 0, 2 * n - 1 do s.v[i] = 1e-3 * rnd() end
+    local function ke() local e = 0; for i = 0, 2 * n - 1 do e = e + s.v[i] ^ 2 end; return e end
+    local e0 = ke()
+    for _ = 1, 300 do w:step(s) end
+    print(string.format("kinetic energy after 600 substeps / at start: %.3g", ke() / e0))
+    assert.is_true(ke() < 0.5 * e0)
+  end)
+
+  it("visc raised after commit stops the next step with unstable_dt, naming the viscosity", function()
+    local r, opts = viscous_block(2, { model = "fluid", bulk = 1, visc = 1, density = 1 }, 0.9 * H * H / 4)
+    local w, s = r:world(opts)
+    w:step(s)
+    w:fill("visc", 4, 5, 5)
+    local msg = err_of(w.step, w, s)
+    has(msg, "step 2", "above the stable limit", "set by the viscosity of particle 5", "visc = 4",
+      "rho dx^2 / (2 d visc)", "substeps (>= 4)", "a lower visc")
+    local b = w:blowup()
+    assert.are.same({ "unstable_dt", 5, 2 }, { b.check, b.particle, b.step })
+  end)
+end)
