@@ -1,5 +1,6 @@
--- The fluid validations of issue 10 as reusable scenes: a hydrostatic water column. tests/fluid_spec.lua runs it
--- small. It returns what it measured and asserts nothing.
+-- The two fluid validations of issue 10 as reusable scenes: a hydrostatic water column and Martin & Moyce's dam
+-- break. tests/fluid_spec.lua runs them small; tools/fluid_validation.lua at several resolutions for
+-- docs/benchmarks.md. Each returns what it measured and asserts nothing.
 local cq = require "cq"
 
 local M = {}
@@ -9,6 +10,30 @@ local M = {}
 -- reading of thickness 3) or short of the far wall leaves a gap of about one cell that it creeps into for seconds
 -- (particles in the wall layer move with a fraction of the free nodes' velocity), so the column is never at rest.
 local WALL = 3
+
+--- Martin, J. C. and Moyce, W. J. (1952), "Part IV. An experimental study of the collapse of liquid columns on a
+--- rigid horizontal plane", Phil. Trans. R. Soc. Lond. A 244, 312-324: surge front of the n^2 = 2 column (width a =
+--- 2.25 in, height 2a), Z = z / a (z the front's distance from the back wall) against T = n t sqrt(g / a) =
+--- t sqrt(2 g / a). The points are the paper's Table 2 as tabulated in Ocellaris (github.com/TormodLandet/Ocellaris,
+--- scripts/plot_dam_break.py, "Data from Martin and Moyce (1952), Table 2 and 6"); PySPH's digitisation of the
+--- paper's Fig. 3 for the same column (github.com/pypr/pysph, pysph/examples/db_exp_data.py, mm_data_2) agrees with
+--- them (e.g. Z = 2.292 at T = 1.997, 2.995 at 2.547). The paper itself was not available here.
+M.MARTIN_MOYCE = {
+  { T = 0.41, Z = 1.11 }, { T = 0.84, Z = 1.22 }, { T = 1.19, Z = 1.44 }, { T = 1.43, Z = 1.67 },
+  { T = 1.63, Z = 1.89 }, { T = 1.83, Z = 2.11 }, { T = 1.98, Z = 2.33 }, { T = 2.20, Z = 2.56 },
+  { T = 2.32, Z = 2.78 }, { T = 2.51, Z = 3.00 }, { T = 2.65, Z = 3.22 }, { T = 2.83, Z = 3.44 },
+  { T = 2.98, Z = 3.67 }, { T = 3.11, Z = 3.89 }, { T = 3.33, Z = 4.11 },
+}
+
+--- The height of the residual column at the back wall from the same source (Ocellaris lists it with the front):
+--- H = eta / (n^2 a) against tau = t sqrt(g / a) = T / sqrt(2).
+M.MARTIN_MOYCE_HEIGHT = {
+  { tau = 0.56, H = 0.94 }, { tau = 0.77, H = 0.89 }, { tau = 0.93, H = 0.83 }, { tau = 1.08, H = 0.78 },
+  { tau = 1.28, H = 0.72 }, { tau = 1.46, H = 0.67 }, { tau = 1.66, H = 0.61 }, { tau = 1.84, H = 0.56 },
+  { tau = 2.00, H = 0.50 }, { tau = 2.21, H = 0.44 }, { tau = 2.45, H = 0.39 }, { tau = 2.70, H = 0.33 },
+  { tau = 3.06, H = 0.28 }, { tau = 3.44, H = 0.22 }, { tau = 4.20, H = 0.17 }, { tau = 5.25, H = 0.11 },
+  { tau = 7.40, H = 0.06 },
+}
 
 local function J_of(s, n, p) return s.F[p] * s.F[3 * n + p] - s.F[n + p] * s.F[2 * n + p] end
 
@@ -91,6 +116,60 @@ function M.hydrostatic(o)
   return { bins = bins, max_err = max_err, surface = surface, floor = x0, height = surface - x0, slope = slope,
     p_floor = p_floor, floor_force = p_floor * W * dx, weight = weight, stress_mismatch = mismatch, vmax = vmax,
     n = n, world = world, state = s, rho_g = rho * g, compression = rho * g * H * dx / bulk }
+end
+
+--- Martin & Moyce's dam break, n^2 = 2 (2D): a water column of width a and height 2 a against the left wall of a
+--- slip-walled tank, released at t = 0. Options (all optional): cells = 16 (grid cells across a), a = 0.05715 (m),
+--- g = 9.81, bulk = 4e5 (Pa: c = 20 m/s for water's density), visc = 1e-3 (Pa s), ppc = 2, T_end = 2.05,
+--- dT = 0.05 (control step, in units of T), cfl = 0.5 (substep / stable limit), length = 4.5 (tank length in a).
+--- The front: the largest x of the particles in the cell above the floor, plus half a particle spacing (so Z = 1
+--- at T = 0), from the back wall (the first wall node, x = 2 dx). The residual column: the highest particle within
+--- a cell of the back wall, plus half a spacing, over 2 a. Returns T[k], Z[k], H[k] (k = 0 .. steps), Z_at(T) and
+--- H_at(T) (linear between control steps), the largest speed over the run (vmax) and the speed of sound c.
+function M.dam_break(o)
+  o = o or {}
+  local a, g, N = o.a or 0.05715, o.g or 9.81, o.cells or 16
+  local dx, ppc, bulk = a / N, o.ppc or 2, o.bulk or 4e5
+  local x0 = (WALL - 1) * dx
+  local r = cq.robot { dim = 2 }
+  r:box { offset = { x0, x0 }, size = { a, 2 * a }, spacing = dx / ppc,
+    material = { preset = "water", bulk = bulk, visc = o.visc or 1e-3 } }
+  local scale = math.sqrt(2 * g / a) -- T = t * scale
+  local dT = o.dT or 0.05
+  local dt = dT / scale
+  local c = math.sqrt(bulk / 1000)
+  local substeps = math.ceil(dt / ((o.cfl or 0.5) * dx / c))
+  local world, s = r:world { res = { math.ceil((o.length or 4.5) * N) + 2 * WALL, math.ceil(2.3 * N) + 2 * WALL },
+    dx = dx, dt = dt, substeps = substeps, gravity = { 0, -g }, walls = { all = { type = "slip", thickness = WALL } } }
+  local n = world.n
+  local function front()
+    local xf = -math.huge
+    for p = 0, n - 1 do
+      if s.x[n + p] < x0 + dx then xf = math.max(xf, s.x[p]) end
+    end
+    return (xf + dx / ppc / 2 - x0) / a
+  end
+  local function column()
+    local yt = -math.huge
+    for p = 0, n - 1 do
+      if s.x[p] < x0 + dx then yt = math.max(yt, s.x[n + p]) end
+    end
+    return (yt + dx / ppc / 2 - x0) / (2 * a)
+  end
+  local T, Z, Hc, vmax = { [0] = 0 }, { [0] = front() }, { [0] = column() }, 0
+  local steps = math.ceil((o.T_end or 2.05) / dT - 1e-9)
+  for k = 1, steps do
+    world:step(s)
+    T[k], Z[k], Hc[k] = k * dT, front(), column()
+    for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
+  end
+  local function at(series, t)
+    local k = math.min(math.floor(t / dT), steps - 1)
+    local f = t / dT - k
+    return series[k] * (1 - f) + series[k + 1] * f
+  end
+  return { T = T, Z = Z, H = Hc, Z_at = function(t) return at(Z, t) end, H_at = function(t) return at(Hc, t) end,
+    steps = steps, vmax = vmax, c = c, n = n, dx = dx, substeps = substeps, world = world, state = s }
 end
 
 return M
