@@ -34,12 +34,12 @@ void cqi_model_free(cqi_model* m);
 /* The parameter array called name (fields.h) for writing: bumps the generation. NULL if there is none. */
 void* cqi_model_param(cqi_model* m, const char* name);
 cq_params cqi_model_params(const cqi_model* m); /* host views of every parameter */
-/* Validates every particle's parameters (first failure named, 1-based) and computes stable_dt and stiffest. */
 /* The stable substep of particle p: the wave limit dx / c (c^2 = M / rho, M the P-wave modulus of its material,
  * rho = mass / vol0) and, when visc > 0, the viscous limit rho dx^2 / (2 d visc), combined so that
  * (dt / dt_wave)^2 + dt / dt_visc <= 1 (the explicit limit of a damped oscillator; below both, equal to either
  * alone when the other is infinite). Writes the two limits to dt_wave, dt_visc when they are not NULL. */
 double cqi_particle_stable_dt(const cqi_model* m, const cq_params* prm, int p, double* dt_wave, double* dt_visc);
+/* Validates every particle's parameters (first failure named, 1-based) and computes stable_dt and stiffest. */
 int cqi_model_validate(cqi_model* m, cqi_err* err);
 int cqi_model_set_actuator(cqi_model* m, int a, int kind, cqi_err* err);
 int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* particles, double k, double rest,
