@@ -24,7 +24,7 @@ HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
 ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
 
-.PHONY: all deps test bench bench-peers demo install clean
+.PHONY: all deps test bench bench-fluid bench-peers demo install clean
 all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
 
 # Install the Debian packages that are missing (needs root; prints what to run otherwise).
@@ -130,6 +130,11 @@ test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUIL
 
 bench: deps all
 	$(BUILD)/bin/cqlua tools/bench.lua
+
+# The fluid validations (hydrostatic column, Martin & Moyce's dam break) at 8 to 64 cells across the column, about
+# a minute and a half on 2 cores; tables on stdout, CSV files and figures in out/ (docs/benchmarks.md).
+bench-fluid: deps all
+	$(BUILD)/bin/cqlua tools/fluid_validation.lua
 
 # The walker against a Taichi implementation of the same scene (tools/peers/taichi_walker.py), interleaved in one
 # run (tools/bench_peers.lua). Installs taichi from PyPI into the user site when $(PYTHON) cannot import it (pip

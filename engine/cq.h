@@ -107,7 +107,7 @@ int cq_world_add_cable(cq_world* w, int actuator, int count, const int* particle
 /* Validates every parameter and dt against the stability limit; required once before stepping. Every control
  * step validates the parameters again (they may be written through cq_world_param at any time). */
 int cq_world_commit(cq_world* w);
-double cq_world_stable_dt(const cq_world* w); /* dx / max wave speed over particles (needs parameters set) */
+double cq_world_stable_dt(const cq_world* w); /* the stable substep: wave speed and viscosity (needs parameters set) */
 int cq_world_set_threads(cq_world* w, int threads); /* as cq_world_desc.threads */
 int cq_world_threads_used(const cq_world* w);       /* CPU threads the last step ran on */
 /* Backend CQ_BACKEND_CPU (default) or CQ_BACKEND_CUDA (only in libcq_cuda_*.so, with a device). */

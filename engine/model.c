@@ -234,9 +234,26 @@ static int check_particle(const cqi_model* m, const cq_params* prm, int p, char*
   return ok;
 }
 
+double cqi_particle_stable_dt(const cqi_model* m, const cq_params* prm, int p, double* dt_wave, double* dt_visc) {
+  double dx = m->desc.dx;
+  /* wave speed^2 = M / rho, rho = mass / vol0 */
+  double M = m->dim == 2 ? material_modulus_2(prm, p) : material_modulus_3(prm, p);
+  double c2 = M * m->vol0[p] / m->mass[p];
+  double w = c2 > 0 ? dx / sqrt(c2) : INFINITY;
+  double mu = m->visc[p];
+  double v = mu > 0 ? (double)m->mass[p] / m->vol0[p] * dx * dx / (2 * m->dim * mu) : INFINITY;
+  if (dt_wave) *dt_wave = w;
+  if (dt_visc) *dt_visc = v;
+  if (!(mu > 0)) return w;
+  /* a mode of frequency 2 / dt_wave damped at the rate 2 / dt_visc is stable under symplectic Euler when
+   * (dt / dt_wave)^2 + dt / dt_visc <= 1; the root of the equality, written without cancellation */
+  double iv = 1 / v, iw = isinf(w) ? 0 : 1 / w;
+  return 2 / (iv + sqrt(iv * iv + 4 * iw * iw));
+}
+
 int cqi_model_validate(cqi_model* m, cqi_err* err) {
   cq_params prm = cqi_model_params(m);
-  double best = 0;
+  double best = INFINITY;
   int stiffest = 0;
   for (int p = 0; p < m->n; p++) {
     if (!check_particle(m, &prm, p, NULL, 0)) {
@@ -244,12 +261,10 @@ int cqi_model_validate(cqi_model* m, cqi_err* err) {
       check_particle(m, &prm, p, why, sizeof why);
       return cqi_errorf(err, CQ_ERR_ARG, "%s", why);
     }
-    /* wave speed^2 = M / rho, rho = mass / vol0 */
-    double M = m->dim == 2 ? material_modulus_2(&prm, p) : material_modulus_3(&prm, p);
-    double c2 = M * m->vol0[p] / m->mass[p];
-    if (c2 > best) best = c2, stiffest = p;
+    double dt = cqi_particle_stable_dt(m, &prm, p, NULL, NULL);
+    if (dt < best) best = dt, stiffest = p;
   }
-  m->stable_dt = best > 0 ? m->desc.dx / sqrt(best) : INFINITY;
+  m->stable_dt = best;
   m->stiffest = stiffest;
   m->validated = m->generation;
   return CQ_OK;

@@ -24,8 +24,8 @@ typedef struct cqi_model {
   long generation;              /* bumped by every change (parameter access for writing, actuators, cables, BCs) */
   /* results of the last validation */
   long validated;               /* generation validated, -1 = never */
-  double stable_dt;             /* dx / max wave speed */
-  int stiffest;                 /* particle with the largest wave speed (0-based) */
+  double stable_dt;             /* min over particles of cqi_particle_stable_dt */
+  int stiffest;                 /* the particle that sets stable_dt (0-based) */
 } cqi_model;
 
 /* Checks desc and allocates a model with every parameter at its default; CQ_OK or a message in err. */
@@ -34,6 +34,11 @@ void cqi_model_free(cqi_model* m);
 /* The parameter array called name (fields.h) for writing: bumps the generation. NULL if there is none. */
 void* cqi_model_param(cqi_model* m, const char* name);
 cq_params cqi_model_params(const cqi_model* m); /* host views of every parameter */
+/* The stable substep of particle p: the wave limit dx / c (c^2 = M / rho, M the P-wave modulus of its material,
+ * rho = mass / vol0) and, when visc > 0, the viscous limit rho dx^2 / (2 d visc), combined so that
+ * (dt / dt_wave)^2 + dt / dt_visc <= 1 (the explicit limit of a damped oscillator; below both, equal to either
+ * alone when the other is infinite). Writes the two limits to dt_wave, dt_visc when they are not NULL. */
+double cqi_particle_stable_dt(const cqi_model* m, const cq_params* prm, int p, double* dt_wave, double* dt_visc);
 /* Validates every particle's parameters (first failure named, 1-based) and computes stable_dt and stiffest. */
 int cqi_model_validate(cqi_model* m, cqi_err* err);
 void cqi_model_describe(const cqi_model* m, int p, char* out, int len);

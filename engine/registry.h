@@ -48,7 +48,7 @@
   X(TOO_FAST, too_fast, "moved more than one cell in one substep (|v| dt > dx)")                         \
   X(OUTSIDE, outside_grid, "left the grid")                                                              \
   X(NONFINITE, non_finite, "a position, velocity, C or F entry is not finite")                           \
-  X(UNSTABLE_DT, unstable_dt, "the substep is above the stable limit dx / (max wave speed) of the current parameters") \
+  X(UNSTABLE_DT, unstable_dt, "the substep is above the stable limit (wave speed, viscosity) of the current parameters")  \
   X(GRADIENT, nonfinite_gradient, "a gradient of the backward pass (dL/dstate, dL/dparameter, dL/du) is not finite")
 
 #endif

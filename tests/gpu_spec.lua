@@ -41,7 +41,7 @@ local function field_len(w, f) return (f == "x" or f == "v") and w.n * w.dim or 
 local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, nil, "neohookean+incompressible" },
   { "neohookean", 0, { bulk = 30 }, "neohookean+bulk" },
   { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 40, visc = 0.2 }, "mooney_rivlin+visc" },
-  { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.4 } },
+  { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.15 } },
   { "ogden", 0, { mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2, bulk = 40 } },
   { "neohookean", 0, nil, "neohookean, chamber", "chamber" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }

@@ -15,7 +15,7 @@ local materials = {
     bcs = { "friction", "moving" } },
   { name = "mooney_rivlin+visc", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 40, visc = 0.2 },
     kinds = { "c10", "c01", "bulk", "visc" }, bcs = { "friction", "moving" } },
-  { name = "fluid", model = "fluid", params = { bulk = 35, visc = 0.4 }, kinds = { "bulk", "visc" },
+  { name = "fluid", model = "fluid", params = { bulk = 35, visc = 0.15 }, kinds = { "bulk", "visc" },
     bcs = { "friction", "moving" } },
   { name = "yeoh", model = "yeoh", params = { c10 = 4, c20 = 3, c30 = 5, bulk = 40 }, strain = 0.1,
     kinds = { "c10", "c20", "c30", "bulk" }, bcs = { "friction", "moving" } },

@@ -139,6 +139,10 @@ cq.plot { log = log, y = "loss", out = "p.png" }
     assert.truthy(tostring(err):find("cq.plot: y[1] must be a column of " .. csv .. " (iteration, loss) (got \"los\")", 1, true))
     ok, err = pcall(cq.plot, { csv = csv, y = "loss", out = dir .. "/p.png", logscale = "z" })
     assert.truthy(tostring(err):find("logscale must be one of x, y, xy", 1, true))
+    ok, err = pcall(cq.plot, { csv = csv, y = "loss", out = dir .. "/p.png", key = "middle" })
+    assert.truthy(tostring(err):find("key must be one of top right, top left, bottom right, bottom left, off", 1, true),
+      tostring(err))
+    assert.are.equal(dir .. "/k.png", cq.plot { csv = csv, y = "loss", out = dir .. "/k.png", key = "off" })
     os.execute("rm -rf " .. dir)
   end)
 end)

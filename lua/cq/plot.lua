@@ -6,7 +6,8 @@ local proc = require "cq._proc"
 
 local M = {}
 local OPTIONS = check.option_set("cq.plot", { "csv", "log", "x", "y", "out", "title", "xlabel", "ylabel", "logscale",
-  "width", "height", "style" })
+  "width", "height", "style", "key" })
+local KEYS = { "top right", "top left", "bottom right", "bottom left", "off" }
 
 -- A string as a gnuplot string literal (single quotes; a quote is doubled).
 local function literal(s) return "'" .. tostring(s):gsub("'", "''") .. "'" end
@@ -27,7 +28,8 @@ end
 
 --- cq.plot{ csv = "out/x.csv" | log = cq.log object, x = "iteration", y = "loss" or {"loss", ...}, out = "out/x.png",
 ---   title?, xlabel? (x), ylabel?, logscale = false | true (y) | "x" | "y" | "xy", width = 800, height = 500,
----   style = "lines" | "linespoints" | "points" } -> out
+---   style = "lines" | "linespoints" | "points", key = "top right" | "top left" | "bottom right" | "bottom left" |
+---   "off" } -> out
 --- One curve per y column against the x column (empty cells are gaps); written to out.tmp and renamed to out.
 function M.plot(opts)
   local where = "cq.plot"
@@ -49,6 +51,7 @@ function M.plot(opts)
   local width = check.integer(where, "width", opts.width or 800, 16, 10000)
   local height = check.integer(where, "height", opts.height or 500, 16, 10000)
   local style = check.oneof(where, "style", opts.style or "lines", { "lines", "linespoints", "points" })
+  local key = check.oneof(where, "key", opts.key or "top right", KEYS)
   local logscale = opts.logscale
   if logscale == true then logscale = "y" end
   if logscale ~= nil and logscale ~= false then check.oneof(where, "logscale", logscale, { "x", "y", "xy" }) end
@@ -89,7 +92,7 @@ function M.plot(opts)
     "set output " .. literal(tmp),
     "set datafile separator ','",
     "set grid",
-    "set key top right",
+    key == "off" and "unset key" or "set key " .. key,
     "set xlabel " .. literal(opts.xlabel or xname),
   }
   if opts.ylabel then script[#script + 1] = "set ylabel " .. literal(opts.ylabel) end

@@ -1,0 +1,75 @@
+-- Seed 003 sec. 4.2, in air: a PneuNet-style pneumatic finger (scenes/finger.geo, meshed by gmsh; one particle per
+-- tetrahedron) of DragonSkin-30 (the seed's Mooney-Rivlin fit, bulk modulus 1.75 GPa), clamped at its base and hanging
+-- under gravity, its chambers pressurised at 0, 5, 10, 15 and 20 kPa. For each pressure: ramp it up over 0.1 s, let
+-- the finger settle (damped), and record the fingertip's displacement. Writes out/finger_pressure.csv, a plot
+-- out/finger_pressure.png, and a picture of each settled finger coloured by von Mises stress
+-- (out/finger_pressure/p<kPa>.png). Explicit integration: the substep must resolve sound in a 1.75 GPa solid
+-- (about 1 us at 2.5 mm cells); the time per pressure is printed (docs/benchmarks.md). Issue 11 makes it implicit.
+-- Usage: cqlua examples/finger_pressure.lua [mesh_size_mm=3] [settle_s=0.5] [bulk_Pa=1.75e9] [pressures_kPa=0,5,10,15,20]
+local cq = require "cq"
+local mesh_size = tonumber(arg and arg[1]) or 3
+local settle = tonumber(arg and arg[2]) or 0.5
+local bulk = tonumber(arg and arg[3]) or 1.75e9
+local pressures = {}
+for p in ((arg and arg[4]) or "0,5,10,15,20"):gmatch("[^,]+") do pressures[#pressures + 1] = tonumber(p) * 1e3 end
+local P_MAX, RAMP, DAMPING = 20e3, 0.1, 25 -- Pa; s; 1/s (near-critical for the first bending mode, ~15 rad/s)
+
+local dx = 2.5e-3 -- m: the thinnest walls (2 mm) span about one cell
+local material = { preset = "dragonskin30", bulk = bulk }
+
+-- The finger along +x from its base (x = 0 of the mesh) to its tip, hanging: gravity along +x. The base's first
+-- 5 mm sit inside the left wall's sticky band (3 cells), which clamps them.
+local function build()
+  local robot = cq.robot { dim = 3 }
+  local finger = robot:gmsh { path = "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3,
+    offset = { 3 * dx - 5e-3, 0.105, 0.01 }, material = material }
+  robot:chamber { wall = finger.chambers.chamber, max = P_MAX }
+  local modulus = bulk + 4 / 3 * 2 * (1.19e3 + 23.028e3) -- P-wave modulus: K + 4G/3, G = 2 (C10 + C01)
+  local dt = 0.5 * dx / math.sqrt(modulus / 1080)
+  local world, s = robot:world { res = { 64, 56, 16 }, dx = dx, dt = dt, gravity = { 9.8, 0, 0 }, damping = DAMPING,
+    walls = { left = { type = "sticky", thickness = 3 } } }
+  return world, s, finger
+end
+
+-- The fingertip: the particles within 3 mm of the tip face; its mean position.
+local function tip_of(world, s)
+  local xmax = -math.huge
+  for i = 0, world.n - 1 do xmax = math.max(xmax, s.x[i]) end
+  local tip = {}
+  for i = 0, world.n - 1 do if s.x[i] > xmax - 3e-3 then tip[#tip + 1] = i end end
+  return function()
+    local m = { 0, 0, 0 }
+    for _, i in ipairs(tip) do for a = 1, 3 do m[a] = m[a] + s.x[(a - 1) * world.n + i] / #tip end end
+    return m
+  end
+end
+
+os.execute("mkdir -p out/finger_pressure")
+local csv = assert(io.open("out/finger_pressure.csv.tmp", "w"))
+csv:write("pressure_kPa,tip_dx_mm,tip_dy_mm,tip_dz_mm,tip_distance_mm,particles,substep_s,substeps,wall_s\n")
+local results = {}
+for _, p in ipairs(pressures) do
+  local world, s = build()
+  local tip = tip_of(world, s)
+  local t0 = tip()
+  local steps = math.ceil(settle / world.dt)
+  local clock = os.time()
+  for k = 1, steps do world:step(s, { p / P_MAX * math.min(1, k * world.dt / RAMP) }) end
+  local wall = os.time() - clock
+  local t1 = tip()
+  local d = { (t1[1] - t0[1]) * 1e3, (t1[2] - t0[2]) * 1e3, (t1[3] - t0[3]) * 1e3 }
+  local dist = math.sqrt(d[1] ^ 2 + d[2] ^ 2 + d[3] ^ 2)
+  results[#results + 1] = { p = p, dist = dist }
+  print(string.format("finger_pressure: %5.1f kPa: tip moved %6.2f mm (dx %6.2f, dy %6.2f mm); %d particles, substep " ..
+    "%.3g s x %d, %d s wall", p / 1e3, dist, d[1], d[2], world.n, world.dt, steps, wall))
+  csv:write(string.format("%g,%.6g,%.6g,%.6g,%.6g,%d,%.6g,%d,%d\n", p / 1e3, d[1], d[2], d[3], dist, world.n, world.dt,
+    steps, wall))
+  cq.frames.render_state { world = world, state = s, color = "von_mises", width = 640, height = 480 }
+    :write(string.format("out/finger_pressure/p%02d.png", math.floor(p / 1e3 + 0.5)))
+end
+csv:close()
+os.rename("out/finger_pressure.csv.tmp", "out/finger_pressure.csv")
+cq.plot { csv = "out/finger_pressure.csv", x = "pressure_kPa", y = "tip_distance_mm", out = "out/finger_pressure.png",
+  style = "linespoints", title = "PneuNet finger in air (DragonSkin-30, explicit MPM)", xlabel = "pressure (kPa)",
+  ylabel = "fingertip displacement (mm)" }
+return results

@@ -1,0 +1,175 @@
+-- The two fluid validations of issue 10 as reusable scenes: a hydrostatic water column and Martin & Moyce's dam
+-- break. tests/fluid_spec.lua runs them small; tools/fluid_validation.lua at several resolutions for
+-- docs/benchmarks.md. Each returns what it measured and asserts nothing.
+local cq = require "cq"
+
+local M = {}
+
+-- Walls: slip, 3 cells thick (the default). Wall nodes are i < 3 and i >= res - 3, so the first wall nodes sit at
+-- x = 2 dx and x = (res - 3) dx. The fluid must fill the tank up to them: a fluid started at x = 3 dx (the "cell"
+-- reading of thickness 3) or short of the far wall leaves a gap of about one cell that it creeps into for seconds
+-- (particles in the wall layer move with a fraction of the free nodes' velocity), so the column is never at rest.
+local WALL = 3
+
+--- Martin, J. C. and Moyce, W. J. (1952), "Part IV. An experimental study of the collapse of liquid columns on a
+--- rigid horizontal plane", Phil. Trans. R. Soc. Lond. A 244, 312-324: surge front of the n^2 = 2 column (width a =
+--- 2.25 in, height 2a), Z = z / a (z the front's distance from the back wall) against T = n t sqrt(g / a) =
+--- t sqrt(2 g / a). The points are the paper's Table 2 as tabulated in Ocellaris (github.com/TormodLandet/Ocellaris,
+--- scripts/plot_dam_break.py, "Data from Martin and Moyce (1952), Table 2 and 6"); PySPH's digitisation of the
+--- paper's Fig. 3 for the same column (github.com/pypr/pysph, pysph/examples/db_exp_data.py, mm_data_2) agrees with
+--- them (e.g. Z = 2.292 at T = 1.997, 2.995 at 2.547). The paper itself was not available here.
+M.MARTIN_MOYCE = {
+  { T = 0.41, Z = 1.11 }, { T = 0.84, Z = 1.22 }, { T = 1.19, Z = 1.44 }, { T = 1.43, Z = 1.67 },
+  { T = 1.63, Z = 1.89 }, { T = 1.83, Z = 2.11 }, { T = 1.98, Z = 2.33 }, { T = 2.20, Z = 2.56 },
+  { T = 2.32, Z = 2.78 }, { T = 2.51, Z = 3.00 }, { T = 2.65, Z = 3.22 }, { T = 2.83, Z = 3.44 },
+  { T = 2.98, Z = 3.67 }, { T = 3.11, Z = 3.89 }, { T = 3.33, Z = 4.11 },
+}
+
+--- The height of the residual column at the back wall from the same source (Ocellaris lists it with the front):
+--- H = eta / (n^2 a) against tau = t sqrt(g / a) = T / sqrt(2).
+M.MARTIN_MOYCE_HEIGHT = {
+  { tau = 0.56, H = 0.94 }, { tau = 0.77, H = 0.89 }, { tau = 0.93, H = 0.83 }, { tau = 1.08, H = 0.78 },
+  { tau = 1.28, H = 0.72 }, { tau = 1.46, H = 0.67 }, { tau = 1.66, H = 0.61 }, { tau = 1.84, H = 0.56 },
+  { tau = 2.00, H = 0.50 }, { tau = 2.21, H = 0.44 }, { tau = 2.45, H = 0.39 }, { tau = 2.70, H = 0.33 },
+  { tau = 3.06, H = 0.28 }, { tau = 3.44, H = 0.22 }, { tau = 4.20, H = 0.17 }, { tau = 5.25, H = 0.11 },
+  { tau = 7.40, H = 0.06 },
+}
+
+local function J_of(s, n, p) return s.F[p] * s.F[3 * n + p] - s.F[n + p] * s.F[2 * n + p] end
+
+--- A water column at rest in a tank with slip walls (2D). Options (all optional):
+---   dx = 1/64, width = 21, height = 16 (the fluid's size in cells), density = 1, g = 10, bulk = 400,
+---   ppc = 2 (particles per cell and axis), dt = 1e-2, substeps = 40, time = 0.4 (s), average = 0.1 (s, the last
+---   part of the run that the pressure is averaged over), damping = 10 (1/s), visc = 0, inset = 0 (cells: start the
+---   fluid this far inside the first wall nodes, at the left wall and the floor, and as far short of the right wall;
+---   1 reproduces the gap of issue 10's first attempt).
+--- Pressure of a particle: p = -bulk (J - 1), the fluid's equation of state (= -tr(sigma) / 2 of world:stress when
+--- visc = 0; the largest difference is returned as stress_mismatch). Depth: below the free surface y_s, the mean
+--- height of the top row of particles plus half their spacing, measured at every averaged step. Bins are the grid's
+--- rows of cells (fixed, so particles do not cross bin edges as the surface moves); the floor's cell (y from 2 dx
+--- to 3 dx) and the cells within 2 dx of the surface are left out. Each kept bin (`bins`) has its particles' mean
+--- depth, mean pressure, rho g (mean depth) and the relative error. Also: a least-squares line p(y) through the
+--- kept bins (slope, p_floor at the floor y = 2 dx), the floor force p_floor * width against the total weight, the
+--- surface and floor heights, the largest speed at the end.
+function M.hydrostatic(o)
+  o = o or {}
+  local dx, W, H = o.dx or 1 / 64, o.width or 21, o.height or 16
+  local rho, g, bulk = o.density or 1, o.g or 10, o.bulk or 400
+  local ppc, dt, substeps = o.ppc or 2, o.dt or 1e-2, o.substeps or 40
+  local steps = math.floor((o.time or 0.4) / dt + 0.5)
+  local avg = math.floor((o.average or 0.1) / dt + 0.5)
+  local x0 = (WALL - 1) * dx -- the first wall node on the left and on the floor
+  local inset = (o.inset or 0) * dx
+  local r = cq.robot { dim = 2 }
+  r:box { offset = { x0 + inset, x0 + inset }, size = { W * dx - 2 * inset, H * dx }, spacing = dx / ppc,
+    material = { model = "fluid", bulk = bulk, density = rho, visc = o.visc or 0 } }
+  local world, s = r:world { res = { W + 2 * WALL - 1, H + 2 * WALL + 6 }, dx = dx, dt = dt, substeps = substeps,
+    gravity = { 0, -g }, damping = o.damping or 10, walls = { all = { type = "slip", thickness = WALL } } }
+  local n = world.n
+  local mass, top_row, weight = world.params.mass, {}, 0
+  local top0 = -math.huge
+  for p = 0, n - 1 do top0 = math.max(top0, s.x[n + p]) end
+  for p = 0, n - 1 do
+    if s.x[n + p] > top0 - dx / ppc / 2 then top_row[#top_row + 1] = p end
+    weight = weight + mass[p] * g
+  end
+  local sums, mismatch, surface = {}, 0, 0
+  for k = 1, steps do
+    world:step(s)
+    if k > steps - avg then
+      local ys = 0
+      for _, p in ipairs(top_row) do ys = ys + s.x[n + p] end
+      ys = ys / #top_row + dx / ppc / 2
+      surface = surface + ys / avg
+      local sig = world:stress(s)
+      for p = 0, n - 1 do
+        local pJ = -bulk * (J_of(s, n, p) - 1)
+        mismatch = math.max(mismatch, math.abs(pJ + (sig[p] + sig[3 * n + p]) / 2))
+        local y = s.x[n + p]
+        local b = math.floor((y - x0) / dx) -- the row of cells above the floor
+        local a = sums[b] or { p = 0, depth = 0, count = 0 }
+        sums[b] = a
+        a.p, a.depth, a.count = a.p + pJ, a.depth + ys - y, a.count + 1
+      end
+    end
+  end
+  -- rows 1 .. last: above the floor's cell, below the surface by 2 cells or more
+  local bins, last = {}, math.floor((surface - 2 * dx - x0) / dx) - 1
+  for b = 1, last do
+    local a = sums[b]
+    if a then
+      local depth, p = a.depth / a.count, a.p / a.count
+      local expect = rho * g * depth
+      bins[#bins + 1] = { row = b, depth = depth, y = surface - depth, p = p, expected = expect,
+        err = (p - expect) / expect, count = a.count / avg }
+    end
+  end
+  local max_err = 0
+  for _, b in ipairs(bins) do max_err = math.max(max_err, math.abs(b.err)) end
+  local sy, sp, syy, syp = 0, 0, 0, 0
+  for _, b in ipairs(bins) do sy, sp, syy, syp = sy + b.y, sp + b.p, syy + b.y * b.y, syp + b.y * b.p end
+  local nb = #bins
+  local slope = (nb * syp - sy * sp) / (nb * syy - sy * sy)
+  local p_floor = (sp - slope * sy) / nb + slope * x0
+  local vmax = 0
+  for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
+  return { bins = bins, max_err = max_err, surface = surface, floor = x0, height = surface - x0, slope = slope,
+    p_floor = p_floor, floor_force = p_floor * W * dx, weight = weight, stress_mismatch = mismatch, vmax = vmax,
+    n = n, world = world, state = s, rho_g = rho * g, compression = rho * g * H * dx / bulk }
+end
+
+--- Martin & Moyce's dam break, n^2 = 2 (2D): a water column of width a and height 2 a against the left wall of a
+--- slip-walled tank, released at t = 0. Options (all optional): cells = 16 (grid cells across a), a = 0.05715 (m),
+--- g = 9.81, bulk = 4e5 (Pa: c = 20 m/s for water's density), visc = 1e-3 (Pa s), ppc = 2, T_end = 2.05,
+--- dT = 0.05 (control step, in units of T), cfl = 0.5 (substep / stable limit), length = 4.5 (tank length in a).
+--- The front: the largest x of the particles in the cell above the floor, plus half a particle spacing (so Z = 1
+--- at T = 0), from the back wall (the first wall node, x = 2 dx). The residual column: the highest particle within
+--- a cell of the back wall, plus half a spacing, over 2 a. Returns T[k], Z[k], H[k] (k = 0 .. steps), Z_at(T) and
+--- H_at(T) (linear between control steps), the largest speed over the run (vmax) and the speed of sound c.
+function M.dam_break(o)
+  o = o or {}
+  local a, g, N = o.a or 0.05715, o.g or 9.81, o.cells or 16
+  local dx, ppc, bulk = a / N, o.ppc or 2, o.bulk or 4e5
+  local x0 = (WALL - 1) * dx
+  local r = cq.robot { dim = 2 }
+  r:box { offset = { x0, x0 }, size = { a, 2 * a }, spacing = dx / ppc,
+    material = { preset = "water", bulk = bulk, visc = o.visc or 1e-3 } }
+  local scale = math.sqrt(2 * g / a) -- T = t * scale
+  local dT = o.dT or 0.05
+  local dt = dT / scale
+  local c = math.sqrt(bulk / 1000)
+  local substeps = math.ceil(dt / ((o.cfl or 0.5) * dx / c))
+  local world, s = r:world { res = { math.ceil((o.length or 4.5) * N) + 2 * WALL, math.ceil(2.3 * N) + 2 * WALL },
+    dx = dx, dt = dt, substeps = substeps, gravity = { 0, -g }, walls = { all = { type = "slip", thickness = WALL } } }
+  local n = world.n
+  local function front()
+    local xf = -math.huge
+    for p = 0, n - 1 do
+      if s.x[n + p] < x0 + dx then xf = math.max(xf, s.x[p]) end
+    end
+    return (xf + dx / ppc / 2 - x0) / a
+  end
+  local function column()
+    local yt = -math.huge
+    for p = 0, n - 1 do
+      if s.x[p] < x0 + dx then yt = math.max(yt, s.x[n + p]) end
+    end
+    return (yt + dx / ppc / 2 - x0) / (2 * a)
+  end
+  local T, Z, Hc, vmax = { [0] = 0 }, { [0] = front() }, { [0] = column() }, 0
+  local steps = math.ceil((o.T_end or 2.05) / dT - 1e-9)
+  for k = 1, steps do
+    world:step(s)
+    T[k], Z[k], Hc[k] = k * dT, front(), column()
+    for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
+  end
+  local function at(series, t)
+    local k = math.min(math.floor(t / dT), steps - 1)
+    local f = t / dT - k
+    return series[k] * (1 - f) + series[k + 1] * f
+  end
+  return { T = T, Z = Z, H = Hc, Z_at = function(t) return at(Z, t) end, H_at = function(t) return at(Hc, t) end,
+    steps = steps, vmax = vmax, c = c, n = n, dx = dx, substeps = substeps, world = world, state = s }
+end
+
+return M

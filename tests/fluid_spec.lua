@@ -1,0 +1,151 @@
+-- The Newtonian fluid (seed 003 sec. 2.2) validated (issue 10): the viscous time-step limit, a hydrostatic water
+-- column against rho g h, and Martin & Moyce's dam break against their measured surge front. The two scenes are in
+-- scenes/fluid_validation.lua; tools/fluid_validation.lua runs them at higher resolutions (docs/benchmarks.md).
+package.path = "./scenes/?.lua;" .. package.path
+local cq = require "cq"
+local fv = require "fluid_validation"
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error, got none")
+  e = tostring(e)
+  print(e)
+  return e
+end
+
+local function has(msg, ...)
+  for _, s in ipairs({ ... }) do
+    assert.is_truthy(string.find(msg, s, 1, true), string.format("message %q does not contain %q", msg, s))
+  end
+end
+
+-- A fluid block (dx = 1/64, 2x2(x2) particles per cell, 8 cells a side) and its world (slip walls, dt, substeps):
+-- robot:world commits, so an unstable dt raises there.
+local H = 1 / 64
+local function viscous_block(dim, mat, dt, substeps)
+  local r = cq.robot { dim = dim }
+  local off, size, res = {}, {}, {}
+  for a = 1, dim do off[a], size[a], res[a] = 6 * H, 8 * H, 20 end
+  r:box { offset = off, size = size, spacing = H / 2, material = mat }
+  return r, { res = res, dx = H, dt = dt, substeps = substeps or 1, walls = { all = { type = "slip" } } }
+end
+
+describe("the viscous time-step limit", function()
+  it("stable_dt combines the wave limit dx / c with rho dx^2 / (2 d visc), in 2D and 3D", function()
+    for dim = 2, 3 do
+      local rho, bulk, visc = 1000, 4e5, 2
+      local r, opts = viscous_block(dim, { model = "fluid", bulk = bulk, visc = visc, density = rho }, 1e-6)
+      local w = r:world(opts)
+      local dt_w, dt_v = H / math.sqrt(bulk / rho), rho * H * H / (2 * dim * visc)
+      local expect = 2 / (1 / dt_v + math.sqrt(1 / dt_v ^ 2 + 4 / dt_w ^ 2)) -- root of (dt/dt_w)^2 + dt/dt_v = 1
+      print(string.format("%dD: wave limit %.5g, viscous limit %.5g, stable_dt %.6g (expected %.6g)", dim, dt_w, dt_v,
+        w:stable_dt(), expect))
+      assert.is_true(math.abs(w:stable_dt() - expect) <= 1e-12 * expect)
+      assert.is_true(w:stable_dt() < math.min(dt_w, dt_v))
+      w:fill("visc", 0) -- without viscosity: the wave limit alone, as before
+      assert.are.equal(dt_w, w:stable_dt())
+    end
+  end)
+
+  it("a large visc makes commit refuse a substep above rho dx^2 / (2 d visc), naming visc; below it runs", function()
+    local mat = { model = "fluid", bulk = 1, visc = 1, density = 1 } -- dx / c = 1/64: the viscosity binds
+    local dt_v = 1 * H * H / (2 * 2 * 1)
+    local r, opts = viscous_block(2, mat, 1.05 * dt_v)
+    local msg = err_of(r.world, r, opts)
+    has(msg, "stability limit", "set by the viscosity of particle", "visc = 1", "rho dx^2 / (2 d visc) = " ..
+      string.format("%g", dt_v), "substeps (>= 2)", "a lower visc")
+    -- the suggested 2 substeps commit, and a random velocity field then decays, as a viscous one must
+    opts.substeps = tonumber(msg:match("substeps %(>= (%d+)%)"))
+    local w, s = r:world(opts)
+    print(string.format("viscous limit %.6g, stable_dt %.6g, substep %.6g", dt_v, w:stable_dt(),
+      opts.dt / opts.substeps))
+    assert.is_true(math.abs(w:stable_dt() - dt_v) < 1e-3 * dt_v)
+    local n = w.n
+    local seed = 12345
+    local function rnd() seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 - 0.5 end
+    for i = 0, 2 * n - 1 do s.v[i] = 1e-3 * rnd() end
+    local function ke() local e = 0; for i = 0, 2 * n - 1 do e = e + s.v[i] ^ 2 end; return e end
+    local e0 = ke()
+    for _ = 1, 300 do w:step(s) end
+    print(string.format("kinetic energy after 600 substeps / at start: %.3g", ke() / e0))
+    assert.is_true(ke() < 0.5 * e0)
+  end)
+
+  it("visc raised after commit stops the next step with unstable_dt, naming the viscosity", function()
+    local r, opts = viscous_block(2, { model = "fluid", bulk = 1, visc = 1, density = 1 }, 0.9 * H * H / 4)
+    local w, s = r:world(opts)
+    w:step(s)
+    w:fill("visc", 4, 5, 5)
+    local msg = err_of(w.step, w, s)
+    has(msg, "step 2", "above the stable limit", "set by the viscosity of particle 5", "visc = 4",
+      "rho dx^2 / (2 d visc)", "substeps (>= 4)", "a lower visc")
+    local b = w:blowup()
+    assert.are.same({ "unstable_dt", 5, 2 }, { b.check, b.particle, b.step })
+  end)
+end)
+
+describe("a hydrostatic water column", function()
+  it("has the pressure rho g h at depth h below its free surface, within 5 % per cell of depth", function()
+    -- 21 x 16 cells of fluid (dx = 1/64, 2x2 particles per cell) filling a slip-walled tank, density 1, g = 10,
+    -- bulk 400 (rho g H / bulk = 0.6 % compression; c = 20, so a quarter-wave period 4 H / c = 0.05 s), 40 substeps
+    -- of 2.5e-4 (0.32 of the stable limit), damping 10/s; 0.4 s, the pressure averaged over the last 0.1 s.
+    -- Bins: the rows of grid cells, without the floor's cell and the cells within 2 dx of the surface.
+    local r = fv.hydrostatic()
+    print(string.format("n = %d, surface %.5f (fluid height %.5f = %.3f cells), max speed %.2g at the end", r.n,
+      r.surface, r.height, r.height / (1 / 64), r.vmax))
+    print("  row  depth     p         rho g h   error")
+    for _, b in ipairs(r.bins) do
+      print(string.format("  %3d  %.5f  %.5f  %.5f  %+.2f %%", b.row, b.depth, b.p, b.expected, 100 * b.err))
+      assert.is_true(math.abs(b.err) <= 0.05)
+    end
+    print(string.format("worst bin %.2f %%; dp/dy = %.4f (-rho g = %.4f, %+.2f %%); floor force %.5f vs weight %.5f " ..
+      "(%+.2f %%); |-bulk (J - 1) + tr(sigma)/2| <= %.1g", 100 * r.max_err, r.slope, -r.rho_g,
+      100 * (r.slope / -r.rho_g - 1), r.floor_force, r.weight, 100 * (r.floor_force / r.weight - 1), r.stress_mismatch))
+    assert.is_true(#r.bins >= 12)
+    assert.is_true(math.abs(r.slope / -r.rho_g - 1) <= 0.02)
+    assert.is_true(math.abs(r.floor_force / r.weight - 1) <= 0.05)
+    assert.is_true(r.stress_mismatch <= 1e-9)
+    -- at rest: what moves is the start-up pressure wave, decaying as exp(-damping t) (1e-2 at 0.4 s, 4e-4 at 1.5 s)
+    assert.is_true(r.vmax < 0.02)
+  end)
+
+  it("started one cell short of the walls (the first attempt) creeps into the wall layer and misses it", function()
+    -- the same column 1 cell inside the left wall and the floor and 1 cell short of the right wall: after 0.4 s it is
+    -- still flowing into the gaps (speeds 100x those above) and its depth bins are off by up to 10 %
+    local r = fv.hydrostatic { inset = 1 }
+    local errs = {}
+    for _, b in ipairs(r.bins) do errs[#errs + 1] = string.format("%+.1f", 100 * b.err) end
+    print(string.format("max speed %.3g, worst bin %.1f %% (%s)", r.vmax, 100 * r.max_err, table.concat(errs, " ")))
+    assert.is_true(r.vmax > 0.05)
+    assert.is_true(r.max_err > 0.05)
+  end)
+end)
+
+describe("Martin & Moyce's dam break (n^2 = 2)", function()
+  it("has the measured surge front Z(T) within 10 % for T <= 2 (16 cells across the column)", function()
+    -- Column a = 0.05715 m wide, 2a high, water (density 1000, visc 1e-3) with bulk = 4e5 Pa: c = 20 m/s, at least
+    -- 10x the largest flow speed (checked below; the shallow-water front speed 2 sqrt(2 g a) = 2.1 m/s bounds it),
+    -- so density changes stay below about (v/c)^2 = 1 %. Slip walls and floor. Z = front / a, T = t sqrt(2 g / a).
+    -- Z starts at 1, so at T = 0.41 (Z = 1.11) a 10 % band on Z admits no motion at all; the later points are the
+    -- meaningful ones. At this resolution the front leads the data by up to 8 %; refined it leads by more (9-14 %
+    -- at 32 cells, 10-19 % at 48 and 64, which agree within 2 %; docs/benchmarks.md): the coarse grid's numerical
+    -- dissipation makes up part of the gap between this free-slip 2D model and the experiment, so this test pins
+    -- the coarse result, not a converged agreement.
+    local r = fv.dam_break { cells = 16 }
+    print(string.format("n = %d, %d substeps per 0.05 T, max speed %.3f m/s, c / max speed = %.1f", r.n, r.substeps,
+      r.vmax, r.c / r.vmax))
+    assert.is_true(r.c >= 10 * r.vmax)
+    print("     T   Z (M&M)  Z (sim)   error")
+    local count = 0
+    for _, e in ipairs(fv.MARTIN_MOYCE) do
+      if e.T <= 2 then
+        local z = r.Z_at(e.T)
+        local err = (z - e.Z) / e.Z
+        print(string.format("  %.2f   %.2f     %.3f    %+.1f %%", e.T, e.Z, z, 100 * err))
+        assert.is_true(math.abs(err) <= 0.10)
+        count = count + 1
+      end
+    end
+    assert.are.equal(7, count)
+  end)
+end)
