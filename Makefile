@@ -16,10 +16,13 @@ DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlop
   pkg-config gcc g++ make
 # pictures: videos (cq.frames.video), plots (cq.plot), and the independent PLY reader of tests/export_spec.lua
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
+# robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
+DEB_PACKAGES += gmsh
 
-# The host's own sources (the cqlua program, PNG and mesh loaders); everything else in engine/ is the engine library.
-HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c
-HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engine/host.h
+# The host's own sources (the cqlua program, PNG, mesh and Gmsh MSH loaders); everything else in engine/ is the engine
+# library.
+HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c engine/msh.c
+HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engine/host.h engine/msh.h
 HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
 ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
@@ -47,9 +50,10 @@ $(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o | $(BUI
 	  $(LUAJIT_LIBS) -lassimp -lstdc++ -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
-$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/mesh.h engine/host.h Makefile | $(BUILD)/lib
+$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/mesh.h engine/msh.h engine/host.h \
+  Makefile | $(BUILD)/lib
 	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/mesh.h >> $@.tmp && \
-	  $(CC) -E -P engine/host.h >> $@.tmp && \
+	  $(CC) -E -P engine/msh.h >> $@.tmp && $(CC) -E -P engine/host.h >> $@.tmp && \
 	  mv $@.tmp $@
 
 # The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
