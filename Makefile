@@ -160,16 +160,17 @@ test-asan: deps
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
 # Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and
-# ASCII) files, and the fill of closed meshes (tests/fuzz/). Each target runs FUZZ_SECONDS from seeds written by
-# tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints executions and
-# crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with $(FUZZ_BUILD)/fuzz_<target> FILE).
+# ASCII) files, the fill of closed meshes and Gmsh MSH 4.1 files (tests/fuzz/). Each target runs FUZZ_SECONDS from
+# seeds written by tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints
+# executions and crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with
+# $(FUZZ_BUILD)/fuzz_<target> FILE).
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= $(BUILD)/fuzz
 FUZZ_CC      ?= clang
 FUZZ_CXX     ?= clang++
 FUZZ_SAN     ?= address,undefined
 FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE
-FUZZ_TARGETS := png obj stl fill
+FUZZ_TARGETS := png obj stl fill msh
 FUZZ_MESH    := engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c $(FUZZ_BUILD)/mesh_obj.o
 .PHONY: fuzz fuzz-deps
 fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_TARGETS))
@@ -184,6 +185,9 @@ $(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile
 $(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c -lm
+$(FUZZ_BUILD)/fuzz_msh: tests/fuzz/fuzz_msh.c engine/msh.c engine/readfile.c $(HOST_HDR) | fuzz-deps
+	mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_msh.c engine/msh.c engine/readfile.c -lm
 $(FUZZ_BUILD)/fuzz_obj $(FUZZ_BUILD)/fuzz_stl: $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_mesh.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -DFUZZ_FORMAT=CQ_MESH_$(shell echo $* | tr a-z A-Z) \
 	  -o $@ tests/fuzz/fuzz_mesh.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none \

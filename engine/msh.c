@@ -538,7 +538,7 @@ static long long tokens_on_line(const reader* r)
   long long n = 0;
   while (at < r->size && isspace(r->d[at])) at++; /* the block header's line ends first */
   while (at < r->size && r->d[at] != '\n') {
-    while (at < r->size && (r->d[at] == ' ' || r->d[at] == '\t' || r->d[at] == '\r')) at++;
+    while (at < r->size && r->d[at] != '\n' && isspace(r->d[at])) at++; /* blanks, \r, \v, \f */
     if (at >= r->size || r->d[at] == '\n') break;
     n++;
     while (at < r->size && !isspace(r->d[at])) at++;

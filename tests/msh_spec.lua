@@ -142,6 +142,18 @@ describe("MSH 4.1 reader", function()
       "element type 99 is not a fixed-size Gmsh type this reader knows, and its node count cannot be told in a binary file")
   end)
 
+  it("gives messages for the inputs the fuzzer once failed on (tests/fuzz/found/msh/)", function()
+    local ls, n = io.popen("ls tests/fuzz/found/msh"), 0
+    for name in ls:lines() do
+      local f = assert(io.open("tests/fuzz/found/msh/" .. name, "rb"))
+      has(parse_error(f:read("*a")), "MSH ")
+      f:close()
+      n = n + 1
+    end
+    ls:close()
+    assert.is_true(n >= 1)
+  end)
+
   it("names the problem of every kind of bad file", function()
     local text = files.ascii(files.cube())
     local bin = files.binary(files.cube())
