@@ -16,10 +16,13 @@ DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlop
   pkg-config gcc g++ make
 # pictures: videos (cq.frames.video), plots (cq.plot), and the independent PLY reader of tests/export_spec.lua
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
+# robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
+DEB_PACKAGES += gmsh
 
-# The host's own sources (the cqlua program, PNG and mesh loaders); everything else in engine/ is the engine library.
-HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c
-HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engine/host.h
+# The host's own sources (the cqlua program, PNG, mesh and Gmsh MSH loaders); everything else in engine/ is the engine
+# library.
+HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c engine/msh.c
+HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engine/host.h engine/msh.h
 HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
 ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
@@ -47,9 +50,10 @@ $(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o | $(BUI
 	  $(LUAJIT_LIBS) -lassimp -lstdc++ -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
-$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/mesh.h engine/host.h Makefile | $(BUILD)/lib
+$(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.h engine/mesh.h engine/msh.h engine/host.h \
+  Makefile | $(BUILD)/lib
 	$(CC) -E -P engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/mesh.h >> $@.tmp && \
-	  $(CC) -E -P engine/host.h >> $@.tmp && \
+	  $(CC) -E -P engine/msh.h >> $@.tmp && $(CC) -E -P engine/host.h >> $@.tmp && \
 	  mv $@.tmp $@
 
 # The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
@@ -167,16 +171,17 @@ test-asan: deps
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
 # Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and
-# ASCII) files, and the fill of closed meshes (tests/fuzz/). Each target runs FUZZ_SECONDS from seeds written by
-# tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints executions and
-# crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with $(FUZZ_BUILD)/fuzz_<target> FILE).
+# ASCII) files, the fill of closed meshes and Gmsh MSH 4.1 files (tests/fuzz/). Each target runs FUZZ_SECONDS from
+# seeds written by tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints
+# executions and crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with
+# $(FUZZ_BUILD)/fuzz_<target> FILE).
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   ?= $(BUILD)/fuzz
 FUZZ_CC      ?= clang
 FUZZ_CXX     ?= clang++
 FUZZ_SAN     ?= address,undefined
 FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE
-FUZZ_TARGETS := png obj stl fill
+FUZZ_TARGETS := png obj stl fill msh
 FUZZ_MESH    := engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c $(FUZZ_BUILD)/mesh_obj.o
 .PHONY: fuzz fuzz-deps
 fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_TARGETS))
@@ -191,6 +196,9 @@ $(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile
 $(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c -lm
+$(FUZZ_BUILD)/fuzz_msh: tests/fuzz/fuzz_msh.c engine/msh.c engine/readfile.c $(HOST_HDR) | fuzz-deps
+	mkdir -p $(FUZZ_BUILD)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_msh.c engine/msh.c engine/readfile.c -lm
 $(FUZZ_BUILD)/fuzz_obj $(FUZZ_BUILD)/fuzz_stl: $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_mesh.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -DFUZZ_FORMAT=CQ_MESH_$(shell echo $* | tr a-z A-Z) \
 	  -o $@ tests/fuzz/fuzz_mesh.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none \

@@ -238,6 +238,11 @@ function Robot:mesh(opts)
   return g
 end
 
+local gmsh = require "cq._msh" -- loaded with robot.lua: it declares robot:gmsh's option set
+--- Particles from a Gmsh mesh (.geo meshed by gmsh, or .msh): one per tetrahedron (2D: triangle) at its centroid with
+--- its volume, sub-groups per physical volume and chamber walls per physical surface (lua/cq/_msh.lua, docs/api.md).
+function Robot:gmsh(opts) return gmsh.build(self, "robot:gmsh", opts, material) end
+
 -- A sub-group of g: the particles (in g's order) for which keep(p) holds, with the matching part of g.surface.
 local function sub_group(g, keep, name)
   local sub = { particles = {}, name = name, material = g.material, parent = g }

@@ -1,11 +1,12 @@
 -- tests/fuzz/seeds.lua: the starting corpus of the fuzzers (make fuzz): a few small valid files per loader.
--- usage: build/bin/cqlua tests/fuzz/seeds.lua <directory>   (writes <directory>/{png,obj,stl,fill}/...)
-package.path = "./scenes/?.lua;" .. package.path
+-- usage: build/bin/cqlua tests/fuzz/seeds.lua <directory>   (writes <directory>/{png,obj,stl,fill,msh}/...)
+package.path = "./scenes/?.lua;./tests/?.lua;" .. package.path
 local cq = require "cq"
 local meshes = require "meshes"
+local msh = require "_msh_files"
 
 local dir = assert(arg[1], "usage: cqlua tests/fuzz/seeds.lua <directory>")
-for _, sub in ipairs { "png", "obj", "stl", "fill" } do os.execute("mkdir -p '" .. dir .. "/" .. sub .. "'") end
+for _, sub in ipairs { "png", "obj", "stl", "fill", "msh" } do os.execute("mkdir -p '" .. dir .. "/" .. sub .. "'") end
 local function write(path, bytes)
   local f = assert(io.open(dir .. "/" .. path, "wb"))
   f:write(bytes)
@@ -37,3 +38,11 @@ write("fill/tetra", bytes { 0, 10, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0, 16 })
 write("fill/octa", bytes { 1, 40, 8, 0, 0, -8, 0, 0, 0, 8, 0, 0, -8, 0, 0, 0, 8, 0, 0, -8 })
 write("fill/cube", bytes { 2, 7, 0, 0, 0, 8, 0, 0, 0, 8, 0, 8, 8, 0, 0, 0, 8, 8, 0, 8, 0, 8, 8, 8, 8, 8 })
 write("fill/nested", bytes { 3, 12, 0, 0, 0, 32, 0, 0, 0, 32, 0, 0, 0, 32, 2, 2, 2, 10, 2, 2, 2, 10, 2, 2, 2, 10 })
+
+-- MSH 4.1: the hand-written cube of tests/_msh_files.lua in ASCII and binary (both byte orders, 4-byte size_t,
+-- sparse node tags)
+write("msh/cube.msh", msh.ascii(msh.cube()))
+write("msh/cube_bin.msh", msh.binary(msh.cube()))
+write("msh/cube_swap.msh", msh.binary(msh.cube(), { swap = true }))
+write("msh/cube_size4.msh", msh.binary(msh.cube(), { size = 4 }))
+write("msh/cube_sparse.msh", msh.ascii(msh.cube(1000003)))
