@@ -1,5 +1,5 @@
 -- Seed 003 sec. 4.2, in air: a PneuNet-style pneumatic finger (scenes/finger.geo, meshed by gmsh; one particle per
--- tetrahedron) of DragonSkin-30 (the seed's Mooney-Rivlin fit, bulk modulus 1.75 GPa), clamped at its base and hanging
+-- tetrahedron) of DragonSkin-30 (the seed's Mooney-Rivlin fit, bulk modulus 1.75 GPa), clamped at its base, hanging
 -- under gravity, its chambers pressurised at 0, 5, 10, 15 and 20 kPa. For each pressure: ramp it up over 0.1 s, let
 -- the finger settle (damped), and record the fingertip's displacement. Writes out/finger_pressure.csv, a plot
 -- out/finger_pressure.png, and a picture of each settled finger coloured by von Mises stress
@@ -17,26 +17,35 @@ local P_MAX, RAMP, DAMPING = 20e3, 0.1, 25 -- Pa; s; 1/s (near-critical for the 
 local dx = 2.5e-3 -- m: the thinnest walls (2 mm) span about one cell
 local material = { preset = "dragonskin30", bulk = bulk }
 
--- The finger along +x from its base (x = 0 of the mesh) to its tip, hanging: gravity along +x. The base's first
--- 5 mm sit inside the left wall's sticky band (3 cells), which clamps them.
+-- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
+-- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
+-- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x, its layer's side.
+local RES = { 64, 56, 24 }
 local function build()
   local robot = cq.robot { dim = 3 }
-  local finger = robot:gmsh { path = "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3,
-    offset = { 3 * dx - 5e-3, 0.105, 0.01 }, material = material }
-  robot:chamber { wall = finger.chambers.chamber, max = P_MAX }
+  local finger = robot:gmsh { path = "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3, offset = { 0, 0, 0 },
+    material = material }
+  local X0, Y0, Z0 = 0.11, (RES[2] - 1.6) * dx, 0.02 -- the base just inside the grid's last valid row
+  for _, p in ipairs(finger.particles) do
+    local x = robot.x[p]
+    x[1], x[2], x[3] = X0 + x[2], Y0 - x[1], Z0 + x[3]
+  end
+  local wall = finger.chambers.chamber
+  for i, n in ipairs(wall.normal) do wall.normal[i] = { n[2], -n[1], n[3] } end
+  robot:chamber { wall = wall, max = P_MAX }
   local modulus = bulk + 4 / 3 * 2 * (1.19e3 + 23.028e3) -- P-wave modulus: K + 4G/3, G = 2 (C10 + C01)
   local dt = 0.5 * dx / math.sqrt(modulus / 1080)
-  local world, s = robot:world { res = { 64, 56, 16 }, dx = dx, dt = dt, gravity = { 9.8, 0, 0 }, damping = DAMPING,
-    walls = { left = { type = "sticky", thickness = 3 } } }
+  local world, s = robot:world { res = RES, dx = dx, dt = dt, gravity = { 0, -9.8, 0 }, damping = DAMPING,
+    walls = { top = { type = "sticky", thickness = 3 } } }
   return world, s, finger
 end
 
--- The fingertip: the particles within 3 mm of the tip face; its mean position.
+-- The fingertip: the particles within 3 mm of the tip face (the lowest); its mean position.
 local function tip_of(world, s)
-  local xmax = -math.huge
-  for i = 0, world.n - 1 do xmax = math.max(xmax, s.x[i]) end
+  local ymin = math.huge
+  for i = 0, world.n - 1 do ymin = math.min(ymin, s.x[world.n + i]) end
   local tip = {}
-  for i = 0, world.n - 1 do if s.x[i] > xmax - 3e-3 then tip[#tip + 1] = i end end
+  for i = 0, world.n - 1 do if s.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i end end
   return function()
     local m = { 0, 0, 0 }
     for _, i in ipairs(tip) do for a = 1, 3 do m[a] = m[a] + s.x[(a - 1) * world.n + i] / #tip end end
@@ -45,7 +54,7 @@ local function tip_of(world, s)
 end
 
 os.execute("mkdir -p out/finger_pressure")
-local csv = assert(io.open("out/finger_pressure.csv.tmp", "w"))
+local csv = assert(io.open("out/finger_pressure.csv", "w")) -- a row per pressure as soon as it is done
 csv:write("pressure_kPa,tip_dx_mm,tip_dy_mm,tip_dz_mm,tip_distance_mm,particles,substep_s,substeps,wall_s\n")
 local results = {}
 for _, p in ipairs(pressures) do
@@ -64,11 +73,11 @@ for _, p in ipairs(pressures) do
     "%.3g s x %d, %d s wall", p / 1e3, dist, d[1], d[2], world.n, world.dt, steps, wall))
   csv:write(string.format("%g,%.6g,%.6g,%.6g,%.6g,%d,%.6g,%d,%d\n", p / 1e3, d[1], d[2], d[3], dist, world.n, world.dt,
     steps, wall))
+  csv:flush()
   cq.frames.render_state { world = world, state = s, color = "von_mises", width = 640, height = 480 }
     :write(string.format("out/finger_pressure/p%02d.png", math.floor(p / 1e3 + 0.5)))
 end
 csv:close()
-os.rename("out/finger_pressure.csv.tmp", "out/finger_pressure.csv")
 cq.plot { csv = "out/finger_pressure.csv", x = "pressure_kPa", y = "tip_distance_mm", out = "out/finger_pressure.png",
   style = "linespoints", title = "PneuNet finger in air (DragonSkin-30, explicit MPM)", xlabel = "pressure (kPa)",
   ylabel = "fingertip displacement (mm)" }

@@ -17,8 +17,8 @@ cl = 8;       // chamber length along x
 gap = 3;      // wall between two chambers
 x0 = 10;      // solid base before the first chamber (clamped)
 bottom = 2;   // wall between the layer and the chambers
-roof = 2;     // wall above the chambers
-side = 2;     // side walls (z)
+roof = 3;     // wall above the chambers (3 and 4 mm walls: thinner ones balloon at 20 kPa with the seed's soft fit)
+side = 4;     // side walls (z)
 channel = 2;  // square channel along the chambers' floor, joining them into one cavity
 span = n * cl + (n - 1) * gap; // the chambers run from x0 to x0 + span (the tip wall is L - x0 - span = 5)
 

@@ -97,3 +97,17 @@ describe("examples/creature3d.lua", function()
     assert.is_true(log.walked >= log.last.distance - 1e-12)
   end)
 end)
+
+describe("examples/finger_pressure.lua", function()
+  it("the meshed finger at 0 and 20 kPa (soft bulk, 0.03 s): pressure moves the tip; CSV, plot and pictures", function()
+    for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do
+      os.remove(f)
+    end
+    local r = run_example("examples/finger_pressure.lua", { "4", "0.03", "1.75e6", "0,20" })
+    print(string.format("  finger_pressure: tip moved %.3f mm at 0 kPa, %.3f mm at 20 kPa", r[1].dist, r[2].dist))
+    assert.is_true(r[2].dist > r[1].dist + 0.5)
+    for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do
+      assert.is_truthy(io.open(f, "rb"), f)
+    end
+  end)
+end)
