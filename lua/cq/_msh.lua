@@ -11,7 +11,7 @@ require "cq._ffi" -- declares cq_msh_* (engine/msh.h)
 local M = {}
 M.OPTIONS = check.option_set("robot:gmsh", { "path", "scale", "offset", "material", "groups", "mesh_size", "velocity",
   "name" })
-M.GMSH = "gmsh"      -- the program run for .geo files (a test points it elsewhere to see the message when it is missing)
+M.GMSH = "gmsh"      -- the program run for .geo files (a test points it elsewhere to see the message without it)
 M.MAX_BYTES = 2 ^ 31 -- .msh files larger than this are refused before they are read
 
 -- Runs gmsh on a .geo file for a dim-D mesh in a temporary MSH 4.1 file (binary: smaller and faster to read); returns
@@ -201,7 +201,9 @@ end
 function M.build(r, where, opts, material)
   check.options(where, opts, M.OPTIONS)
   local dim = r.dim
-  if type(opts.path) ~= "string" or opts.path == "" then check.fail(where, "path must be a .geo or .msh file name", opts.path) end
+  if type(opts.path) ~= "string" or opts.path == "" then
+    check.fail(where, "path must be a .geo or .msh file name", opts.path)
+  end
   local s = check.number(where, "scale", opts.scale or 1, 0, math.huge, { open_lo = true })
   check.vector(where, "offset", opts.offset, dim)
   if opts.mesh_size ~= nil then check.number(where, "mesh_size", opts.mesh_size, 0, math.huge, { open_lo = true }) end
@@ -280,8 +282,9 @@ function M.build(r, where, opts, material)
     for j, i in ipairs(buckets[home]) do
       local c, v = element_shape(P, els, k, i, dim)
       if not (v > 0) then
-        check.raise(string.format("%s: %s: %s %d has no %s (its nodes are %s)", where, opts.path,
-          dim == 3 and "tetrahedron" or "triangle", i + 1, dim == 3 and "volume" or "area", dim == 3 and "coplanar" or "collinear"))
+        local what = dim == 3 and "tetrahedron %d has no volume (its nodes are coplanar)" or
+          "triangle %d has no area (its nodes are collinear)"
+        check.raise(string.format("%s: %s: " .. what, where, opts.path, i + 1))
       end
       xs[j], vols[j] = dim == 2 and { c[1], c[2] } or c, v
       volume = volume + v
