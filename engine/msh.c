@@ -348,7 +348,10 @@ static int read_names(reader* r, build* b)
     start = ++r->at;
     while (r->at < r->size && r->d[r->at] != '"' && r->d[r->at] != '\n' && r->at - start <= MAX_NAME) r->at++;
     if (r->at - start > MAX_NAME) { fail(r, "a physical name longer than %d bytes", MAX_NAME); goto bad; }
-    if (r->at >= r->size || r->d[r->at] != '"') { fail(r, "the name of physical group %lld has no closing quote", tag); goto bad; }
+    if (r->at >= r->size || r->d[r->at] != '"') {
+      fail(r, "the name of physical group %lld has no closing quote", tag);
+      goto bad;
+    }
     m->names[i] = malloc(r->at - start + 1);
     if (!m->names[i]) { fail(r, "out of memory"); goto bad; }
     memcpy(m->names[i], r->d + start, r->at - start);

@@ -7,7 +7,7 @@
 typedef struct cq_msh_elements {
   int n;          /* elements */
   int* nodes;     /* k per element: node indices (0-based, into cq_msh.nodes), in the file's order */
-  int* entity;    /* per element: its entity's index into cq_msh.entity_* (0-based), -1 when the file has no $Entities */
+  int* entity;    /* per element: its entity's index into cq_msh.entity_* (0-based); -1: the file has no $Entities */
 } cq_msh_elements;
 
 /* A mesh as the file gives it: nodes, the elements of the three kinds kept (others are counted in n_skipped), the
@@ -23,7 +23,7 @@ typedef struct cq_msh {
   int n_entities;           /* geometric entities ($Entities), sorted by dimension then tag */
   int* entity_dim;          /* per entity: 0 point, 1 curve, 2 surface, 3 volume */
   int* entity_tag;          /* per entity: its tag */
-  int* entity_first;        /* n_entities + 1: entity e's physical tags are entity_physicals[first[e] .. first[e+1]-1] */
+  int* entity_first;        /* n_entities + 1: entity e's physical tags are entity_physicals[first[e]..first[e+1]-1] */
   int* entity_physicals;    /* physical group tags (of the entity's dimension) */
   int n_names;              /* $PhysicalNames */
   int* name_dim;            /* per name: the physical group's dimension */

@@ -52,7 +52,8 @@ function M.cube(tag_step)
     nodes = { -- blocks: dim, entity, parametric, node tags, coordinates (+ u when parametric on a curve)
       { 0, 1, 0, { tag[0] }, { xyz[0] } },
       { 1, 1, 1, { tag[1] }, { { 1, 0, 0, 0.5 } } },
-      { 3, 1, 0, { tag[2], tag[3], tag[4], tag[5], tag[6], tag[7] }, { xyz[2], xyz[3], xyz[4], xyz[5], xyz[6], xyz[7] } },
+      { 3, 1, 0, { tag[2], tag[3], tag[4], tag[5], tag[6], tag[7] },
+        { xyz[2], xyz[3], xyz[4], xyz[5], xyz[6], xyz[7] } },
     },
     elements = { -- blocks: dim, entity, type, elements (tag, node tags)
       { 0, 1, 15, el(0, { { 0 } }) },
@@ -74,8 +75,8 @@ end
 
 --- The mesh as ASCII MSH 4.1 text.
 function M.ascii(mesh)
-  local L = { "$MeshFormat", "4.1 0 8", "$EndMeshFormat", "$Comments", "written by tests/_msh_files.lua", "$EndComments",
-    "$PhysicalNames", tostring(#mesh.names) }
+  local L = { "$MeshFormat", "4.1 0 8", "$EndMeshFormat", "$Comments", "written by tests/_msh_files.lua",
+    "$EndComments", "$PhysicalNames", tostring(#mesh.names) }
   local function add(...) L[#L + 1] = table.concat({ ... }, " ") end
   for _, n in ipairs(mesh.names) do add(n[1], n[2], '"' .. n[3] .. '"') end
   add("$EndPhysicalNames")
@@ -126,7 +127,8 @@ function M.binary(mesh, opts)
   local function text(s) out[#out + 1] = s end
   text("$MeshFormat\n4.1 1 " .. size .. "\n")
   int(1)
-  text("\n$EndMeshFormat\n$Comments\nwritten by tests/_msh_files.lua\n$EndComments\n$PhysicalNames\n" .. #mesh.names .. "\n")
+  text("\n$EndMeshFormat\n$Comments\nwritten by tests/_msh_files.lua\n$EndComments\n")
+  text("$PhysicalNames\n" .. #mesh.names .. "\n")
   for _, n in ipairs(mesh.names) do text(string.format('%d %d "%s"\n', n[1], n[2], n[3])) end
   text("$EndPhysicalNames\n$Entities\n")
   for d = 0, 3 do sz(#mesh.entities[d]) end

@@ -114,8 +114,8 @@ describe("MSH 4.1 reader", function()
   it("reads gmsh's own ASCII and binary output of one mesh identically", function()
     local path = geo("two", "Box(1) = {0, 0, 0, 1, 2, 3};\nPhysical Volume(\"v\") = {1};\n")
     local a, b = TMP .. "/two_a.msh", TMP .. "/two_b.msh"
-    assert.is_true(require("cq._proc").run(string.format("gmsh -3 -format msh41 -v 0 -clmax 0.7 -o '%s' '%s' >/dev/null",
-      a, path)))
+    assert.is_true(require("cq._proc").run(string.format("gmsh -3 -format msh41 -v 0 -clmax 0.7 -o '%s' '%s' " ..
+      ">/dev/null", a, path)))
     assert.is_true(require("cq._proc").run(string.format("gmsh '%s' -save -format msh41 -bin -v 0 -o '%s' >/dev/null",
       a, b)))
     local fa, fb = assert(io.open(a, "rb")), assert(io.open(b, "rb"))
@@ -139,7 +139,8 @@ describe("MSH 4.1 reader", function()
     table.insert(quad_only.elements, 3, { 2, 1, 3, { { 21, 1, 2, 4, 3 } } })
     assert.are.equal(2, assert(parse(files.binary(quad_only))).skipped)
     has(parse_error(files.binary(mesh)), "MSH $Elements, byte",
-      "element type 99 is not a fixed-size Gmsh type this reader knows, and its node count cannot be told in a binary file")
+      "element type 99 is not a fixed-size Gmsh type this reader knows, and its node count cannot be told in a " ..
+      "binary file")
   end)
 
   it("gives messages for the inputs the fuzzer once failed on (tests/fuzz/found/msh/)", function()
@@ -170,7 +171,8 @@ describe("MSH 4.1 reader", function()
     has(parse_error(bin:sub(1, #bin - 270)), "MSH $Elements, byte " .. #bin - 270, -- 0-based: the end of the file
       "the file ends where an element block's entity tag should be (4 bytes wanted, 0 left: truncated file?)")
     -- not a mesh, a wrong header, the legacy version
-    has(parse_error("solid cube\nendsolid cube\n"), "expected '$MeshFormat' (the start of a Gmsh MSH file), found 'solid'")
+    has(parse_error("solid cube\nendsolid cube\n"),
+      "expected '$MeshFormat' (the start of a Gmsh MSH file), found 'solid'")
     has(parse_error(text:gsub("4.1 0 8", "4.1 7 8", 1)), "MSH $MeshFormat, line 2", "the file type (0 ASCII, 1 binary)",
       "found '7'")
     has(parse_error(text:gsub("4.1 0 8", "2.2 0 8", 1)), "MSH version 2.2 is not supported", "-format msh41")
@@ -182,7 +184,8 @@ describe("MSH 4.1 reader", function()
     -- negative and oversized counts
     local neg = text:gsub("\n3 8 1 8\n", "\n3 -8 1 8\n", 1)
     has(parse_error(neg), "MSH $Nodes, line", "the number of nodes (an integer from 0 to 536870911), found '-8'")
-    has(parse_error(text:gsub("\n3 8 1 8\n", "\n3 800000 1 8\n", 1)), "800000 nodes need at least", "truncated or corrupt")
+    has(parse_error(text:gsub("\n3 8 1 8\n", "\n3 800000 1 8\n", 1)), "800000 nodes need at least",
+      "truncated or corrupt")
     -- binary: a data size no size_t has, a broken byte-order check, a count larger than the file
     has(parse_error(bin:gsub("4.1 1 8", "4.1 1 2", 1)), "data size 2", "must be 4 or 8")
     assert.are.equal("\1\0\0\0", bin:sub(21, 24)) -- after "$MeshFormat\n4.1 1 8\n"
@@ -241,7 +244,8 @@ describe("robot:gmsh", function()
     local r = cq.robot { dim = 3 }
     local g = r:gmsh { path = path, offset = { 0.25, 0.5, 0 }, mesh_size = 0.25 }
     local v, c = volume_of(r, g.particles)
-    print(string.format("  %d tetrahedra, volume %.17g, centroid (%.17g, %.17g, %.17g)", #g.particles, v, c[1], c[2], c[3]))
+    print(string.format("  %d tetrahedra, volume %.17g, centroid (%.17g, %.17g, %.17g)", #g.particles, v, c[1], c[2],
+      c[3]))
     assert.is_true(#g.particles > 200)
     close(v, 1, 1e-9, "volume")
     for a = 1, 3 do close(c[a], ({ 0.75, 1, 0.5 })[a], 1e-9, "centroid") end
@@ -328,7 +332,8 @@ Physical Surface("cavity") = Surface In BoundingBox{0.29, 0.19, 0.34, 0.71, 0.71
   it("says what is wrong with a file, a gmsh run or an option", function()
     local r3, r2 = cq.robot { dim = 3 }, cq.robot { dim = 2 }
     local bad = write("bad.geo", "Box(1) = {0, 0, 0, 1, 1};\n")
-    has(err_of(function() local g = r3:gmsh { path = bad, offset = { 0, 0, 0 } } return g end), "msh_spec.lua:", "robot:gmsh:", "bad.geo: gmsh failed (exit status 1", "line 1")
+    has(err_of(function() local g = r3:gmsh { path = bad, offset = { 0, 0, 0 } } return g end), "msh_spec.lua:",
+      "robot:gmsh:", "bad.geo: gmsh failed (exit status 1", "line 1")
     local old = msh.GMSH
     msh.GMSH = "gmsh-is-not-here"
     local e = err_of(r3.gmsh, r3, { path = "scenes/finger.geo", offset = { 0, 0, 0 } })

@@ -11,7 +11,7 @@ require "cq._ffi" -- declares cq_msh_* (engine/msh.h)
 local M = {}
 M.OPTIONS = check.option_set("robot:gmsh", { "path", "scale", "offset", "material", "groups", "mesh_size", "velocity",
   "name" })
-M.GMSH = "gmsh"      -- the program run for .geo files (a test points it elsewhere to see the message when it is missing)
+M.GMSH = "gmsh"      -- the program run for .geo files (a test points it elsewhere to see the message without it)
 M.MAX_BYTES = 2 ^ 31 -- .msh files larger than this are refused before they are read
 
 -- Runs gmsh on a .geo file for a dim-D mesh in a temporary MSH 4.1 file (binary: smaller and faster to read); returns
@@ -65,17 +65,19 @@ function M.load(where, path, dim, mesh_size)
   return ffi.gc(m, ffi.C.cq_msh_free)
 end
 
--- The physical groups of each entity (by index), as lists of names; name[dim][tag] from $PhysicalNames, the tag
--- itself for unnamed groups.
-local function entity_groups(m)
+-- The physical groups of each entity of dimension d (by index; other entities have none), as lists of names:
+-- name[dim][tag] from $PhysicalNames, the tag itself for unnamed groups.
+local function entity_groups(m, d)
   local name = { [0] = {}, {}, {}, {} }
   for i = 0, m.n_names - 1 do name[m.name_dim[i]][m.name_tag[i]] = ffi.string(m.names[i]) end
   local groups = {}
   for e = 0, m.n_entities - 1 do
-    local list, d = {}, m.entity_dim[e]
-    for k = m.entity_first[e], m.entity_first[e + 1] - 1 do
-      local tag = m.entity_physicals[k]
-      list[#list + 1] = name[d][tag] or tostring(tag)
+    local list = {}
+    if m.entity_dim[e] == d then
+      for k = m.entity_first[e], m.entity_first[e + 1] - 1 do
+        local tag = m.entity_physicals[k]
+        list[#list + 1] = name[d][tag] or tostring(tag)
+      end
     end
     groups[e] = list
   end
@@ -126,24 +128,29 @@ local FACES = { [4] = { { 0, 1, 2, 3 }, { 0, 1, 3, 2 }, { 0, 2, 3, 1 }, { 1, 2, 
 -- a hash of the sorted node list built once over the wanted faces, then one pass over the elements' faces).
 local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
   local fk = k - 1
-  local wanted, list = {}, {} -- wanted[lo * n + mid][hi] = face index (0-based)
-  local function key(nodes)
-    table.sort(nodes)
-    return nodes[1] * n_nodes + nodes[2], nodes[fk]
+  local wanted = {} -- wanted[lo * n_nodes + mid][hi] = face index (0-based); 2D: lo, hi and hi
+  local function key(a, b, c)
+    if c == nil then
+      if a > b then a, b = b, a end
+      return a * n_nodes + b, b
+    end
+    if a > b then a, b = b, a end
+    if b > c then b, c = c, b end
+    if a > b then a, b = b, a end
+    return a * n_nodes + b, c
   end
+  local fn = faces.nodes
   for f = 0, faces.n - 1 do
-    local nodes = {}
-    for j = 1, fk do nodes[j] = faces.nodes[fk * f + j - 1] end
-    local k1, k2 = key(nodes)
+    local k1, k2 = key(fn[fk * f], fn[fk * f + 1], fk == 3 and fn[fk * f + 2] or nil)
     wanted[k1] = wanted[k1] or {}
     wanted[k1][k2] = f
   end
   local owner, twice = {}, {} -- face -> { element, other node }
+  local en = els.nodes
   for i = 0, els.n - 1 do
+    local base = k * i
     for _, face in ipairs(FACES[k]) do
-      local nodes = {}
-      for j = 1, fk do nodes[j] = els.nodes[k * i + face[j]] end
-      local k1, k2 = key(nodes)
+      local k1, k2 = key(en[base + face[1]], en[base + face[2]], fk == 3 and en[base + face[3]] or nil)
       local f = wanted[k1] and wanted[k1][k2]
       if f then
         if owner[f] then twice[f] = true end
@@ -194,7 +201,9 @@ end
 function M.build(r, where, opts, material)
   check.options(where, opts, M.OPTIONS)
   local dim = r.dim
-  if type(opts.path) ~= "string" or opts.path == "" then check.fail(where, "path must be a .geo or .msh file name", opts.path) end
+  if type(opts.path) ~= "string" or opts.path == "" then
+    check.fail(where, "path must be a .geo or .msh file name", opts.path)
+  end
   local s = check.number(where, "scale", opts.scale or 1, 0, math.huge, { open_lo = true })
   check.vector(where, "offset", opts.offset, dim)
   if opts.mesh_size ~= nil then check.number(where, "mesh_size", opts.mesh_size, 0, math.huge, { open_lo = true }) end
@@ -232,11 +241,11 @@ function M.build(r, where, opts, material)
     t[n] = p
     return p
   end })
-  local groups_of = entity_groups(m)
+  local groups_of = entity_groups(m, dim)
   -- materials of the named groups; an element's home group is its entity's first physical group
   local mats, known = {}, {}
-  for e, names in pairs(groups_of) do
-    if m.entity_dim[e] == dim then for _, n in ipairs(names) do known[n] = true end end
+  for _, names in pairs(groups_of) do
+    for _, n in ipairs(names) do known[n] = true end
   end
   for name, mat in pairs(opts.groups or {}) do
     if not known[name] then
@@ -273,8 +282,9 @@ function M.build(r, where, opts, material)
     for j, i in ipairs(buckets[home]) do
       local c, v = element_shape(P, els, k, i, dim)
       if not (v > 0) then
-        check.raise(string.format("%s: %s: %s %d has no %s (its nodes are %s)", where, opts.path,
-          dim == 3 and "tetrahedron" or "triangle", i + 1, dim == 3 and "volume" or "area", dim == 3 and "coplanar" or "collinear"))
+        local what = dim == 3 and "tetrahedron %d has no volume (its nodes are coplanar)" or
+          "triangle %d has no area (its nodes are collinear)"
+        check.raise(string.format("%s: %s: " .. what, where, opts.path, i + 1))
       end
       xs[j], vols[j] = dim == 2 and { c[1], c[2] } or c, v
       volume = volume + v
@@ -303,7 +313,7 @@ function M.build(r, where, opts, material)
     table.sort(g.particles)
     g.first, g.last = g.particles[1], g.particles[#g.particles]
   end
-  all.chambers, all.faces = chambers(P, dim, els, k, faces, groups_of, m.n_nodes, particle_of)
+  all.chambers, all.faces = chambers(P, dim, els, k, faces, entity_groups(m, dim - 1), m.n_nodes, particle_of)
   all.mesh = { path = opts.path, nodes = m.n_nodes, elements = els.n, volume = volume }
   return all
 end

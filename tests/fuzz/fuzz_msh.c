@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
   int i;
   cq_msh* m = cq_msh_parse(data, size, err, sizeof err);
   if (m == NULL) {
-    REQUIRE(err[0] == 'M' || err[0] == 't' || err[0] == 'o', "a message"); /* "MSH ...", "the file is empty", "out of memory" */
+    /* "MSH ...", "the file is empty", "out of memory" */
+    REQUIRE(err[0] == 'M' || err[0] == 't' || err[0] == 'o', "a message");
     return 0;
   }
   for (i = 0; i < 3 * m->n_nodes; i++) REQUIRE(isfinite(m->nodes[i]), "finite coordinates");

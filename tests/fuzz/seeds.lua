@@ -46,3 +46,16 @@ write("msh/cube_bin.msh", msh.binary(msh.cube()))
 write("msh/cube_swap.msh", msh.binary(msh.cube(), { swap = true }))
 write("msh/cube_size4.msh", msh.binary(msh.cube(), { size = 4 }))
 write("msh/cube_sparse.msh", msh.ascii(msh.cube(1000003)))
+-- and what gmsh writes (a coarse finger2d, with every element saved, and a coarse 3D cube), when gmsh is installed
+local proc = require "cq._proc"
+if proc.which("gmsh") then
+  local q = proc.quote
+  assert(proc.run(string.format("gmsh -2 -format msh41 -save_all -v 0 -setnumber mesh_size 6 -o %s " ..
+    "scenes/finger2d.geo >/dev/null", q(dir .. "/msh/finger2d.msh"))))
+  local geo = dir .. "/msh/box.geo"
+  write("msh/box.geo", 'SetFactory("OpenCASCADE");\nBox(1) = {0, 0, 0, 1, 1, 1};\nPhysical Volume("box") = {1};\n' ..
+    'Physical Surface("top") = {4};\n')
+  assert(proc.run(string.format("gmsh -3 -format msh41 -bin -clscale 4 -v 0 -o %s %s >/dev/null",
+    q(dir .. "/msh/box_bin.msh"), q(geo))))
+  os.remove(geo)
+end
