@@ -4,19 +4,8 @@
 -- freed memory run in a child process; `make test-asan` runs all of them under AddressSanitizer.
 local ffi = require "ffi"
 local cq = require "cq"
-
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error, got none")
-  e = tostring(e)
-  print("  " .. e)
-  return e
-end
-local function has(msg, ...)
-  for _, s in ipairs({ ... }) do
-    assert.is_truthy(msg:find(s, 1, true), string.format("message %q does not contain %q", msg, s))
-  end
-end
+local E = require "tests._errors"
+local err_of, has = E.err_of, E.has
 
 -- A committed world of 4 particles in a row, its state and a memo with two recorded steps.
 local function scene()

@@ -4,22 +4,8 @@
 -- (or: busted --lua=luajit --lpath='lua/?.lua;lua/?/init.lua' tests/errors_spec.lua)
 package.loaded["cq._paths"] = package.loaded["cq._paths"] or { lib = "build/lib" }
 local cq = require "cq"
-
--- The error message of f(...), which must fail; printed for the log.
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error, got none")
-  e = tostring(e)
-  print(e)
-  return e
-end
-
--- Asserts that msg contains every one of the given plain strings.
-local function has(msg, ...)
-  for _, s in ipairs({ ... }) do
-    assert.is_truthy(string.find(msg, s, 1, true), string.format("message %q does not contain %q", msg, s))
-  end
-end
+local E = require "tests._errors"
+local err_of, has = E.err_of, E.has
 
 -- A committed 2D world with n particles in a small block around (0.5, 0.5), and its state.
 local function small_scene(opts)

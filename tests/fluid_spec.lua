@@ -3,21 +3,9 @@
 -- scenes/fluid_validation.lua; tools/fluid_validation.lua runs them at higher resolutions (docs/benchmarks.md).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
+local E = require "tests._errors"
+local err_of, has = E.err_of, E.has
 local fv = require "fluid_validation"
-
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error, got none")
-  e = tostring(e)
-  print(e)
-  return e
-end
-
-local function has(msg, ...)
-  for _, s in ipairs({ ... }) do
-    assert.is_truthy(string.find(msg, s, 1, true), string.format("message %q does not contain %q", msg, s))
-  end
-end
 
 -- A fluid block (dx = 1/64, 2x2(x2) particles per cell, 8 cells a side) and its world (slip walls, dt, substeps):
 -- robot:world commits, so an unstable dt raises there.

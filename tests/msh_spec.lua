@@ -5,6 +5,8 @@
 package.path = "./tests/?.lua;" .. package.path
 local ffi = require "ffi"
 local cq = require "cq"
+local E = require "tests._errors"
+local err_of, has = E.err_of, E.has
 local files = require "_msh_files"
 local msh = require "cq._msh"
 
@@ -16,18 +18,6 @@ local function write(name, bytes)
   f:write(bytes)
   f:close()
   return TMP .. "/" .. name
-end
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error, got none")
-  e = tostring(e)
-  print("  " .. e)
-  return e
-end
-local function has(msg, ...)
-  for _, s in ipairs({ ... }) do
-    assert.is_truthy(msg:find(s, 1, true), string.format("message %q does not contain %q", msg, s))
-  end
 end
 local function close(a, b, rel, what)
   assert.is_true(math.abs(a - b) <= rel * math.max(math.abs(b), 1e-300),
