@@ -169,6 +169,34 @@ __global__ void CQ_D(cqk_grid_norm_inf)(cq_substep c, cqi_box b, const cq_real* 
   if (threadIdx.x == 0) partial[blockIdx.x] = m[0];
 }
 
+/* The implicit solve (engine/implicit.h): particle scatters (atomics, as P2G) and node passes over the active box. */
+__global__ void CQ_D(cqk_implicit_stress)(cq_substep c, cq_particles s, cq_params m, const cq_real* v, cq_real* out) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(implicit_stress)(&c, &s, &m, p, v, out);
+}
+
+__global__ void CQ_D(cqk_implicit_hvp)(cq_substep c, cq_particles s, cq_params m, const cq_real* v, const cq_real* dir,
+                                       cq_real* out) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(implicit_hvp)(&c, &s, &m, p, v, dir, out);
+}
+
+__global__ void CQ_D(cqk_implicit_node)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i);
+  CQ_D(implicit_node)(&c, node, i, vstar + node * (D + 1), x ? x + node * (D + 1) : NULL, y + node * (D + 1));
+}
+
+__global__ void CQ_D(cqk_implicit_bc)(cq_substep c, cqi_box b, const cq_real* vstar, cq_real* v) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i);
+  CQ_D(implicit_bc_node)(&c, node, i, vstar + node * (D + 1), v + node * (D + 1));
+}
+
 /* ---- host side: the primitives for dimension D ---- */
 
 static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
@@ -282,5 +310,32 @@ static int CQ_D(cuda_grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* 
   double sum = 0;
   for (long i = 0; i < blocks; i++) sum += g->partial_h[i]; /* in block order */
   *out = sum;
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                      const cq_real* v, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_stress), s->n, *c, *s, *m, v, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                   const cq_real* v, const cq_real* dir, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_hvp), s->n, *c, *s, *m, v, dir, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
+                                    cq_real* y) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_node), g->box.count, *c, g->box, vstar, x, y);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_bc), g->box.count, *c, g->box, vstar, v);
   return CQ_OK;
 }

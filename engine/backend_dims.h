@@ -50,5 +50,20 @@
   }                                                                                                                \
   static int P##_grid_norm_inf(cqi_backend* b, const cq_real* x, double* out) {                                    \
     return CQI_BY_DIM(b, P##_grid_norm_inf, x, out);                                                               \
+  }                                                                                                                \
+  static int P##_implicit_stress(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,    \
+                                 const cq_real* v, cq_real* out) {                                                  \
+    return CQI_BY_DIM(b, P##_implicit_stress, c, s, m, v, out);                                                    \
+  }                                                                                                                \
+  static int P##_implicit_hvp(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,       \
+                              const cq_real* v, const cq_real* dir, cq_real* out) {                                 \
+    return CQI_BY_DIM(b, P##_implicit_hvp, c, s, m, v, dir, out);                                                  \
+  }                                                                                                                \
+  static int P##_implicit_node(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,        \
+                               cq_real* y) {                                                                        \
+    return CQI_BY_DIM(b, P##_implicit_node, c, vstar, x, y);                                                       \
+  }                                                                                                                \
+  static int P##_implicit_bc(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {              \
+    return CQI_BY_DIM(b, P##_implicit_bc, c, vstar, v);                                                            \
   }
 #endif

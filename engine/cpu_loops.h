@@ -218,4 +218,33 @@ static int CQ_D(cpu_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out
   *out = m;
   return CQ_OK;
 }
+/* The implicit solve (implicit.h): particle scatters in colored slabs like P2G, node passes over the region. */
+static int CQ_D(cpu_implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                     const cq_real* v, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(implicit_stress)(c, s, m, p, v, out))
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                  const cq_real* v, const cq_real* dir, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(implicit_hvp)(c, s, m, p, v, dir, out))
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
+                                   cq_real* y) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, {
+    CQ_D(implicit_node)(c, node, i, vstar + node * (D + 1), x ? x + node * (D + 1) : NULL, y + node * (D + 1));
+  })
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, { CQ_D(implicit_bc_node)(c, node, i, vstar + node * (D + 1), v + node * (D + 1)); })
+  return CQ_OK;
+}
 #undef CQI_SLAB

@@ -59,6 +59,9 @@ typedef struct cq_world_desc {
   int n_actuators;         /* >= 0 */
   int threads;             /* CPU threads, in [0, CQ_MAX_THREADS]: 0 = the idle cores, N = at most N (see README) */
   int integrator;          /* CQ_INTEGRATOR_* */
+  double implicit_tol;     /* implicit: Newton stops at ||grad E||_inf <= tol * scale (0 = 1e-6 in f64, 1e-4 in f32) */
+  int implicit_max_newton; /* implicit: Newton iterations per substep before the no-convergence error (0 = 50) */
+  int implicit_max_cg;     /* implicit: conjugate-gradient iterations per Newton iteration (0 = 500) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 

@@ -84,6 +84,7 @@ typedef struct cq_substep {
   int wall_thick[6];            /* thickness in cells (0 = wall off) */
   const int32_t* node_bc_index; /* [n_nodes] index into node_bcs or -1; NULL when there are none */
   const cq_bc* node_bcs;        /* explicit node boundary conditions (terrain, obstacles) */
+  int implicit_elastic;         /* 1: P2G leaves the elastic stress out, the implicit solve (implicit.h) owns it */
 } cq_substep;
 
 #endif

@@ -13,6 +13,7 @@
 #include "grid.h"
 #include "p2g.h"
 #include "g2p.h"
+#include "implicit.h"
 #include "cable.h"
 #undef CQ_NN
 #undef D
@@ -25,6 +26,7 @@
 #include "grid.h"
 #include "p2g.h"
 #include "g2p.h"
+#include "implicit.h"
 #include "cable.h"
 #undef CQ_NN
 #undef D

@@ -39,6 +39,11 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->integrator < 0 || d->integrator >= CQ_N_INTEGRATORS)
     return cqi_errorf(e, CQ_ERR_ARG, "integrator must be one of %s (got %d)", names_text(CQ_LIST_INTEGRATOR),
                       d->integrator);
+  if (!(d->implicit_tol >= 0 && d->implicit_tol < 1))
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.tol must be in [0, 1) (got %g)", d->implicit_tol);
+  if (d->implicit_max_newton < 0 || d->implicit_max_cg < 0)
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
+                      d->implicit_max_newton, d->implicit_max_cg);
   for (int a = 0; a < 3; a++)
     if (!isfinite(d->gravity[a])) return cqi_errorf(e, CQ_ERR_ARG, "gravity[%d] must be finite (got %g)", a + 1, d->gravity[a]);
   for (int k = 0; k < 2 * d->dim; k++) {

@@ -62,7 +62,11 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
     return;
   }
-  CQ_D(material_P)(m, p, q->F, q->P);
+  if (c->implicit_elastic) /* eq. 12: the implicit solve takes the elastic stress at F_p(v) */
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) q->P[a][b] = 0;
+  else
+    CQ_D(material_P)(m, p, q->F, q->P);
   CQ_D(mmt)(q->P, q->F, q->tau);
   if (q->actuated) { /* tau += F A F^T (eq. 15; A = diag(u axis) for a stress actuator, plus a user tensor) */
     cq_real FA[D][D];
@@ -205,7 +209,7 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   gc->u[p] = ga;
   if (gc->force)
     for (int a = 0; a < D; a++) gc->force[a * n + p] = gf[a];
-  CQ_D(material_P_vjp)(m, p, q.F, gP, gF, &g);
+  if (!c->implicit_elastic) CQ_D(material_P_vjp)(m, p, q.F, gP, gF, &g);
   cq_real gCv[D][D] = {{0}}; /* viscosity: tau += J mu_v (C + C^T) */
   if (m->visc[p] > 0) {
     cq_real A[D][D], sym = 0;

@@ -33,7 +33,9 @@
     "Ogden: Psi = sum_k (mu_k/alpha_k)(lbar_1^alpha_k + lbar_2^alpha_k + lbar_3^alpha_k - 3) + (bulk/2)(J - 1)^2, lbar_i = J^(-1/3) lambda_i, k = 1..3 (seed 003 Table 1; 2D: plane strain)")
 
 /* Time integrators: one engine/integrator_<name>.c each, composed of backend primitives. */
-#define CQ_INTEGRATORS(X) X(EXPLICIT, explicit, "symplectic Euler MLS-MPM substeps (seed 000 eqs. 4-11)")
+#define CQ_INTEGRATORS(X)                                                       \
+  X(EXPLICIT, explicit, "symplectic Euler MLS-MPM substeps (seed 000 eqs. 4-11)") \
+  X(IMPLICIT, implicit, "implicit grid velocities: Newton-CG on the incremental potential of seed 003 eq. 12")
 
 /* Backends: where the stage primitives run. */
 #define CQ_BACKENDS(X)                                                                                    \

@@ -93,7 +93,7 @@ int cqi_prepare_step(cq_world* w, long step) {
                         step, why);
     }
   }
-  if (m->dt_sub > m->stable_dt) {
+  if (m->dt_sub > m->stable_dt && m->desc.integrator != CQ_INTEGRATOR_IMPLICIT) { /* implicit: no CFL limit */
     int p = m->stiffest;
     char desc[256];
     cqi_model_describe(m, p, desc, sizeof desc);

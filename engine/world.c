@@ -203,7 +203,7 @@ int cq_world_commit(cq_world* w) {
   int st = cqi_model_validate(&w->model, &w->err);
   if (st != CQ_OK) return st;
   const cqi_model* m = &w->model;
-  if (m->dt_sub > m->stable_dt) {
+  if (m->dt_sub > m->stable_dt && m->desc.integrator != CQ_INTEGRATOR_IMPLICIT) { /* implicit: no CFL limit */
     int p = m->stiffest;
     cq_params prm = cqi_model_params(m);
     double dt_wave, dt_visc;

@@ -12,7 +12,8 @@ M.World = World
 
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
-  "n_actuators", "precision", "threads", "walls", "backend", "integrator" })
+  "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit" })
+local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg" })
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
 local NODE_BC_OPTIONS = check.option_set("world:set_node_bcs", { "type", "friction" })
@@ -70,7 +71,7 @@ function Params.__newindex(t, name)
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
---- integrator}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
+--- integrator, implicit}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
 --- CPU), "cpu" or "cuda".
 function M.new(opts)
   local where = "cq.world"
@@ -103,6 +104,14 @@ function M.new(opts)
   d.n_actuators = check.integer(where, "n_actuators", opts.n_actuators or 0, 0)
   d.threads = check.integer(where, "threads", opts.threads or 0, 0, MAX_THREADS)
   d.integrator = registry.INTEGRATOR[integrator]
+  if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
+    local io = opts.implicit
+    if type(io) ~= "table" then check.fail(where, "implicit must be a table {tol, max_newton, max_cg}", io) end
+    check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
+    d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
+    d.implicit_max_newton = check.integer(where, "implicit.max_newton", io.max_newton or 0, 0)
+    d.implicit_max_cg = check.integer(where, "implicit.max_cg", io.max_cg or 0, 0)
+  end
   local names = {} -- "all" first, so named walls override it
   for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
   for _, name in ipairs(names) do

@@ -1,0 +1,245 @@
+/* The implicit MLS-MPM substep (seed 003 sec. 2.3): P2G of mass and APIC momentum without the elastic stress, then
+ * the grid velocities that minimise the incremental potential of eq. 12 (Newton's method, matrix-free conjugate
+ * gradients, a backtracking line search, the boundaries as projections), then the explicit G2P. The per-particle and
+ * per-node pieces are in implicit.h; this file only composes backend primitives and scalars.
+ *
+ * What the solve treats implicitly: the elastic stress P(F) of every material (with its incompressibility and bulk
+ * terms). What it treats as fixed over the substep, evaluated at the start state as the explicit step does: gravity,
+ * damping, force actuators, chamber pressure, cables, the user's force, the actuation stress F A F^T and the viscous
+ * stress (so a viscous material keeps its viscous time step limit). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "integrator.h"
+
+enum { MAX_HALVINGS = 30 };
+
+/* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
+typedef struct {
+  cq_real* grid;  /* P2G's momentum and mass */
+  cq_real* vstar; /* v* (eq. 12's v^n + dt f_ext / m, after damping) and the mass in slot D */
+  cq_real *v, *g; /* the iterate and grad (dt E) there (projected) */
+  cq_real *d, *r, *p, *q, *hp; /* Newton direction; CG residual, direction, scratch, H p */
+  cq_real *vt, *gt, *tmp;      /* line-search trial point, its gradient, scratch */
+  cq_real* fext;  /* [D][n] extra particle forces (user force + cables) */
+  double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
+  double tol;
+  int max_newton, max_cg;
+} implicit_ws;
+
+#define TRY(call)                 \
+  do {                            \
+    int st_ = (call);             \
+    if (st_ != CQ_OK) return st_; \
+  } while (0)
+
+static int implicit_create(cqi_sim* sim) {
+  cqi_backend* be = sim->be;
+  const cq_world_desc* d = &sim->model->desc;
+  implicit_ws* ws = calloc(1, sizeof *ws);
+  if (!ws) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
+  sim->ws = ws;
+  ws->tol = d->implicit_tol > 0 ? d->implicit_tol : (CQ_REAL_BITS == 32 ? 1e-4 : 1e-6);
+  ws->max_newton = d->implicit_max_newton > 0 ? d->implicit_max_newton : 50;
+  ws->max_cg = d->implicit_max_cg > 0 ? d->implicit_max_cg : 500;
+  ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
+  size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
+  cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g, &ws->d, &ws->r, &ws->p, &ws->q, &ws->hp,
+                       &ws->vt, &ws->gt, &ws->tmp};
+  int ok = ws->hist != NULL;
+  for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) ok &= (*grids[i] = be->ops->alloc(be, gb)) != NULL;
+  ws->fext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
+  if (!ok || !ws->fext)
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "res: out of memory for the implicit solver's grid vectors (%ld nodes)",
+                      be->n_nodes);
+  return CQ_OK;
+}
+
+static void implicit_destroy(cqi_sim* sim) {
+  implicit_ws* ws = sim->ws;
+  if (!ws) return;
+  cqi_backend* be = sim->be;
+  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d, ws->r, ws->p, ws->q, ws->hp, ws->vt, ws->gt, ws->tmp,
+                     ws->fext};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i]) be->ops->release(be, bufs[i]);
+  free(ws->hist);
+  free(ws);
+  sim->ws = NULL;
+}
+
+/* The extra particle forces of this substep (user force + cables) in ws->fext, NULL when there are none. */
+static int extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, const cq_real** out) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  *out = NULL;
+  if (sim->view->n_cables == 0 && !ctl->force) return CQ_OK;
+  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
+  TRY(ctl->force ? be->ops->copy(be, ws->fext, ctl->force, bytes) : be->ops->zero(be, ws->fext, bytes));
+  if (sim->view->n_cables > 0) TRY(be->ops->cable_forces(be, sim->view, s, ctl->u, ws->fext));
+  *out = ws->fext;
+  return CQ_OK;
+}
+
+/* y = a x + b z over the active region (y distinct from x and z). */
+static int lincomb(cqi_backend* be, cq_real* y, cq_real a, const cq_real* x, cq_real b, const cq_real* z) {
+  TRY(be->ops->grid_clear(be, y));
+  TRY(be->ops->grid_axpy(be, a, x, y));
+  return be->ops->grid_axpy(be, b, z, y);
+}
+
+/* g = grad (dt E) at v, projected: the elastic scatter plus m (v - v*). el_norm (may be NULL) receives the infinity
+ * norm of the projected elastic part alone. */
+static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* g,
+                    double* el_norm) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  TRY(be->ops->grid_clear(be, g));
+  TRY(be->ops->implicit_stress(be, c, s, &sim->view->params, v, g));
+  if (el_norm) {
+    TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, g));
+    TRY(be->ops->grid_norm_inf(be, g, el_norm));
+  }
+  TRY(lincomb(be, ws->tmp, 1, v, -1, ws->vstar));
+  return be->ops->implicit_node(be, c, ws->vstar, ws->tmp, g);
+}
+
+/* out = H x, the projected Hessian of dt E at v applied to x. */
+static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* x,
+                         cq_real* out) {
+  cqi_backend* be = sim->be;
+  TRY(be->ops->grid_clear(be, out));
+  TRY(be->ops->implicit_hvp(be, c, s, &sim->view->params, v, x, out));
+  return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
+}
+
+/* Newton direction d: conjugate gradients on H d = -g from d = 0, until ||r||_2 <= eta ||g||_2 or max_cg
+ * iterations. Negative curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the
+ * direction so far, or -g if there is none yet: each iterate stays a descent direction. */
+static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  TRY(be->ops->grid_clear(be, ws->d));
+  TRY(lincomb(be, ws->r, -1, ws->g, 0, ws->g));
+  TRY(lincomb(be, ws->p, 1, ws->r, 0, ws->r));
+  double rr, gg;
+  TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+  gg = rr;
+  int k = 0;
+  for (; k < ws->max_cg && rr > eta * eta * gg; k++) {
+    double pHp;
+    TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
+    TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
+    if (!(pHp > 0)) {
+      if (k == 0) TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
+      break;
+    }
+    double alpha = rr / pHp;
+    TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, ws->d));
+    TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
+    double rr1;
+    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr1));
+    TRY(lincomb(be, ws->q, 1, ws->r, (cq_real)(rr1 / rr), ws->p)); /* p = r + beta p */
+    cq_real* t = ws->p;
+    ws->p = ws->q;
+    ws->q = t;
+    rr = rr1;
+  }
+  *iters = k;
+  return CQ_OK;
+}
+
+/* The no-convergence error: what failed, the residual history and what to change. */
+static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
+  implicit_ws* ws = sim->ws;
+  char hist[600];
+  int len = 0;
+  for (int i = 0; i <= its && len < (int)sizeof hist - 16; i++)
+    len += snprintf(hist + len, sizeof hist - len, "%s%.3g", i ? ", " : "", ws->hist[i]);
+  return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
+                    "implicit substep %ld: Newton did not converge (%s); ||grad E||_inf / scale per iteration: %s "
+                    "(tol %g, max_newton %d, max_cg %d); raise implicit.max_newton or implicit.max_cg, loosen "
+                    "implicit.tol, or use a smaller dt",
+                    k + 1, why, hist, ws->tol, ws->max_newton, ws->max_cg);
+}
+
+/* Minimises dt E (eq. 12) over ws->v from the boundary-projected v* (ws->v on entry): Newton with CG directions
+ * and a backtracking line search. The Armijo test E(v + a d) <= E(v) + c a grad.d needs E's change along the step,
+ * which the trapezoid rule on the directional derivatives gives, (a/2)(grad(v).d + grad(v + a d).d), because the
+ * materials provide P(F) and its derivative but not Psi; the test is exact where E is quadratic along the step
+ * (near the solution). Converged when ||grad||_inf <= tol * scale, scale = the larger of ||m v*||_inf and the
+ * elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start (both momenta per node). */
+static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long k) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  double mv, el, gn, scale;
+  TRY(be->ops->grid_clear(be, ws->tmp));
+  TRY(be->ops->implicit_node(be, c, ws->vstar, ws->vstar, ws->tmp)); /* m v*, projected */
+  TRY(be->ops->grid_norm_inf(be, ws->tmp, &mv));
+  TRY(gradient(sim, c, s, ws->v, ws->g, &el));
+  scale = mv > el ? mv : el;
+  const double c1 = 1e-4;
+  for (int it = 0;; it++) {
+    TRY(be->ops->grid_norm_inf(be, ws->g, &gn));
+    ws->hist[it] = scale > 0 ? gn / scale : gn;
+    if (gn <= ws->tol * scale) return CQ_OK;
+    if (!isfinite(gn)) return not_converged(sim, k, it, "the gradient is not finite");
+    if (it == ws->max_newton) return not_converged(sim, k, it, "max_newton reached");
+    double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope;
+    int cg_its;
+    TRY(cg_direction(sim, c, s, eta, &cg_its));
+    TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
+    if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
+      TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
+      TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
+    }
+    double a = 1;
+    int h = 0;
+    for (; h < MAX_HALVINGS; h++, a *= 0.5) {
+      TRY(lincomb(be, ws->vt, 1, ws->v, (cq_real)a, ws->d));
+      TRY(gradient(sim, c, s, ws->vt, ws->gt, NULL));
+      TRY(be->ops->grid_dot(be, ws->gt, ws->d, &slope));
+      if (0.5 * (slope0 + slope) <= c1 * slope0) break; /* NaN (an inverted F) fails the test: halve */
+    }
+    if (h == MAX_HALVINGS) return not_converged(sim, k, it, "the line search found no decrease of E");
+    cq_real* t = ws->v;
+    ws->v = ws->vt, ws->vt = t;
+    t = ws->g;
+    ws->g = ws->gt, ws->gt = t;
+  }
+}
+
+static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  c.implicit_elastic = 1;
+  TRY(op->prepare(be, &c, s, fresh, bad));
+  if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
+  cq_ctl kc = *ctl;
+  TRY(extra_forces(sim, s, ctl, &kc.force));
+  TRY(op->grid_clear(be, ws->grid));
+  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
+  /* v* without the boundaries (a copy of the context with none), keeping the mass in slot D; v0 = v* projected */
+  cq_substep free_c = c;
+  for (int w = 0; w < 6; w++) free_c.wall_thick[w] = 0;
+  free_c.node_bc_index = NULL;
+  TRY(op->copy(be, ws->vstar, ws->grid, sizeof(cq_real) * be->n_nodes * (be->dim + 1)));
+  TRY(op->grid_update(be, &free_c, ws->vstar, ws->vstar));
+  TRY(op->grid_update(be, &c, ws->grid, ws->v));
+  TRY(newton(sim, &c, s, k));
+  TRY(op->implicit_bc(be, &c, ws->vstar, ws->v));
+  TRY(op->g2p(be, &c, s, &sim->view->params, ws->v, bad));
+  return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
+}
+
+static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
+                                long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+  return cqi_errorf(sim->err, CQ_ERR_STATE,
+                    "backward through implicit steps is not implemented yet (substep %ld); record with "
+                    "integrator = \"explicit\" to differentiate", k + 1);
+}
+
+const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT, implicit_create, implicit_destroy,
+                                                implicit_substep, implicit_substep_adj};
