@@ -36,6 +36,20 @@ typedef struct cqi_integrator {
                      const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out);
 } cqi_integrator;
 
+/* The extra particle forces of a substep (seed 000 eqs. 16-17): the control's user force plus the cable forces,
+ * written into fext ([D][n], B); *out = fext, or NULL when there are neither. Shared by every integrator. */
+static inline int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, cq_real* fext,
+                                   const cq_real** out) {
+  cqi_backend* be = sim->be;
+  *out = NULL;
+  if (sim->view->n_cables == 0 && !ctl->force) return CQ_OK;
+  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
+  int st = ctl->force ? be->ops->copy(be, fext, ctl->force, bytes) : be->ops->zero(be, fext, bytes);
+  if (st == CQ_OK && sim->view->n_cables > 0) st = be->ops->cable_forces(be, sim->view, s, ctl->u, fext);
+  if (st == CQ_OK) *out = fext;
+  return st;
+}
+
 /* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
 #define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;
 CQ_INTEGRATORS(CQI_DECLARE)

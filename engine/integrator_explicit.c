@@ -60,20 +60,6 @@ static int alloc_backward(cqi_sim* sim) {
     if (st_ != CQ_OK) return st_; \
   } while (0)
 
-/* The extra particle forces of this substep (eqs. 16-17): the control's user force plus the cable forces, in
- * ws->fext; NULL when there are neither. */
-static int extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, const cq_real** out) {
-  explicit_ws* ws = sim->ws;
-  cqi_backend* be = sim->be;
-  *out = NULL;
-  if (sim->view->n_cables == 0 && !ctl->force) return CQ_OK;
-  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
-  TRY(ctl->force ? be->ops->copy(be, ws->fext, ctl->force, bytes) : be->ops->zero(be, ws->fext, bytes));
-  if (sim->view->n_cables > 0) TRY(be->ops->cable_forces(be, sim->view, s, ctl->u, ws->fext));
-  *out = ws->fext;
-  return CQ_OK;
-}
-
 static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad) {
   explicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
@@ -82,7 +68,7 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   TRY(op->prepare(be, &c, s, fresh, bad)); /* a state out of the previous G2P was checked there */
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
   cq_ctl kc = *ctl;
-  TRY(extra_forces(sim, s, ctl, &kc.force));
+  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
   TRY(op->grid_update(be, &c, ws->grid, ws->grid)); /* in place: momentum -> velocity */
@@ -105,7 +91,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
                       "(particle %d); was the world changed after recording?", k + 1,
                       cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
   cq_ctl kc = *ctl;
-  TRY(extra_forces(sim, s, ctl, &kc.force));
+  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   /* forward grid */
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));

@@ -68,19 +68,6 @@ static void implicit_destroy(cqi_sim* sim) {
   sim->ws = NULL;
 }
 
-/* The extra particle forces of this substep (user force + cables) in ws->fext, NULL when there are none. */
-static int extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, const cq_real** out) {
-  implicit_ws* ws = sim->ws;
-  cqi_backend* be = sim->be;
-  *out = NULL;
-  if (sim->view->n_cables == 0 && !ctl->force) return CQ_OK;
-  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
-  TRY(ctl->force ? be->ops->copy(be, ws->fext, ctl->force, bytes) : be->ops->zero(be, ws->fext, bytes));
-  if (sim->view->n_cables > 0) TRY(be->ops->cable_forces(be, sim->view, s, ctl->u, ws->fext));
-  *out = ws->fext;
-  return CQ_OK;
-}
-
 /* y = a x + b z over the active region (y distinct from x and z). */
 static int lincomb(cqi_backend* be, cq_real* y, cq_real a, const cq_real* x, cq_real b, const cq_real* z) {
   TRY(be->ops->grid_clear(be, y));
@@ -218,7 +205,7 @@ static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   TRY(op->prepare(be, &c, s, fresh, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
   cq_ctl kc = *ctl;
-  TRY(extra_forces(sim, s, ctl, &kc.force));
+  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
   /* v* without the boundaries (a copy of the context with none), keeping the mass in slot D; v0 = v* projected */
