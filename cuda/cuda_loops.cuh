@@ -197,6 +197,15 @@ __global__ void CQ_D(cqk_implicit_bc)(cq_substep c, cqi_box b, const cq_real* vs
   CQ_D(implicit_bc_node)(&c, node, i, vstar + node * (D + 1), v + node * (D + 1));
 }
 
+__global__ void CQ_D(cqk_implicit_precond)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* x,
+                                           cq_real* y) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
+  CQ_D(implicit_precond_node)(&c, node, i, vstar + o, x + o, y + o);
+}
+
 /* ---- host side: the primitives for dimension D ---- */
 
 static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
@@ -337,5 +346,12 @@ static int CQ_D(cuda_implicit_node)(cqi_backend* b, const cq_substep* c, const c
 static int CQ_D(cuda_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_implicit_bc), g->box.count, *c, g->box, vstar, v);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
+                                       cq_real* y) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_precond), g->box.count, *c, g->box, vstar, x, y);
   return CQ_OK;
 }

@@ -65,5 +65,9 @@
   }                                                                                                                \
   static int P##_implicit_bc(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {              \
     return CQI_BY_DIM(b, P##_implicit_bc, c, vstar, v);                                                            \
+  }                                                                                                               \
+  static int P##_implicit_precond(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,     \
+                                  cq_real* y) {                                                                     \
+    return CQI_BY_DIM(b, P##_implicit_precond, c, vstar, x, y);                                                    \
   }
 #endif

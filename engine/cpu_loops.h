@@ -247,4 +247,14 @@ static int CQ_D(cpu_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_r
   CQI_FOR_REGION(cb, *c, { CQ_D(implicit_bc_node)(c, node, i, vstar + node * (D + 1), v + node * (D + 1)); })
   return CQ_OK;
 }
+
+static int CQ_D(cpu_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
+                                      cq_real* y) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, {
+    long o = node * (D + 1);
+    CQ_D(implicit_precond_node)(c, node, i, vstar + o, x + o, y + o);
+  })
+  return CQ_OK;
+}
 #undef CQI_SLAB

@@ -128,6 +128,15 @@ CQ_HD void CQ_D(implicit_node)(const cq_substep* c, long node, const int i[D], c
   CQ_D(implicit_project_node)(c, node, i, vstar, y);
 }
 
+/* The preconditioner of the solve's conjugate gradients at one node: y = Pi x / m (Jacobi on the inertia term m I of
+ * the Hessian, which spans nodes whose masses differ by orders of magnitude at a body's edge); 0 without mass. */
+CQ_HD void CQ_D(implicit_precond_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar,
+                                       const cq_real* x, cq_real* y) {
+  cq_real m = vstar[D];
+  for (int a = 0; a < D; a++) y[a] = m > 0 ? x[a] / m : 0;
+  CQ_D(implicit_project_node)(c, node, i, vstar, y);
+}
+
 /* After the solve: the boundaries' own laws (grid.h bc_apply: separation, Coulomb friction) on the converged
  * velocity v, in place, as the explicit grid update applies them; nodes without mass get 0. */
 CQ_HD void CQ_D(implicit_bc_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar, cq_real* v) {

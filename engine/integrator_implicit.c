@@ -19,7 +19,7 @@ typedef struct {
   cq_real* grid;  /* P2G's momentum and mass */
   cq_real* vstar; /* v* (eq. 12's v^n + dt f_ext / m, after damping) and the mass in slot D */
   cq_real *v, *g; /* the iterate and grad (dt E) there (projected) */
-  cq_real *d, *r, *p, *q, *hp; /* Newton direction; CG residual, direction, scratch, H p */
+  cq_real *d, *r, *p, *q, *hp, *z; /* Newton direction; CG residual, direction, scratch, H p, preconditioned r */
   cq_real *vt, *gt, *tmp;      /* line-search trial point, its gradient, scratch */
   cq_real* fext;  /* [D][n] extra particle forces (user force + cables) */
   double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
@@ -45,7 +45,7 @@ static int implicit_create(cqi_sim* sim) {
   ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
   cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g, &ws->d, &ws->r, &ws->p, &ws->q, &ws->hp,
-                       &ws->vt, &ws->gt, &ws->tmp};
+                       &ws->z, &ws->vt, &ws->gt, &ws->tmp};
   int ok = ws->hist != NULL;
   for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) ok &= (*grids[i] = be->ops->alloc(be, gb)) != NULL;
   ws->fext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
@@ -59,7 +59,7 @@ static void implicit_destroy(cqi_sim* sim) {
   implicit_ws* ws = sim->ws;
   if (!ws) return;
   cqi_backend* be = sim->be;
-  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d, ws->r, ws->p, ws->q, ws->hp, ws->vt, ws->gt, ws->tmp,
+  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d, ws->r, ws->p, ws->q, ws->hp, ws->z, ws->vt, ws->gt, ws->tmp,
                      ws->fext};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
@@ -100,17 +100,20 @@ static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* 
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
-/* Newton direction d: conjugate gradients on H d = -g from d = 0, until ||r||_2 <= eta ||g||_2 or max_cg
- * iterations. Negative curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the
- * direction so far, or -g if there is none yet: each iterate stays a descent direction. */
+/* Newton direction d: conjugate gradients on H d = -g from d = 0, preconditioned by the nodal masses
+ * (implicit_precond), until ||r||_2 <= eta ||g||_2 or max_cg iterations. Negative curvature (p.Hp <= 0, an indefinite
+ * Hessian of a compressed material) stops it with the direction so far, or -g if there is none yet: each iterate
+ * stays a descent direction. */
 static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   TRY(be->ops->grid_clear(be, ws->d));
   TRY(lincomb(be, ws->r, -1, ws->g, 0, ws->g));
-  TRY(lincomb(be, ws->p, 1, ws->r, 0, ws->r));
-  double rr, gg;
+  TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+  TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
+  double rr, rz, gg;
   TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+  TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
   gg = rr;
   int k = 0;
   for (; k < ws->max_cg && rr > eta * eta * gg; k++) {
@@ -121,16 +124,17 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
       if (k == 0) TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       break;
     }
-    double alpha = rr / pHp;
+    double alpha = rz / pHp, rz1;
     TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, ws->d));
     TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
-    double rr1;
-    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr1));
-    TRY(lincomb(be, ws->q, 1, ws->r, (cq_real)(rr1 / rr), ws->p)); /* p = r + beta p */
+    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+    TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+    TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
+    TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p)); /* p = z + beta p */
     cq_real* t = ws->p;
     ws->p = ws->q;
     ws->q = t;
-    rr = rr1;
+    rz = rz1;
   }
   *iters = k;
   return CQ_OK;
