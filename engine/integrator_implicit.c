@@ -61,8 +61,8 @@ static void implicit_destroy(cqi_sim* sim) {
   implicit_ws* ws = sim->ws;
   if (!ws) return;
   cqi_backend* be = sim->be;
-  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d, ws->r, ws->p, ws->q, ws->hp, ws->z, ws->vt, ws->gt, ws->tmp,
-                     ws->fext, ws->gfext, ws->gact};
+  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d,  ws->r,    ws->p,    ws->q,
+                     ws->hp,   ws->z,     ws->vt, ws->gt, ws->tmp, ws->fext, ws->gfext, ws->gact};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
   free(ws->hist);

@@ -144,7 +144,8 @@ local cases = {
   { dim = 2, name = "neohookean, slip walls", bc = "slip", kinds = { "E", "nu" }, common = true },
   { dim = 3, name = "neohookean, slip walls", bc = "slip", kinds = { "E", "nu" }, common = true },
   { dim = 2, name = "mooney_rivlin+visc, friction walls", bc = "friction", material = "mooney_rivlin",
-    params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = STIFF, visc = 0.2 }, kinds = { "c10", "c01", "bulk", "visc" } },
+    params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = STIFF, visc = 0.2 },
+    kinds = { "c10", "c01", "bulk", "visc" } },
   { dim = 3, name = "mooney_rivlin, sticky walls", bc = "sticky", material = "mooney_rivlin",
     params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = STIFF }, kinds = { "c10", "c01", "bulk" } },
   -- a chamber actuator, and a friction floor moving along the left wall: the corner nodes keep a velocity that
@@ -155,7 +156,8 @@ local cases = {
     params = { c10 = STIFF / 8, c20 = STIFF / 10, c30 = STIFF / 6, bulk = STIFF }, strain = 0.1,
     kinds = { "c10", "c20", "c30" } },
   { dim = 2, name = "ogden (three terms), slip walls", bc = "slip", material = "ogden",
-    params = { mu1 = STIFF / 6, alpha1 = 1.3, mu2 = STIFF / 100, alpha2 = 5, mu3 = -STIFF / 30, alpha3 = -2, bulk = STIFF },
+    params = { mu1 = STIFF / 6, alpha1 = 1.3, mu2 = STIFF / 100, alpha2 = 5, mu3 = -STIFF / 30, alpha3 = -2,
+      bulk = STIFF },
     strain = 0.1, kinds = { "mu1", "alpha1", "mu2", "alpha2", "mu3", "alpha3" } },
 }
 
@@ -171,8 +173,8 @@ end)
 describe("implicit gradients (implicit function theorem) vs central differences", function()
   for _, case in ipairs(cases) do
     it(case.dim .. "D " .. case.name .. ", " .. STEPS .. " steps above 5x the explicit dt", function()
-      local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc, material = case.material, params = case.params,
-        moving = case.moving, act2 = case.act2, strain = case.strain }
+      local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
+        material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain }
       local ratio = DT / w:stable_dt()
       assert.is_true(ratio > 5)
       local P = G.problem(w, s0, STEPS)
