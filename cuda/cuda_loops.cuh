@@ -197,6 +197,40 @@ __global__ void CQ_D(cqk_implicit_bc)(cq_substep c, cqi_box b, const cq_real* vs
   CQ_D(implicit_bc_node)(&c, node, i, vstar + node * (D + 1), v + node * (D + 1));
 }
 
+__global__ void CQ_D(cqk_implicit_precond)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* x,
+                                           cq_real* y) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
+  CQ_D(implicit_precond_node)(&c, node, i, vstar + o, x + o, y + o);
+}
+
+/* Its adjoint: a particle gather (no atomics) and node passes over the active box. */
+__global__ void CQ_D(cqk_implicit_stress_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* v,
+                                              const cq_real* lam, cq_particles g0, cq_param_grads gp) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(implicit_stress_adj)(&c, &s, &m, p, v, lam, &g0, &gp);
+}
+
+__global__ void CQ_D(cqk_implicit_node_adj)(cq_substep c, cqi_box b, const cq_real* mp, const cq_real* vstar,
+                                            const cq_real* v, const cq_real* lam, cq_real* out) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
+  CQ_D(implicit_node_adj)(&c, node, i, mp + o, vstar + o, v + o, lam + o, out + o);
+}
+
+__global__ void CQ_D(cqk_implicit_bc_adj)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* v,
+                                          cq_real* g) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
+  CQ_D(implicit_bc_node_adj)(&c, node, i, vstar + o, v + o, g + o);
+}
+
 /* ---- host side: the primitives for dimension D ---- */
 
 static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
@@ -337,5 +371,34 @@ static int CQ_D(cuda_implicit_node)(cqi_backend* b, const cq_substep* c, const c
 static int CQ_D(cuda_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_implicit_bc), g->box.count, *c, g->box, vstar, v);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
+                                       cq_real* y) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_precond), g->box.count, *c, g->box, vstar, x, y);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
+                                          const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,
+                                          const cq_param_grads* gp) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_stress_adj), s->n, *c, *s, *m, v, lam, *g0, *gp);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
+                                        const cq_real* v, const cq_real* lam, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_node_adj), g->box.count, *c, g->box, mp, vstar, v, lam, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,
+                                      cq_real* gv) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_implicit_bc_adj), g->box.count, *c, g->box, vstar, v, gv);
   return CQ_OK;
 }

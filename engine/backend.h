@@ -93,13 +93,24 @@ typedef struct cqi_backend_ops {
    * vectors (B); vstar: (v*[D], mass) per node. implicit_stress adds the elastic part of grad (dt E) at the grid
    * velocities v into out, implicit_hvp its Hessian applied to dir (particle scatters). implicit_node does y += m x
    * (x may be NULL) and projects y onto the boundary constraints of the solve; implicit_bc applies the boundaries'
-   * own laws to the converged velocities v in place. */
+   * own laws to the converged velocities v in place; implicit_precond is the solve's preconditioner. */
   int (*implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                          const cq_real* v, cq_real* out);
   int (*implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                       const cq_real* v, const cq_real* dir, cq_real* out);
   int (*implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x, cq_real* y);
   int (*implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v);
+  /* y = Pi x / m per node (the conjugate gradients' preconditioner); y distinct from x. */
+  int (*implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x, cq_real* y);
+  /* Its adjoint (implicit function theorem, implicit.h): implicit_stress_adj adds lam . d(implicit_stress at v)/d(x,
+   * F, parameters) of every particle into g0->x, g0->F and gp (a particle gather: deterministic); implicit_node_adj
+   * adds lam . d(m (v - v*))/d(P2G's momentum and mass) to out (c without boundaries, as for v*);
+   * implicit_bc_adj turns dL/d(velocity after implicit_bc) in g into dL/d(converged v), in place. */
+  int (*implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                             const cq_real* v, const cq_real* lam, cq_particles* g0, const cq_param_grads* gp);
+  int (*implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
+                           const cq_real* v, const cq_real* lam, cq_real* out);
+  int (*implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v, cq_real* g);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -146,7 +146,8 @@ static const cqi_backend_ops cpu_ops = {
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
     cpu_cable_forces, cpu_cable_forces_adj,
     cpu_act_grad, cpu_axpy, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
-    cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc,
+    cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
+    cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

@@ -65,5 +65,22 @@
   }                                                                                                                \
   static int P##_implicit_bc(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {              \
     return CQI_BY_DIM(b, P##_implicit_bc, c, vstar, v);                                                            \
+  }                                                                                                               \
+  static int P##_implicit_precond(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,     \
+                                  cq_real* y) {                                                                     \
+    return CQI_BY_DIM(b, P##_implicit_precond, c, vstar, x, y);                                                    \
+  }                                                                                                                \
+  static int P##_implicit_stress_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s,                   \
+                                     const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,    \
+                                     const cq_param_grads* gp) {                                                    \
+    return CQI_BY_DIM(b, P##_implicit_stress_adj, c, s, m, v, lam, g0, gp);                                        \
+  }                                                                                                                \
+  static int P##_implicit_node_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,   \
+                                   const cq_real* v, const cq_real* lam, cq_real* out) {                            \
+    return CQI_BY_DIM(b, P##_implicit_node_adj, c, mp, vstar, v, lam, out);                                        \
+  }                                                                                                                \
+  static int P##_implicit_bc_adj(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,      \
+                                 cq_real* g) {                                                                      \
+    return CQI_BY_DIM(b, P##_implicit_bc_adj, c, vstar, v, g);                                                     \
   }
 #endif

@@ -247,4 +247,44 @@ static int CQ_D(cpu_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_r
   CQI_FOR_REGION(cb, *c, { CQ_D(implicit_bc_node)(c, node, i, vstar + node * (D + 1), v + node * (D + 1)); })
   return CQ_OK;
 }
+
+static int CQ_D(cpu_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
+                                      cq_real* y) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, {
+    long o = node * (D + 1);
+    CQ_D(implicit_precond_node)(c, node, i, vstar + o, x + o, y + o);
+  })
+  return CQ_OK;
+}
+
+/* Its adjoint: a particle gather (each particle writes only its own gradients) and node passes over the region. */
+static int CQ_D(cpu_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
+                                         const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,
+                                         const cq_param_grads* gp) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(implicit_stress_adj)(c, s, m, p, v, lam, g0, gp);
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
+                                       const cq_real* v, const cq_real* lam, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, {
+    long o = node * (D + 1);
+    CQ_D(implicit_node_adj)(c, node, i, mp + o, vstar + o, v + o, lam + o, out + o);
+  })
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,
+                                     cq_real* g) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, {
+    long o = node * (D + 1);
+    CQ_D(implicit_bc_node_adj)(c, node, i, vstar + o, v + o, g + o);
+  })
+  return CQ_OK;
+}
 #undef CQI_SLAB

@@ -85,6 +85,18 @@ CQ_HD int CQ_D(node_bcs)(const cq_substep* c, long node, const int i[D], const c
   return k;
 }
 
+/* Adjoint of the chain of projections bcs[0..nb) applied in order to the velocity v (before the first): g =
+ * dL/d(v after the last) in, dL/dv out, in place. Replays the chain to recover each projection's input. */
+CQ_HD void CQ_D(bc_chain_adj)(const cq_bc* const* bcs, int nb, const cq_real v0[D], cq_real g[D]) {
+  cq_real vin[2 * D + 1][D], v[D];
+  for (int a = 0; a < D; a++) v[a] = v0[a];
+  for (int k = 0; k < nb; k++) {
+    for (int a = 0; a < D; a++) vin[k][a] = v[a];
+    CQ_D(bc_apply)(bcs[k], v);
+  }
+  for (int k = nb - 1; k >= 0; k--) CQ_D(bc_apply_adj)(bcs[k], vin[k], g);
+}
+
 /* Forward node update: mp = (momentum[D], mass) in, v = velocity out (may alias mp). Empty nodes get v = 0. */
 CQ_HD void CQ_D(grid_node)(const cq_substep* c, long node, const int i[D], const cq_real* mp, cq_real* vout) {
   cq_real m = mp[D], v[D];
@@ -108,17 +120,13 @@ CQ_HD void CQ_D(grid_node_adj)(const cq_substep* c, long node, const int i[D], c
   }
   const cq_bc* bcs[2 * D + 1];
   int nb = CQ_D(node_bcs)(c, node, i, bcs);
-  cq_real vin[2 * D + 1][D], v[D], gv[D], vn[D];
+  cq_real v[D], gv[D], vn[D];
   for (int a = 0; a < D; a++) {
     vn[a] = mp[a] / m;
     v[a] = (vn[a] + c->dt * c->gravity[a]) * c->damp;
+    gv[a] = g[a];
   }
-  for (int k = 0; k < nb; k++) { /* replay the projections, keeping each one's input */
-    for (int a = 0; a < D; a++) vin[k][a] = v[a];
-    CQ_D(bc_apply)(bcs[k], v);
-  }
-  for (int a = 0; a < D; a++) gv[a] = g[a];
-  for (int k = nb - 1; k >= 0; k--) CQ_D(bc_apply_adj)(bcs[k], vin[k], gv);
+  CQ_D(bc_chain_adj)(bcs, nb, v, gv);
   cq_real gm = 0;
   for (int a = 0; a < D; a++) {
     gv[a] *= c->damp;      /* dL/d(p/m) */

@@ -128,6 +128,15 @@ CQ_HD void CQ_D(implicit_node)(const cq_substep* c, long node, const int i[D], c
   CQ_D(implicit_project_node)(c, node, i, vstar, y);
 }
 
+/* The preconditioner of the solve's conjugate gradients at one node: y = Pi x / m (Jacobi on the inertia term m I of
+ * the Hessian, which spans nodes whose masses differ by orders of magnitude at a body's edge); 0 without mass. */
+CQ_HD void CQ_D(implicit_precond_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar,
+                                       const cq_real* x, cq_real* y) {
+  cq_real m = vstar[D];
+  for (int a = 0; a < D; a++) y[a] = m > 0 ? x[a] / m : 0;
+  CQ_D(implicit_project_node)(c, node, i, vstar, y);
+}
+
 /* After the solve: the boundaries' own laws (grid.h bc_apply: separation, Coulomb friction) on the converged
  * velocity v, in place, as the explicit grid update applies them; nodes without mass get 0. */
 CQ_HD void CQ_D(implicit_bc_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar, cq_real* v) {
@@ -138,4 +147,107 @@ CQ_HD void CQ_D(implicit_bc_node)(const cq_substep* c, long node, const int i[D]
   const cq_bc* bcs[2 * D + 1];
   int nb = CQ_D(node_bcs)(c, node, i, bcs);
   for (int k = 0; k < nb; k++) CQ_D(bc_apply)(bcs[k], v);
+}
+
+/* ---- Adjoint (implicit function theorem; integrator_implicit.c composes it) ----
+ * The converged v = v0 + delta, delta free (Pi delta = delta), solves Pi grad(dt E)(v; theta) = 0, where v0 is the
+ * boundary-projected v* whose constrained components (I - Pi) v0 the solve keeps. With dL/dv given, lam =
+ * -H^-1 Pi dL/dv (H = Pi A Pi, A the Hessian of dt E, symmetric) gives dL/dtheta = lam . d grad(dt E)/d theta for
+ * every input theta of the gradient (the particles' x, F and parameters: implicit_stress_adj; the P2G grid's momentum
+ * and mass through v* and m: implicit_node_adj) and dL/dv0 = (I - Pi)(dL/dv + A lam). */
+
+/* lam . d(implicit_stress of particle p)/d(x_p, F_p, parameters) at the grid velocities v, the grid vector lam held:
+ * with T = P(F_hat) F^T and L_p = dt V0 T : C_p(lam) (the particle's share of lam . grad), adds dL_p/dx_p (through
+ * the weights and dpos of both C_p(v) in F_hat and C_p(lam)) into gs->x, dL_p/dF_p (F^T in T and F_hat = (I + dt
+ * C_p(v)) F) into gs->F, and dL_p/d(vol0 and the material's parameters) into gp. A gather: writes particle p only. */
+CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                     const cq_real* v, const cq_real* lam, cq_particles* gs, const cq_param_grads* gp) {
+  int n = s->n;
+  CQ_D(cqi_stencil) st;
+  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D], T[D][D], Lm[D][D];
+  CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
+  CQ_D(implicit_F_of)(c, Cm, F, Fh);
+  CQ_D(material_P)(m, p, Fh, P);
+  CQ_D(mmt)(P, F, T);
+  CQ_D(implicit_load)(c, s, p, lam, &st, F, Lm); /* C_p(lam) = kC sum_i w lam_i dpos^T */
+  cq_real dt = c->dt, vol0 = m->vol0[p];
+  cq_pgrad g;
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(g.name = 0;)
+  CQ_PARAM_FIELDS(CQI_ZERO)
+#undef CQI_ZERO
+  g.vol0 = dt * CQ_D(ddot)(T, Lm);
+  /* L_p = T : gT0 with gT0 = dt V0 C_p(lam); T = P F^T: gP = gT0 F, gF = gT0^T P */
+  cq_real gT[D][D], gP[D][D], gF[D][D], gFh[D][D] = {{0}}, gCm[D][D], gLm[D][D];
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      gT[a][b] = dt * vol0 * Lm[a][b];
+      gLm[a][b] = dt * vol0 * T[a][b];
+    }
+  CQ_D(mm)(gT, F, gP);
+  CQ_D(mtm)(gT, P, gF);
+  CQ_D(material_P_vjp)(m, p, Fh, gP, gFh, &g);
+  /* F_hat = F + dt C F: gF += (I + dt C)^T gFh, gC = dt gFh F^T */
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      cq_real t = gFh[a][b], u = 0;
+      for (int k = 0; k < D; k++) {
+        t += dt * Cm[k][a] * gFh[k][b];
+        u += dt * gFh[a][k] * F[b][k];
+      }
+      gF[a][b] += t;
+      gCm[a][b] = u;
+    }
+  /* C_p(y) = kC sum_i w_i y_i dpos_i^T for y = v (gradient gCm) and y = lam (gLm); dpos = x_i - x_p */
+  cq_real kC = 4 * c->inv_dx * c->inv_dx, gx[D] = {0};
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    const cq_real* vi = v + node * (D + 1);
+    const cq_real* li = lam + node * (D + 1);
+    cq_real dw = 0, back[D] = {0}; /* dL/dw, and sum over a of (gCm^T v_i + gLm^T lam_i) */
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) {
+        cq_real t = vi[a] * gCm[a][b] + li[a] * gLm[a][b];
+        dw += t * dpos[b];
+        back[b] += t;
+      }
+    for (int a = 0; a < D; a++) gx[a] += kC * (gw[a] * dw - w * back[a]);
+  }
+#define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
+  CQ_PARAM_FIELDS(CQI_ACCUMULATE)
+#undef CQI_ACCUMULATE
+  for (int a = 0; a < D; a++) {
+    gs->x[a * n + p] += gx[a];
+    for (int b = 0; b < D; b++) gs->F[(a * D + b) * n + p] += gF[a][b];
+  }
+}
+
+/* Adds lam . d(m_i (v_i - v*_i))/d(P2G's momentum and mass of node i) to out = (dL/dp[D], dL/dm): v* = the explicit
+ * grid update of (p, m) without boundaries (grid.h grid_node, so c must be a context without boundaries, as the one
+ * that built v*), through grid_node_adj with dL/dv* = -m lam, plus dL/dm = lam . (v - v*) directly. vstar: (v*[D],
+ * m). Nodes without mass add 0. */
+CQ_HD void CQ_D(implicit_node_adj)(const cq_substep* c, long node, const int i[D], const cq_real* mp,
+                                   const cq_real* vstar, const cq_real* v, const cq_real* lam, cq_real* out) {
+  cq_real m = vstar[D], g[D + 1], gm = 0;
+  if (!(m > 0)) return;
+  for (int a = 0; a < D; a++) {
+    g[a] = -m * lam[a];
+    gm += lam[a] * (v[a] - vstar[a]);
+  }
+  CQ_D(grid_node_adj)(c, node, i, mp, g);
+  for (int a = 0; a < D; a++) out[a] += g[a];
+  out[D] += g[D] + gm;
+}
+
+/* Adjoint of implicit_bc_node: v the converged velocity before the boundaries' laws, g = dL/d(v after) in, dL/dv
+ * out, in place; nodes without mass get 0. */
+CQ_HD void CQ_D(implicit_bc_node_adj)(const cq_substep* c, long node, const int i[D], const cq_real* vstar,
+                                      const cq_real* v, cq_real* g) {
+  if (!(vstar[D] > 0)) {
+    for (int a = 0; a < D; a++) g[a] = 0;
+    return;
+  }
+  const cq_bc* bcs[2 * D + 1];
+  int nb = CQ_D(node_bcs)(c, node, i, bcs);
+  CQ_D(bc_chain_adj)(bcs, nb, v, g);
 }

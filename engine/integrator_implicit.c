@@ -19,9 +19,11 @@ typedef struct {
   cq_real* grid;  /* P2G's momentum and mass */
   cq_real* vstar; /* v* (eq. 12's v^n + dt f_ext / m, after damping) and the mass in slot D */
   cq_real *v, *g; /* the iterate and grad (dt E) there (projected) */
-  cq_real *d, *r, *p, *q, *hp; /* Newton direction; CG residual, direction, scratch, H p */
+  cq_real *d, *r, *p, *q, *hp, *z; /* Newton direction; CG residual, direction, scratch, H p, preconditioned r */
   cq_real *vt, *gt, *tmp;      /* line-search trial point, its gradient, scratch */
   cq_real* fext;  /* [D][n] extra particle forces (user force + cables) */
+  cq_real* gfext; /* [D][n] their gradient (backward) */
+  cq_real* gact;  /* [n] dL/du of each particle's actuator (backward) */
   double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
   double tol;
   int max_newton, max_cg;
@@ -45,7 +47,7 @@ static int implicit_create(cqi_sim* sim) {
   ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
   cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g, &ws->d, &ws->r, &ws->p, &ws->q, &ws->hp,
-                       &ws->vt, &ws->gt, &ws->tmp};
+                       &ws->z, &ws->vt, &ws->gt, &ws->tmp};
   int ok = ws->hist != NULL;
   for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) ok &= (*grids[i] = be->ops->alloc(be, gb)) != NULL;
   ws->fext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
@@ -59,8 +61,8 @@ static void implicit_destroy(cqi_sim* sim) {
   implicit_ws* ws = sim->ws;
   if (!ws) return;
   cqi_backend* be = sim->be;
-  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d, ws->r, ws->p, ws->q, ws->hp, ws->vt, ws->gt, ws->tmp,
-                     ws->fext};
+  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d,  ws->r,    ws->p,    ws->q,
+                     ws->hp,   ws->z,     ws->vt, ws->gt, ws->tmp, ws->fext, ws->gfext, ws->gact};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
   free(ws->hist);
@@ -100,17 +102,20 @@ static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* 
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
-/* Newton direction d: conjugate gradients on H d = -g from d = 0, until ||r||_2 <= eta ||g||_2 or max_cg
- * iterations. Negative curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the
- * direction so far, or -g if there is none yet: each iterate stays a descent direction. */
+/* Newton direction d: conjugate gradients on H d = -g from d = 0, preconditioned by the nodal masses
+ * (implicit_precond), until ||r||_2 <= eta ||g||_2 or max_cg iterations. Negative curvature (p.Hp <= 0, an indefinite
+ * Hessian of a compressed material) stops it with the direction so far, or -g if there is none yet: each iterate
+ * stays a descent direction. */
 static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   TRY(be->ops->grid_clear(be, ws->d));
   TRY(lincomb(be, ws->r, -1, ws->g, 0, ws->g));
-  TRY(lincomb(be, ws->p, 1, ws->r, 0, ws->r));
-  double rr, gg;
+  TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+  TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
+  double rr, rz, gg;
   TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+  TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
   gg = rr;
   int k = 0;
   for (; k < ws->max_cg && rr > eta * eta * gg; k++) {
@@ -121,16 +126,17 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
       if (k == 0) TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       break;
     }
-    double alpha = rr / pHp;
+    double alpha = rz / pHp, rz1;
     TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, ws->d));
     TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
-    double rr1;
-    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr1));
-    TRY(lincomb(be, ws->q, 1, ws->r, (cq_real)(rr1 / rr), ws->p)); /* p = r + beta p */
+    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+    TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+    TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
+    TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p)); /* p = z + beta p */
     cq_real* t = ws->p;
     ws->p = ws->q;
     ws->q = t;
-    rr = rr1;
+    rz = rz1;
   }
   *iters = k;
   return CQ_OK;
@@ -221,11 +227,123 @@ static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
 }
 
+/* x = H^-1 b for the projected Hessian at ws->v and b = sign * rhs (rhs projected): conjugate gradients from x = 0,
+ * preconditioned as cg_direction's, until ||r||_2 <= tol ||b||_2, tol = implicit.tol (floored at round-off), within
+ * max_cg iterations. Only the adjoint calls it: there H must be positive definite on the free velocities (a minimum
+ * of E), and anything else is an error, as is running out of iterations. Uses r, z, p, q, hp. */
+static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
+                    cq_real* x, long k) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor, rr, rz, bb;
+  TRY(be->ops->grid_clear(be, x));
+  TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
+  TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+  TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
+  TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+  TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
+  bb = rr;
+  int it = 0;
+  for (; rr > tol * tol * bb; it++) {
+    if (it == ws->max_cg)
+      return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve did not converge "
+                        "(||r|| / ||b|| = %.3g after max_cg = %d conjugate-gradient iterations, tol %g); raise "
+                        "implicit.max_cg or loosen implicit.tol", k + 1, sqrt(rr / bb), ws->max_cg, tol);
+    double pHp;
+    TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
+    TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
+    if (!(pHp > 0))
+      return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the Hessian of eq. 12 is not "
+                        "positive definite at the converged velocities (p.Hp = %.3g at adjoint iteration %d), so the "
+                        "implicit function theorem gives no gradient; use a smaller dt", k + 1, pHp, it + 1);
+    double alpha = rz / pHp, rz1;
+    TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, x));
+    TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
+    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+    TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+    TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
+    TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p));
+    cq_real* t = ws->p;
+    ws->p = ws->q;
+    ws->q = t;
+    rz = rz1;
+  }
+  return CQ_OK;
+}
+
+static int alloc_backward(cqi_sim* sim) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  if (ws->gact) return CQ_OK;
+  ws->gfext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
+  ws->gact = be->ops->alloc(be, sizeof(cq_real) * be->n); /* last: marks the backward buffers complete */
+  if (!ws->gfext || !ws->gact) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the backward pass");
+  return CQ_OK;
+}
+
+/* Adjoint of an implicit substep by the implicit function theorem (implicit.h explains the algebra). Recomputes the
+ * forward (P2G, v*, v0, the Newton solve: deterministic, so the same converged v), then in reverse: G2P's adjoint at
+ * the velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -H^-1 Pi dL/dv
+ * (cg_solve), lam's pull-back through the elastic scatter into x, F and the parameters (implicit_stress_adj), the
+ * constrained components of v0 (usually the boundaries' velocities, but a friction floor moving along a wall gives a
+ * corner node a velocity that depends on v*) through v0's grid update, and m (v - v*) into the P2G grid
+ * (implicit_node_adj); from there the explicit P2G adjoint (momentum, mass, actuation, forces, viscosity) and the
+ * extra forces' adjoints, as the explicit integrator does. The solve's active sets (which boundaries constrain a
+ * node, from the sign of v* . n) are piecewise constant: they have no gradient. */
 static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
-  return cqi_errorf(sim->err, CQ_ERR_STATE,
-                    "backward through implicit steps is not implemented yet (substep %ld); record with "
-                    "integrator = \"explicit\" to differentiate", k + 1);
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  TRY(alloc_backward(sim));
+  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  c.implicit_elastic = 1;
+  cqi_check bad;
+  TRY(op->prepare(be, &c, s, 0, &bad));
+  if (bad.check != CQ_CHECK_OK)
+    return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "
+                      "(particle %d); was the world changed after recording?", k + 1,
+                      cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
+  /* forward: the same recipe as implicit_substep, up to the velocities G2P gathers (ws->vt) */
+  cq_ctl kc = *ctl;
+  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
+  TRY(op->grid_clear(be, ws->grid));
+  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
+  cq_substep free_c = c;
+  for (int w = 0; w < 6; w++) free_c.wall_thick[w] = 0;
+  free_c.node_bc_index = NULL;
+  TRY(op->copy(be, ws->vstar, ws->grid, sizeof(cq_real) * be->n_nodes * (be->dim + 1)));
+  TRY(op->grid_update(be, &free_c, ws->vstar, ws->vstar));
+  TRY(op->grid_update(be, &c, ws->grid, ws->v));
+  TRY(newton(sim, &c, s, k));
+  TRY(op->grid_clear(be, ws->vt));
+  TRY(op->grid_axpy(be, 1, ws->v, ws->vt));
+  TRY(op->implicit_bc(be, &c, ws->vstar, ws->vt));
+  /* adjoints in reverse: G2P (scatter into gt), the boundaries' laws, the solve, the gradient's inputs */
+  TRY(op->grid_clear(be, ws->gt));
+  TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->vt, g1, g0, ws->gt, s1 ? s1->C : NULL));
+  TRY(op->implicit_bc_adj(be, &c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
+  TRY(lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
+  TRY(op->implicit_node(be, &c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
+  TRY(cg_solve(sim, &c, s, -1, ws->tmp, ws->d, k));         /* lam = -H^-1 Pi dL/dv, in d */
+  TRY(op->implicit_stress_adj(be, &c, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
+  /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A lam), where (I - Pi) m lam = 0; then v0's grid update
+   * (with the boundaries) back to P2G's grid, and v* and m there too */
+  TRY(lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
+  TRY(op->implicit_hvp(be, &c, s, &sim->view->params, ws->v, ws->d, ws->g));
+  TRY(lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
+  TRY(op->implicit_node(be, &c, ws->vstar, NULL, ws->vt));
+  TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
+  TRY(op->grid_update_adj(be, &c, ws->grid, ws->g));
+  TRY(op->implicit_node_adj(be, &free_c, ws->grid, ws->vstar, ws->v, ws->d, ws->g));
+  cq_ctl_grads gc = {ws->gact, kc.force ? ws->gfext : NULL, out->gstress};
+  TRY(op->p2g_adj(be, &c, s, &sim->view->params, &kc, ws->g, g0, out->gp, &gc, NULL));
+  if (be->n_act > 0) TRY(op->act_grad(be, sim->view->params.act_id, ws->gact, out->gu));
+  if (kc.force) { /* through the extra forces: cables (into x and u) and the user's force */
+    if (sim->view->n_cables > 0) TRY(op->cable_forces_adj(be, sim->view, s, ctl->u, ws->gfext, g0->x, out->gu));
+    if (out->gforce) TRY(op->axpy(be, (long)be->n * be->dim, 1, ws->gfext, out->gforce));
+  }
+  return CQ_OK;
 }
 
 const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT, implicit_create, implicit_destroy,

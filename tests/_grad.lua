@@ -9,7 +9,8 @@ M.prand = prand
 --- A block of side^dim particles (2 per cell) moving toward the floor and the left wall, half of it actuated
 --- (actuator 1: stress, actuator 2: force, or a chamber with opts.act2 = "chamber": its particles carry a wall
 --- normal and area). opts: dim, material, inc_p, params ({field = value}: more per-particle parameters), bc,
---- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2.
+--- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2, E (mean Young's
+--- modulus, default 30), integrator and implicit (cq.world's options).
 function M.scene(opts)
   local dim = opts.dim
   local side = opts.side or (dim == 2 and 6 or 4)
@@ -23,10 +24,11 @@ function M.scene(opts)
   local w = cq.world { dim = dim, res = dim == 2 and { 20, 20 } or { 14, 14, 14 }, dx = 1 / 16, dt = opts.dt or 2e-3,
     substeps = opts.substeps or 1, gravity = dim == 2 and { 0, -6 } or { 0, -6, 0 }, n = n, n_actuators = 2,
     precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
-    backend = opts.backend or "cpu" } -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
+    backend = opts.backend or "cpu", -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
+    integrator = opts.integrator, implicit = opts.implicit }
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
-  w:fill("E", function(p) return 30 * (1 + 0.2 * prand(p, 1)) end)
+  w:fill("E", function(p) return (opts.E or 30) * (1 + 0.2 * prand(p, 1)) end)
   w:fill("nu", function(p) return 0.3 + 0.05 * prand(p, 2) end)
   w:fill("mass", function(p) return 1 + 0.1 * prand(p, 3) end)
   w:fill("vol0", function(p) return 1 + 0.1 * prand(p, 4) end)

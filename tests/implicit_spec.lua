@@ -1,11 +1,13 @@
 -- The implicit integrator (engine/integrator_implicit.c, seed 003 sec. 2.3 eq. 12): same physics as the explicit
 -- one at a small dt, stability far above the explicit limit with non-growing energy, the no-convergence error, CPU
--- determinism across thread counts, and the not-yet-differentiable error of the backward pass.
+-- determinism across thread counts; and its adjoint (implicit function theorem): every gradient kind against central
+-- differences at 6x the explicit time-step limit, checkpointed = full-memory backward, thread-count independence.
 --
 -- Run: build/bin/cqlua tests/run.lua tests/implicit_spec.lua
 package.loaded["cq._paths"] = package.loaded["cq._paths"] or { lib = "build/lib" }
 local cq = require "cq"
 local E = require "tests._errors"
+local G = require "tests._grad"
 
 -- A neo-Hookean beam clamped in a sticky left wall, bending and sagging under gravity.
 local function beam(integrator, dim, threads)
@@ -121,13 +123,169 @@ describe("implicit integrator", function()
     print("  differing state entries between 1 and 2 threads: " .. ndiff)
     assert.are.equal(0, ndiff)
   end)
+end)
 
-  it("refuses the backward pass with a clear message (gradients are not implemented yet)", function()
-    local w, s = cube("implicit", 1e-3)
-    local memo = w:memo { steps = 2 }
-    memo:begin(s)
-    memo:step()
-    memo:step()
-    E.has(E.err_of(function() memo:backward(function() end) end), "backward through implicit steps is not implemented yet")
+-- The gradient scenes of tests/_grad.lua (a block thrown at the walls, stress, force or chamber actuators) with a
+-- stiff material (mean E = 3000: the explicit limit is 8.4e-4) run implicitly at dt = 5e-3, solved to 1e-12.
+local STIFF, DT, STEPS, TOL = 3000, 5e-3, 20, 1e-6
+local function implicit_scene(o)
+  o.integrator, o.E, o.dt = "implicit", STIFF, o.dt or DT
+  o.implicit = { tol = 1e-12 }
+  return G.scene(o)
+end
+-- Newton stops anywhere below tol, so a loss carries noise of ~1e-14 relative: the FD ladder starts at larger steps
+-- than the explicit checks' (whose losses are exact functions of the inputs).
+local IMPLICIT_STEPS = { 1e-3, 1e-2, 1e-4, 1e-5 }
+
+-- Every state, actuation and common parameter kind in 2D and 3D; each other case its own material parameters (plus x
+-- and the actuation: its stress, force or chamber pressure), so that the whole field table is covered.
+local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
+local cases = {
+  { dim = 2, name = "neohookean, slip walls", bc = "slip", kinds = { "E", "nu" }, common = true },
+  { dim = 3, name = "neohookean, slip walls", bc = "slip", kinds = { "E", "nu" }, common = true },
+  { dim = 2, name = "mooney_rivlin+visc, friction walls", bc = "friction", material = "mooney_rivlin",
+    params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = STIFF, visc = 0.2 },
+    kinds = { "c10", "c01", "bulk", "visc" } },
+  { dim = 3, name = "mooney_rivlin, sticky walls", bc = "sticky", material = "mooney_rivlin",
+    params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = STIFF }, kinds = { "c10", "c01", "bulk" } },
+  -- a chamber actuator, and a friction floor moving along the left wall: the corner nodes keep a velocity that
+  -- depends on v* (the kept components of the solve's start), which the adjoint carries back through the walls
+  { dim = 2, name = "neohookean, chamber, moving friction floor", bc = "friction", moving = true, act2 = "chamber",
+    strain = 0.1, kinds = { "E", "nu", "wall_area" } },
+  { dim = 2, name = "yeoh, separate walls", bc = "separate", material = "yeoh",
+    params = { c10 = STIFF / 8, c20 = STIFF / 10, c30 = STIFF / 6, bulk = STIFF }, strain = 0.1,
+    kinds = { "c10", "c20", "c30" } },
+  { dim = 2, name = "ogden (three terms), slip walls", bc = "slip", material = "ogden",
+    params = { mu1 = STIFF / 6, alpha1 = 1.3, mu2 = STIFF / 100, alpha2 = 5, mu3 = -STIFF / 30, alpha3 = -2,
+      bulk = STIFF },
+    strain = 0.1, kinds = { "mu1", "alpha1", "mu2", "alpha2", "mu3", "alpha3" } },
+}
+
+describe("the implicit gradient cases", function()
+  it("check every differentiable parameter of engine/fields.h", function()
+    local checked = {}
+    for _, k in ipairs(COMMON) do checked[k] = true end
+    for _, case in ipairs(cases) do for _, k in ipairs(case.kinds) do checked[k] = true end end
+    for _, k in ipairs(G.kinds) do assert.is_true(checked[k], k .. " is in no case's list") end
+  end)
+end)
+
+describe("implicit gradients (implicit function theorem) vs central differences", function()
+  for _, case in ipairs(cases) do
+    it(case.dim .. "D " .. case.name .. ", " .. STEPS .. " steps above 5x the explicit dt", function()
+      local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
+        material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain }
+      local ratio = DT / w:stable_dt()
+      assert.is_true(ratio > 5)
+      local P = G.problem(w, s0, STEPS)
+      P.loss()
+      local g = P.backward()
+      local kinds, line, worst = case.common and { unpack(COMMON) } or { "x", "act" }, {}, 0
+      for _, k in ipairs(case.kinds) do kinds[#kinds + 1] = k end
+      local ladder = G.steps
+      G.steps = IMPLICIT_STEPS
+      for _, kind in ipairs(kinds) do
+        local _, _, rel, h = G.check(P, g, kind, TOL)
+        worst = math.max(worst, rel)
+        line[#line + 1] = string.format("%s %.1e%s", kind, rel, h ~= G.steps[1] and ("@" .. h) or "")
+      end
+      G.steps = ladder
+      print(string.format("  %dD %s, dt = %.1f x the explicit limit; rel. errors: %s", case.dim, case.name, ratio,
+        table.concat(line, " ")))
+      assert.is_true(worst <= TOL, string.format("worst relative error %.3e > %.0e", worst, TOL))
+    end)
+  end
+
+  it("2D: dL/d(user force) and dL/d(user stress) of every step", function()
+    local w, s0 = implicit_scene { dim = 2, bc = "slip" }
+    local n, steps = w.n, STEPS
+    local ffi = require "ffi"
+    local function field(len, salt, scale)
+      local t = {}
+      for k = 1, steps do
+        t[k] = ffi.new("double[?]", len)
+        for i = 0, len - 1 do t[k][i] = scale * G.prand(1000 * k + i, salt) end
+      end
+      return t
+    end
+    local force, stress = field(2 * n, 71, 2), field(4 * n, 72, 20)
+    local dforce, dstress = field(2 * n, 73, 1), field(4 * n, 74, 1)
+    local memo = w:memo { steps = steps }
+    local function wl(i) return G.prand(i, 75) end
+    local function loss(t)
+      memo:begin(s0)
+      for k = 1, steps do
+        local f, a = ffi.new("double[?]", 2 * n), ffi.new("double[?]", 4 * n)
+        for i = 0, 2 * n - 1 do f[i] = force[k][i] + t * dforce[k][i] end
+        for i = 0, 4 * n - 1 do a[i] = stress[k][i] + t * dstress[k][i] end
+        memo:step({ 0.3, -0.2 }, f, a)
+      end
+      local L, x, v = 0, memo.state.x, memo.state.v
+      for i = 0, 2 * n - 1 do L = L + wl(i) * x[i] + wl(i + 7) * v[i] end
+      return L
+    end
+    loss(0)
+    memo:backward_begin()
+    for i = 0, 2 * n - 1 do memo.grad.x[i] = memo.grad.x[i] + wl(i); memo.grad.v[i] = memo.grad.v[i] + wl(i + 7) end
+    local an_f, an_s = 0, 0
+    for k = steps, 1, -1 do
+      memo:backward_step()
+      for i = 0, 2 * n - 1 do an_f = an_f + memo.grad_force[i] * dforce[k][i] end
+      for i = 0, 4 * n - 1 do an_s = an_s + memo.grad_stress[i] * dstress[k][i] end
+    end
+    -- the two directions separately: perturb one field at a time
+    local zero_s, zero_f = dstress, dforce
+    dstress = field(4 * n, 74, 0)
+    local fd_f = G.derivative(loss, 1e-3)
+    dstress, dforce = zero_s, field(2 * n, 73, 0)
+    local fd_s = G.derivative(loss, 1e-3)
+    dforce = zero_f
+    local rf, rs = math.abs(an_f - fd_f) / math.abs(fd_f), math.abs(an_s - fd_s) / math.abs(fd_s)
+    print(string.format("  force: %.10g (fd %.10g, rel %.1e); stress: %.10g (fd %.10g, rel %.1e)", an_f, fd_f, rf,
+      an_s, fd_s, rs))
+    assert.is_true(rf <= TOL and rs <= TOL)
+  end)
+end)
+
+describe("implicit backward", function()
+  it("checkpointed gives the same gradients as storing every state", function()
+    local w, s0 = implicit_scene { dim = 2, bc = "friction", substeps = 3, dt = 3 * DT }
+    local steps = 12 -- 36 substeps
+    local full, ck = G.problem(w, s0, steps, 1), G.problem(w, s0, steps, 5)
+    local L1, L2 = full.loss(), ck.loss()
+    local g1, g2 = full.backward(), ck.backward()
+    assert.are.equal(L1, L2)
+    local maxdiff, maxabs = G.max_grad_diff(g1, g2, steps)
+    print(string.format("  stored states: full %d, checkpointed %d; max |difference| %.3e (max |g| %.3e)",
+      full.memo:stored_states(), ck.memo:stored_states(), maxdiff, maxabs))
+    assert.are.equal(0, maxdiff)
+    assert.is_true(ck.memo:stored_states() < full.memo:stored_states())
+  end)
+
+  it("gives bit-identical gradients with 1 and 2 threads", function()
+    local ffi = require "ffi"
+    pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
+    local g = {}
+    for _, threads in ipairs { 1, 2 } do
+      ffi.C.setenv("CQ_FIXED_THREADS", "1", 1)
+      local ok, w, s0 = pcall(implicit_scene, { dim = 2, bc = "friction", threads = threads })
+      ffi.C.unsetenv("CQ_FIXED_THREADS")
+      assert(ok, w)
+      local P = G.problem(w, s0, 1)
+      P.loss()
+      g[threads] = P.backward()
+    end
+    local maxdiff = G.max_grad_diff(g[1], g[2], 1)
+    print(string.format("  max |difference| between 1 and 2 threads: %.3e", maxdiff))
+    assert.are.equal(0, maxdiff)
+  end)
+
+  it("reports an adjoint solve that runs out of iterations", function()
+    local _, s0 = implicit_scene { dim = 2, bc = "slip" }
+    local w2 = G.scene { dim = 2, bc = "slip", integrator = "implicit", E = STIFF, dt = DT,
+      implicit = { tol = 1e-12, max_cg = 3, max_newton = 200 } }
+    local P = G.problem(w2, s0, 2)
+    P.loss()
+    E.has(E.err_of(P.backward), "the adjoint solve did not converge", "max_cg = 3", "implicit.max_cg")
   end)
 end)
