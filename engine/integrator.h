@@ -50,6 +50,13 @@ static inline int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq
   return st;
 }
 
+/* The error of an adjoint substep whose recomputed input state fails a particle check. */
+static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* bad) {
+  return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "
+                    "(particle %d); was the world changed after recording?", k + 1,
+                    cq_name(CQ_LIST_CHECK, bad->check, NULL), bad->particle + 1);
+}
+
 /* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
 #define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;
 CQ_INTEGRATORS(CQI_DECLARE)

@@ -86,10 +86,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   cqi_check bad;
   TRY(op->prepare(be, &c, s, 0, &bad));
-  if (bad.check != CQ_CHECK_OK)
-    return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "
-                      "(particle %d); was the world changed after recording?", k + 1,
-                      cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
+  if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
   cq_ctl kc = *ctl;
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   /* forward grid */

@@ -202,6 +202,33 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
   }
 }
 
+/* The substep context c without its boundaries (walls and node BCs): v*'s grid update. */
+static cq_substep without_walls(const cq_substep* c) {
+  cq_substep free_c = *c;
+  for (int w = 0; w < 6; w++) free_c.wall_thick[w] = 0;
+  free_c.node_bc_index = NULL;
+  return free_c;
+}
+
+/* The forward up to the converged grid velocities (ws->v, before the walls' laws): the extra forces (kc = the
+ * control with them), P2G without the elastic stress, v* without the boundaries (a copy of the context with none;
+ * the mass stays in slot D), the start point v* projected, and Newton. */
+static int solve_velocities(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl, long k,
+                            cq_ctl* kc) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  *kc = *ctl;
+  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc->force));
+  TRY(op->grid_clear(be, ws->grid));
+  TRY(op->p2g(be, c, s, &sim->view->params, kc, ws->grid, NULL));
+  cq_substep free_c = without_walls(c);
+  TRY(op->copy(be, ws->vstar, ws->grid, sizeof(cq_real) * be->n_nodes * (be->dim + 1)));
+  TRY(op->grid_update(be, &free_c, ws->vstar, ws->vstar));
+  TRY(op->grid_update(be, c, ws->grid, ws->v));
+  return newton(sim, c, s, k);
+}
+
 static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
@@ -210,18 +237,8 @@ static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   c.implicit_elastic = 1;
   TRY(op->prepare(be, &c, s, fresh, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
-  cq_ctl kc = *ctl;
-  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
-  TRY(op->grid_clear(be, ws->grid));
-  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
-  /* v* without the boundaries (a copy of the context with none), keeping the mass in slot D; v0 = v* projected */
-  cq_substep free_c = c;
-  for (int w = 0; w < 6; w++) free_c.wall_thick[w] = 0;
-  free_c.node_bc_index = NULL;
-  TRY(op->copy(be, ws->vstar, ws->grid, sizeof(cq_real) * be->n_nodes * (be->dim + 1)));
-  TRY(op->grid_update(be, &free_c, ws->vstar, ws->vstar));
-  TRY(op->grid_update(be, &c, ws->grid, ws->v));
-  TRY(newton(sim, &c, s, k));
+  cq_ctl kc;
+  TRY(solve_velocities(sim, &c, s, ctl, k, &kc));
   TRY(op->implicit_bc(be, &c, ws->vstar, ws->v));
   TRY(op->g2p(be, &c, s, &sim->view->params, ws->v, bad));
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
@@ -300,22 +317,10 @@ static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   c.implicit_elastic = 1;
   cqi_check bad;
   TRY(op->prepare(be, &c, s, 0, &bad));
-  if (bad.check != CQ_CHECK_OK)
-    return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "
-                      "(particle %d); was the world changed after recording?", k + 1,
-                      cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
+  if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
   /* forward: the same recipe as implicit_substep, up to the velocities G2P gathers (ws->vt) */
-  cq_ctl kc = *ctl;
-  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
-  TRY(op->grid_clear(be, ws->grid));
-  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
-  cq_substep free_c = c;
-  for (int w = 0; w < 6; w++) free_c.wall_thick[w] = 0;
-  free_c.node_bc_index = NULL;
-  TRY(op->copy(be, ws->vstar, ws->grid, sizeof(cq_real) * be->n_nodes * (be->dim + 1)));
-  TRY(op->grid_update(be, &free_c, ws->vstar, ws->vstar));
-  TRY(op->grid_update(be, &c, ws->grid, ws->v));
-  TRY(newton(sim, &c, s, k));
+  cq_ctl kc;
+  TRY(solve_velocities(sim, &c, s, ctl, k, &kc));
   TRY(op->grid_clear(be, ws->vt));
   TRY(op->grid_axpy(be, 1, ws->v, ws->vt));
   TRY(op->implicit_bc(be, &c, ws->vstar, ws->vt));
@@ -335,6 +340,7 @@ static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   TRY(op->implicit_node(be, &c, ws->vstar, NULL, ws->vt));
   TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->g));
+  cq_substep free_c = without_walls(&c);
   TRY(op->implicit_node_adj(be, &free_c, ws->grid, ws->vstar, ws->v, ws->d, ws->g));
   cq_ctl_grads gc = {ws->gact, kc.force ? ws->gfext : NULL, out->gstress};
   TRY(op->p2g_adj(be, &c, s, &sim->view->params, &kc, ws->g, g0, out->gp, &gc, NULL));
