@@ -5,7 +5,8 @@
 -- out/finger_pressure.png, and a picture of each settled finger coloured by von Mises stress
 -- (out/finger_pressure/p<kPa>.png). Explicit integration: the substep must resolve sound in a 1.75 GPa solid
 -- (about 1 us at 2.5 mm cells); the time per pressure is printed (docs/benchmarks.md). Issue 11 makes it implicit.
--- Usage: cqlua examples/finger_pressure.lua [mesh_size_mm=3] [settle_s=0.5] [bulk_Pa=1.75e9] [pressures_kPa=0,5,10,15,20]
+-- Usage: cqlua examples/finger_pressure.lua [mesh_size_mm=3] [settle_s=0.5] [bulk_Pa=1.75e9]
+--          [pressures_kPa=0,5,10,15,20]
 local cq = require "cq"
 local mesh_size = tonumber(arg and arg[1]) or 3
 local settle = tonumber(arg and arg[2]) or 0.5
@@ -19,7 +20,8 @@ local material = { preset = "dragonskin30", bulk = bulk }
 
 -- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
 -- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
--- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x, its layer's side.
+-- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
+-- its layer's side.
 local RES = { 64, 56, 24 }
 local function build()
   local robot = cq.robot { dim = 3 }
@@ -69,8 +71,8 @@ for _, p in ipairs(pressures) do
   local d = { (t1[1] - t0[1]) * 1e3, (t1[2] - t0[2]) * 1e3, (t1[3] - t0[3]) * 1e3 }
   local dist = math.sqrt(d[1] ^ 2 + d[2] ^ 2 + d[3] ^ 2)
   results[#results + 1] = { p = p, dist = dist }
-  print(string.format("finger_pressure: %5.1f kPa: tip moved %6.2f mm (dx %6.2f, dy %6.2f mm); %d particles, substep " ..
-    "%.3g s x %d, %d s wall", p / 1e3, dist, d[1], d[2], world.n, world.dt, steps, wall))
+  print(string.format("finger_pressure: %5.1f kPa: tip moved %6.2f mm (dx %6.2f, dy %6.2f mm); %d particles, " ..
+    "substep %.3g s x %d, %d s wall", p / 1e3, dist, d[1], d[2], world.n, world.dt, steps, wall))
   csv:write(string.format("%g,%.6g,%.6g,%.6g,%.6g,%d,%.6g,%d,%d\n", p / 1e3, d[1], d[2], d[3], dist, world.n, world.dt,
     steps, wall))
   csv:flush()

@@ -81,7 +81,8 @@ describe("chamber walls of lattice cavities", function()
     for _ = 2, 100 do w:step(s, { 1 }) end
     local mom, speed = momentum()
     local impulse = pmax * area * 100 * w.dt -- the gross impulse the walls received
-    print(string.format("  net momentum after 1 step %.1e, after 100 steps %.1e (%.2f %% of the walls' gross impulse %.3f)",
+    print(string.format("  net momentum after 1 step %.1e, after 100 steps %.1e (%.2f %% of the walls' gross " ..
+      "impulse %.3f)",
       mom1, mom, 100 * mom / impulse, impulse))
     assert.is_true(speed1 > 0 and speed > 1e-3) -- the walls do move
     assert.is_true(mom1 <= 1e-14 * impulse)

@@ -89,8 +89,8 @@ end
 --- (each with inside(x), samples(h, emit) and name) and a function inside(x) true outside every cavity.
 function M.parse(where, cavities, dim)
   if type(cavities) ~= "table" or #cavities == 0 then
-    check.fail(where, "cavities must be a list of {offset = ..., size = ...} boxes or {center = ..., radius = ...} balls",
-      cavities)
+    check.fail(where, "cavities must be a list of {offset = ..., size = ...} boxes or {center = ..., radius = ...} " ..
+      "balls", cavities)
   end
   local list = {}
   for i, c in ipairs(cavities) do
@@ -154,8 +154,8 @@ function M.walls(where, robot, group, cavities, h)
     cav.samples(h, function(x, normal, dA)
       local p = nearest(x)
       if not p then
-        check.fail(where, string.format("cavities[%d] (%s) is not enclosed by the body: no particle within 2 spacings of " ..
-          "its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")), h)
+        check.fail(where, string.format("cavities[%d] (%s) is not enclosed by the body: no particle within 2 " ..
+          "spacings of its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")), h)
       end
       local v = s[p] or {}
       for a = 1, dim do v[a] = (v[a] or 0) + normal[a] * dA end
