@@ -3,20 +3,14 @@
 -- primitives an implicit solver needs compute what they should (tests/c/backend_test.c).
 local ffi = require "ffi"
 local cq = require "cq"
+local shell = require "tests._shell"
+local sh = shell.sh
 local C = require "cq._ffi"
 
 local paths = package.loaded["cq._paths"] or {}
 local BUILD = (paths.lib or "build/lib"):gsub("/lib$", "")
 
 -- Output and exit status of a shell command.
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return out:gsub("rc=%d+%s*$", ""), rc
-end
-
 describe("FFI declarations come from engine/cq.h", function()
   it("every public struct has the same size in C and in LuaJIT", function()
     for _, precision in ipairs { "f32", "f64" } do

@@ -3,21 +3,9 @@
 -- written under a temporary name and renamed, so a failed write leaves the old file whole.
 local ffi = require "ffi"
 local cq = require "cq"
+local shell = require "tests._shell"
+local sh, tmpdir = shell.sh, shell.tmpdir
 local measures = require "cq._measures"
-
-local function sh(cmd)
-  local p = assert(io.popen("(" .. cmd .. ") 2>&1; echo \"rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return out:gsub("rc=%d+%s*$", ""), rc
-end
-
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  return d
-end
 
 -- A Python command that can import module, installing it into the user site with pip when no interpreter has it
 -- (nil and the reason when nothing works).

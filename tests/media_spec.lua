@@ -2,23 +2,10 @@
 -- with clear messages when either program is missing, and the README's 3D tutorial (examples/quadruped3d.lua),
 -- quoted verbatim and run with two iterations.
 local cq = require "cq"
+local shell = require "tests._shell"
+local sh, tmpdir = shell.sh, shell.tmpdir
 local frames = require "cq.frames"
 local paths = require "cq._paths"
-
-local function sh(cmd)
-  local p = assert(io.popen("(" .. cmd .. ") 2>&1; echo \"rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return out:gsub("rc=%d+%s*$", ""), rc
-end
-
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  os.execute("mkdir -p " .. d)
-  return d
-end
 
 -- The running host as an absolute path, for child scripts.
 local EXE = paths.exe or arg[-1]

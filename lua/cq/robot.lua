@@ -316,7 +316,7 @@ function Robot:split(opts)
 end
 
 --- Adds a ball (disc in 2D, sphere in 3D) of particles on a regular lattice: center, radius, spacing (default
---- 1/128), material, velocity. Returns the group.
+--- 1/128), material, velocity, cavities (as robot:box). Returns the group (with .chambers when it has cavities).
 function Robot:ball(opts)
   local where = "robot:ball"
   check.options(where, opts, BALL_OPTIONS)
