@@ -18,6 +18,8 @@ DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlop
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
 # robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
 DEB_PACKAGES += gmsh
+# the implicit solve's direct preconditioner (engine/implicit_factor.c): SuperLU (BSD) and METIS (Apache-2.0)
+DEB_PACKAGES += libsuperlu-dev libmetis-dev
 
 # The host's own sources (the cqlua program, PNG, mesh and Gmsh MSH loaders); everything else in engine/ is the engine
 # library.
@@ -26,6 +28,8 @@ HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engi
 HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
 ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
+ENGINE_CFLAGS := -I/usr/include/superlu
+ENGINE_LIBS := -lsuperlu -lmetis -lm
 
 .PHONY: all deps test bench bench-fluid bench-peers demo install clean
 all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
@@ -61,7 +65,7 @@ $(BUILD)/lib/cq_ffi.h: engine/cq.h engine/registry.h engine/fields.h engine/png.
 # at exit, while worker threads exist.
 define ENGINE_FLAVOUR
 $(BUILD)/obj/$(1)/%.o: engine/%.c $(ENGINE_HDR) Makefile | $(BUILD)/obj/$(1)
-	$$(CC) $$(CFLAGS) $(2) -c $$< -o $$@
+	$$(CC) $$(CFLAGS) $$(ENGINE_CFLAGS) $(2) -c $$< -o $$@
 $(BUILD)/obj/$(1):
 	mkdir -p $$@
 ENGINE_OBJ_$(1) := $(patsubst engine/%.c,$(BUILD)/obj/$(1)/%.o,$(ENGINE_SRC))
@@ -71,9 +75,9 @@ SHARED := -shared -Wl,-z,nodelete
 $(eval $(call ENGINE_FLAVOUR,f32,-DCQ_REAL_BITS=32))
 $(eval $(call ENGINE_FLAVOUR,f64,-DCQ_REAL_BITS=64))
 $(BUILD)/lib/libcq_f32.so: $(ENGINE_OBJ_f32) | $(BUILD)/lib
-	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ $(ENGINE_LIBS)
 $(BUILD)/lib/libcq_f64.so: $(ENGINE_OBJ_f64) | $(BUILD)/lib
-	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ $(ENGINE_LIBS)
 
 # CUDA backend (cuda/): when nvcc is found, the same engine objects built with -DCQ_WITH_CUDA plus cuda/cuda.cu give
 # libcq_cuda_f32.so / libcq_cuda_f64.so (chosen at run time by cq.world{backend = ...}). cudart is linked
@@ -94,9 +98,9 @@ $(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CU
 	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
 	  -DCQ_REAL_BITS=$* -c cuda/cuda.cu -o $@
 $(BUILD)/lib/libcq_cuda_f32.so: $(BUILD)/cuda/cuda_f32.o $(ENGINE_OBJ_cuda_f32) | $(BUILD)/lib
-	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread $(ENGINE_LIBS)
 $(BUILD)/lib/libcq_cuda_f64.so: $(BUILD)/cuda/cuda_f64.o $(ENGINE_OBJ_cuda_f64) | $(BUILD)/lib
-	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread -lm
+	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread $(ENGINE_LIBS)
 else
 all: cuda-skip
 .PHONY: cuda-skip
@@ -116,13 +120,14 @@ $(FIELDS_TEST)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) $(BUILD)/lib/cq_ffi
 	sed -i '/^  X(F, CQ_SHAPE_MAT/i\  X(J, CQ_SHAPE_SCALAR, CQ_INIT_ZERO, "volume ratio (the one added line)") \\' $(FIELDS_TEST)/src/fields.h
 	sed -i '/^  X(nu, cq_real/a\  X(C10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 2, 0, INFINITY, CQ_OPEN_LO, "Mooney-Rivlin C10 (the one added line)") \\' $(FIELDS_TEST)/src/fields.h
 	diff engine/fields.h $(FIELDS_TEST)/src/fields.h > $(FIELDS_TEST)/fields.diff || true
-	$(CC) $(CFLAGS) $(SHARED) -DCQ_REAL_BITS=64 -o $@ $(addprefix $(FIELDS_TEST)/src/,$(notdir $(ENGINE_SRC))) -lm
+	$(CC) $(CFLAGS) $(ENGINE_CFLAGS) $(SHARED) -DCQ_REAL_BITS=64 -o $@ \
+	  $(addprefix $(FIELDS_TEST)/src/,$(notdir $(ENGINE_SRC))) $(ENGINE_LIBS)
 	cp $(BUILD)/lib/cq_ffi.h $(FIELDS_TEST)/lib/
 
 # Unit test of backend primitives in C (tests/c/), linked against the f64 engine objects.
 $(BUILD)/test/backend_test: tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_HDR)
 	mkdir -p $(BUILD)/test
-	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/backend_test.c $(ENGINE_OBJ_f64) -lm
+	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_LIBS)
 
 # The material adjoints against central differences at repeated stretches (tests/c/material_test.c).
 $(BUILD)/test/material_test: tests/c/material_test.c $(ENGINE_HDR)

@@ -269,6 +269,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_act_grad, cuda_axpy, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
     cuda_implicit_stress, cuda_implicit_hvp, cuda_implicit_node, cuda_implicit_bc, cuda_implicit_precond,
     cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,
+    NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

@@ -111,6 +111,13 @@ typedef struct cqi_backend_ops {
   int (*implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
                            const cq_real* v, const cq_real* lam, cq_real* out);
   int (*implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v, cq_real* g);
+  /* The direct preconditioner's assembly (implicit_factor.c), for host-memory backends (NULL elsewhere):
+   * implicit_slots numbers the nodes with mass in a fixed order into slot[n_nodes] (-1 elsewhere) and *count;
+   * implicit_blocks adds every particle's elastic Hessian blocks at v (implicit.h implicit_blocks) into blocks and
+   * nbr ([count][5^D][D][D] and [count][5^D], zero and -1 on entry). */
+  int (*implicit_slots)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, int32_t* slot, long* count);
+  int (*implicit_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                         const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -138,6 +138,14 @@ static int cpu_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_re
   return CQ_OK;
 }
 
+static int cpu_implicit_slots(cqi_backend* b, const cq_substep* c, const cq_real* vstar, int32_t* slot, long* count) {
+  return CQI_BY_DIM(b, cpu_implicit_slots, c, vstar, slot, count);
+}
+static int cpu_implicit_blocks(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                               const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
+  return CQI_BY_DIM(b, cpu_implicit_blocks, c, s, m, v, slot, nbr, blocks);
+}
+
 static const cqi_backend_ops cpu_ops = {
     CQ_BACKEND_CPU, 1, cpu_destroy,
     cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_zero,
@@ -148,6 +156,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_act_grad, cpu_axpy, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
     cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
     cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,
+    cpu_implicit_slots, cpu_implicit_blocks,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

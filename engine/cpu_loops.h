@@ -258,6 +258,31 @@ static int CQ_D(cpu_implicit_precond)(cqi_backend* b, const cq_substep* c, const
   return CQ_OK;
 }
 
+/* The direct preconditioner's assembly (implicit_factor.c): the nodes with mass numbered in region order (serial:
+ * the numbering is the matrix's, the same for any thread count), then the particles' Hessian blocks scattered in
+ * colored slabs as P2G (each node's blocks are written by one thread, in a fixed particle order). */
+static int CQ_D(cpu_implicit_slots)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, int32_t* slot,
+                                    long* count) {
+  cpu_backend* cb = (cpu_backend*)b;
+  for (long k = 0; k < b->n_nodes; k++) slot[k] = -1;
+  long n = 0;
+  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++)
+    for (int i1 = cb->lo[1]; i1 <= cb->hi[1]; i1++)
+      for (int i2 = D == 3 ? cb->lo[2] : 0; i2 <= (D == 3 ? cb->hi[2] : 0); i2++) {
+        long node = i0 * c->stride[0] + i1 * c->stride[1] + (D == 3 ? i2 * c->stride[2] : 0);
+        if (vstar[node * (D + 1) + D] > 0) slot[node] = (int32_t)n++;
+      }
+  *count = n;
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                     const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(implicit_blocks)(c, s, m, p, v, slot, nbr, blocks))
+  return CQ_OK;
+}
+
 /* Its adjoint: a particle gather (each particle writes only its own gradients) and node passes over the region. */
 static int CQ_D(cpu_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
                                          const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,

@@ -62,6 +62,7 @@ typedef struct cq_world_desc {
   double implicit_tol;     /* implicit: Newton stops at ||grad E||_inf <= tol * scale (0 = 1e-6 in f64, 1e-4 in f32) */
   int implicit_max_newton; /* implicit: Newton iterations per substep before the no-convergence error (0 = 50) */
   int implicit_max_cg;     /* implicit: conjugate-gradient iterations per Newton iteration (0 = 500) */
+  int implicit_precond;    /* implicit: CQ_PRECOND_* (0 = auto: factor where the backend can assemble, else mass) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 
@@ -81,11 +82,28 @@ typedef struct cq_blowup {
   long substep; /* substep of the failure (counted from the state's creation, 0-based) */
 } cq_blowup;
 
+/* Work of the implicit integrator's solves since the world was created or the counters were last reset (all zero
+ * for the explicit integrator): what docs/benchmarks.md and a user tuning implicit.tol / dt look at. */
+/* The implicit solve's preconditioners: the nodal masses (Jacobi on the inertia term), or the substep's Hessian
+ * assembled and factorised (implicit_factor.h; the CPU backend). */
+enum { CQ_PRECOND_AUTO = 0, CQ_PRECOND_MASS = 1, CQ_PRECOND_FACTOR = 2 };
+
+typedef struct cq_solver_stats {
+  long substeps;  /* implicit substeps solved (forward, and forward recomputations inside the backward pass) */
+  long newton;    /* Newton iterations */
+  long cg;        /* conjugate-gradient iterations (Hessian-vector products) for the Newton directions */
+  long halvings;  /* line-search step halvings */
+  long adjoint_cg; /* conjugate-gradient iterations of the adjoint solves (backward) */
+  long factorizations; /* Hessians assembled and factorised (implicit.precond = "factor") */
+  double factor_seconds; /* wall time spent assembling and factorising them */
+} cq_solver_stats;
+
 int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */
 const char* cq_version(void); /* library version string */
 /* Name of entry id of a registry list (CQ_LIST_*), and its doc in *doc (may be NULL); NULL past the end. */
 const char* cq_name(int list, int id, const char** doc);
-/* Size of a public struct ("cq_world_desc", "cq_wall_desc", "cq_control", "cq_blowup"), 0 if unknown. */
+/* Size of a public struct ("cq_world_desc", "cq_wall_desc", "cq_control", "cq_blowup", "cq_solver_stats"), 0 if
+ * unknown. */
 unsigned long cq_sizeof(const char* type_name);
 /* Field description (fields.h) of table kind (CQ_FIELDS_*), entry index: name, element type (CQ_TYPE_*), shape
  * (CQ_SHAPE_*), differentiable flag, doc, a text of the valid range and the default value (parameters; "" and 0
@@ -118,6 +136,8 @@ int cq_world_set_backend(cq_world* w, int backend);
 int cq_world_backend(const cq_world* w);
 /* The last blow-up (CQ_ERR_BLOWUP) of cq_step / cq_memo_step: which check, particle, step and substep. */
 int cq_world_blowup(const cq_world* w, cq_blowup* out);
+/* The implicit solver's counters into *out; reset != 0 zeroes them afterwards. */
+int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset);
 /* Interruption: while *flag is non-zero (a signal number, set by the host's SIGINT / SIGTERM handler) cq_step,
  * cq_memo_step and the backward pass stop at the next substep boundary with CQ_ERR_INTERRUPTED. The flag is
  * process-wide (signals are); NULL (the default) disables polling. */

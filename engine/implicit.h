@@ -92,6 +92,72 @@ CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const 
   CQ_D(implicit_scatter)(c, &st, m->vol0[p], dP, F, out);
 }
 
+/* The elastic Hessian of dt E assembled for the direct preconditioner (implicit_factor.c). With g_i = dt kC w_ip
+ * F_p^T dpos_ip, dF_p(v)/dv_i[a] = e_a g_i^T, so particle p adds V0 sum_bd dP/dF[a b][c d] g_i[b] g_j[d] to the
+ * D x D block (i, j) of every pair of its stencil nodes: into blocks[slot[i]][o] with o = the offset of j from i
+ * (CQI_FACTOR_OFFSETS of them, axis a in [-2, 2] weighted 5^a), and nbr[slot[i]][o] = slot[j]. dP/dF comes from
+ * D^2 vector-Jacobian products with unit tensors (major symmetry: rows are columns). */
+#define CQI_FACTOR_OFFSETS (D == 3 ? 125 : 25)
+CQ_HD void CQ_D(implicit_blocks)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                 const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
+  CQ_D(cqi_stencil) st;
+  cq_real F[D][D], Cm[D][D], Fh[D][D], A[D * D][D * D];
+  CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
+  CQ_D(implicit_F_of)(c, Cm, F, Fh);
+  cq_pgrad unused;
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(unused.name = 0;)
+  CQ_PARAM_FIELDS(CQI_ZERO)
+#undef CQI_ZERO
+  for (int r = 0; r < D * D; r++) {
+    cq_real E[D][D] = {{0}}, row[D][D] = {{0}};
+    E[r / D][r % D] = 1;
+    CQ_D(material_P_vjp)(m, p, Fh, E, row, &unused);
+    for (int q = 0; q < D * D; q++) A[r][q] = row[q / D][q % D];
+  }
+  enum { NS = D == 3 ? 27 : 9 };
+  long node[NS];
+  int co[NS][D];
+  cq_real g[NS][D], k = c->dt * 4 * c->inv_dx * c->inv_dx;
+  int n_st = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    node[n_st] = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int b = 0; b < D; b++) {
+      cq_real t = 0;
+      for (int a = 0; a < D; a++) t += F[a][b] * dpos[a];
+      g[n_st][b] = k * w * t;
+      co[n_st][b] = off[b];
+    }
+    n_st++;
+  }
+  double vol0 = m->vol0[p];
+  for (int j = 0; j < NS; j++) {
+    int sj = slot[node[j]];
+    if (sj < 0) continue;
+    double T[D * D][D]; /* T[ab][c] = sum_d A[ab][cd] g_j[d] */
+    for (int r = 0; r < D * D; r++)
+      for (int cc = 0; cc < D; cc++) {
+        double t = 0;
+        for (int d = 0; d < D; d++) t += (double)A[r][cc * D + d] * g[j][d];
+        T[r][cc] = t;
+      }
+    for (int i = 0; i < NS; i++) {
+      int si = slot[node[i]];
+      if (si < 0) continue;
+      int o = 0;
+      for (int a = D - 1; a >= 0; a--) o = o * 5 + (co[j][a] - co[i][a] + 2);
+      nbr[(long)si * CQI_FACTOR_OFFSETS + o] = sj;
+      double* blk = blocks + ((long)si * CQI_FACTOR_OFFSETS + o) * D * D;
+      for (int a = 0; a < D; a++)
+        for (int cc = 0; cc < D; cc++) {
+          double t = 0;
+          for (int b = 0; b < D; b++) t += g[i][b] * T[a * D + b][cc];
+          blk[a * D + cc] += vol0 * t;
+        }
+    }
+  }
+}
+
 /* The boundary conditions as constraints of the solve, on a grid vector y at one node (gradient, search direction,
  * Hessian product): nodes without mass and sticky boundaries fix every component, slip boundaries the normal one,
  * separate and friction boundaries the normal one when the stress-free velocity v* approaches them (an active set

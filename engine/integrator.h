@@ -12,6 +12,7 @@ typedef struct cqi_sim {
   const cqi_model_view* view; /* the model in backend memory */
   cqi_err* err;               /* where failures are reported */
   void* ws;                   /* the integrator's own workspace (grid vectors, ...), in backend memory */
+  cq_solver_stats stats;      /* the implicit solves' work (cq_world_solver_stats) */
 } cqi_sim;
 
 /* Outputs of an adjoint substep: parameter gradients (B, accumulated), dL/du of this control step (host, [n_act],

@@ -10,9 +10,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "implicit_factor.h"
 #include "integrator.h"
 
 enum { MAX_HALVINGS = 30 };
+/* A Newton direction that took more conjugate-gradient iterations than this refactorises the Hessian at the next
+ * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation about a
+ * hundred of them on the finger of examples/finger_pressure.lua. */
+enum { REFACTOR_CG = 8 };
 
 /* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
 typedef struct {
@@ -22,11 +27,14 @@ typedef struct {
   cq_real *d, *r, *p, *q, *hp, *z; /* Newton direction; CG residual, direction, scratch, H p, preconditioned r */
   cq_real *vt, *gt, *tmp;      /* line-search trial point, its gradient, scratch */
   cq_real* fext;  /* [D][n] extra particle forces (user force + cables) */
+  cq_real* u0;    /* [n_act] zero actuation (Newton's start point) */
   cq_real* gfext; /* [D][n] their gradient (backward) */
   cq_real* gact;  /* [n] dL/du of each particle's actuator (backward) */
   double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
   double tol;
   int max_newton, max_cg;
+  cqi_factor* factor; /* implicit.precond = "factor": the substep's factorised Hessian (NULL: the masses) */
+  int factored;       /* factor holds this substep's factors */
 } implicit_ws;
 
 #define TRY(call)                 \
@@ -45,12 +53,22 @@ static int implicit_create(cqi_sim* sim) {
   ws->max_newton = d->implicit_max_newton > 0 ? d->implicit_max_newton : 50;
   ws->max_cg = d->implicit_max_cg > 0 ? d->implicit_max_cg : 500;
   ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
+  int precond = d->implicit_precond;
+  if (precond == CQ_PRECOND_FACTOR && !cqi_factor_supported(be))
+    return cqi_errorf(sim->err, CQ_ERR_ARG, "implicit.precond = \"factor\" needs the CPU backend (the %s backend "
+                      "cannot assemble the Hessian yet); use \"mass\" or \"auto\"", cq_name(CQ_LIST_BACKEND,
+                      be->ops->kind, NULL));
+  if (precond == CQ_PRECOND_FACTOR || (precond == CQ_PRECOND_AUTO && cqi_factor_supported(be)))
+    if (!(ws->factor = cqi_factor_create())) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
   cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g, &ws->d, &ws->r, &ws->p, &ws->q, &ws->hp,
                        &ws->z, &ws->vt, &ws->gt, &ws->tmp};
   int ok = ws->hist != NULL;
   for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) ok &= (*grids[i] = be->ops->alloc(be, gb)) != NULL;
   ws->fext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
+  size_t ub = sizeof(cq_real) * (be->n_act > 0 ? be->n_act : 1);
+  ws->u0 = be->ops->alloc(be, ub);
+  ok &= ws->u0 && be->ops->zero(be, ws->u0, ub) == CQ_OK;
   if (!ok || !ws->fext)
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "res: out of memory for the implicit solver's grid vectors (%ld nodes)",
                       be->n_nodes);
@@ -61,11 +79,12 @@ static void implicit_destroy(cqi_sim* sim) {
   implicit_ws* ws = sim->ws;
   if (!ws) return;
   cqi_backend* be = sim->be;
-  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v, ws->g, ws->d,  ws->r,    ws->p,    ws->q,
-                     ws->hp,   ws->z,     ws->vt, ws->gt, ws->tmp, ws->fext, ws->gfext, ws->gact};
+  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v,    ws->g,    ws->d,     ws->r,    ws->p, ws->q,  ws->hp,
+                     ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->u0};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
   free(ws->hist);
+  cqi_factor_free(ws->factor);
   free(ws);
   sim->ws = NULL;
 }
@@ -102,6 +121,17 @@ static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* 
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
+/* z = M^-1 r, the conjugate gradients' preconditioner: the substep's factorised Hessian when there is one (then
+ * projected, as every CG vector is), else the nodal masses (implicit_precond). */
+static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_real* z) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  if (!ws->factored) return be->ops->implicit_precond(be, c, ws->vstar, r, z);
+  TRY(be->ops->grid_clear(be, z));
+  TRY(cqi_factor_solve(ws->factor, r, z));
+  return be->ops->implicit_node(be, c, ws->vstar, NULL, z);
+}
+
 /* Newton direction d: conjugate gradients on H d = -g from d = 0, preconditioned by the nodal masses
  * (implicit_precond), until ||r||_2 <= eta ||g||_2 or max_cg iterations. Negative curvature (p.Hp <= 0, an indefinite
  * Hessian of a compressed material) stops it with the direction so far, or -g if there is none yet: each iterate
@@ -111,7 +141,7 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
   cqi_backend* be = sim->be;
   TRY(be->ops->grid_clear(be, ws->d));
   TRY(lincomb(be, ws->r, -1, ws->g, 0, ws->g));
-  TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+  TRY(precondition(sim, c, ws->r, ws->z));
   TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
   double rr, rz, gg;
   TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
@@ -130,7 +160,7 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
     TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, ws->d));
     TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
     TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-    TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+    TRY(precondition(sim, c, ws->r, ws->z));
     TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
     TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p)); /* p = z + beta p */
     cq_real* t = ws->p;
@@ -139,6 +169,18 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
     rz = rz1;
   }
   *iters = k;
+  return CQ_OK;
+}
+
+/* The factorised Hessian at the iterate ws->v, when implicit.precond asks for one (ws->q is free here). A singular
+ * Hessian leaves the masses as the preconditioner. */
+static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  implicit_ws* ws = sim->ws;
+  ws->factored = 0;
+  if (!ws->factor) return CQ_OK;
+  int ok;
+  TRY(cqi_factor_update(ws->factor, sim, c, s, ws->v, ws->vstar, ws->q, &ok));
+  ws->factored = ok;
   return CQ_OK;
 }
 
@@ -172,6 +214,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
   TRY(gradient(sim, c, s, ws->v, ws->g, &el));
   scale = mv > el ? mv : el;
   const double c1 = 1e-4;
+  int stale = 1; /* the factors (if any) are not of this substep yet */
   for (int it = 0;; it++) {
     TRY(be->ops->grid_norm_inf(be, ws->g, &gn));
     ws->hist[it] = scale > 0 ? gn / scale : gn;
@@ -179,8 +222,12 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (!isfinite(gn)) return not_converged(sim, k, it, "the gradient is not finite");
     if (it == ws->max_newton) return not_converged(sim, k, it, "max_newton reached");
     double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope;
+    if (stale) TRY(refactor(sim, c, s));
     int cg_its;
     TRY(cg_direction(sim, c, s, eta, &cg_its));
+    sim->stats.newton++;
+    sim->stats.cg += cg_its;
+    stale = cg_its > REFACTOR_CG;
     TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
     if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
       TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
@@ -194,6 +241,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
       TRY(be->ops->grid_dot(be, ws->gt, ws->d, &slope));
       if (0.5 * (slope0 + slope) <= c1 * slope0) break; /* NaN (an inverted F) fails the test: halve */
     }
+    sim->stats.halvings += h;
     if (h == MAX_HALVINGS) return not_converged(sim, k, it, "the line search found no decrease of E");
     cq_real* t = ws->v;
     ws->v = ws->vt, ws->vt = t;
@@ -210,9 +258,31 @@ static cq_substep without_walls(const cq_substep* c) {
   return free_c;
 }
 
+/* Newton's start point, into ws->v: v0 = the boundary-projected v* in the constrained components (which the solve
+ * keeps), and in the free ones the grid velocities of the substep without its forces and actuation (P2G of the APIC
+ * momentum, then gravity and damping). Not v* there: a pressurised chamber puts its whole impulse into its wall
+ * particles' F_p(v*), far from the solution and into the materials' non-convex range, where Newton crawls (the
+ * finger of examples/finger_pressure.lua at 1 kPa: 26 iterations from v*, 4 from here). Uses tmp. */
+static int start_point(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  cq_ctl rest;
+#define CQI_NONE(name, shape, doc) rest.name = NULL;
+  CQ_CONTROL_FIELDS(CQI_NONE)
+#undef CQI_NONE
+  rest.u = ws->u0;
+  TRY(be->ops->grid_update(be, c, ws->grid, ws->v)); /* v0 */
+  TRY(be->ops->grid_clear(be, ws->tmp));
+  TRY(be->ops->p2g(be, c, s, &sim->view->params, &rest, ws->tmp, NULL));
+  TRY(be->ops->grid_update(be, c, ws->tmp, ws->tmp));
+  TRY(be->ops->grid_axpy(be, -1, ws->v, ws->tmp));
+  TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi (rest - v0) */
+  return be->ops->grid_axpy(be, 1, ws->tmp, ws->v);
+}
+
 /* The forward up to the converged grid velocities (ws->v, before the walls' laws): the extra forces (kc = the
  * control with them), P2G without the elastic stress, v* without the boundaries (a copy of the context with none;
- * the mass stays in slot D), the start point v* projected, and Newton. */
+ * the mass stays in slot D), the start point, and Newton. */
 static int solve_velocities(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl, long k,
                             cq_ctl* kc) {
   implicit_ws* ws = sim->ws;
@@ -225,7 +295,8 @@ static int solve_velocities(cqi_sim* sim, const cq_substep* c, const cq_particle
   cq_substep free_c = without_walls(c);
   TRY(op->copy(be, ws->vstar, ws->grid, sizeof(cq_real) * be->n_nodes * (be->dim + 1)));
   TRY(op->grid_update(be, &free_c, ws->vstar, ws->vstar));
-  TRY(op->grid_update(be, c, ws->grid, ws->v));
+  TRY(start_point(sim, c, s));
+  sim->stats.substeps++;
   return newton(sim, c, s, k);
 }
 
@@ -255,7 +326,7 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor, rr, rz, bb;
   TRY(be->ops->grid_clear(be, x));
   TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
-  TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+  TRY(precondition(sim, c, ws->r, ws->z));
   TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
   TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
   TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
@@ -267,6 +338,7 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
                         "(||r|| / ||b|| = %.3g after max_cg = %d conjugate-gradient iterations, tol %g); raise "
                         "implicit.max_cg or loosen implicit.tol", k + 1, sqrt(rr / bb), ws->max_cg, tol);
     double pHp;
+    sim->stats.adjoint_cg++;
     TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
     TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
     if (!(pHp > 0))
@@ -277,7 +349,7 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
     TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, x));
     TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
     TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-    TRY(be->ops->implicit_precond(be, c, ws->vstar, ws->r, ws->z));
+    TRY(precondition(sim, c, ws->r, ws->z));
     TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
     TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p));
     cq_real* t = ws->p;

@@ -41,6 +41,9 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
                       d->integrator);
   if (!(d->implicit_tol >= 0 && d->implicit_tol < 1))
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.tol must be in [0, 1) (got %g)", d->implicit_tol);
+  if (d->implicit_precond < CQ_PRECOND_AUTO || d->implicit_precond > CQ_PRECOND_FACTOR)
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.precond must be 0 (auto), 1 (mass) or 2 (factor) (got %d)",
+                      d->implicit_precond);
   if (d->implicit_max_newton < 0 || d->implicit_max_cg < 0)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
                       d->implicit_max_newton, d->implicit_max_cg);

@@ -20,6 +20,7 @@ unsigned long cq_sizeof(const char* type_name) {
   CQI_SIZE(cq_world_desc)
   CQI_SIZE(cq_control)
   CQI_SIZE(cq_blowup)
+  CQI_SIZE(cq_solver_stats)
 #undef CQI_SIZE
   return 0;
 }
@@ -234,6 +235,12 @@ int cq_world_commit(cq_world* w) {
 
 int cq_world_blowup(const cq_world* w, cq_blowup* out) {
   *out = w->err.blowup;
+  return CQ_OK;
+}
+
+int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset) {
+  *out = w->sim.stats;
+  if (reset) memset(&w->sim.stats, 0, sizeof w->sim.stats);
   return CQ_OK;
 }
 

@@ -10,13 +10,13 @@ local E = require "tests._errors"
 local G = require "tests._grad"
 
 -- A neo-Hookean beam clamped in a sticky left wall, bending and sagging under gravity.
-local function beam(integrator, dim, threads)
+local function beam(integrator, dim, threads, implicit)
   local r = cq.robot { dim = dim }
   r:box { offset = dim == 2 and { 0.05, 0.45 } or { 0.1, 0.45, 0.4 }, size = dim == 2 and { 0.45, 0.1 } or { 0.45, 0.12, 0.12 },
     spacing = dim == 2 and 1 / 64 or 1 / 32, material = { model = "neohookean", E = 400, nu = 0.3, density = 1 } }
   return r:world { res = dim == 2 and { 32, 32 } or { 16, 16, 16 }, dx = dim == 2 and 1 / 32 or 1 / 16, dt = 1e-2,
     substeps = dim == 2 and 25 or 12, gravity = dim == 2 and { 0, -10 } or { 0, -10, 0 }, threads = threads or 1, backend = "cpu",
-    walls = { left = { type = "sticky" } }, integrator = integrator }
+    walls = { left = { type = "sticky" } }, integrator = integrator, implicit = implicit }
 end
 
 -- A stiff neo-Hookean square (E = 1 MPa, density 1) above a slip floor, at dt = 50x the explicit stable limit.
@@ -101,28 +101,83 @@ describe("implicit integrator", function()
     E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { maxit = 3 } }), "maxit")
   end)
 
-  it("gives bit-identical states with 1 and 2 threads", function()
-    -- CQ_FIXED_THREADS: 2 threads even when other jobs keep the cores busy (backend_cpu.c reads it at creation)
-    local ffi = require "ffi"
-    pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
-    local out, used = {}, {}
-    for _, threads in ipairs { 1, 2 } do
-      ffi.C.setenv("CQ_FIXED_THREADS", "1", 1)
-      local ok, w, s = pcall(beam, "implicit", 2, threads)
-      ffi.C.unsetenv("CQ_FIXED_THREADS")
-      assert(ok, w)
-      for _ = 1, 2 do w:step(s) end -- 50 substeps, each solved with several Newton and CG iterations
-      out[threads], used[threads] = s, w:threads_used()
-    end
-    assert.are.same({ 1, 2 }, used)
-    local ndiff = 0
-    for _, f in ipairs { "x", "v", "C", "F" } do
-      local len = (f == "x" or f == "v") and 2 or 4
-      for i = 0, len * out[1].n - 1 do if out[1][f][i] ~= out[2][f][i] then ndiff = ndiff + 1 end end
-    end
-    print("  differing state entries between 1 and 2 threads: " .. ndiff)
-    assert.are.equal(0, ndiff)
+  it("rejects an unknown preconditioner, naming the choices", function()
+    E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { precond = "lu" } }), "implicit.precond",
+      "auto, mass, factor", "lu")
   end)
+
+  -- A nearly incompressible Mooney-Rivlin beam (bulk / shear = 1000, the finger's silicone is at 3.6e4) clamped in a
+  -- sticky wall, at 20x the explicit limit: CG preconditioned by the factorised Hessian (engine/implicit_factor.c)
+  -- against CG preconditioned by the masses. Same converged states (to the Newton tolerance), a fraction of the
+  -- iterations.
+  it("3D: the factorised-Hessian preconditioner converges to the mass-preconditioned states in far fewer iterations",
+    function()
+      local function run(precond)
+        local r = cq.robot { dim = 3 }
+        r:box { offset = { 0.1, 0.4, 0.4 }, size = { 0.45, 0.15, 0.15 }, spacing = 1 / 32,
+          material = { model = "mooney_rivlin", c10 = 40, c01 = 10, bulk = 1e5, density = 1 } }
+        local w, s = r:world { res = { 16, 16, 16 }, dx = 1 / 16, dt = 4e-3, gravity = { 0, -10, 0 }, threads = 1,
+          backend = "cpu", walls = { left = { type = "sticky" } }, integrator = "implicit",
+          implicit = { precond = precond, tol = 1e-9, max_cg = 5000 } }
+        local stable = w:stable_dt()
+        for _ = 1, 4 do w:step(s) end
+        return s, w:solver_stats(), 4e-3 / stable
+      end
+      local sm, mass, ratio = run("mass")
+      local sf, factor = run("factor")
+      local worst, scale = 0, 0
+      for i = 0, 3 * sm.n - 1 do
+        worst = math.max(worst, math.abs(sm.x[i] - sf.x[i]))
+        scale = math.max(scale, math.abs(sm.v[i]))
+      end
+      print(string.format("  dt = %.1fx the explicit limit; CG iterations: mass %d, factor %d (%d factorisations, "
+        .. "%.2f s); Newton %d / %d; max |x_mass - x_factor| = %.2g (max |v| %.2g)", ratio, mass.cg, factor.cg,
+        factor.factorizations, factor.factor_seconds, mass.newton, factor.newton, worst, scale))
+      assert.is_true(ratio > 15)
+      assert.are.equal(0, mass.factorizations)
+      assert.is_true(factor.factorizations >= 4) -- at least one per substep
+      assert.is_true(factor.cg * 10 < mass.cg)
+      assert.is_true(worst < 1e-6 * scale * 16e-3) -- 4 substeps of 4e-3: positions agree to 1e-6 of the travel
+    end)
+
+  it("counts its work in world:solver_stats and resets the counters on request", function()
+    local w, s = beam("implicit", 2)
+    w:step(s)
+    local st = w:solver_stats(true)
+    assert.are.equal(25, st.substeps)
+    assert.is_true(st.newton >= 1 and st.cg >= st.newton and st.halvings >= 0 and st.adjoint_cg == 0)
+    assert.is_true(st.factorizations >= 1 and st.factor_seconds > 0)
+    assert.are.same({ substeps = 0, newton = 0, cg = 0, halvings = 0, adjoint_cg = 0, factorizations = 0,
+      factor_seconds = 0 }, w:solver_stats())
+    E.has(E.err_of(w.solver_stats, w, 1), "world:solver_stats", "reset must be true, false or nil")
+    local we = cube("explicit", 2e-5)
+    assert.are.equal(0, we:solver_stats().substeps)
+  end)
+
+  for _, precond in ipairs { "mass", "factor" } do
+    it("gives bit-identical states with 1 and 2 threads (" .. precond .. " preconditioner)", function()
+      -- CQ_FIXED_THREADS: 2 threads even when other jobs keep the cores busy (backend_cpu.c reads it at creation)
+      local ffi = require "ffi"
+      pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
+      local out, used = {}, {}
+      for _, threads in ipairs { 1, 2 } do
+        ffi.C.setenv("CQ_FIXED_THREADS", "1", 1)
+        local ok, w, s = pcall(beam, "implicit", 2, threads, { precond = precond })
+        ffi.C.unsetenv("CQ_FIXED_THREADS")
+        assert(ok, w)
+        for _ = 1, 2 do w:step(s) end -- 50 substeps, each solved with several Newton and CG iterations
+        out[threads], used[threads] = s, w:threads_used()
+      end
+      assert.are.same({ 1, 2 }, used)
+      local ndiff = 0
+      for _, f in ipairs { "x", "v", "C", "F" } do
+        local len = (f == "x" or f == "v") and 2 or 4
+        for i = 0, len * out[1].n - 1 do if out[1][f][i] ~= out[2][f][i] then ndiff = ndiff + 1 end end
+      end
+      print("  differing state entries between 1 and 2 threads: " .. ndiff)
+      assert.are.equal(0, ndiff)
+    end)
+  end
 end)
 
 -- The gradient scenes of tests/_grad.lua (a block thrown at the walls, stress, force or chamber actuators) with a

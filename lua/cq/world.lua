@@ -13,7 +13,8 @@ M.World = World
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit" })
-local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg" })
+local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond" })
+local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
 local NODE_BC_OPTIONS = check.option_set("world:set_node_bcs", { "type", "friction" })
@@ -106,11 +107,13 @@ function M.new(opts)
   d.integrator = registry.INTEGRATOR[integrator]
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
-    if type(io) ~= "table" then check.fail(where, "implicit must be a table {tol, max_newton, max_cg}", io) end
+    if type(io) ~= "table" then check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond}", io) end
     check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
     d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
     d.implicit_max_newton = check.integer(where, "implicit.max_newton", io.max_newton or 0, 0)
     d.implicit_max_cg = check.integer(where, "implicit.max_cg", io.max_cg or 0, 0)
+    d.implicit_precond = PRECONDITIONERS[check.oneof(where, "implicit.precond", io.precond or "auto",
+      { "auto", "mass", "factor" })]
   end
   local names = {} -- "all" first, so named walls override it
   for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
@@ -180,6 +183,20 @@ function World:blowup()
   if b.check == 0 then return nil end
   return { check = registry.name_of(registry.CHECK, b.check), particle = b.particle >= 0 and b.particle + 1 or nil,
     step = tonumber(b.step), substep = tonumber(b.substep) }
+end
+
+--- The implicit integrator's work since the world was made or last reset (reset = true zeroes it after reading):
+--- substeps, newton, cg (Newton directions' CG iterations), halvings (line search), adjoint_cg (backward solves),
+--- factorizations (Hessians factorised by implicit.precond = "factor") and factor_seconds (their wall time).
+function World:solver_stats(reset)
+  if reset ~= nil and type(reset) ~= "boolean" then
+    check.fail("world:solver_stats", "reset must be true, false or nil", reset)
+  end
+  local st = ffi.new("cq_solver_stats")
+  self._lib.cq_world_solver_stats(self:_handle("world:solver_stats"), st, reset and 1 or 0)
+  return { substeps = tonumber(st.substeps), newton = tonumber(st.newton), cg = tonumber(st.cg),
+    halvings = tonumber(st.halvings), adjoint_cg = tonumber(st.adjoint_cg),
+    factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds }
 end
 
 function World:__tostring()
