@@ -31,7 +31,7 @@ ENGINE_HDR := $(wildcard engine/*.h)
 ENGINE_CFLAGS := -I/usr/include/superlu
 ENGINE_LIBS := -lsuperlu -lmetis -lm
 
-.PHONY: all deps test bench bench-fluid bench-peers demo install clean
+.PHONY: all deps test bench bench-fluid bench-implicit bench-peers demo install clean
 all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
 
 # Install the Debian packages that are missing (needs root; prints what to run otherwise).
@@ -144,6 +144,11 @@ bench: deps all
 # a minute and a half on 2 cores; tables on stdout, CSV files and figures in out/ (docs/benchmarks.md).
 bench-fluid: deps all
 	$(BUILD)/bin/cqlua tools/fluid_validation.lua
+
+# The finger of examples/finger_pressure.lua run by both integrators under one pressure ramp: fingertip trajectories
+# side by side and the wall time of each (tools/implicit_finger.lua; a few minutes; docs/benchmarks.md, issue 11).
+bench-implicit: deps all
+	$(BUILD)/bin/cqlua tools/implicit_finger.lua
 
 # The walker against a Taichi implementation of the same scene (tools/peers/taichi_walker.py), interleaved in one
 # run (tools/bench_peers.lua). Installs taichi from PyPI into the user site when $(PYTHON) cannot import it (pip

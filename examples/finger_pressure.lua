@@ -7,61 +7,23 @@
 -- (about 1 us at 2.5 mm cells); the time per pressure is printed (docs/benchmarks.md). Issue 11 makes it implicit.
 -- Usage: cqlua examples/finger_pressure.lua [mesh_size_mm=3] [settle_s=0.5] [bulk_Pa=1.75e9]
 --          [pressures_kPa=0,5,10,15,20]
+package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
+local finger = require "finger" -- scenes/finger.lua: the mesh, its pose, material, chamber and tip
 local mesh_size = tonumber(arg and arg[1]) or 3
 local settle = tonumber(arg and arg[2]) or 0.5
 local bulk = tonumber(arg and arg[3]) or 1.75e9
 local pressures = {}
 for p in ((arg and arg[4]) or "0,5,10,15,20"):gmatch("[^,]+") do pressures[#pressures + 1] = tonumber(p) * 1e3 end
-local P_MAX, RAMP, DAMPING = 20e3, 0.1, 25 -- Pa; s; 1/s (near-critical for the first bending mode, ~15 rad/s)
-
-local dx = 2.5e-3 -- m: the thinnest walls (2 mm) span about one cell
-local material = { preset = "dragonskin30", bulk = bulk }
-
--- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
--- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
--- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
--- its layer's side.
-local RES = { 64, 56, 24 }
-local function build()
-  local robot = cq.robot { dim = 3 }
-  local finger = robot:gmsh { path = "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3, offset = { 0, 0, 0 },
-    material = material }
-  local X0, Y0, Z0 = 0.11, (RES[2] - 1.6) * dx, 0.02 -- the base just inside the grid's last valid row
-  for _, p in ipairs(finger.particles) do
-    local x = robot.x[p]
-    x[1], x[2], x[3] = X0 + x[2], Y0 - x[1], Z0 + x[3]
-  end
-  local wall = finger.chambers.chamber
-  for i, n in ipairs(wall.normal) do wall.normal[i] = { n[2], -n[1], n[3] } end
-  robot:chamber { wall = wall, max = P_MAX }
-  local modulus = bulk + 4 / 3 * 2 * (1.19e3 + 23.028e3) -- P-wave modulus: K + 4G/3, G = 2 (C10 + C01)
-  local dt = 0.5 * dx / math.sqrt(modulus / 1080)
-  local world, s = robot:world { res = RES, dx = dx, dt = dt, gravity = { 0, -9.8, 0 }, damping = DAMPING,
-    walls = { top = { type = "sticky", thickness = 3 } } }
-  return world, s, finger
-end
-
--- The fingertip: the particles within 3 mm of the tip face (the lowest); its mean position.
-local function tip_of(world, s)
-  local ymin = math.huge
-  for i = 0, world.n - 1 do ymin = math.min(ymin, s.x[world.n + i]) end
-  local tip = {}
-  for i = 0, world.n - 1 do if s.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i end end
-  return function()
-    local m = { 0, 0, 0 }
-    for _, i in ipairs(tip) do for a = 1, 3 do m[a] = m[a] + s.x[(a - 1) * world.n + i] / #tip end end
-    return m
-  end
-end
+local P_MAX, RAMP = finger.P_MAX, 0.1 -- Pa; s
 
 os.execute("mkdir -p out/finger_pressure")
 local csv = assert(io.open("out/finger_pressure.csv", "w")) -- a row per pressure as soon as it is done
 csv:write("pressure_kPa,tip_dx_mm,tip_dy_mm,tip_dz_mm,tip_distance_mm,particles,substep_s,substeps,wall_s\n")
 local results = {}
 for _, p in ipairs(pressures) do
-  local world, s = build()
-  local tip = tip_of(world, s)
+  local world, s = finger.build { mesh_size = mesh_size, bulk = bulk }
+  local tip = finger.tip_of(world, s)
   local t0 = tip()
   local steps = math.ceil(settle / world.dt)
   local clock = os.time()

@@ -1,0 +1,77 @@
+-- tools/implicit_finger.lua: the finger of examples/finger_pressure.lua (scenes/finger.lua) run by both integrators
+-- from the same start under the same pressure ramp: the fingertip trajectories side by side (issue 11's "same
+-- physics" check: within 2 % at a small dt) and the wall time of each. For docs/benchmarks.md.
+--
+-- usage: build/bin/cqlua tools/implicit_finger.lua [bulk=2e6] [kPa=10] [T=0.2] [dt=1e-4] [precond=mass]
+--          [mesh=4] [out=DIR]
+--   bulk     the silicone's bulk modulus (Pa); the real 1.75e9 makes the explicit run take ~35 min per simulated s
+--   dt       the implicit substep (the explicit one is half its CFL limit at that bulk)
+--   precond  the implicit solve's preconditioner (mass, factor, auto)
+-- Writes DIR/implicit_finger.csv (time, tip displacement of each) and DIR/implicit_finger.png (default out/).
+package.path = "./scenes/?.lua;" .. package.path
+local cq = require "cq"
+local finger = require "finger"
+local now = require("cq.clock").now
+
+local o = { bulk = 2e6, kPa = 10, T = 0.2, dt = 1e-4, precond = "mass", mesh = 4, out = "out" }
+for _, a in ipairs(arg or {}) do
+  local k, v = a:match("^(%w+)=(.+)$")
+  if not k or o[k] == nil then
+    error("usage: cqlua tools/implicit_finger.lua [bulk=2e6] [kPa=10] [T=0.2] [dt=1e-4] [precond=mass] [mesh=4] "
+      .. "[out=DIR] (got " .. a .. ")", 0)
+  end
+  o[k] = tonumber(v) or v
+end
+os.execute("mkdir -p '" .. o.out .. "'")
+local RAMP, SAMPLE = 0.1, 5e-3 -- s: the pressure's ramp, and how often the tip is recorded
+
+-- Runs one integrator; returns the tip displacement (m, 3 components) at every SAMPLE, the wall time, the world.
+local function run(integrator, dt)
+  local world, s = finger.build { mesh_size = o.mesh, bulk = o.bulk, integrator = integrator, dt = dt,
+    implicit = integrator == "implicit" and { precond = o.precond } or nil }
+  local tip = finger.tip_of(world, s)
+  local t0, samples = tip(), {}
+  local per = math.floor(SAMPLE / world.dt + 0.5)
+  assert(math.abs(per * world.dt - SAMPLE) < 1e-9, "dt must divide the sampling interval " .. SAMPLE)
+  local clock, steps = now(), math.floor(o.T / world.dt + 0.5)
+  for k = 1, steps do
+    world:step(s, { o.kPa * 1e3 / finger.P_MAX * math.min(1, k * world.dt / RAMP) })
+    if k % per == 0 then
+      local t1 = tip()
+      samples[#samples + 1] = { t1[1] - t0[1], t1[2] - t0[2], t1[3] - t0[3] }
+    end
+  end
+  return samples, now() - clock, world
+end
+
+-- explicit at half its CFL limit, rounded down so that it divides the sampling interval
+local dt_e = SAMPLE / math.ceil(SAMPLE / finger.explicit_dt(o.bulk))
+local se, te, we = run("explicit", dt_e)
+local si, ti, wi = run("implicit", o.dt)
+local st = wi:solver_stats()
+
+local csv = assert(io.open(o.out .. "/implicit_finger.csv", "w"))
+csv:write("t_s,explicit_mm,implicit_mm,difference_mm\n")
+local peak, worst = 0, 0
+for k = 1, #se do
+  local a, b = se[k], si[k]
+  local da = math.sqrt(a[1] ^ 2 + a[2] ^ 2 + a[3] ^ 2)
+  local db = math.sqrt(b[1] ^ 2 + b[2] ^ 2 + b[3] ^ 2)
+  local diff = math.sqrt((a[1] - b[1]) ^ 2 + (a[2] - b[2]) ^ 2 + (a[3] - b[3]) ^ 2)
+  peak, worst = math.max(peak, da), math.max(worst, diff)
+  csv:write(string.format("%.4f,%.6g,%.6g,%.6g\n", k * SAMPLE, da * 1e3, db * 1e3, diff * 1e3))
+end
+csv:close()
+print(string.format("finger (%d particles), bulk %.3g Pa, %g kPa ramped over %g s, %g s simulated", we.n, o.bulk,
+  o.kPa, RAMP, o.T))
+print(string.format("  explicit: dt %.3g s, %d substeps, %.1f s wall (%.3f ms per substep)", dt_e,
+  math.floor(o.T / dt_e + 0.5), te, te / (o.T / dt_e) * 1e3))
+print(string.format("  implicit: dt %.3g s (%.1fx the explicit limit), precond %s, %d substeps, %.1f s wall; Newton "
+  .. "%d, CG %d, halvings %d, factorisations %d (%.1f s)", o.dt, o.dt / finger.explicit_dt(o.bulk) / 2, o.precond,
+  st.substeps, ti, st.newton, st.cg, st.halvings, st.factorizations, st.factor_seconds))
+print(string.format("  tip: explicit peak %.3f mm, final %.3f / %.3f mm; largest trajectory difference %.4f mm = "
+  .. "%.2f %% of the peak", peak * 1e3, math.sqrt(se[#se][1] ^ 2 + se[#se][2] ^ 2 + se[#se][3] ^ 2) * 1e3,
+  math.sqrt(si[#si][1] ^ 2 + si[#si][2] ^ 2 + si[#si][3] ^ 2) * 1e3, worst * 1e3, 100 * worst / peak))
+cq.plot { csv = o.out .. "/implicit_finger.csv", x = "t_s", y = { "explicit_mm", "implicit_mm" },
+  out = o.out .. "/implicit_finger.png", style = "lines", title = string.format("finger at %g kPa, bulk %.3g Pa",
+  o.kPa, o.bulk), xlabel = "time (s)", ylabel = "fingertip displacement (mm)" }
