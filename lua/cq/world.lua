@@ -107,7 +107,9 @@ function M.new(opts)
   d.integrator = registry.INTEGRATOR[integrator]
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
-    if type(io) ~= "table" then check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond}", io) end
+    if type(io) ~= "table" then
+      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond}", io)
+    end
     check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
     d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
     d.implicit_max_newton = check.integer(where, "implicit.max_newton", io.max_newton or 0, 0)
