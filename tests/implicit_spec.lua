@@ -348,3 +348,21 @@ describe("implicit backward", function()
     E.has(E.err_of(P.backward), "the adjoint solve did not converge", "max_cg = 3", "implicit.max_cg")
   end)
 end)
+
+-- make bench-implicit's tool (tools/implicit_finger.lua), small: the coarse finger for 10 ms under a pressure ramp,
+-- both integrators; early on they agree within a few percent (docs/benchmarks.md has the full runs).
+describe("tools/implicit_finger.lua", function()
+  it("runs both integrators on the finger and writes their tip trajectories", function()
+    local shell = require "tests._shell"
+    local dir = shell.tmpdir()
+    local out, rc = shell.sh("build/bin/cqlua tools/implicit_finger.lua T=0.01 mesh=6 out=" .. dir)
+    assert.are.equal(0, rc, out)
+    local pct = tonumber(out:match("largest trajectory difference [%d.]+ mm = ([%d.]+) %%"))
+    print("  " .. (out:match("(tip: [^\n]+)") or out))
+    local rows = 0
+    for line in io.lines(dir .. "/implicit_finger.csv") do if line:match("^0%.") then rows = rows + 1 end end
+    assert.are.equal(2, rows) -- a sample every 5 ms
+    assert.is_true(pct and pct < 10, out)
+    os.execute("rm -rf " .. dir)
+  end)
+end)
