@@ -18,7 +18,7 @@ void cqi_factor_free(cqi_factor* f);
  * factorisation fails (a singular K): the caller then preconditions by the masses. */
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok);
-/* z = K^-1 r on the nodes of the last update (grid vectors; z's other nodes are zeroed). */
+/* z = K^-1 r on the nodes of the last update (grid vectors; z's other nodes are left as they are). */
 int cqi_factor_solve(cqi_factor* f, const cq_real* r, cq_real* z);
 
 #endif

@@ -51,6 +51,25 @@ static inline int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq
   return st;
 }
 
+/* The adjoint of P2G and of what feeds it, shared by every integrator: dL/d(P2G's grid) in adj (the grid momentum
+ * and mass) into g0 and the parameter gradients (p2g_adj; cache: the forward P2G's stresses or NULL), each
+ * particle's dL/du (gact, B scratch [n]) reduced per actuator into out->gu, and through the extra forces of
+ * cqi_extra_forces (kc->force != NULL): the cables into x and u, the user's force into out->gforce (gfext: B scratch
+ * [D][n]). ctl is the step's control, kc the control P2G ran with. */
+static inline int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl,
+                              const cq_ctl* kc, const cq_real* adj, const cq_real* cache, cq_real* gact,
+                              cq_real* gfext, cq_particles* g0, const cqi_adj_out* out) {
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  cq_ctl_grads gc = {gact, kc->force ? gfext : NULL, out->gstress};
+  int st = op->p2g_adj(be, c, s, &sim->view->params, kc, adj, g0, out->gp, &gc, cache);
+  if (st == CQ_OK && be->n_act > 0) st = op->act_grad(be, sim->view->params.act_id, gact, out->gu);
+  if (st != CQ_OK || !kc->force) return st;
+  if (sim->view->n_cables > 0) st = op->cable_forces_adj(be, sim->view, s, ctl->u, gfext, g0->x, out->gu);
+  if (st == CQ_OK && out->gforce) st = op->axpy(be, (long)be->n * be->dim, 1, gfext, out->gforce);
+  return st;
+}
+
 /* The error of an adjoint substep whose recomputed input state fails a particle check. */
 static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* bad) {
   return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "

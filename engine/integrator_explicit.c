@@ -97,14 +97,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   TRY(op->grid_clear(be, ws->grid_adj));
   TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
-  cq_ctl_grads gc = {ws->gact, kc.force ? ws->gfext : NULL, out->gstress};
-  TRY(op->p2g_adj(be, &c, s, &sim->view->params, &kc, ws->grid_adj, g0, out->gp, &gc, ws->cache));
-  if (be->n_act > 0) TRY(op->act_grad(be, sim->view->params.act_id, ws->gact, out->gu));
-  if (kc.force) { /* through the extra forces: cables (into x and u) and the user's force */
-    if (sim->view->n_cables > 0) TRY(op->cable_forces_adj(be, sim->view, s, ctl->u, ws->gfext, g0->x, out->gu));
-    if (out->gforce) TRY(op->axpy(be, (long)be->n * be->dim, 1, ws->gfext, out->gforce));
-  }
-  return CQ_OK;
+  return cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, ws->cache, ws->gact, ws->gfext, g0, out);
 }
 
 const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,

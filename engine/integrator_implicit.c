@@ -15,8 +15,8 @@
 
 enum { MAX_HALVINGS = 30 };
 /* A Newton direction that took more conjugate-gradient iterations than this refactorises the Hessian at the next
- * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation about a
- * hundred of them on the finger of examples/finger_pressure.lua. */
+ * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation far more
+ * (5 s on the finger of examples/finger_pressure.lua), so stale factors are kept while they still work. */
 enum { REFACTOR_CG = 8 };
 
 /* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
@@ -414,14 +414,7 @@ static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->g));
   cq_substep free_c = without_walls(&c);
   TRY(op->implicit_node_adj(be, &free_c, ws->grid, ws->vstar, ws->v, ws->d, ws->g));
-  cq_ctl_grads gc = {ws->gact, kc.force ? ws->gfext : NULL, out->gstress};
-  TRY(op->p2g_adj(be, &c, s, &sim->view->params, &kc, ws->g, g0, out->gp, &gc, NULL));
-  if (be->n_act > 0) TRY(op->act_grad(be, sim->view->params.act_id, ws->gact, out->gu));
-  if (kc.force) { /* through the extra forces: cables (into x and u) and the user's force */
-    if (sim->view->n_cables > 0) TRY(op->cable_forces_adj(be, sim->view, s, ctl->u, ws->gfext, g0->x, out->gu));
-    if (out->gforce) TRY(op->axpy(be, (long)be->n * be->dim, 1, ws->gfext, out->gforce));
-  }
-  return CQ_OK;
+  return cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->g, NULL, ws->gact, ws->gfext, g0, out);
 }
 
 const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT, implicit_create, implicit_destroy,

@@ -227,4 +227,14 @@ function M.max_grad_diff(g1, g2, steps, n_act)
   return maxdiff, maxabs
 end
 
+--- Asserts that every gradient kind (M.kinds: the state, the actuation and each differentiable parameter of
+--- engine/fields.h) is in common or in the kinds list of some case; what names a case in the message.
+function M.assert_every_kind_checked(common, cases, what)
+  local assert = require "luassert"
+  local checked = {}
+  for _, k in ipairs(common) do checked[k] = true end
+  for _, case in ipairs(cases) do for _, k in ipairs(case.kinds) do checked[k] = true end end
+  for _, k in ipairs(M.kinds) do assert.is_true(checked[k], k .. " is in no " .. what .. "'s list") end
+end
+
 return M

@@ -31,10 +31,7 @@ local TOL = 1e-6
 
 describe("the gradient matrix", function()
   it("checks every differentiable parameter of engine/fields.h for some material", function()
-    local checked = {}
-    for _, k in ipairs(COMMON) do checked[k] = true end
-    for _, mat in ipairs(materials) do for _, k in ipairs(mat.kinds) do checked[k] = true end end
-    for _, k in ipairs(G.kinds) do assert.is_true(checked[k], k .. " is in no material's list") end
+    G.assert_every_kind_checked(COMMON, materials, "material")
   end)
 end)
 
