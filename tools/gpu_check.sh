@@ -1,0 +1,45 @@
+#!/bin/bash
+# tools/gpu_check.sh PART... : issue 14's checks on a machine with a GPU, for a lent device machine that has none of
+# the Debian packages (tools/gpu_bundle.sh packs them into .gpu/ here; carry build/bin, build/lib and .gpu).
+# Parts, run in the order given, each under its own time limit, logs in $OUT (default out/gpu):
+#   info       nvidia-smi and the device the engine sees
+#   tests      cqlua tests/run.lua --tags=gpu (CUDA vs CPU, every material, actuator kind and integrator)
+#   bench      cqlua tools/bench.lua gpu (Table II scenes, 512k and 1M particles, fwd and bwd)
+#   memcheck   compute-sanitizer memcheck over the scenes of tools/gpu_sanitize.lua
+#   racecheck  compute-sanitizer racecheck over the same scenes
+#   suite      the whole suite, with backend = "auto" choosing the GPU
+#   profile    Nsight Compute's duration of every kernel of tools/gpu_prof.lua (the 512k cube), summed per kernel
+#   walker     examples/walker2d.lua for 10 iterations (backend "auto": the GPU), to compare with the CPU's log
+# Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_WALKER (seconds).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+source .gpu/env.sh
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+run() { # name limit command...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc after $((SECONDS - t0)) s (limit $limit s); last lines:"
+  grep -E "passed|failed|Error|error|ERROR|FAIL|====" "$OUT/$name.log" | tail -15
+}
+for part in "$@"; do
+  case $part in
+    info) nvidia-smi > "$OUT/info.log" 2>&1; nvcc --version >> "$OUT/info.log" 2>&1
+          build/bin/cqlua -e 'local C = require "cq._ffi"; local lib, why = C.cuda_lib("f32"); print(lib and "cuda ok" or why)' \
+            >> "$OUT/info.log" 2>&1; tail -5 "$OUT/info.log" ;;
+    tests) run tests "${T_TESTS:-330}" build/bin/cqlua tests/run.lua --tags=gpu tests/gpu_spec.lua; tail -25 "$OUT/tests.log" ;;
+    bench) run bench "${T_BENCH:-200}" build/bin/cqlua tools/bench.lua gpu; cat "$OUT/bench.log" ;;
+    memcheck|racecheck)
+      # LuaJIT's compiler does not run under the sanitizer (the process exits silently): the interpreter does
+      SANITIZE_JIT_OFF=1 run "$part" "${T_SAN:-150}" compute-sanitizer --tool "$part" --error-exitcode 9 \
+        build/bin/cqlua tools/gpu_sanitize.lua
+      cat "$OUT/$part.log" ;;
+    suite) run suite "${T_SUITE:-400}" build/bin/cqlua tests/run.lua ;;
+    profile) ncu --metrics gpu__time_duration.sum --csv --print-units base build/bin/cqlua tools/gpu_prof.lua \
+               > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
+    walker) run walker "${T_WALKER:-150}" build/bin/cqlua examples/walker2d.lua 10; tail -4 "$OUT/walker.log" ;;
+    *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, memcheck, racecheck, suite)"; exit 2 ;;
+  esac
+done
