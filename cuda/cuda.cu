@@ -151,6 +151,20 @@ static int cuda_zero(cqi_backend* b, void* dst, size_t bytes) {
   return CQ_OK;
 }
 
+/* Page-locked host memory (states, gradient mirrors): transfers from it need no staging copy. */
+static void* cuda_host_alloc(size_t bytes) {
+  void* p = NULL;
+  if (cudaMallocHost(&p, bytes ? bytes : 1) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  memset(p, 0, bytes);
+  return p;
+}
+static void cuda_host_free(void* p) {
+  if (p) cudaFreeHost(p);
+}
+
 /* ---- model ---- */
 
 /* Reallocates *p to hold count elements of size bytes when its capacity *cap is smaller. */
@@ -241,6 +255,21 @@ static int cuda_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_r
   LAUNCH(cqk_axpy, len, len, a, x, y);
   return CQ_OK;
 }
+/* Non-finite entries are rare (a failing run), so each one takes an atomic of its own. */
+__global__ void cqk_first_nonfinite(long len, const cq_real* x, unsigned long long* key) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < len && !isfinite(x[i])) atomicMin(key, (unsigned long long)i);
+}
+static int cuda_first_nonfinite(cqi_backend* b, long len, const cq_real* x, long* index) {
+  cuda_backend* g = (cuda_backend*)b;
+  TRY(reset_key(g));
+  LAUNCH(cqk_first_nonfinite, len, len, x, g->key);
+  CK(cudaMemcpyAsync(g->key_h, g->key, sizeof *g->key, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  *index = *g->key_h == ULLONG_MAX ? -1 : (long)*g->key_h;
+  return CQ_OK;
+}
+
 /* ---- creation ---- */
 
 static void cuda_destroy(cqi_backend* b) {
@@ -266,10 +295,11 @@ static const cqi_backend_ops cuda_ops = {
     cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
     cuda_cable_forces, cuda_cable_forces_adj,
-    cuda_act_grad, cuda_axpy, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
+    cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
     cuda_implicit_stress, cuda_implicit_hvp, cuda_implicit_node, cuda_implicit_bc, cuda_implicit_precond,
     cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,
     NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
+    cuda_host_alloc, cuda_host_free,
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

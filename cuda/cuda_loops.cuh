@@ -33,15 +33,25 @@ __global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, i
     else
       k = (unsigned long long)check * n + p;
   }
+  /* warp reductions, then the block's in shared memory, then one global atomic per block (one per warp contended
+   * on these six words: 79 us of a 512k-particle substep on an H100) */
+  __shared__ int blo[3], bhi[3];
+  if (threadIdx.x < 3) blo[threadIdx.x] = INT_MAX, bhi[threadIdx.x] = INT_MIN;
+  __syncthreads();
   for (int a = 0; a < D; a++) {
     lo[a] = __reduce_min_sync(0xffffffffu, lo[a]);
     hi[a] = __reduce_max_sync(0xffffffffu, hi[a]);
   }
   if ((threadIdx.x & 31) == 0)
     for (int a = 0; a < D; a++) {
-      if (lo[a] != INT_MAX) atomicMin(&info[a], lo[a]);
-      if (hi[a] != INT_MIN) atomicMax(&info[3 + a], hi[a]);
+      if (lo[a] != INT_MAX) atomicMin(&blo[a], lo[a]);
+      if (hi[a] != INT_MIN) atomicMax(&bhi[a], hi[a]);
     }
+  __syncthreads();
+  if (threadIdx.x < D) {
+    if (blo[threadIdx.x] != INT_MAX) atomicMin(&info[threadIdx.x], blo[threadIdx.x]);
+    if (bhi[threadIdx.x] != INT_MIN) atomicMax(&info[3 + threadIdx.x], bhi[threadIdx.x]);
+  }
   CQ_D(cqk_min_key)(k, key);
 }
 
@@ -58,9 +68,94 @@ __global__ void CQ_D(cqk_cables_adj)(const cq_cable* cables, int n_cables, const
   for (int k = 0; k < n_cables; k++) gcab[k] = CQ_D(cable_forces_adj)(&cables[k], idx, x, n, u[cables[k].act], gf, gx);
 }
 
-__global__ void CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, cq_real* grid, cq_real* cache) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(p2g)(&c, &s, &m, &ctl, p, grid, cache);
+/* Block-local scatter (P2G, and G2P's adjoint). The block's particles add into a shared-memory copy of the box of
+ * nodes they touch, which then goes to the grid with one global atomic per non-zero entry. Global atomics bound the
+ * plain scatter (27 nodes x (D+1) per particle: 0.9 ns per particle for P2G on an H100, docs/benchmarks.md);
+ * particles laid out in raster order, as every robot builder does, touch a few hundred nodes per block of 128, so
+ * this cuts them several fold. A block whose box does not fit in CQ_LOCAL_REALS scatters straight to the grid. */
+#ifndef CQ_LOCAL_REALS
+#define CQ_LOCAL_REALS 4096
+#endif
+/* Blocks per SM that P2G's register allocation must allow. In f32, 8 (64 registers, a few spilled) instead of the
+ * compiler's 96 registers (5 blocks) took P2G from 285 to 226 us on the 512k cube on an H100 (docs/benchmarks.md);
+ * f64 was not measured and keeps the compiler's choice. */
+#ifndef CQ_P2G_MIN_BLOCKS
+#define CQ_P2G_MIN_BLOCKS (CQ_REAL_BITS == 32 ? 8 : 1)
+#endif
+
+/* The box lo + [0, ext) of the nodes the block's live particles touch (base .. base + 2 per axis); returns its node
+ * count. Every thread of the block calls it (it synchronises). */
+__device__ long CQ_D(cqk_block_box)(int live, const int base[D], int* lo, int* hi, int ext[3]) {
+  if (threadIdx.x < 3) lo[threadIdx.x] = INT_MAX, hi[threadIdx.x] = INT_MIN;
+  __syncthreads();
+  for (int a = 0; a < D; a++) { /* a warp reduction, then one shared atomic per warp */
+    int l = __reduce_min_sync(0xffffffffu, live ? base[a] : INT_MAX);
+    int h = __reduce_max_sync(0xffffffffu, live ? base[a] + 2 : INT_MIN);
+    if ((threadIdx.x & 31) == 0 && l != INT_MAX) atomicMin(&lo[a], l), atomicMax(&hi[a], h);
+  }
+  __syncthreads();
+  long vol = 1;
+  ext[0] = ext[1] = ext[2] = 1;
+  for (int a = 0; a < D; a++) ext[a] = hi[a] - lo[a] + 1, vol *= ext[a];
+  return vol;
+}
+
+/* The box-local index of the stencil node base + off. */
+__device__ __forceinline__ int CQ_D(cqk_local_node)(const int base[D], const int off[3], const int* lo,
+                                                    const int ext[3]) {
+  int local = 0;
+  for (int a = 0; a < D; a++) local = local * ext[a] + base[a] + off[a] - lo[a];
+  return local;
+}
+
+/* Adds the box's accumulated entries acc[vol * comps] (comps per node) to the grid (D + 1 per node), one global
+ * atomic per non-zero entry. Call after a barrier. */
+__device__ void CQ_D(cqk_flush)(const cq_substep* c, const cq_real* acc, int comps, long vol, const int* lo,
+                                const int ext[3], cq_real* grid) {
+  int len = (int)vol * comps;
+  for (int i = threadIdx.x; i < len; i += blockDim.x) {
+    cq_real v = acc[i];
+    if (v == 0) continue;
+    int local = i / comps;
+    long node = 0;
+    for (int a = D - 1; a >= 0; a--) {
+      node += (long)(lo[a] + local % ext[a]) * c->stride[a];
+      local /= ext[a];
+    }
+    atomicAdd(&grid[node * (D + 1) + i % comps], v);
+  }
+}
+
+__global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
+    CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, cq_real* grid, cq_real* cache) {
+  __shared__ cq_real acc[CQ_LOCAL_REALS];
+  __shared__ int lo[3], hi[3];
+  int p = blockIdx.x * blockDim.x + threadIdx.x, live = p < s.n, ext[3];
+  CQ_D(cqi_p2g) q;
+  CQ_D(cqi_stencil) st;
+  cq_real mv[D];
+  if (live) CQ_D(p2g_begin)(&c, &s, &m, &ctl, p, cache, &q, &st, mv);
+  long vol = CQ_D(cqk_block_box)(live, st.base, lo, hi, ext);
+  if (vol * (D + 1) > CQ_LOCAL_REALS) { /* the same for the whole block: scatter straight to the grid */
+    if (live)
+      CQI_FOR_STENCIL(off) {
+        cq_real add[D + 1];
+        cq_real* g = grid + CQ_D(p2g_node)(&c, &q, &st, mv, off, add) * (D + 1);
+        for (int a = 0; a <= D; a++) CQ_SCATTER_ADD(&g[a], add[a]);
+      }
+    return;
+  }
+  for (int i = threadIdx.x; i < vol * (D + 1); i += blockDim.x) acc[i] = 0;
+  __syncthreads();
+  if (live)
+    CQI_FOR_STENCIL(off) {
+      cq_real add[D + 1];
+      CQ_D(p2g_node)(&c, &q, &st, mv, off, add);
+      int local = CQ_D(cqk_local_node)(st.base, off, lo, ext);
+      for (int a = 0; a <= D; a++) atomicAdd(&acc[local * (D + 1) + a], add[a]);
+    }
+  __syncthreads();
+  CQ_D(cqk_flush)(&c, acc, D + 1, vol, lo, ext, grid);
 }
 
 __global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv,
@@ -74,11 +169,38 @@ __global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, cq_params m, const c
   CQ_D(cqk_min_key)(k, key);
 }
 
+/* G2P's adjoint with the block-local scatter of dL/d(node velocity) (see cqk_p2g). */
 __global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv, cq_particles g1,
-                                  cq_particles g0,
-                                  cq_real* adj, const cq_real* C1) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(g2p_adj)(&c, &s, &m, p, gridv, &g1, &g0, adj, C1);
+                                  cq_particles g0, cq_real* adj, const cq_real* C1) {
+  __shared__ cq_real acc[CQ_LOCAL_REALS];
+  __shared__ int lo[3], hi[3];
+  int p = blockIdx.x * blockDim.x + threadIdx.x, live = p < s.n, ext[3];
+  CQ_D(cqi_stencil) st;
+  cq_real gv[D], gC[D][D], gx[D];
+  if (live) CQ_D(g2p_adj_begin)(&c, &s, &m, p, gridv, &g1, &g0, C1, &st, gv, gC, gx);
+  long vol = CQ_D(cqk_block_box)(live, st.base, lo, hi, ext);
+  int local_ok = vol * D <= CQ_LOCAL_REALS; /* the same for the whole block */
+  if (local_ok) {
+    for (int i = threadIdx.x; i < vol * D; i += blockDim.x) acc[i] = 0;
+    __syncthreads();
+  }
+  if (live) {
+    CQI_FOR_STENCIL(off) {
+      cq_real add[D];
+      long node = CQ_D(g2p_adj_node)(&c, &st, off, gridv, gv, gC, gx, add);
+      if (local_ok) {
+        int local = CQ_D(cqk_local_node)(st.base, off, lo, ext);
+        for (int a = 0; a < D; a++) atomicAdd(&acc[local * D + a], add[a]);
+      } else {
+        for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&adj[node * (D + 1) + a], add[a]);
+      }
+    }
+    for (int a = 0; a < D; a++) g0.x[a * s.n + p] = gx[a];
+  }
+  if (local_ok) {
+    __syncthreads();
+    CQ_D(cqk_flush)(&c, acc, D, vol, lo, ext, adj);
+  }
 }
 
 __global__ void CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,

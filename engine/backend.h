@@ -83,6 +83,8 @@ typedef struct cqi_backend_ops {
   /* gu[act_id[p]] += gact[p] over particles with an actuator, in particle order; gu is host memory (double). */
   int (*act_grad)(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu);
   int (*axpy)(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_real* y); /* y += a x, len reals (B) */
+  /* The index of the first non-finite entry of x[0..len) (B) into *index, -1 when every entry is finite. */
+  int (*first_nonfinite)(cqi_backend* b, long len, const cq_real* x, long* index);
   /* Grid vectors (D+1 reals per node, the first D used), over the active region: y += a x; sum x.y (the 2-norm is
    * sqrt(grid_dot(x, x))); max |x| (the infinity norm, for convergence tests). */
   int (*grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y);
@@ -118,6 +120,13 @@ typedef struct cqi_backend_ops {
   int (*implicit_slots)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, int32_t* slot, long* count);
   int (*implicit_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                          const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks);
+
+  /* Host memory for the buffers that transfers read or write (states, gradient mirrors): page-locked on the GPU,
+   * where copies from it run at the bus's rate instead of through a staging buffer; NULL on host-memory backends
+   * (calloc and free then). Not tied to the backend: a state may outlive its world. host_alloc zeroes, and returns
+   * NULL when it cannot (the caller falls back to calloc). */
+  void* (*host_alloc)(size_t bytes);
+  void (*host_free)(void* p);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -138,6 +138,25 @@ static int cpu_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_re
   return CQ_OK;
 }
 
+/* a * 0 is 0 for every finite a and NaN otherwise: the common path is one multiply-add per entry, in 8 independent
+ * sums that vectorise (a single running sum is a chain of dependent adds, 4 cycles per entry). */
+static int cpu_first_nonfinite(cqi_backend* b, long len, const cq_real* x, long* index) {
+  cq_real acc[8] = {0}, s = 0;
+  long i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int j = 0; j < 8; j++) acc[j] += x[i + j] * 0;
+  for (; i < len; i++) s += x[i] * 0;
+  for (int j = 0; j < 8; j++) s += acc[j];
+  *index = -1;
+  if (s != 0 || s != s)
+    for (i = 0; i < len; i++)
+      if (!isfinite(x[i])) {
+        *index = i;
+        break;
+      }
+  return CQ_OK;
+}
+
 static int cpu_implicit_slots(cqi_backend* b, const cq_substep* c, const cq_real* vstar, int32_t* slot, long* count) {
   return CQI_BY_DIM(b, cpu_implicit_slots, c, vstar, slot, count);
 }
@@ -153,10 +172,11 @@ static const cqi_backend_ops cpu_ops = {
     cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
     cpu_cable_forces, cpu_cable_forces_adj,
-    cpu_act_grad, cpu_axpy, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
+    cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
     cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
     cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,
     cpu_implicit_slots, cpu_implicit_blocks,
+    NULL, NULL, /* host memory is the backend's: plain calloc and free */
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

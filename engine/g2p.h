@@ -78,11 +78,12 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
   return CQ_D(check_values)(c, x, v, Cn, Fn); /* on the values still in registers */
 }
 
-/* Adjoint: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->x and g0->F
- * (P2G's adjoint adds to them later) and scatters dL/dv_i into adj (stride D+1); the caller keeps writers apart.
- * Cnext (may be NULL) is C of the state after the step; without it C^{n+1} is gathered again. */
-CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* gridv,
-                         const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* Cnext) {
+/* Adjoint, first half: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->F
+ * (P2G's adjoint adds to it later) and gives the particle's stencil, dL/dv and dL/dC (eqs. A47, A50) and the
+ * start of dL/dx. Cnext (may be NULL) is C of the state after the step; without it C^{n+1} is gathered again. */
+CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                               const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
+                               CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D], cq_real gx[D]) {
   int n = s->n;
   cq_real x[D], F[D][D], B[D][D] = {{0}};
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
@@ -90,6 +91,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, x, &st);
+  *st_out = st;
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
   cq_real Cn[D][D]; /* C^{n+1}, needed by dF^{n+1}/dF^n */
   if (Cnext) {
@@ -106,7 +108,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) Cn[a][b] = kC * B[a][b];
   }
-  cq_real gv[D], gC[D][D], gF1[D][D], gx[D];
+  cq_real gF1[D][D];
   for (int a = 0; a < D; a++) {
     gx[a] = g1->x[a * n + p];
     gv[a] = g1->v[a * n + p] + c->dt * gx[a]; /* eq. A47 */
@@ -135,23 +137,44 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
       for (int k = 0; k < D; k++) t += c->dt * Cn[k][a] * gF1[k][b];
       g0->F[(a * D + b) * n + p] = t;
     }
-  CQI_FOR_STENCIL(off) {
-    cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    const cq_real* vi = gridv + node * (D + 1);
-    cq_real* ai = adj + node * (D + 1);
-    cq_real dv = 0; /* dL/dw through v and C */
-    for (int a = 0; a < D; a++) {
-      cq_real gCd = 0;
-      for (int b = 0; b < D; b++) gCd += gC[a][b] * dpos[b];
-      dv += vi[a] * (gv[a] + kC * gCd);
-      CQ_SCATTER_ADD(&ai[a], w * (gv[a] + kC * gCd)); /* eq. A54 */
-    }
-    for (int a = 0; a < D; a++) {
-      cq_real gCtv = 0; /* dpos = x_i - x_p: -kC w gC^T v_i */
-      for (int b = 0; b < D; b++) gCtv += gC[b][a] * vi[b];
-      gx[a] += gw[a] * dv - kC * w * gCtv;
-    }
+}
+
+/* Adjoint, per stencil node at offset off: the particle's dL/d(node velocity) (eq. A54) into out[D], and the node's
+ * share of dL/dx into gx; returns the node's grid index. */
+CQ_HD long CQ_D(g2p_adj_node)(const cq_substep* c, const CQ_D(cqi_stencil) * st, const int off[3],
+                              const cq_real* gridv, const cq_real gv[D], const cq_real gC[D][D], cq_real gx[D],
+                              cq_real out[D]) {
+  cq_real kC = 4 * c->inv_dx * c->inv_dx;
+  cq_real w, gw[D], dpos[D];
+  long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
+  const cq_real* vi = gridv + node * (D + 1);
+  cq_real dv = 0; /* dL/dw through v and C */
+  for (int a = 0; a < D; a++) {
+    cq_real gCd = 0;
+    for (int b = 0; b < D; b++) gCd += gC[a][b] * dpos[b];
+    dv += vi[a] * (gv[a] + kC * gCd);
+    out[a] = w * (gv[a] + kC * gCd);
   }
-  for (int a = 0; a < D; a++) g0->x[a * n + p] = gx[a];
+  for (int a = 0; a < D; a++) {
+    cq_real gCtv = 0; /* dpos = x_i - x_p: -kC w gC^T v_i */
+    for (int b = 0; b < D; b++) gCtv += gC[b][a] * vi[b];
+    gx[a] += gw[a] * dv - kC * w * gCtv;
+  }
+  return node;
+}
+
+/* Adjoint: writes g0->x and g0->F (P2G's adjoint adds to them later) and scatters dL/dv_i into adj (stride D+1);
+ * the caller keeps writers apart. (The CUDA backend also has a block-local variant built on g2p_adj_begin and
+ * g2p_adj_node: cuda/cuda_loops.cuh.) */
+CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* gridv,
+                         const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* Cnext) {
+  CQ_D(cqi_stencil) st;
+  cq_real gv[D], gC[D][D], gx[D];
+  CQ_D(g2p_adj_begin)(c, s, m, p, gridv, g1, g0, Cnext, &st, gv, gC, gx);
+  CQI_FOR_STENCIL(off) {
+    cq_real add[D];
+    cq_real* ai = adj + CQ_D(g2p_adj_node)(c, &st, off, gridv, gv, gC, gx, add) * (D + 1);
+    for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&ai[a], add[a]);
+  }
+  for (int a = 0; a < D; a++) g0->x[a * s->n + p] = gx[a];
 }

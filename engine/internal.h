@@ -11,6 +11,7 @@ struct cq_state {
   cq_real* block;   /* one host allocation holding every state field (a checkpoint is one copy) */
   long block_len;   /* reals in block */
   cq_particles p;   /* views into block */
+  void (*free_block)(void*); /* how block goes back: free, or the backend's host_free (page-locked memory) */
 };
 
 /* Staging of one control step's inputs in working precision: host copies, and the backend's (equal pointers on a
@@ -45,6 +46,8 @@ struct cq_world {
 cq_particles cqi_particles_view(cq_real* block, int n, int dim);
 long cqi_state_len(int n, int dim); /* reals in a state block */
 cq_state* cqi_state_alloc(int dim, int n);
+/* The same with block from ops->host_alloc where the backend has one (page-locked memory for faster transfers). */
+cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n);
 /* Which field, particle (0-based) and component (0-based, row-major for matrices) entry i of a state block is. */
 void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component);
 

@@ -62,12 +62,16 @@ static void* backend_alloc(cq_memo* m, size_t count, size_t size) {
 static void backend_free(cq_memo* m, void* p) {
   if (p) m->be->ops->release(m->be, p);
 }
-/* A host mirror of a backend buffer: the buffer itself on host-memory backends. */
+/* A host mirror of a backend buffer: the buffer itself on host-memory backends, else page-locked memory where the
+ * backend has it (NULL when that runs out: the memo then reports out of memory). */
 static void* host_mirror(cq_memo* m, void* b, size_t bytes) {
-  return m->be->ops->host_memory ? b : calloc(1, bytes ? bytes : 1);
+  if (m->be->ops->host_memory) return b;
+  return m->be->ops->host_alloc ? m->be->ops->host_alloc(bytes) : calloc(1, bytes ? bytes : 1);
 }
 static void free_mirror(cq_memo* m, void* host, void* b) {
-  if (host != b) free(host);
+  if (host == b) return;
+  if (m->be->ops->host_free) m->be->ops->host_free(host);
+  else free(host);
 }
 
 void cq_memo_free(cq_memo* m) {
@@ -134,8 +138,8 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   int host = m->be->ops->host_memory;
   size_t R = sizeof(cq_real), S = R * (size_t)m->len;
   m->cur = cq_state_create(w);
-  m->g_cur = cqi_state_alloc(D, n);
-  m->bstate = cqi_state_alloc(D, n);
+  m->g_cur = cqi_state_alloc_on(m->be->ops, D, n);
+  m->bstate = cqi_state_alloc_on(m->be->ops, D, n);
   m->ckpt = backend_alloc(m, (size_t)m->n_ckpt, S);
   m->seg = m->K > 1 ? backend_alloc(m, (size_t)(m->K - 1), S) : NULL;
   m->act = calloc((size_t)max_steps * na, sizeof(double));
@@ -324,33 +328,27 @@ static int download_grads(cq_memo* m) {
   return st;
 }
 
-/* The index of the first non-finite entry of a[0..len), or -1. One multiply-add per entry on the common path:
- * a * 0 is 0 for every finite a and NaN otherwise. */
-static long first_nonfinite(const cq_real* a, long len) {
-  cq_real s = 0;
-  for (long i = 0; i < len; i++) s += a[i] * 0;
-  if (s == 0) return -1;
-  for (long i = 0; i < len; i++)
-    if (!isfinite(a[i])) return i;
-  return -1;
-}
-
 /* A non-finite gradient stops the backward pass at the control step where it appears (check "nonfinite_gradient"),
- * before an optimizer can read it: dL/d(state at step k), the parameter gradients and dL/du of step k. */
-static int check_gradients(cq_memo* m, int k) {
+ * before an optimizer can read it: dL/d(state at step k) (gstate_b, in backend memory; its host copy is g_cur), the
+ * parameter gradients and dL/du of step k. The scans run where the data is (on the GPU for the CUDA backend); the
+ * host copies give the value for the message. */
+static int check_gradients(cq_memo* m, int k, const cq_real* gstate_b) {
   cq_world* w = m->w;
-  int n = w->model.n, D = w->model.dim;
+  cqi_backend* be = m->be;
+  int n = w->model.n, D = w->model.dim, st;
   const char* what = NULL;
   int particle = -1, comp = 0;
   double value = 0;
-  long i = first_nonfinite(m->g_cur->block, m->len);
+  long i;
+  if ((st = be->ops->first_nonfinite(be, m->len, gstate_b, &i)) != CQ_OK) return st;
   if (i >= 0) {
     value = m->g_cur->block[i];
     cqi_state_locate(i, n, D, &what, &particle, &comp);
   }
-#define CQI_SCAN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)             \
-  CQI_IF(diff)(if (!what && (i = first_nonfinite(m->gp.name, n)) >= 0) {               \
-    what = #name, particle = (int)i, value = m->gp.name[i];                             \
+#define CQI_SCAN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                        \
+  CQI_IF(diff)(if (!what) {                                                                        \
+    if ((st = be->ops->first_nonfinite(be, n, m->gp_b.name, &i)) != CQ_OK) return st;              \
+    if (i >= 0) what = #name, particle = (int)i, value = m->gp.name[i];                            \
   })
   CQ_PARAM_FIELDS(CQI_SCAN)
 #undef CQI_SCAN
@@ -466,7 +464,7 @@ int cq_memo_backward_step(cq_memo* m) {
   st = be->ops->host_memory ? be->ops->copy(be, m->g_cur->block, m->gb[cur], S)
                             : be->ops->download(be, m->g_cur->block, m->gb[cur], S);
   if (st == CQ_OK) st = download_grads(m);
-  if (st == CQ_OK) st = check_gradients(m, k);
+  if (st == CQ_OK) st = check_gradients(m, k, m->gb[cur]);
   if (st != CQ_OK) return st;
   m->pos = k;
   return CQ_OK;

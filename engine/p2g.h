@@ -88,27 +88,44 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
 }
 
+/* Forward, first half: loads particle p and its stresses (into cache_out when non-NULL), its stencil and its
+ * momentum with the force impulse (eq. 16). */
+CQ_HD void CQ_D(p2g_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
+                           cq_real* cache_out, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st, cq_real mv[D]) {
+  CQ_D(p2g_load)(c, s, m, ctl, p, q, NULL);
+  if (cache_out) CQ_D(p2g_cache_io)(q, cache_out, s->n, p, 1);
+  CQ_D(stencil)(c, q->x, st);
+  for (int a = 0; a < D; a++) mv[a] = q->m * q->v[a] + c->dt * q->f[a]; /* eq. 16: force impulse */
+}
+
+/* Forward, per stencil node (eqs. 5-6): what the particle adds to the node at offset off, out[D + 1] = momentum w (m v
+ * + dt f + G dpos) and mass w m; returns the node's grid index. */
+CQ_HD long CQ_D(p2g_node)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const CQ_D(cqi_stencil) * st,
+                          const cq_real mv[D], const int off[3], cq_real out[D + 1]) {
+  cq_real w, gw[D], dpos[D];
+  long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
+  for (int a = 0; a < D; a++) {
+    cq_real t = mv[a];
+    for (int b = 0; b < D; b++) t += q->G[a][b] * dpos[b];
+    out[a] = w * t;
+  }
+  out[D] = w * q->m;
+  return node;
+}
+
 /* Forward: scatter mass and momentum of particle p into grid (stride D+1: momentum[D], mass). The caller makes sure
- * no other thread writes the same nodes at the same time. cache_out (may be NULL) receives the stresses. */
+ * no other thread writes the same nodes at the same time. cache_out (may be NULL) receives the stresses. (The CUDA
+ * backend also has a block-local variant built on p2g_begin and p2g_node: cuda/cuda_loops.cuh.) */
 CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
                      cq_real* grid, cq_real* cache_out) {
   CQ_D(cqi_p2g) q;
-  CQ_D(p2g_load)(c, s, m, ctl, p, &q, NULL);
-  if (cache_out) CQ_D(p2g_cache_io)(&q, cache_out, s->n, p, 1);
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D];
-  for (int a = 0; a < D; a++) mv[a] = q.m * q.v[a] + c->dt * q.f[a]; /* eq. 16: force impulse */
+  CQ_D(p2g_begin)(c, s, m, ctl, p, cache_out, &q, &st, mv);
   CQI_FOR_STENCIL(off) {
-    cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    cq_real* g = grid + node * (D + 1);
-    for (int a = 0; a < D; a++) {
-      cq_real t = mv[a];
-      for (int b = 0; b < D; b++) t += q.G[a][b] * dpos[b];
-      CQ_SCATTER_ADD(&g[a], w * t);
-    }
-    CQ_SCATTER_ADD(&g[D], w * q.m);
+    cq_real add[D + 1];
+    cq_real* g = grid + CQ_D(p2g_node)(c, &q, &st, mv, off, add) * (D + 1);
+    for (int a = 0; a <= D; a++) CQ_SCATTER_ADD(&g[a], add[a]);
   }
 }
 

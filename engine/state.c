@@ -40,22 +40,25 @@ void cqi_state_locate(long i, int n, int dim, const char** field, int* particle,
   *field = "?", *particle = -1, *component = -1;
 }
 
-cq_state* cqi_state_alloc(int dim, int n) {
+cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n) {
   cq_state* s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->real_bits = CQ_REAL_BITS;
   s->dim = dim;
   s->n = n;
   s->block_len = cqi_state_len(n, dim);
-  s->block = calloc((size_t)s->block_len, sizeof(cq_real));
+  s->block = ops && ops->host_alloc ? ops->host_alloc(sizeof(cq_real) * (size_t)s->block_len) : NULL;
+  s->free_block = s->block ? ops->host_free : free;
+  if (!s->block) s->block = calloc((size_t)s->block_len, sizeof(cq_real));
   if (!s->block) return free(s), NULL;
   s->p = cqi_particles_view(s->block, n, dim);
   return s;
 }
+cq_state* cqi_state_alloc(int dim, int n) { return cqi_state_alloc_on(NULL, dim, n); }
 
 cq_state* cq_state_create(const cq_world* w) {
   int n = w->model.n, D = w->model.dim;
-  cq_state* s = cqi_state_alloc(D, n);
+  cq_state* s = cqi_state_alloc_on(w->be->ops, D, n);
   if (!s) return NULL;
 #define CQI_INIT(name, shape, init, doc)                                                           \
   if ((init) == CQ_INIT_IDENTITY)                                                                  \
@@ -68,7 +71,7 @@ cq_state* cq_state_create(const cq_world* w) {
 
 void cq_state_free(cq_state* s) {
   if (!s) return;
-  free(s->block);
+  s->free_block(s->block);
   free(s);
 }
 
