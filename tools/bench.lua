@@ -96,7 +96,7 @@ local function block_world(o, precision, threads, backend)
                   top = { type = "slip" } }
   if dim == 3 then walls.back, walls.front = { type = "slip" }, { type = "slip" } end
   local gravity = dim == 2 and { 0, -9.8 } or { 0, -9.8, 0 }
-  local w = cq.world { dim = dim, res = o.res, dx = dx, dt = o.dt, substeps = 1, gravity = gravity, n = n,
+  local w = cq.world { dim = dim, res = o.res, dx = dx, dt = o.dt * (o.substeps or 1), substeps = o.substeps or 1, gravity = gravity, n = n,
                        precision = precision, threads = threads, walls = walls, backend = backend or "cpu" }
   local h = dx / 2
   local vol = h ^ dim
@@ -358,8 +358,9 @@ if selected("walker2d") then bench_walker() end
 -- memo:backward over a recording with every state stored, ms per step and ns per particle-step. GB/s is a model
 -- of the compulsory DRAM traffic of a forward step (state read + written, parameters read; grid of the active box
 -- zeroed, scattered into (read + write), updated (read + write) and gathered) over the measured time, and "of D2D"
--- that rate over the device-to-device cudaMemcpy rate measured here (read + written bytes). The first CUDA backend
--- mirrors every substep's state through the host (cuda/README.md), so these numbers include PCIe transfers.
+-- that rate over the device-to-device cudaMemcpy rate measured here (read + written bytes). The CUDA backend takes
+-- the state from the host and back once per control step (page-locked memory, cuda/README.md), so fwd and bwd at
+-- one substep per step include those transfers; "sub10" is the time per substep with 10 substeps per step.
 local GPU_SCENES = {
   SCENES[1], SCENES[2], SCENES[3],
   { name = "3d-cube-512k", dim = 3, res = { 128, 128, 128 }, dx = 1 / 128, per_side = 80, dt = 1e-4,
@@ -382,8 +383,8 @@ local function bench_gpu()
   local d2d = lib.cq_cuda_memcpy_bandwidth(512 * 1048576, QUICK and 3 or 20, buf, 256)
   print(d2d > 0 and string.format("device-to-device cudaMemcpy: %.1f GB/s (read + written)", d2d / 1e9)
     or ("device-to-device copy failed: " .. ffi.string(buf)))
-  local hdr = string.format("%-13s %8s | %9s %9s | %8s %8s | %7s %6s | %7s %7s", "scene", "parts", "fwd ms",
-    "bwd ms", "fwd ns", "bwd ns", "GB/s", "of D2D", "fwd/CQ", "bwd/CQ")
+  local hdr = string.format("%-13s %8s | %9s %9s | %8s %8s | %9s | %7s %6s | %7s %7s", "scene", "parts", "fwd ms",
+    "bwd ms", "fwd ns", "bwd ns", "sub10 ms", "GB/s", "of D2D", "fwd/CQ", "bwd/CQ")
   print(hdr)
   print(string.rep("-", #hdr))
   for _, sc in ipairs(GPU_SCENES) do
@@ -406,11 +407,20 @@ local function bench_gpu()
     for _ = 1, S do memo:step() end
     local bwd = time_backward(memo, S, 1) / S
     memo:release()
+    -- the same per substep with 10 substeps per control step: the state's transfers to and from the host (once per
+    -- control step) shared by 10 substeps, so close to the device's own time per substep
+    local w10, s10 = block_world(setmetatable({ substeps = 10 }, { __index = sc }), "f32", 0, "cuda")
+    for _ = 1, WARMUP do w10:step(s10) end
+    local steps10 = math.max(2, math.ceil(steps / 10))
+    t0 = now()
+    for _ = 1, steps10 do w10:step(s10) end
+    local sub10 = (now() - t0) / steps10 / 10
+    w10:release()
     local active = (sc.per_side / 2 + 3) ^ D
     local bytes = n * (R * (2 * (2 * D + 2 * D * D) + 5 + D) + 5) + 6 * (D + 1) * R * active
     local rate = bytes / fwd
-    print(string.format("%-13s %8d | %9.3f %9.3f | %8.2f %8.2f | %7.1f %5.1f%% | %7s %7s", sc.name, n, fwd * 1e3,
-      bwd * 1e3, fwd / n * 1e9, bwd / n * 1e9, rate / 1e9, d2d > 0 and 100 * rate / d2d or 0,
+    print(string.format("%-13s %8d | %9.3f %9.3f | %8.2f %8.2f | %9.3f | %7.1f %5.1f%% | %7s %7s", sc.name, n, fwd * 1e3,
+      bwd * 1e3, fwd / n * 1e9, bwd / n * 1e9, sub10 * 1e3, rate / 1e9, d2d > 0 and 100 * rate / d2d or 0,
       sc.cq_fwd and string.format("%.2f", fwd * 1e3 / sc.cq_fwd) or "-",
       sc.cq_bwd and string.format("%.2f", bwd * 1e3 / sc.cq_bwd) or "-"))
     io.stdout:flush()
@@ -419,11 +429,64 @@ local function bench_gpu()
   end
   print()
 end
-if selected("gpu") then bench_gpu() end
+-- Seed 004's 3D iteration (issues 12 and 14): a 0.1 m cube of 8,000 particles (0.5 dx apart, dx = 0.01 m) in a
+-- 1 m box of 1e6 nodes, E = 0.1 MPa, nu = 0.4, rho = 1000, dt = 1e-4 s, four stress actuators driven per control
+-- step: 1 s = 1e4 substeps (1,000 control steps of 10) forward into a checkpointed memo, then backward. The seed
+-- reports 30 s per iteration on an RTX 3090 (Taichi autodiff); goal <= 2 s.
+local function bench_seed004(backend, precision)
+  local side, dx = 20, 0.01
+  local n = side ^ 3
+  local w = cq.world { dim = 3, res = { 100, 100, 100 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8, 0 },
+    n = n, n_actuators = 4, precision = precision, backend = backend, walls = { all = { type = "sticky" } } }
+  local h = dx / 2
+  w:fill("vol0", h ^ 3); w:fill("mass", h ^ 3 * 1000); w:fill("material", "neohookean")
+  w:fill_lame(1e5 / (2 * 1.4), 1e5 * 0.4 / (1.4 * 0.2))
+  w:fill("act_axis", { 1, 1, 1 })
+  w:fill("act_id", function(p) return (p - 1) % 4 end)
+  w:commit()
+  local s0 = w:state()
+  local x, p = s0.x, 0
+  for i = 0, side - 1 do for j = 0, side - 1 do for k = 0, side - 1 do
+    x[p], x[n + p], x[2 * n + p] = 0.45 + (i + 0.5) * h, 0.03 + (j + 0.5) * h, 0.45 + (k + 0.5) * h
+    p = p + 1
+  end end end
+  local steps = QUICK and 50 or 1000
+  local memo = w:memo { steps = steps }
+  local t0 = now()
+  memo:begin(s0)
+  for k = 1, steps do
+    local a = 2e3 * math.sin(2 * math.pi * k / 100)
+    memo:step { a, -a, a, -a }
+  end
+  local fwd = now() - t0
+  t0 = now()
+  memo:backward(function(k, m)
+    if k == steps then for i = 0, n - 1 do m.grad.x[i] = m.grad.x[i] - 1 / n end end
+  end)
+  local bwd = now() - t0
+  print(string.format("seed 004 3D iteration (%s, %s, %d particles, 1e6 nodes, %d substeps, %d stored states): "
+    .. "forward %.2f s + backward %.2f s = %.2f s per iteration (seed 004: 30 s on an RTX 3090; goal <= 2 s)%s",
+    backend, precision, n, steps * 10, memo:stored_states(), fwd, bwd, fwd + bwd,
+    QUICK and " [quick: 1/20 of the steps]" or ""))
+  memo:release()
+  w:release()
+end
+
+if selected("gpu") then
+  bench_gpu()
+  if require("cq._ffi").cuda_lib("f32") then
+    bench_seed004("cuda", "f32")
+    print()
+  end
+end
+if selected("seed004") then
+  bench_seed004("cpu", "f32")
+  print()
+end
 
 local any = false
 for _, sc in ipairs(SCENES) do any = any or selected(sc.name) end
-if not any and (selected("walker2d") or selected("gpu") or selected("busy")) then os.exit(0) end
+if not any and (selected("walker2d") or selected("gpu") or selected("busy") or selected("seed004")) then os.exit(0) end
 if not any then
   local names = {}
   for _, sc in ipairs(SCENES) do names[#names + 1] = sc.name end
