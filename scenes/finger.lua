@@ -15,18 +15,51 @@ function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHE
 
 --- A world and state. opts: mesh_size (mm, 3), bulk (Pa, 1.75e9), damping (1/s, 25: near-critical for the first
 --- bending mode, ~15 rad/s), integrator ("explicit"), dt (the explicit substep by default), implicit (solver
---- options), threads.
+--- options), threads, water (nil: the finger hangs in air; a table: it hangs in a tank of water, see M.WATER).
 -- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
 -- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
 -- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
 -- its layer's side.
+-- The tank of water (seed 003 sec. 4.3): Newtonian water (density 1000, viscosity 1 mPa s) filling the box lo..hi
+-- (m) around the finger up to level (its free surface, below the clamp), sampled every spacing (m), minus the
+-- finger's outer box grown by half a spacing. bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
+-- explicit substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times the
+-- fingertip's speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep
+-- is 40 times longer. Walls: slip on every side of the grid, the ceiling's clamp as in air.
+M.WATER = { bulk = 2e6, visc = 1e-3, spacing = M.DX / 1.25, level = 0.125, lo = { 0.07, 0.025, 0.009 },
+  hi = { 0.145, nil, 0.051 } }
+
+-- The finger's outer box in world coordinates (the mesh is L x H x W = 100 x 16 x 20 mm, posed as below).
+local X0, Z0, LENGTH, HEIGHT, WIDTH = 0.11, 0.02, 0.100, 0.016, 0.020
+local function y0() return (M.RES[2] - 1.6) * M.DX end -- the base just inside the grid's last valid row
+
+-- Adds the tank of opts (merged over M.WATER) to robot: the box lo..(hi, level) less the finger's box grown by half a
+-- spacing, as five boxes (below the finger, and four around it up to the surface).
+local function add_water(robot, o)
+  local w = {}
+  for k, v in pairs(M.WATER) do w[k] = v end
+  for k, v in pairs(o == true and {} or o) do w[k] = v end
+  local lo, hi, h, m = w.lo, { w.hi[1], w.level, w.hi[3] }, w.spacing, w.spacing / 2
+  local klo = { X0 - m, y0() - LENGTH - m, Z0 - m }
+  local khi = { X0 + HEIGHT + m, hi[2], Z0 + WIDTH + m }
+  local mat = { preset = "water", bulk = w.bulk, visc = w.visc }
+  local function box(a, b)
+    robot:box { offset = a, size = { b[1] - a[1], b[2] - a[2], b[3] - a[3] }, spacing = h, material = mat, name = "water" }
+  end
+  box(lo, { hi[1], klo[2], hi[3] })
+  box({ lo[1], klo[2], lo[3] }, { klo[1], hi[2], hi[3] })
+  box({ khi[1], klo[2], lo[3] }, { hi[1], hi[2], hi[3] })
+  box({ klo[1], klo[2], lo[3] }, { khi[1], hi[2], klo[3] })
+  box({ klo[1], klo[2], khi[3] }, { khi[1], hi[2], hi[3] })
+end
+
 function M.build(opts)
   opts = opts or {}
   local bulk = opts.bulk or 1.75e9
   local robot = cq.robot { dim = 3 }
   local finger = robot:gmsh { path = "scenes/finger.geo", mesh_size = opts.mesh_size or 3, scale = 1e-3,
     offset = { 0, 0, 0 }, material = { preset = "dragonskin30", bulk = bulk } }
-  local X0, Y0, Z0 = 0.11, (M.RES[2] - 1.6) * M.DX, 0.02 -- the base just inside the grid's last valid row
+  local Y0 = y0()
   for _, p in ipairs(finger.particles) do
     local x = robot.x[p]
     x[1], x[2], x[3] = X0 + x[2], Y0 - x[1], Z0 + x[3]
@@ -34,18 +67,27 @@ function M.build(opts)
   local wall = finger.chambers.chamber
   for i, n in ipairs(wall.normal) do wall.normal[i] = { n[2], -n[1], n[3] } end
   robot:chamber { wall = wall, max = M.P_MAX }
-  return robot:world { res = M.RES, dx = M.DX, dt = opts.dt or M.explicit_dt(bulk), gravity = { 0, -9.8, 0 },
-    damping = opts.damping or 25, walls = { top = { type = "sticky", thickness = 3 } },
+  local walls = { top = { type = "sticky", thickness = 3 } }
+  local dt = opts.dt or M.explicit_dt(bulk)
+  if opts.water then
+    add_water(robot, opts.water)
+    walls.all = { type = "slip", thickness = 3 }
+    local wb = type(opts.water) == "table" and opts.water.bulk or M.WATER.bulk
+    dt = opts.dt or math.min(dt, 0.5 * M.DX / math.sqrt(wb / 1000))
+  end
+  local world, s = robot:world { res = M.RES, dx = M.DX, dt = dt, gravity = { 0, -9.8, 0 },
+    damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads }
+  return world, s, #finger.particles -- the finger's particles come first, then the water's
 end
 
---- The fingertip: the particles within 3 mm of the tip face (the lowest at the start); a function returning their
---- mean position.
-function M.tip_of(world, s)
-  local ymin = math.huge
-  for i = 0, world.n - 1 do ymin = math.min(ymin, s.x[world.n + i]) end
+--- The fingertip: the particles within 3 mm of the tip face (the lowest of the finger's n_finger particles, all by
+--- default, at the start); a function returning their mean position.
+function M.tip_of(world, s, n_finger)
+  local ymin, nf = math.huge, n_finger or world.n
+  for i = 0, nf - 1 do ymin = math.min(ymin, s.x[world.n + i]) end
   local tip = {}
-  for i = 0, world.n - 1 do if s.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i end end
+  for i = 0, nf - 1 do if s.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i end end
   return function()
     local m = { 0, 0, 0 }
     for _, i in ipairs(tip) do for a = 1, 3 do m[a] = m[a] + s.x[(a - 1) * world.n + i] / #tip end end

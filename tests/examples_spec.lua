@@ -98,6 +98,22 @@ describe("examples/creature3d.lua", function()
   end)
 end)
 
+describe("examples/finger_air_water.lua", function()
+  it("the finger at 20 kPa in air and in water (coarse, 0.02 s): the water holds it back; CSV, ratios, plot, " ..
+    "pictures and VTK", function()
+    local files = { "out/finger_air_water.csv", "out/finger_air_water_ratios.csv", "out/finger_air_water.png",
+      "out/finger_air_water/water_p20.png", "out/finger_air_water/water_p20.vtp", "out/finger_air_water/air_p20.png" }
+    for _, f in ipairs(files) do os.remove(f) end
+    local r = run_example("examples/finger_air_water.lua", { "6", "0.02", "2e6", "20", "air,water", "2.5" })
+    print(string.format("  finger_air_water: 20 kPa for 0.02 s moved the tip %.3f mm in air, %.3f mm in water",
+      r.air[20e3], r.water[20e3]))
+    assert.is_true(r.air[20e3] > 0.2)
+    assert.is_true(r.water[20e3] > 0.05)
+    assert.is_true(r.water[20e3] < 0.9 * r.air[20e3])
+    for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+  end)
+end)
+
 describe("examples/finger_pressure.lua", function()
   it("the meshed finger at 0 and 20 kPa (soft bulk, 0.03 s): pressure moves the tip; CSV, plot and pictures", function()
     for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do

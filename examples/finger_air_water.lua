@@ -1,0 +1,100 @@
+-- Seed 003 sec. 4.3 and Table 3: the pneumatic finger of scenes/finger.lua pressurised in air and in a tank of
+-- water, at 0, 5, 10, 15 and 20 kPa. For each medium and pressure: ramp the pressure up over 0.1 s, let the finger
+-- settle (damped), and record where the fingertip is. Its displacement is measured from where it settles at 0 kPa in
+-- the same medium and time (the rest state: gravity, buoyancy and the water's own settling taken out); then the
+-- air/water ratio per pressure, as the seed's Table 3 reports it. Writes out/finger_air_water.csv (a row per run), out/finger_air_water_ratios.csv (a row per
+-- pressure: air, water, ratio), the plot out/finger_air_water.png, and for each run the settled finger coloured by
+-- von Mises stress (out/finger_air_water/<medium>_p<kPa>.png: the finger alone, the water hides it) and its state
+-- (out/finger_air_water/<medium>_p<kPa>.vtp, water included, for ParaView).
+--
+-- Stiffness, stated: explicit integration resolves sound in the stiffest material, so both the silicone's and the
+-- water's bulk moduli are lowered from their real 1.75 GPa and 2.2 GPa to bulk_Pa (2 MPa by default): the
+-- silicone's is still 40 times its shear modulus (Poisson's ratio 0.49) and the water's sound speed (45 m/s) is a
+-- hundred times the fingertip's speed, so both stay nearly incompressible, and the substep is 30 us instead of 1 us.
+-- The water: density 1000, viscosity 1 mPa s, sampled 1.25 times per cell per axis (scenes/finger.lua, M.WATER).
+-- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
+--          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=2]
+package.path = "./scenes/?.lua;" .. package.path
+local cq = require "cq"
+local finger = require "finger"
+local mesh_size = tonumber(arg and arg[1]) or 3
+local settle = tonumber(arg and arg[2]) or 0.4
+local bulk = tonumber(arg and arg[3]) or 2e6
+local pressures, media = {}, {}
+for p in ((arg and arg[4]) or "0,5,10,15,20"):gmatch("[^,]+") do
+  if tonumber(p) ~= 0 then pressures[#pressures + 1] = tonumber(p) * 1e3 end
+end
+table.insert(pressures, 1, 0) -- the rest state first
+for m in ((arg and arg[5]) or "air,water"):gmatch("[^,]+") do media[#media + 1] = m end
+local water_spacing = (tonumber(arg and arg[6]) or finger.WATER.spacing * 1e3) * 1e-3
+local RAMP, OUT = 0.1, "out/finger_air_water"
+
+os.execute("mkdir -p " .. OUT)
+local csv = assert(io.open("out/finger_air_water.csv", "w")) -- a row per run as soon as it is done
+csv:write("medium,pressure_kPa,tip_dx_mm,tip_dy_mm,tip_dz_mm,tip_distance_mm,from_start_mm,particles,substep_s," ..
+  "substeps,wall_s\n")
+
+-- The settled finger alone, coloured by von Mises stress: its particles' positions and F copied into a world of the
+-- finger in air (the same mesh and material, the finger's particles first in both).
+local function render_finger(world, s, n_finger, path)
+  local fw, fs = finger.build { mesh_size = mesh_size, bulk = bulk }
+  local n = world.n
+  for a = 0, 2 do for i = 0, n_finger - 1 do fs.x[a * n_finger + i] = s.x[a * n + i] end end
+  for e = 0, 8 do for i = 0, n_finger - 1 do fs.F[e * n_finger + i] = s.F[e * n + i] end end
+  cq.frames.render_state { world = fw, state = fs, color = "von_mises", width = 640, height = 480 }:write(path)
+  fw:release()
+end
+
+local results = {} -- results[medium][pressure] = the tip's distance from its rest position (mm)
+for _, medium in ipairs(media) do
+  results[medium] = {}
+  local rest -- the tip at 0 kPa after the same time
+  for _, p in ipairs(pressures) do
+    local world, s, n_finger = finger.build { mesh_size = mesh_size, bulk = bulk,
+      water = medium == "water" and { bulk = bulk, spacing = water_spacing } or nil }
+    local tip = finger.tip_of(world, s, n_finger)
+    local t0 = tip()
+    local steps = math.ceil(settle / world.dt)
+    local clock = os.time()
+    for k = 1, steps do world:step(s, { p / finger.P_MAX * math.min(1, k * world.dt / RAMP) }) end
+    local wall = os.time() - clock
+    local t1 = tip()
+    rest = rest or t1
+    local d = { (t1[1] - rest[1]) * 1e3, (t1[2] - rest[2]) * 1e3, (t1[3] - rest[3]) * 1e3 }
+    local dist = math.sqrt(d[1] ^ 2 + d[2] ^ 2 + d[3] ^ 2)
+    local moved = math.sqrt((t1[1] - t0[1]) ^ 2 + (t1[2] - t0[2]) ^ 2 + (t1[3] - t0[3]) ^ 2) * 1e3
+    results[medium][p] = dist
+    print(string.format("finger_air_water: %-5s %5.1f kPa: tip %6.2f mm from rest (dx %6.2f, dy %6.2f mm), %6.2f mm " ..
+      "from the start; %d particles, substep %.3g s x %d, %d s wall", medium, p / 1e3, dist, d[1], d[2], moved, world.n,
+      world.dt, steps, wall))
+    csv:write(string.format("%s,%g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%.6g,%d,%d\n", medium, p / 1e3, d[1], d[2], d[3], dist,
+      moved, world.n, world.dt, steps, wall))
+    csv:flush()
+    local name = string.format("%s/%s_p%02d", OUT, medium, math.floor(p / 1e3 + 0.5))
+    render_finger(world, s, n_finger, name .. ".png")
+    cq.export.vtk { world = world, state = s, path = name .. ".vtp" }
+    world:release()
+    collectgarbage()
+  end
+end
+csv:close()
+
+-- Table 3: the displacement in air over that in water, per pressure.
+local rows = { "pressure_kPa,air_mm,water_mm,air_over_water" }
+if results.air and results.water then
+  print("finger_air_water: fingertip displacement from rest (mm) per pressure, as seed 003 Table 3")
+  print("  pressure (kPa)     air   water   air / water")
+  for i = 2, #pressures do
+    local p = pressures[i]
+    local a, w = results.air[p], results.water[p]
+    print(string.format("  %14.0f %7.2f %7.2f %13.2f", p / 1e3, a, w, a / w))
+    rows[#rows + 1] = string.format("%g,%.6g,%.6g,%.6g", p / 1e3, a, w, a / w)
+  end
+  local f = assert(io.open("out/finger_air_water_ratios.csv", "w"))
+  f:write(table.concat(rows, "\n"), "\n")
+  f:close()
+  cq.plot { csv = "out/finger_air_water_ratios.csv", x = "pressure_kPa", y = { "air_mm", "water_mm" },
+    out = "out/finger_air_water.png", style = "linespoints", title = "PneuNet finger in air and in water",
+    xlabel = "pressure (kPa)", ylabel = "fingertip displacement (mm)" }
+end
+return results
