@@ -36,6 +36,19 @@ end
 
 local function field_len(w, f) return (f == "x" or f == "v") and w.n * w.dim or w.n * w.dim * w.dim end
 
+-- Steps the CPU world wc (state sc) and the CUDA world wg (sg) side by side with the same actuation: the worst
+-- relative error of x, v, C and F over the steps.
+local function compare_forward(wc, sc, wg, sg, steps)
+  local worst = 0
+  for k = 1, steps do
+    local u = { 0.4 * math.sin(0.3 * k + 1), 0.4 * math.sin(0.3 * k + 2) }
+    wc:step(sc, u)
+    wg:step(sg, u)
+    for _, f in ipairs { "x", "v", "C", "F" } do worst = math.max(worst, rel_err(sg[f], sc[f], field_len(wc, f))) end
+  end
+  return worst
+end
+
 -- The loss and every gradient kind (G.kinds) of G.problem over steps on the CPU world wc and the CUDA world wg: the
 -- worst relative error and a line of the errors per kind.
 local function compare_gradients(wc, s0c, wg, s0g, steps)
@@ -127,13 +140,7 @@ for _, precision in ipairs { "f32", "f64" } do
             local wc, sc = G.scene(scene_opts(dim, mat, bc, precision, "cpu"))
             local wg, sg = G.scene(scene_opts(dim, mat, bc, precision, "cuda"))
             assert.are.equal("cuda", wg.backend)
-            local worst = 0
-            for k = 1, 100 do
-              local u = { 0.4 * math.sin(0.3 * k + 1), 0.4 * math.sin(0.3 * k + 2) }
-              wc:step(sc, u)
-              wg:step(sg, u)
-              for _, f in ipairs { "x", "v", "C", "F" } do worst = math.max(worst, rel_err(sg[f], sc[f], field_len(wc, f))) end
-            end
+            local worst = compare_forward(wc, sc, wg, sg, 100)
             print(string.format("  %dD %s %-30s forward max rel. error %.2e", dim, precision, name, worst))
             assert.is_true(worst <= tol, string.format("forward relative error %.3e > %.0e", worst, tol))
           end)
@@ -198,13 +205,7 @@ describe("CUDA vs CPU, implicit integrator, f64", function()
     gpu_it(case.dim .. "D " .. case.name .. ": forward states and every gradient kind over 20 steps", "f64", function()
       local wc, sc = scene("cpu")
       local wg, sg = scene("cuda")
-      local worst = 0
-      for k = 1, 20 do
-        local u = { 0.4 * math.sin(0.3 * k + 1), 0.4 * math.sin(0.3 * k + 2) }
-        wc:step(sc, u)
-        wg:step(sg, u)
-        for _, f in ipairs { "x", "v", "C", "F" } do worst = math.max(worst, rel_err(sg[f], sc[f], field_len(wc, f))) end
-      end
+      local worst = compare_forward(wc, sc, wg, sg, 20)
       local wc2, s0c = scene("cpu")
       local wg2, s0g = scene("cuda")
       local gworst, line = compare_gradients(wc2, s0c, wg2, s0g, 20)
