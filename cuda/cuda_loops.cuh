@@ -203,7 +203,12 @@ __global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, con
   }
 }
 
-__global__ void CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,
+/* As CQ_P2G_MIN_BLOCKS, for P2G's adjoint: in f32, 4 blocks per SM (128 registers, 176 bytes spilled) instead of the
+ * compiler's 158 registers took it from 266 to 233 us on the 512k cube (docs/benchmarks.md); f64 not measured. */
+#ifndef CQ_P2G_ADJ_MIN_BLOCKS
+#define CQ_P2G_ADJ_MIN_BLOCKS (CQ_REAL_BITS == 32 ? 4 : 1)
+#endif
+__global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_ADJ_MIN_BLOCKS) CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,
                                   cq_particles g0, cq_param_grads gp, cq_ctl_grads gc, const cq_real* cache) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(p2g_adj)(&c, &s, &m, &ctl, p, adj, &g0, &gp, &gc, cache);
