@@ -2,10 +2,11 @@
 -- water, at 0, 5, 10, 15 and 20 kPa. For each medium and pressure: ramp the pressure up over 0.1 s, let the finger
 -- settle (damped), and record where the fingertip is. Its displacement is measured from where it settles at 0 kPa in
 -- the same medium and time (the rest state: gravity, buoyancy and the water's own settling taken out); then the
--- air/water ratio per pressure, as the seed's Table 3 reports it. Writes out/finger_air_water.csv (a row per run), out/finger_air_water_ratios.csv (a row per
--- pressure: air, water, ratio), the plot out/finger_air_water.png, and for each run the settled finger coloured by
--- von Mises stress (out/finger_air_water/<medium>_p<kPa>.png: the finger alone, the water hides it) and its state
--- (out/finger_air_water/<medium>_p<kPa>.vtp, water included, for ParaView).
+-- air/water ratio per pressure, as the seed's Table 3 reports it. Writes out/finger_air_water.csv (a row per run),
+-- out/finger_air_water_ratios.csv (a row per pressure: air, water, ratio), the plot out/finger_air_water.png, for
+-- each run the settled finger coloured by von Mises stress (out/finger_air_water/<medium>_p<kPa>.png: the finger
+-- alone, the water hides it) and its state (out/finger_air_water/<medium>_p<kPa>.vtp, water included, for
+-- ParaView), and at the highest pressure the motion as frames every 20 ms (out/finger_air_water/<medium>_frames/).
 --
 -- Stiffness, stated: explicit integration resolves sound in the stiffest material, so both the silicone's and the
 -- water's bulk moduli are lowered from their real 1.75 GPa and 2.2 GPa to bulk_Pa (2 MPa by default): the
@@ -34,16 +35,17 @@ local csv = assert(io.open("out/finger_air_water.csv", "w")) -- a row per run as
 csv:write("medium,pressure_kPa,tip_dx_mm,tip_dy_mm,tip_dz_mm,tip_distance_mm,from_start_mm,particles,substep_s," ..
   "substeps,wall_s\n")
 
--- The settled finger alone, coloured by von Mises stress: its particles' positions and F copied into a world of the
--- finger in air (the same mesh and material, the finger's particles first in both).
+-- The finger alone, coloured by von Mises stress: its particles' positions and F copied into a world of the finger in
+-- air (the same mesh and material, the finger's particles first in both), built once.
+local fw, fs = finger.build { mesh_size = mesh_size, bulk = bulk }
 local function render_finger(world, s, n_finger, path)
-  local fw, fs = finger.build { mesh_size = mesh_size, bulk = bulk }
   local n = world.n
   for a = 0, 2 do for i = 0, n_finger - 1 do fs.x[a * n_finger + i] = s.x[a * n + i] end end
   for e = 0, 8 do for i = 0, n_finger - 1 do fs.F[e * n_finger + i] = s.F[e * n + i] end end
-  cq.frames.render_state { world = fw, state = fs, color = "von_mises", width = 640, height = 480 }:write(path)
-  fw:release()
+  cq.frames.render_state { world = fw, state = fs, color = "von_mises", range = { 0, 5e4 }, width = 640, height = 480 }
+    :write(path)
 end
+local FRAME_EVERY = 0.02 -- s
 
 local results = {} -- results[medium][pressure] = the tip's distance from its rest position (mm)
 for _, medium in ipairs(media) do
@@ -55,9 +57,19 @@ for _, medium in ipairs(media) do
     local tip = finger.tip_of(world, s, n_finger)
     local t0 = tip()
     local steps = math.ceil(settle / world.dt)
-    local clock = os.time()
-    for k = 1, steps do world:step(s, { p / finger.P_MAX * math.min(1, k * world.dt / RAMP) }) end
-    local wall = os.time() - clock
+    local frames = p == pressures[#pressures] and OUT .. "/" .. medium .. "_frames" or nil
+    if frames then os.execute("mkdir -p " .. frames) end
+    local every, nframe = math.max(1, math.floor(FRAME_EVERY / world.dt + 0.5)), 0
+    local clock, drawing = os.time(), 0
+    for k = 1, steps do
+      world:step(s, { p / finger.P_MAX * math.min(1, k * world.dt / RAMP) })
+      if frames and (k % every == 0 or k == steps) then
+        local c0 = os.time()
+        render_finger(world, s, n_finger, string.format("%s/frame_%04d.png", frames, nframe))
+        nframe, drawing = nframe + 1, drawing + os.time() - c0
+      end
+    end
+    local wall = os.time() - clock - drawing
     local t1 = tip()
     rest = rest or t1
     local d = { (t1[1] - rest[1]) * 1e3, (t1[2] - rest[2]) * 1e3, (t1[3] - rest[3]) * 1e3 }
@@ -78,6 +90,7 @@ for _, medium in ipairs(media) do
   end
 end
 csv:close()
+fw:release()
 
 -- Table 3: the displacement in air over that in water, per pressure.
 local rows = { "pressure_kPa,air_mm,water_mm,air_over_water" }

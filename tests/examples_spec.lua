@@ -100,9 +100,10 @@ end)
 
 describe("examples/finger_air_water.lua", function()
   it("the finger at 20 kPa in air and in water (coarse, 0.02 s): the water holds it back; CSV, ratios, plot, " ..
-    "pictures and VTK", function()
+    "pictures, frames and VTK", function()
     local files = { "out/finger_air_water.csv", "out/finger_air_water_ratios.csv", "out/finger_air_water.png",
-      "out/finger_air_water/water_p20.png", "out/finger_air_water/water_p20.vtp", "out/finger_air_water/air_p20.png" }
+      "out/finger_air_water/water_p20.png", "out/finger_air_water/water_p20.vtp", "out/finger_air_water/air_p20.png",
+      "out/finger_air_water/water_frames/frame_0000.png" }
     for _, f in ipairs(files) do os.remove(f) end
     local r = run_example("examples/finger_air_water.lua", { "6", "0.02", "2e6", "20", "air,water", "2.5" })
     print(string.format("  finger_air_water: 20 kPa for 0.02 s moved the tip %.3f mm in air, %.3f mm in water",
