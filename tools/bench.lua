@@ -2,7 +2,8 @@
 --
 -- usage: build/bin/cqlua tools/bench.lua [quick] [FILTER...]
 --   quick    a short smoke-test run (few steps, numbers are noisy)
---   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone;
+--   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone,
+--            with seed 004's 3D iteration on the GPU; seed004 = that iteration on the CPU, about 2 minutes here;
 --            busy = the busy-machine rows alone: 1 vs 2 threads, idle and with one other CPU-bound process)
 -- Without the host:  luajit tools/bench.lua [quick] [FILTER...]  (run from anywhere; paths come from arg[0]).
 --
