@@ -137,12 +137,7 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
   if (live) CQ_D(p2g_begin)(&c, &s, &m, &ctl, p, cache, &q, &st, mv);
   long vol = CQ_D(cqk_block_box)(live, st.base, lo, hi, ext);
   if (vol * (D + 1) > CQ_LOCAL_REALS) { /* the same for the whole block: scatter straight to the grid */
-    if (live)
-      CQI_FOR_STENCIL(off) {
-        cq_real add[D + 1];
-        cq_real* g = grid + CQ_D(p2g_node)(&c, &q, &st, mv, off, add) * (D + 1);
-        for (int a = 0; a <= D; a++) CQ_SCATTER_ADD(&g[a], add[a]);
-      }
+    if (live) CQ_D(p2g_scatter)(&c, &q, &st, mv, grid);
     return;
   }
   for (int i = threadIdx.x; i < vol * (D + 1); i += blockDim.x) acc[i] = 0;

@@ -148,7 +148,7 @@ static int cpu_first_nonfinite(cqi_backend* b, long len, const cq_real* x, long*
   for (; i < len; i++) s += x[i] * 0;
   for (int j = 0; j < 8; j++) s += acc[j];
   *index = -1;
-  if (s != 0 || s != s)
+  if (s != 0) /* NaN too */
     for (i = 0; i < len; i++)
       if (!isfinite(x[i])) {
         *index = i;

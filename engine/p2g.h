@@ -113,20 +113,27 @@ CQ_HD long CQ_D(p2g_node)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const CQ
   return node;
 }
 
-/* Forward: scatter mass and momentum of particle p into grid (stride D+1: momentum[D], mass). The caller makes sure
- * no other thread writes the same nodes at the same time. cache_out (may be NULL) receives the stresses. (The CUDA
- * backend also has a block-local variant built on p2g_begin and p2g_node: cuda/cuda_loops.cuh.) */
+/* Forward, second half: adds what the particle gives every stencil node into grid (stride D+1: momentum[D],
+ * mass). */
+CQ_HD void CQ_D(p2g_scatter)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const CQ_D(cqi_stencil) * st,
+                             const cq_real mv[D], cq_real* grid) {
+  CQI_FOR_STENCIL(off) {
+    cq_real add[D + 1];
+    cq_real* g = grid + CQ_D(p2g_node)(c, q, st, mv, off, add) * (D + 1);
+    for (int a = 0; a <= D; a++) CQ_SCATTER_ADD(&g[a], add[a]);
+  }
+}
+
+/* Forward: scatter mass and momentum of particle p into grid. The caller makes sure no other thread writes the same
+ * nodes at the same time. cache_out (may be NULL) receives the stresses. (The CUDA backend also has a block-local
+ * variant built on p2g_begin and p2g_node: cuda/cuda_loops.cuh.) */
 CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
                      cq_real* grid, cq_real* cache_out) {
   CQ_D(cqi_p2g) q;
   CQ_D(cqi_stencil) st;
   cq_real mv[D];
   CQ_D(p2g_begin)(c, s, m, ctl, p, cache_out, &q, &st, mv);
-  CQI_FOR_STENCIL(off) {
-    cq_real add[D + 1];
-    cq_real* g = grid + CQ_D(p2g_node)(c, &q, &st, mv, off, add) * (D + 1);
-    for (int a = 0; a <= D; a++) CQ_SCATTER_ADD(&g[a], add[a]);
-  }
+  CQ_D(p2g_scatter)(c, &q, &st, mv, grid);
 }
 
 /* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p. cache (may be NULL) holds
