@@ -128,21 +128,30 @@ static void cuda_release(cqi_backend* b, void* p) {
   cudaStreamSynchronize(g->stream);
   cudaFree(p);
 }
+/* Transfers use cudaMemcpyDefault: either side may be managed memory (a shared state block), which the driver
+ * reads or writes wherever its pages are. Between equal pointers (a shared block), upload moves the block to the
+ * device ahead of the kernels (a no-op for pages already there) and download only waits for the kernels: the host
+ * then faults in just the pages it touches. */
 static int cuda_upload(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
-  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g->stream));
+  if (dst == src) {
+    cudaMemLocation dev = {cudaMemLocationTypeDevice, 0};
+    CK(cudaMemPrefetchAsync(dst, bytes, dev, 0, g->stream));
+    return CQ_OK;
+  }
+  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
   CK(cudaStreamSynchronize(g->stream)); /* the host buffer may change after return */
   return CQ_OK;
 }
 static int cuda_download(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
-  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g->stream));
+  if (dst != src) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
   CK(cudaStreamSynchronize(g->stream));
   return CQ_OK;
 }
 static int cuda_copy(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
-  if (dst != src) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g->stream));
+  if (dst != src) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
   return CQ_OK;
 }
 static int cuda_zero(cqi_backend* b, void* dst, size_t bytes) {
@@ -163,6 +172,32 @@ static void* cuda_host_alloc(size_t bytes) {
 }
 static void cuda_host_free(void* p) {
   if (p) cudaFreeHost(p);
+}
+
+/* Managed memory for states (backend.h shared_alloc), on devices where the host may touch it while kernels run
+ * (concurrentManagedAccess: Linux with a Pascal or newer GPU); elsewhere the host would fault on any managed page
+ * during any kernel, so states stay page-locked host memory. CQ_CUDA_SHARED_STATES=0 turns it off (to compare). */
+static void* cuda_shared_alloc(size_t bytes) {
+  static int usable = -1;
+  if (usable < 0) {
+    const char* env = getenv("CQ_CUDA_SHARED_STATES");
+    int concurrent = 0;
+    usable = !(env && strcmp(env, "0") == 0) && cudaSetDevice(0) == cudaSuccess &&
+             cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, 0) == cudaSuccess && concurrent;
+    cudaGetLastError();
+  }
+  void* p = NULL;
+  if (!usable || cudaMallocManaged(&p, bytes ? bytes : 1, cudaMemAttachGlobal) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  memset(p, 0, bytes); /* first touch on the host: its pages start there */
+  return p;
+}
+static void cuda_shared_free(void* p) {
+  if (!p) return;
+  cudaDeviceSynchronize(); /* no kernel may still use it */
+  cudaFree(p);
 }
 
 /* ---- model ---- */
@@ -300,6 +335,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,
     NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
     cuda_host_alloc, cuda_host_free,
+    cuda_shared_alloc, cuda_shared_free,
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

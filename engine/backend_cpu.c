@@ -177,6 +177,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,
     cpu_implicit_slots, cpu_implicit_blocks,
     NULL, NULL, /* host memory is the backend's: plain calloc and free */
+    NULL, NULL, /* and the kernels use every state in place */
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

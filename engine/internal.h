@@ -11,7 +11,8 @@ struct cq_state {
   cq_real* block;   /* one host allocation holding every state field (a checkpoint is one copy) */
   long block_len;   /* reals in block */
   cq_particles p;   /* views into block */
-  void (*free_block)(void*); /* how block goes back: free, or the backend's host_free (page-locked memory) */
+  void (*free_block)(void*); /* how block goes back: free, or the backend's host_free or shared_free */
+  int shared;       /* 1: block is the backend's shared memory (backend.h shared_alloc): kernels use it in place */
 };
 
 /* Staging of one control step's inputs in working precision: host copies, and the backend's (equal pointers on a
@@ -39,14 +40,16 @@ struct cq_world {
   int n_memos;                  /* memos alive (they hold backend memory) */
   int released;                 /* cq_world_free was called while memos were alive: freed with the last one */
   cqi_ctl_buf ctl;              /* control staging */
-  cq_real* work;                /* (B) working state of cq_step on backends without host memory */
+  cq_real* work;                /* (B) working state of cq_step on backends without host memory, for states that
+                                 * are not shared memory */
 };
 
 /* Particle views of a state block of n particles in dimension dim, laid out as CQ_STATE_FIELDS lists them. */
 cq_particles cqi_particles_view(cq_real* block, int n, int dim);
 long cqi_state_len(int n, int dim); /* reals in a state block */
 cq_state* cqi_state_alloc(int dim, int n);
-/* The same with block from ops->host_alloc where the backend has one (page-locked memory for faster transfers). */
+/* The same with block from ops->shared_alloc where the backend has one (the kernels then use it in place), else
+ * from ops->host_alloc (page-locked memory for faster transfers), else calloc. */
 cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n);
 /* Which field, particle (0-based) and component (0-based, row-major for matrices) entry i of a state block is. */
 void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component);

@@ -147,8 +147,9 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   m->u_step = calloc(na, R);
   int ok = m->cur && m->g_cur && m->bstate && m->ckpt && (m->K == 1 || m->seg) && m->act && m->gact && m->u_step;
   if (ok) {
-    m->cur_b = host ? m->cur->block : backend_alloc(m, 1, S);
-    m->gb[0] = host ? m->g_cur->block : backend_alloc(m, 1, S);
+    /* states in host or shared memory are worked on in place (their transfers move them where the next user is) */
+    m->cur_b = host || m->cur->shared ? m->cur->block : backend_alloc(m, 1, S);
+    m->gb[0] = host || m->g_cur->shared ? m->g_cur->block : backend_alloc(m, 1, S);
     m->gb[1] = backend_alloc(m, 1, S);
     ok = m->cur_b && m->gb[0] && m->gb[1];
   }
@@ -387,8 +388,8 @@ int cq_memo_backward_begin(cq_memo* m) {
   if (st == CQ_OK) st = download_grads(m);
   if (st != CQ_OK) return st;
   m->pos = m->steps;
-  cq_state_copy(m->bstate, m->cur);
-  return CQ_OK;
+  m->bstate->substep = m->cur->substep;
+  return be->ops->download(be, m->bstate->block, m->cur_b, sizeof(cq_real) * m->len); /* on the device if shared */
 }
 
 /* The state at relative substep r (B), recomputing its segment from the checkpoint if needed. */
@@ -438,6 +439,8 @@ int cq_memo_backward_step(cq_memo* m) {
   for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
     st = be->ops->zero(be, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
   if (st == CQ_OK) st = be->ops->upload(be, m->gb[0], m->g_cur->block, S); /* callers add dL/ds_k on the host */
+  /* the final state, which the host may have read (a shared block is moved back to the device; else a no-op) */
+  if (st == CQ_OK && m->pos == m->steps && m->cur_b == m->cur->block) st = be->ops->upload(be, m->cur_b, m->cur_b, S);
   if (st != CQ_OK) return st;
   cq_ctl ctl;
   cqi_adj_out out = {&m->gp_b, m->gact + (long)k * w->model.n_act, m->ctl[1].grad_b, m->ctl[2].grad_b};
@@ -462,7 +465,7 @@ int cq_memo_backward_step(cq_memo* m) {
   }
   /* the result must be in g_cur, whose address callers hold */
   st = be->ops->host_memory ? be->ops->copy(be, m->g_cur->block, m->gb[cur], S)
-                            : be->ops->download(be, m->g_cur->block, m->gb[cur], S);
+                            : be->ops->download(be, m->g_cur->block, m->gb[cur], S); /* either side may be shared */
   if (st == CQ_OK) st = download_grads(m);
   if (st == CQ_OK) st = check_gradients(m, k, m->gb[cur]);
   if (st != CQ_OK) return st;

@@ -47,9 +47,12 @@ cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n) {
   s->dim = dim;
   s->n = n;
   s->block_len = cqi_state_len(n, dim);
-  s->block = ops && ops->host_alloc ? ops->host_alloc(sizeof(cq_real) * (size_t)s->block_len) : NULL;
-  s->free_block = s->block ? ops->host_free : free;
-  if (!s->block) s->block = calloc((size_t)s->block_len, sizeof(cq_real));
+  size_t bytes = sizeof(cq_real) * (size_t)s->block_len;
+  s->block = ops && ops->shared_alloc ? ops->shared_alloc(bytes) : NULL;
+  s->shared = s->block != NULL;
+  if (s->shared) s->free_block = ops->shared_free;
+  else if (ops && ops->host_alloc && (s->block = ops->host_alloc(bytes)) != NULL) s->free_block = ops->host_free;
+  else s->block = calloc((size_t)s->block_len, sizeof(cq_real)), s->free_block = free;
   if (!s->block) return free(s), NULL;
   s->p = cqi_particles_view(s->block, n, dim);
   return s;

@@ -241,19 +241,16 @@ int cq_step(cq_world* w, cq_state* s, const cq_control* c) {
   if (st != CQ_OK) return st;
   cqi_backend* be = w->be;
   size_t bytes = sizeof(cq_real) * s->block_len;
-  cq_particles work = s->p;
-  if (!be->ops->host_memory) {
-    st = be->ops->upload(be, w->work, s->block, bytes);
-    if (st != CQ_OK) return st;
-    work = cqi_particles_view(w->work, s->n, s->dim);
-  }
+  /* where the kernels run on the state: in place (host memory, or shared memory kept on the device between control
+   * steps), else a backend copy; transfers between equal pointers only move the block where the next user is */
+  cq_real* wb = be->ops->host_memory || s->shared ? s->block : w->work;
+  if ((st = be->ops->upload(be, wb, s->block, bytes)) != CQ_OK) return st;
+  cq_particles work = cqi_particles_view(wb, s->n, s->dim);
   long k = s->substep;
   st = cqi_run_substeps(w, &work, &k, step, &ctl);
   s->substep = k;
-  if (!be->ops->host_memory) {
-    int st2 = be->ops->download(be, s->block, w->work, bytes);
-    if (st == CQ_OK) st = st2;
-  }
+  int st2 = be->ops->download(be, s->block, wb, bytes);
+  if (st == CQ_OK) st = st2;
   if (st == CQ_OK) w->err.msg[0] = 0;
   return st;
 }

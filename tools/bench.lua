@@ -359,9 +359,10 @@ if selected("walker2d") then bench_walker() end
 -- memo:backward over a recording with every state stored, ms per step and ns per particle-step. GB/s is a model
 -- of the compulsory DRAM traffic of a forward step (state read + written, parameters read; grid of the active box
 -- zeroed, scattered into (read + write), updated (read + write) and gathered) over the measured time, and "of D2D"
--- that rate over the device-to-device cudaMemcpy rate measured here (read + written bytes). The CUDA backend takes
--- the state from the host and back once per control step (page-locked memory, cuda/README.md), so fwd and bwd at
--- one substep per step include those transfers; "sub10" is the time per substep with 10 substeps per step.
+-- that rate over the device-to-device cudaMemcpy rate measured here (read + written bytes). CUDA states are managed
+-- memory that stays on the device while the host does not touch it (cuda/README.md; CQ_CUDA_SHARED_STATES=0 copies
+-- them to and from page-locked host memory every control step instead, as before); "sub10" is the time per substep
+-- with 10 substeps per step.
 local GPU_SCENES = {
   SCENES[1], SCENES[2], SCENES[3],
   { name = "3d-cube-512k", dim = 3, res = { 128, 128, 128 }, dx = 1 / 128, per_side = 80, dt = 1e-4,

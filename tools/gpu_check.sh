@@ -5,6 +5,7 @@
 #   info       nvidia-smi and the device the engine sees
 #   tests      cqlua tests/run.lua --tags=gpu (CUDA vs CPU, every material, actuator kind and integrator)
 #   bench      cqlua tools/bench.lua gpu (Table II scenes, 512k and 1M particles, fwd and bwd)
+#   bench-pinned  the same with CQ_CUDA_SHARED_STATES=0 (states copied to and from the host every control step)
 #   memcheck   compute-sanitizer memcheck over the scenes of tools/gpu_sanitize.lua
 #   racecheck  compute-sanitizer racecheck over the same scenes
 #   suite      the whole suite, with backend = "auto" choosing the GPU
@@ -31,6 +32,9 @@ for part in "$@"; do
             >> "$OUT/info.log" 2>&1; tail -5 "$OUT/info.log" ;;
     tests) run tests "${T_TESTS:-330}" build/bin/cqlua tests/run.lua --tags=gpu tests/gpu_spec.lua; tail -25 "$OUT/tests.log" ;;
     bench) run bench "${T_BENCH:-200}" build/bin/cqlua tools/bench.lua gpu; cat "$OUT/bench.log" ;;
+    bench-pinned) # the same with states in page-locked host memory, copied in and out every control step
+      CQ_CUDA_SHARED_STATES=0 run bench-pinned "${T_BENCH:-200}" build/bin/cqlua tools/bench.lua gpu
+      cat "$OUT/bench-pinned.log" ;;
     memcheck|racecheck)
       # LuaJIT's compiler does not run under the sanitizer (the process exits silently): the interpreter does
       SANITIZE_JIT_OFF=1 run "$part" "${T_SAN:-150}" compute-sanitizer --tool "$part" --error-exitcode 9 \
@@ -40,6 +44,6 @@ for part in "$@"; do
     profile) ncu --metrics gpu__time_duration.sum --csv --print-units base build/bin/cqlua tools/gpu_prof.lua \
                > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
     walker) run walker "${T_WALKER:-150}" build/bin/cqlua examples/walker2d.lua 10; tail -4 "$OUT/walker.log" ;;
-    *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, memcheck, racecheck, suite)"; exit 2 ;;
+    *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, bench-pinned, memcheck, racecheck, suite, profile, walker)"; exit 2 ;;
   esac
 done
