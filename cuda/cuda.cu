@@ -37,10 +37,17 @@ typedef struct cuda_backend {
   int32_t* node_bc_index;     /* [n_nodes] or NULL */
   cq_bc* node_bcs;            /* [cap_bcs] */
   int cap_bcs;
-  int* info;                  /* [6] prepare's reduction: lo[3], hi[3] */
+  int* info;                  /* [12] prepare's reduction lo[3], hi[3]; then their initial values */
   int* info_h;                /* pinned host copy */
-  unsigned long long* key;    /* check reduction: min of check * n + particle (ULLONG_MAX: none) */
+  /* [2] check reductions, min over failing particles of (order * CQ_N_CHECKS + check) * n + particle (ULLONG_MAX:
+   * none); order = 2 j + after for the j-th prepare of a batch, 0 outside batches. [1]: first_nonfinite's. */
+  unsigned long long* key;
   unsigned long long* key_h;  /* pinned host copy */
+  int in_batch, batch_prepares; /* inside begin_batch .. end_batch; prepare calls so far in it */
+  int box_known;              /* box holds the last prepare's region (read back); 0 inside batches until needed */
+  unsigned grid_blocks;       /* blocks of the grid-stride node kernels (those that read the box on the device) */
+  double* act_sums;           /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
+  double* act_gu;             /* host target of act_sums (NULL: nothing pending) */
   cq_real* gact_h;            /* [n] pinned host copy of the per-particle dL/du (act_grad) */
   double *partial, *partial_h; /* [cap_partial] grid_dot block sums */
   long cap_partial;
@@ -72,21 +79,63 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
       CK(cudaGetLastError());                                                                         \
     }                                                                                                 \
   } while (0)
+/* Launches a grid-stride node kernel (one that reads the active box on the device) over grid_blocks blocks. */
+#define LAUNCH_NODES(kernel, ...)                                                   \
+  do {                                                                              \
+    kernel<<<g->grid_blocks, CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);                \
+    CK(cudaGetLastError());                                                         \
+  } while (0)
 
 static int reset_key(cuda_backend* g) {
   CK(cudaMemsetAsync(g->key, 0xff, sizeof *g->key, g->stream));
   return CQ_OK;
 }
 
-/* Waits for the stream and turns the check key into *bad (after: see cqi_check). */
-static int read_key(cuda_backend* g, int after, cqi_check* bad) {
+/* The check key k (see cuda_backend.key) as a cqi_check. */
+static void decode_key(const cuda_backend* g, unsigned long long k, cqi_check* bad) {
+  unsigned long long n = (unsigned long long)g->base.n, per_order = (unsigned long long)CQ_N_CHECKS * n;
+  if (k == ULLONG_MAX) {
+    *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0};
+    return;
+  }
+  unsigned long long order = k / per_order, rest = k % per_order;
+  *bad = (cqi_check){(int)(rest / n), (int)(rest % n), (int)(order & 1), (int)(order >> 1)};
+}
+
+/* Waits for the stream and turns the check key into *bad. */
+static int read_key(cuda_backend* g, cqi_check* bad) {
   CK(cudaMemcpyAsync(g->key_h, g->key, sizeof *g->key, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
-  unsigned long long k = *g->key_h;
-  int n = g->base.n;
-  bad->check = k == ULLONG_MAX ? CQ_CHECK_OK : (int)(k / n);
-  bad->particle = k == ULLONG_MAX ? -1 : (int)(k % n);
-  bad->after = after;
+  decode_key(g, *g->key_h, bad);
+  return CQ_OK;
+}
+
+/* The key offset of a check kernel: its order in the batch (see cuda_backend.key), 0 outside batches. */
+static unsigned long long key_base(const cuda_backend* g, int after) {
+  if (!g->in_batch) return 0;
+  unsigned long long order = 2ull * (unsigned long long)(g->batch_prepares - 1) + (unsigned long long)after;
+  return order * CQ_N_CHECKS * (unsigned long long)g->base.n;
+}
+
+/* The active box from prepare's reduction lo[3], hi[3] (nodes lo .. hi + 2 per axis; none when no particle passed). */
+static void parse_box(cuda_backend* g, const int* info) {
+  g->box.count = 1;
+  for (int a = 0; a < 3; a++) {
+    long ext = a < g->base.dim ? (long)info[3 + a] + 3 - info[a] : 1;
+    g->box.lo[a] = a < g->base.dim ? info[a] : 0;
+    g->box.ext[a] = (int)(ext > 0 ? ext : 0);
+    g->box.count *= g->box.ext[a];
+  }
+  g->box_known = 1;
+}
+
+/* The active box of the last prepare on the host (read back if a batch has not yet needed it): the implicit solve's
+ * node passes and reductions size their launches by it. */
+static int host_box(cuda_backend* g) {
+  if (g->box_known) return CQ_OK;
+  CK(cudaMemcpyAsync(g->info_h, g->info, sizeof(int) * 6, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  parse_box(g, g->info_h);
   return CQ_OK;
 }
 
@@ -261,18 +310,64 @@ static int cuda_set_threads(cqi_backend* b, int max_threads) { return 1; } /* th
 
 CQI_DIM_DISPATCH(cuda)
 
-/* Zeroes the axis-0 layers lo[0] .. lo[0] + ext[0] - 1 (a superset of the active box, one memset). */
-static int cuda_grid_clear(cqi_backend* b, cq_real* grid) {
+static int cuda_grid_clear(cqi_backend* b, cq_real* grid) { return CQI_BY_DIM(b, cuda_grid_clear, grid); }
+
+static int flush_act_sums(cuda_backend* g); /* below, with act_grad */
+
+static int cuda_begin_batch(cqi_backend* b) {
   cuda_backend* g = (cuda_backend*)b;
-  long layer = g->region_ctx.stride[0] * (b->dim + 1);
-  CK(cudaMemsetAsync(grid + (size_t)g->box.lo[0] * layer, 0, sizeof(cq_real) * layer * g->box.ext[0], g->stream));
+  TRY(reset_key(g));
+  g->in_batch = 1;
+  g->batch_prepares = 0;
   return CQ_OK;
 }
+static int cuda_end_batch(cqi_backend* b, cqi_check* bad) {
+  cuda_backend* g = (cuda_backend*)b;
+  g->in_batch = 0;
+  TRY(flush_act_sums(g));
+  return read_key(g, bad);
+}
+
 /* ---- reductions and vectors ---- */
 
-/* Downloads the per-particle dL/du and sums it on the host in particle order, as the CPU does. */
+/* dL/du per actuator on the device: each block sums its particles' entries per actuator in shared memory, then adds
+ * them with one atomic per block and actuator into sums (double). The order of the additions varies from run to
+ * run (like every GPU scatter here); the CPU backend sums in particle order. */
+#define CQ_ACT_SHARED 256 /* actuators summed in shared memory; more: the host sums a downloaded copy */
+__global__ void cqk_act_grad(int n, int n_act, const int32_t* act_id, const cq_real* gact, double* sums) {
+  __shared__ double acc[CQ_ACT_SHARED];
+  for (int a = threadIdx.x; a < n_act; a += blockDim.x) acc[a] = 0;
+  __syncthreads();
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < n && act_id[p] >= 0) atomicAdd(&acc[act_id[p]], (double)gact[p]);
+  __syncthreads();
+  for (int a = threadIdx.x; a < n_act; a += blockDim.x)
+    if (acc[a] != 0) atomicAdd(&sums[a], acc[a]);
+}
+/* Adds act_sums to their host target (waits for the device). */
+static int flush_act_sums(cuda_backend* g) {
+  if (!g->act_gu) return CQ_OK;
+  int na = g->base.n_act;
+  TRY(ensure_partials(g, na));
+  CK(cudaMemcpyAsync(g->partial_h, g->act_sums, sizeof(double) * na, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  for (int a = 0; a < na; a++) g->act_gu[a] += g->partial_h[a];
+  g->act_gu = NULL;
+  return CQ_OK;
+}
 static int cuda_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu) {
   cuda_backend* g = (cuda_backend*)b;
+  int na = b->n_act;
+  if (na <= 0) return CQ_OK;
+  if (na <= CQ_ACT_SHARED) {
+    if (g->act_gu != gu) { /* a new target: add the pending sums to the old one */
+      TRY(flush_act_sums(g));
+      CK(cudaMemsetAsync(g->act_sums, 0, sizeof(double) * na, g->stream));
+      g->act_gu = gu;
+    }
+    LAUNCH(cqk_act_grad, b->n, b->n, na, act_id, gact, g->act_sums);
+    return g->in_batch ? CQ_OK : flush_act_sums(g);
+  }
   CK(cudaMemcpyAsync(g->gact_h, gact, sizeof(cq_real) * b->n, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
   const int32_t* ids = g->model->act_id; /* host copy of act_id (the argument is the device's) */
@@ -297,9 +392,10 @@ __global__ void cqk_first_nonfinite(long len, const cq_real* x, unsigned long lo
 }
 static int cuda_first_nonfinite(cqi_backend* b, long len, const cq_real* x, long* index) {
   cuda_backend* g = (cuda_backend*)b;
-  TRY(reset_key(g));
-  LAUNCH(cqk_first_nonfinite, len, len, x, g->key);
-  CK(cudaMemcpyAsync(g->key_h, g->key, sizeof *g->key, cudaMemcpyDeviceToHost, g->stream));
+  unsigned long long* key = g->key + 1; /* its own: a batch's check key may still be pending */
+  CK(cudaMemsetAsync(key, 0xff, sizeof *key, g->stream));
+  LAUNCH(cqk_first_nonfinite, len, len, x, key);
+  CK(cudaMemcpyAsync(g->key_h, key, sizeof *key, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
   *index = *g->key_h == ULLONG_MAX ? -1 : (long)*g->key_h;
   return CQ_OK;
@@ -314,7 +410,7 @@ static void cuda_destroy(cqi_backend* b) {
   CQ_PARAM_FIELDS(CQI_FREE)
 #undef CQI_FREE
   void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
-                 g->partial};
+                 g->partial, g->act_sums};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
   void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->gact_h, g->partial_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
@@ -327,6 +423,7 @@ static const cqi_backend_ops cuda_ops = {
     CQ_BACKEND_CUDA, 0, cuda_destroy,
     cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_zero,
     cuda_sync_model, cuda_set_threads,
+    cuda_begin_batch, cuda_end_batch,
     cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
     cuda_cable_forces, cuda_cable_forces_adj,
@@ -348,9 +445,17 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
   CQ_PARAM_FIELDS(CQI_ALLOC)
 #undef CQI_ALLOC
   CK(cudaMalloc((void**)&g->act_kind, m->n_act > 0 ? m->n_act : 1));
-  CK(cudaMalloc((void**)&g->info, sizeof(int) * 6));
+  const int info_init[12] = {0, 0, 0, 0, 0, 0, INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN};
+  CK(cudaMalloc((void**)&g->info, sizeof info_init));
+  CK(cudaMemcpy(g->info, info_init, sizeof info_init, cudaMemcpyHostToDevice));
   CK(cudaMallocHost((void**)&g->info_h, sizeof(int) * 6));
-  CK(cudaMalloc((void**)&g->key, sizeof *g->key));
+  CK(cudaMalloc((void**)&g->key, 2 * sizeof *g->key));
+  CK(cudaMemset(g->key, 0xff, 2 * sizeof *g->key));
+  CK(cudaMalloc((void**)&g->act_sums, sizeof(double) * (m->n_act > 0 ? m->n_act : 1)));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  long node_blocks = (m->n_nodes + CQ_BLOCK - 1) / CQ_BLOCK, cap = 8L * (sms > 0 ? sms : 1);
+  g->grid_blocks = (unsigned)(node_blocks < cap ? (node_blocks > 0 ? node_blocks : 1) : cap);
   CK(cudaMallocHost((void**)&g->key_h, sizeof *g->key_h));
   CK(cudaMallocHost((void**)&g->gact_h, sizeof(cq_real) * n));
   return CQ_OK;

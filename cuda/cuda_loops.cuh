@@ -13,8 +13,11 @@ __device__ __forceinline__ void CQ_D(cqk_min_key)(unsigned long long key, unsign
 }
 
 /* The particle checks (all, or finite and inside the grid: the CPU's test), reduced into info = {lo[0..2], hi[0..2]}
- * and key = min over failing particles of check * n + p. */
-__global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, int* info, unsigned long long* key) {
+ * and key = min over failing particles of base + check * n + p. Does nothing after a failed check of an earlier
+ * kernel of the batch (key < base; this kernel's own atomics only write keys >= base, so every block agrees). */
+__global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, int* info, unsigned long long* key,
+                                  unsigned long long base) {
+  if (*key < base) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x, n = s.n;
   int lo[D], hi[D];
   unsigned long long k = ULLONG_MAX;
@@ -31,7 +34,7 @@ __global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, i
     if (check == CQ_CHECK_OK)
       for (int a = 0; a < D; a++) lo[a] = hi[a] = b[a];
     else
-      k = (unsigned long long)check * n + p;
+      k = base + (unsigned long long)check * n + p;
   }
   /* warp reductions, then the block's in shared memory, then one global atomic per block (one per warp contended
    * on these six words: 79 us of a 512k-particle substep on an H100) */
@@ -58,13 +61,16 @@ __global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, i
 /* Cable forces into f: one thread runs the cables in order, as the CPU does (few cables; a fixed order keeps the sum
  * deterministic). */
 __global__ void CQ_D(cqk_cables)(const cq_cable* cables, int n_cables, const int32_t* idx, const cq_real* x, int n,
-                                 const cq_real* u, cq_real* f) {
+                                 const cq_real* u, cq_real* f, const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return; /* a check of the batch failed */
   for (int k = 0; k < n_cables; k++) CQ_D(cable_forces)(&cables[k], idx, x, n, u[cables[k].act], f);
 }
 
 /* Cable adjoint: adds dL/dx into gx and writes dL/du of cable k into gcab[k] (the host adds it to its actuator). */
 __global__ void CQ_D(cqk_cables_adj)(const cq_cable* cables, int n_cables, const int32_t* idx, const cq_real* x, int n,
-                                     const cq_real* u, const cq_real* gf, cq_real* gx, cq_real* gcab) {
+                                     const cq_real* u, const cq_real* gf, cq_real* gx, cq_real* gcab,
+                                     const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
   for (int k = 0; k < n_cables; k++) gcab[k] = CQ_D(cable_forces_adj)(&cables[k], idx, x, n, u[cables[k].act], gf, gx);
 }
 
@@ -127,7 +133,9 @@ __device__ void CQ_D(cqk_flush)(const cq_substep* c, const cq_real* acc, int com
 }
 
 __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
-    CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, cq_real* grid, cq_real* cache) {
+    CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, cq_real* grid, cq_real* cache,
+                  const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return; /* a check of the batch failed (the same for every block) */
   __shared__ cq_real acc[CQ_LOCAL_REALS];
   __shared__ int lo[3], hi[3];
   int p = blockIdx.x * blockDim.x + threadIdx.x, live = p < s.n, ext[3];
@@ -154,19 +162,21 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
 }
 
 __global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv,
-                               unsigned long long* key) {
+                               unsigned long long* key, unsigned long long base) {
+  if (*key < base) return; /* as cqk_prepare */
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned long long k = ULLONG_MAX;
   if (p < s.n) {
     int check = CQ_D(g2p)(&c, &s, &m, p, gridv);
-    if (check != CQ_CHECK_OK) k = (unsigned long long)check * s.n + p;
+    if (check != CQ_CHECK_OK) k = base + (unsigned long long)check * s.n + p;
   }
   CQ_D(cqk_min_key)(k, key);
 }
 
 /* G2P's adjoint with the block-local scatter of dL/d(node velocity) (see cqk_p2g). */
 __global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv, cq_particles g1,
-                                  cq_particles g0, cq_real* adj, const cq_real* C1) {
+                                  cq_particles g0, cq_real* adj, const cq_real* C1, const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
   __shared__ cq_real acc[CQ_LOCAL_REALS];
   __shared__ int lo[3], hi[3];
   int p = blockIdx.x * blockDim.x + threadIdx.x, live = p < s.n, ext[3];
@@ -204,7 +214,9 @@ __global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, con
 #define CQ_P2G_ADJ_MIN_BLOCKS (CQ_REAL_BITS == 32 ? 4 : 1)
 #endif
 __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_ADJ_MIN_BLOCKS) CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,
-                                  cq_particles g0, cq_param_grads gp, cq_ctl_grads gc, const cq_real* cache) {
+                                  cq_particles g0, cq_param_grads gp, cq_ctl_grads gc, const cq_real* cache,
+                                  const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(p2g_adj)(&c, &s, &m, &ctl, p, adj, &g0, &gp, &gc, cache);
 }
@@ -223,22 +235,55 @@ __device__ __forceinline__ long CQ_D(cqk_box_node)(const cq_substep* c, cqi_box 
   return node;
 }
 
+/* The active box from prepare's reduction info on the device (as parse_box in cuda.cu). */
+__device__ __forceinline__ cqi_box CQ_D(cqk_info_box)(const int* info) {
+  cqi_box b;
+  b.count = 1;
+  for (int a = 0; a < 3; a++) {
+    long ext = a < D ? (long)info[3 + a] + 3 - info[a] : 1;
+    b.lo[a] = a < D ? info[a] : 0;
+    b.ext[a] = (int)(ext > 0 ? ext : 0);
+    b.count *= b.ext[a];
+  }
+  return b;
+}
+/* Node loop of the grid-stride kernels (launched over grid_blocks blocks whatever the box's size). */
+#define CQK_FOR_NODES(t, count) \
+  for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < (count); t += (long)gridDim.x * blockDim.x)
+
+/* Zeroes the D + 1 entries of every node of the active box. */
+__global__ void CQ_D(cqk_grid_clear)(cq_substep c, const int* info, const unsigned long long* key, cq_real* grid) {
+  if (*key != ULLONG_MAX) return;
+  cqi_box b = CQ_D(cqk_info_box)(info);
+  CQK_FOR_NODES(t, b.count) {
+    int i[3];
+    long node = CQ_D(cqk_box_node)(&c, b, t, i);
+    for (int a = 0; a <= D; a++) grid[node * (D + 1) + a] = 0;
+  }
+}
+
 /* Grid update over the active box: mp (momentum, mass) -> v; v may alias mp. */
-__global__ void CQ_D(cqk_grid)(cq_substep c, cqi_box b, const cq_real* mp, cq_real* v) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i);
-  CQ_D(grid_node)(&c, node, i, mp + node * (D + 1), v + node * (D + 1));
+__global__ void CQ_D(cqk_grid)(cq_substep c, const int* info, const unsigned long long* key, const cq_real* mp,
+                               cq_real* v) {
+  if (*key != ULLONG_MAX) return;
+  cqi_box b = CQ_D(cqk_info_box)(info);
+  CQK_FOR_NODES(t, b.count) {
+    int i[3];
+    long node = CQ_D(cqk_box_node)(&c, b, t, i);
+    CQ_D(grid_node)(&c, node, i, mp + node * (D + 1), v + node * (D + 1));
+  }
 }
 
 /* Grid adjoint over the active box: adj (dL/dv) -> (dL/dp, dL/dm) in place, given the forward (momentum, mass). */
-__global__ void CQ_D(cqk_grid_adj)(cq_substep c, cqi_box b, const cq_real* mp, cq_real* adj) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i);
-  CQ_D(grid_node_adj)(&c, node, i, mp + node * (D + 1), adj + node * (D + 1));
+__global__ void CQ_D(cqk_grid_adj)(cq_substep c, const int* info, const unsigned long long* key, const cq_real* mp,
+                                   cq_real* adj) {
+  if (*key != ULLONG_MAX) return;
+  cqi_box b = CQ_D(cqk_info_box)(info);
+  CQK_FOR_NODES(t, b.count) {
+    int i[3];
+    long node = CQ_D(cqk_box_node)(&c, b, t, i);
+    CQ_D(grid_node_adj)(&c, node, i, mp + node * (D + 1), adj + node * (D + 1));
+  }
 }
 
 /* y += a x over the first D components of every active node. */
@@ -357,55 +402,68 @@ __global__ void CQ_D(cqk_implicit_bc_adj)(cq_substep c, cqi_box b, const cq_real
 
 static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
-  const int init[6] = {INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN};
-  CK(cudaMemcpyAsync(g->info, init, sizeof init, cudaMemcpyHostToDevice, g->stream));
-  TRY(reset_key(g));
-  LAUNCH(CQ_D(cqk_prepare), s->n, *s, *c, check_all, g->info, g->key);
-  CK(cudaMemcpyAsync(g->info_h, g->info, sizeof init, cudaMemcpyDeviceToHost, g->stream));
-  TRY(read_key(g, 0, bad));
-  if (bad->check != CQ_CHECK_OK) return CQ_OK;
+  CK(cudaMemcpyAsync(g->info, g->info + 6, sizeof(int) * 6, cudaMemcpyDeviceToDevice, g->stream)); /* initial values */
   g->region_ctx = *c;
-  g->box.count = 1;
-  for (int a = 0; a < 3; a++) {
-    g->box.lo[a] = a < D ? g->info_h[a] : 0;
-    g->box.ext[a] = a < D ? g->info_h[3 + a] + 2 - g->box.lo[a] + 1 : 1; /* + 2: last node touched */
-    g->box.count *= g->box.ext[a];
+  g->box_known = 0;
+  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0};
+  if (g->in_batch) { /* checked at end_batch; the box stays on the device */
+    g->batch_prepares++;
+    LAUNCH(CQ_D(cqk_prepare), s->n, *s, *c, check_all, g->info, g->key, key_base(g, 0));
+    return CQ_OK;
   }
+  TRY(reset_key(g));
+  LAUNCH(CQ_D(cqk_prepare), s->n, *s, *c, check_all, g->info, g->key, 0ull);
+  CK(cudaMemcpyAsync(g->info_h, g->info, sizeof(int) * 6, cudaMemcpyDeviceToHost, g->stream));
+  TRY(read_key(g, bad));
+  if (bad->check == CQ_CHECK_OK) parse_box(g, g->info_h);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_grid_clear)(cqi_backend* b, cq_real* grid) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH_NODES(CQ_D(cqk_grid_clear), g->region_ctx, g->info, g->key, grid);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                           const cq_ctl* ctl, cq_real* grid, cq_real* cache) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_p2g), s->n, *c, *s, *m, *ctl, grid, cache);
+  LAUNCH(CQ_D(cqk_p2g), s->n, *c, *s, *m, *ctl, grid, cache, g->key);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_grid_update)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* v) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_grid), g->box.count, *c, g->box, mp, v);
+  LAUNCH_NODES(CQ_D(cqk_grid), *c, g->info, g->key, mp, v);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
                           const cq_real* gridv, cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
+  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0};
+  if (g->in_batch) {
+    LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, *m, gridv, g->key, key_base(g, 1));
+    return CQ_OK;
+  }
   TRY(reset_key(g));
-  LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, *m, gridv, g->key);
-  return read_key(g, 1, bad);
+  LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, *m, gridv, g->key, 0ull);
+  TRY(read_key(g, bad));
+  bad->after = 1;
+  return CQ_OK;
 }
 
 static int CQ_D(cuda_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                               const cq_real* gridv,
                               const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, *m, gridv, *g1, *g0, adj, C1);
+  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, *m, gridv, *g1, *g0, adj, C1, g->key);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_grid_update_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, cq_real* adj) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_grid_adj), g->box.count, *c, g->box, mp, adj);
+  LAUNCH_NODES(CQ_D(cqk_grid_adj), *c, g->info, g->key, mp, adj);
   return CQ_OK;
 }
 
@@ -413,14 +471,14 @@ static int CQ_D(cuda_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_part
                               const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
                               const cq_ctl_grads* gc, const cq_real* cache) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_p2g_adj), s->n, *c, *s, *m, *ctl, adj, *g0, *gp, *gc, cache);
+  LAUNCH(CQ_D(cqk_p2g_adj), s->n, *c, *s, *m, *ctl, adj, *g0, *gp, *gc, cache, g->key);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_cable_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
                                    cq_real* f) {
   cuda_backend* g = (cuda_backend*)b;
-  CQ_D(cqk_cables)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, f);
+  CQ_D(cqk_cables)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, f, g->key);
   CK(cudaGetLastError());
   return CQ_OK;
 }
@@ -428,7 +486,8 @@ static int CQ_D(cuda_cable_forces)(cqi_backend* b, const cqi_model_view* v, cons
 static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
                                        const cq_real* u, const cq_real* gf, cq_real* gx, double* gu) {
   cuda_backend* g = (cuda_backend*)b;
-  CQ_D(cqk_cables_adj)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, gf, gx, g->gcab);
+  CQ_D(cqk_cables_adj)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, gf, gx, g->gcab,
+                                                     g->key);
   CK(cudaGetLastError());
   CK(cudaMemcpyAsync(g->gcab_h, g->gcab, sizeof(cq_real) * v->n_cables, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
@@ -438,12 +497,14 @@ static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, 
 
 static int CQ_D(cuda_grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   LAUNCH(CQ_D(cqk_grid_axpy), g->box.count, g->region_ctx, g->box, a, x, y);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   long blocks = (g->box.count + CQ_BLOCK - 1) / CQ_BLOCK;
   TRY(ensure_partials(g, blocks));
   LAUNCH(CQ_D(cqk_grid_norm_inf), g->box.count, g->region_ctx, g->box, x, g->partial);
@@ -458,6 +519,7 @@ static int CQ_D(cuda_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* ou
 
 static int CQ_D(cuda_grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y, double* out) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   long blocks = (g->box.count + CQ_BLOCK - 1) / CQ_BLOCK;
   TRY(ensure_partials(g, blocks));
   LAUNCH(CQ_D(cqk_grid_dot), g->box.count, g->region_ctx, g->box, x, y, g->partial);
@@ -486,12 +548,14 @@ static int CQ_D(cuda_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq
 static int CQ_D(cuda_implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
                                     cq_real* y) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   LAUNCH(CQ_D(cqk_implicit_node), g->box.count, *c, g->box, vstar, x, y);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   LAUNCH(CQ_D(cqk_implicit_bc), g->box.count, *c, g->box, vstar, v);
   return CQ_OK;
 }
@@ -499,6 +563,7 @@ static int CQ_D(cuda_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_
 static int CQ_D(cuda_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
                                        cq_real* y) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   LAUNCH(CQ_D(cqk_implicit_precond), g->box.count, *c, g->box, vstar, x, y);
   return CQ_OK;
 }
@@ -514,6 +579,7 @@ static int CQ_D(cuda_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, c
 static int CQ_D(cuda_implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
                                         const cq_real* v, const cq_real* lam, cq_real* out) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   LAUNCH(CQ_D(cqk_implicit_node_adj), g->box.count, *c, g->box, mp, vstar, v, lam, out);
   return CQ_OK;
 }
@@ -521,6 +587,7 @@ static int CQ_D(cuda_implicit_node_adj)(cqi_backend* b, const cq_substep* c, con
 static int CQ_D(cuda_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,
                                       cq_real* gv) {
   cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
   LAUNCH(CQ_D(cqk_implicit_bc_adj), g->box.count, *c, g->box, vstar, v, gv);
   return CQ_OK;
 }

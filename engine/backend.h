@@ -29,6 +29,7 @@ typedef struct cqi_check {
   int check;    /* CQ_CHECK_* */
   int particle; /* 0-based, -1 when check is CQ_CHECK_OK */
   int after;    /* 1: found in the substep's output (G2P), 0: in its input (prepare) */
+  int substep;  /* from end_batch: the 0-based index, within the batch, of the prepare call it follows */
 } cqi_check;
 
 typedef struct cqi_backend_ops {
@@ -48,6 +49,15 @@ typedef struct cqi_backend_ops {
   int (*sync_model)(cqi_backend* b, const cqi_model* model, cqi_model_view* view);
   /* CPU threads for the next control step (0 = choose from the machine's idle cores); returns the count chosen. */
   int (*set_threads)(cqi_backend* b, int max_threads);
+
+  /* Batches: the explicit substeps of one control step, forward or backward, on a backend that can run them without
+   * waiting (the GPU). Between begin_batch and end_batch, prepare and g2p leave *bad OK and keep their checks on the
+   * device, and act_grad adds into gu only at end_batch. end_batch waits for the device and returns the batch's
+   * first failed check with bad->substep (the prepare call it follows, counted from 0). The kernels after a failed
+   * check do nothing, so the state stays where the check found it, as when checks return at once. NULL on backends
+   * whose checks return at once (the CPU). */
+  int (*begin_batch)(cqi_backend* b);
+  int (*end_batch)(cqi_backend* b, cqi_check* bad);
 
   /* Substep stages. prepare checks every particle (all the checks of g2p.h's particle_check when check_all, else
    * only a finite position inside the grid, which the stencils need) into *bad, and sets the active grid region

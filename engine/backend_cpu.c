@@ -169,6 +169,7 @@ static const cqi_backend_ops cpu_ops = {
     CQ_BACKEND_CPU, 1, cpu_destroy,
     cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_zero,
     cpu_sync_model, cpu_set_threads,
+    NULL, NULL, /* checks return at once */
     cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
     cpu_cable_forces, cpu_cable_forces_adj,

@@ -35,6 +35,7 @@ typedef struct cqi_integrator {
   /* Adjoint of substep k: s the state before it, s1 after it, g1 = dL/ds1; writes g0 = dL/ds and accumulates out. */
   int (*substep_adj)(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
                      const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out);
+  int batch; /* 1: its substeps read nothing back between them, so they may run in a backend batch (backend.h) */
 } cqi_integrator;
 
 /* The extra particle forces of a substep (seed 000 eqs. 16-17): the control's user force plus the cable forces,

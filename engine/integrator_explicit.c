@@ -101,4 +101,4 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
 }
 
 const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,
-                                                explicit_substep, explicit_substep_adj};
+                                                explicit_substep, explicit_substep_adj, 1};

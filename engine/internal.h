@@ -67,6 +67,11 @@ int cqi_ctl_from_host(cq_world* w, const cq_real* u, const cq_real* force, const
  * (advanced past every substep that ran). A blow-up stops at the failing substep with a message naming the check,
  * the particle and the step. */
 int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, const cq_ctl* ctl);
+/* Batches of substeps (backend.h begin_batch): cqi_batch_begin starts one when the world's integrator and backend
+ * allow it (*batched = 1); cqi_batch_end ends it and returns CQ_ERR_BLOWUP with *bad (bad->substep: the prepare call
+ * it follows, from 0) when a check of the batch failed, else st (the loop's own status). */
+int cqi_batch_begin(cq_world* w, int* batched);
+int cqi_batch_end(cq_world* w, int batched, int st, cqi_check* bad);
 /* CQ_ERR_INTERRUPTED with a message when the host's interrupt flag is set (cq_set_interrupt_flag), else CQ_OK.
  * what, step and sub (0-based substep of the step, of substeps) say where the run stopped. */
 int cqi_poll_interrupt(cq_world* w, const char* what, long step, long sub, int substeps);

@@ -21,7 +21,7 @@ typedef struct {
   cq_real* rec;      /* host [max_steps][len], allocated by the first step that has this field */
   uint8_t* has;      /* [max_steps] 1 when that step had it */
   cq_real* grad_b;   /* (B) [len] dL/d(field) of the control step at the backward position */
-  cq_real* grad;     /* host [len] the same, for callers (== grad_b on host-memory backends) */
+  cq_real* grad;     /* host [len] the same, for callers (== grad_b on host-memory backends and when shared) */
 } memo_control;
 
 struct cq_memo {
@@ -52,7 +52,7 @@ struct cq_memo {
   cq_state* bstate;  /* host: the state at pos (recomputed) */
   double* gact;      /* host [max_steps][n_act] dL/du */
   cq_param_grads gp_b; /* (B) dL/dparameter, per differentiable parameter */
-  cq_param_grads gp;   /* host views of the same (equal on host-memory backends) */
+  cq_param_grads gp;   /* host views of the same (equal on host-memory backends and when shared) */
 };
 
 static void* backend_alloc(cq_memo* m, size_t count, size_t size) {
@@ -62,16 +62,29 @@ static void* backend_alloc(cq_memo* m, size_t count, size_t size) {
 static void backend_free(cq_memo* m, void* p) {
   if (p) m->be->ops->release(m->be, p);
 }
-/* A host mirror of a backend buffer: the buffer itself on host-memory backends, else page-locked memory where the
- * backend has it (NULL when that runs out: the memo then reports out of memory). */
-static void* host_mirror(cq_memo* m, void* b, size_t bytes) {
-  if (m->be->ops->host_memory) return b;
-  return m->be->ops->host_alloc ? m->be->ops->host_alloc(bytes) : calloc(1, bytes ? bytes : 1);
+/* A gradient buffer that the kernels write (*b) and callers read on the host (*host): one shared block where the
+ * backend has shared memory (backend.h shared_alloc: nothing is copied, the host faults in what it reads), one
+ * buffer on host-memory backends, else a backend buffer and a page-locked host mirror. 0 when out of memory. */
+static int grad_alloc(cq_memo* m, size_t bytes, cq_real** b, cq_real** host) {
+  const cqi_backend_ops* ops = m->be->ops;
+  *b = *host = ops->shared_alloc ? ops->shared_alloc(bytes) : NULL;
+  if (*b) return 1;
+  if (!(*b = backend_alloc(m, 1, bytes))) return 0;
+  if (ops->host_memory) *host = *b;
+  else *host = ops->host_alloc ? ops->host_alloc(bytes) : calloc(1, bytes ? bytes : 1);
+  return *host != NULL;
 }
-static void free_mirror(cq_memo* m, void* host, void* b) {
-  if (host == b) return;
-  if (m->be->ops->host_free) m->be->ops->host_free(host);
-  else free(host);
+static void grad_free(cq_memo* m, cq_real* b, cq_real* host) {
+  const cqi_backend_ops* ops = m->be->ops;
+  if (b && b == host && !ops->host_memory) { /* shared */
+    ops->shared_free(b);
+    return;
+  }
+  if (host && host != b) {
+    if (ops->host_free) ops->host_free(host);
+    else free(host);
+  }
+  backend_free(m, b);
 }
 
 void cq_memo_free(cq_memo* m) {
@@ -83,14 +96,13 @@ void cq_memo_free(cq_memo* m) {
     if (m->g_cur && m->gb[0] != m->g_cur->block) backend_free(m, m->gb[0]);
     backend_free(m, m->gb[1]);
 #define CQI_FREE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CQI_IF(diff)(free_mirror(m, m->gp.name, m->gp_b.name); backend_free(m, m->gp_b.name);)
+  CQI_IF(diff)(grad_free(m, m->gp_b.name, m->gp.name);)
     CQ_PARAM_FIELDS(CQI_FREE)
 #undef CQI_FREE
     for (int f = 1; f < CQ_N_CONTROL_FIELDS; f++) {
       free(m->ctl[f].rec);
       free(m->ctl[f].has);
-      free_mirror(m, m->ctl[f].grad, m->ctl[f].grad_b);
-      backend_free(m, m->ctl[f].grad_b);
+      grad_free(m, m->ctl[f].grad_b, m->ctl[f].grad);
     }
   }
   free(m->act);
@@ -155,9 +167,7 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   }
 #define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                        \
   CQI_IF(diff)(if (ok) {                                                                            \
-    m->gp_b.name = backend_alloc(m, (size_t)n, R);                                                 \
-    m->gp.name = m->gp_b.name ? host_mirror(m, m->gp_b.name, R * n) : NULL;                        \
-    ok = m->gp.name != NULL;                                                                        \
+    ok = grad_alloc(m, R * n, &m->gp_b.name, &m->gp.name);                                         \
   })
   CQ_PARAM_FIELDS(CQI_ALLOC)
 #undef CQI_ALLOC
@@ -167,9 +177,7 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
     memo_control* c = &m->ctl[f];                                                                   \
     c->len = (long)n * (shape == CQ_SHAPE_VEC ? D : shape == CQ_SHAPE_MAT ? D * D : 1);             \
     c->has = calloc(max_steps, 1);                                                                  \
-    c->grad_b = backend_alloc(m, (size_t)c->len, R);                                                \
-    c->grad = c->grad_b ? host_mirror(m, c->grad_b, R * c->len) : NULL;                             \
-    ok = c->has && c->grad;                                                                         \
+    ok = grad_alloc(m, R * c->len, &c->grad_b, &c->grad) && c->has;                                 \
   }                                                                                                 \
   f++;
   CQ_CONTROL_FIELDS(CQI_CTL)
@@ -287,24 +295,26 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
   if ((st = be->ops->upload(be, m->cur_b, m->cur->block, S)) != CQ_OK) return st;
   m->seg_loaded = -1;
   cq_particles p = cqi_particles_view(m->cur_b, m->cur->n, m->cur->dim);
+  long k0 = m->sub0 + (long)m->steps * m->b;
+  int batched;
+  st = cqi_batch_begin(w, &batched);
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
   for (int j = 0; j < m->b && st == CQ_OK; j++) {
     long r = (long)m->steps * m->b + j; /* substep relative to the initial state */
     if (r % m->K == 0 && (st = be->ops->copy(be, m->ckpt + (r / m->K) * m->len, m->cur_b, S)) != CQ_OK) break;
     /* one substep at a time: checkpoints fall between them */
     if ((st = cqi_poll_interrupt(w, "the recording", step, j, m->b)) != CQ_OK) break;
-    long k = m->sub0 + r;
-    cqi_check bad = {CQ_CHECK_OK, -1, 0};
-    st = w->integ->substep(&w->sim, &p, &ctl, k, !m->checked, &bad); /* the recording's own output was checked */
-    if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
-      int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
-      m->cur->substep = bad.after ? k + 1 : k;
-      m->failed = 1;
-      return st2 != CQ_OK ? st2 : cqi_blowup(w, &bad, k, step, &m->cur->p);
-    }
-    m->cur->substep = k + 1;
-    m->checked = 1;
+    st = w->integ->substep(&w->sim, &p, &ctl, k0 + j, !m->checked, &bad); /* the recording's own output was checked */
+    if (st == CQ_OK) m->cur->substep = k0 + j + 1, m->checked = 1;
   }
+  st = cqi_batch_end(w, batched, st, &bad);
   int st2 = be->ops->download(be, m->cur->block, m->cur_b, S);
+  if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
+    long k = batched ? k0 + bad.substep : m->cur->substep; /* one prepare per substep */
+    m->cur->substep = bad.after ? k + 1 : k;
+    m->failed = 1;
+    return st2 != CQ_OK ? st2 : cqi_blowup(w, &bad, k, step, &m->cur->p);
+  }
   if (st == CQ_OK) st = st2;
   if (st != CQ_OK) {
     m->failed = 1;
@@ -409,7 +419,7 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
       if ((*status = be->ops->copy(be, dst, prev, sizeof(cq_real) * m->len)) != CQ_OK) return NULL;
       if ((*status = load_control(m, (int)((q - 1) / m->b), &ctl)) != CQ_OK) return NULL;
       cq_particles p = cqi_particles_view(dst, w->model.n, w->model.dim);
-      cqi_check bad = {CQ_CHECK_OK, -1, 0};
+      cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
       *status = w->integ->substep(&w->sim, &p, &ctl, m->sub0 + q - 1, 0, &bad);
       if (*status != CQ_OK) {
         if (bad.check != CQ_CHECK_OK)
@@ -425,26 +435,14 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
   return m->seg + (i - 1) * m->len;
 }
 
-int cq_memo_backward_step(cq_memo* m) {
+/* The adjoint substeps of control step k (0-based), last first, from dL/d(state after it) in gb[0]; the result is
+ * left in gb[*cur], the state before the step in bstate (complete once the backend's stream is waited for). */
+static int adjoint_substeps(cq_memo* m, int k, int* cur) {
   cq_world* w = m->w;
   cqi_backend* be = m->be;
-  if (m->pos < 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward_step: call backward_begin first");
-  if (m->pos == 0)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: already back at the initial state (call backward_begin to restart)");
-  if (m->generation != w->model.generation)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
-                      "this recording began; record again before backward");
-  int k = m->pos - 1, st = CQ_OK, n = w->model.n, D = w->model.dim;
-  size_t S = sizeof(cq_real) * m->len;
-  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
-    st = be->ops->zero(be, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
-  if (st == CQ_OK) st = be->ops->upload(be, m->gb[0], m->g_cur->block, S); /* callers add dL/ds_k on the host */
-  /* the final state, which the host may have read (a shared block is moved back to the device; else a no-op) */
-  if (st == CQ_OK && m->pos == m->steps && m->cur_b == m->cur->block) st = be->ops->upload(be, m->cur_b, m->cur_b, S);
-  if (st != CQ_OK) return st;
+  int n = w->model.n, D = w->model.dim, st = CQ_OK;
   cq_ctl ctl;
   cqi_adj_out out = {&m->gp_b, m->gact + (long)k * w->model.n_act, m->ctl[1].grad_b, m->ctl[2].grad_b};
-  int cur = 0; /* gb[cur] holds dL/d(state after the substep being undone) */
   for (long r = (long)(k + 1) * m->b - 1; r >= (long)k * m->b; r--) {
     cq_real* sblock = state_at(m, r, &st);
     if (!sblock) return st;
@@ -454,15 +452,46 @@ int cq_memo_backward_step(cq_memo* m) {
     if ((st = load_control(m, k, &ctl)) != CQ_OK) return st;
     if ((st = cqi_poll_interrupt(w, "the backward pass", k + 1, r - (long)k * m->b, m->b)) != CQ_OK) return st;
     cq_particles s = cqi_particles_view(sblock, n, D), s1 = cqi_particles_view(nblock, n, D);
-    cq_particles g1 = cqi_particles_view(m->gb[cur], n, D), g0 = cqi_particles_view(m->gb[1 - cur], n, D);
+    cq_particles g1 = cqi_particles_view(m->gb[*cur], n, D), g0 = cqi_particles_view(m->gb[1 - *cur], n, D);
     st = w->integ->substep_adj(&w->sim, &s, &s1, &ctl, m->sub0 + r, &g1, &g0, &out);
     if (st != CQ_OK) return st;
-    cur = 1 - cur;
-    if (r == (long)k * m->b) {
-      if ((st = be->ops->download(be, m->bstate->block, sblock, S)) != CQ_OK) return st;
+    *cur = 1 - *cur;
+    if (r == (long)k * m->b) { /* a copy, not a download: it need not wait for the device (the step's end does) */
+      if ((st = be->ops->copy(be, m->bstate->block, sblock, sizeof(cq_real) * m->len)) != CQ_OK) return st;
       m->bstate->substep = m->sub0 + r;
     }
   }
+  return CQ_OK;
+}
+
+int cq_memo_backward_step(cq_memo* m) {
+  cq_world* w = m->w;
+  cqi_backend* be = m->be;
+  if (m->pos < 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward_step: call backward_begin first");
+  if (m->pos == 0)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: already back at the initial state (call backward_begin to restart)");
+  if (m->generation != w->model.generation)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
+                      "this recording began; record again before backward");
+  int k = m->pos - 1, st = CQ_OK;
+  size_t S = sizeof(cq_real) * m->len;
+  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
+    st = be->ops->zero(be, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
+  if (st == CQ_OK) st = be->ops->upload(be, m->gb[0], m->g_cur->block, S); /* callers add dL/ds_k on the host */
+  /* the final state, which the host may have read (a shared block is moved back to the device; else a no-op) */
+  if (st == CQ_OK && m->pos == m->steps && m->cur_b == m->cur->block) st = be->ops->upload(be, m->cur_b, m->cur_b, S);
+  if (st != CQ_OK) return st;
+  int batched, cur = 0; /* gb[cur] holds dL/d(state after the substep being undone) */
+  st = cqi_batch_begin(w, &batched);
+  if (st == CQ_OK) st = adjoint_substeps(m, k, &cur);
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
+  st = cqi_batch_end(w, batched, st, &bad);
+  if (st != CQ_OK) m->seg_loaded = -1; /* a recomputed segment may be incomplete */
+  if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK)
+    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: a state recomputed for control step %d fails the %s check "
+                      "(particle %d); was the world changed after recording?", k + 1,
+                      cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
+  if (st != CQ_OK) return st;
   /* the result must be in g_cur, whose address callers hold */
   st = be->ops->host_memory ? be->ops->copy(be, m->g_cur->block, m->gb[cur], S)
                             : be->ops->download(be, m->g_cur->block, m->gb[cur], S); /* either side may be shared */

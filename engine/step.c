@@ -207,28 +207,49 @@ static cq_real* host_copy(cq_world* w, const cq_particles* s) {
   return h;
 }
 
+/* The blow-up error of a failed check of substep k (the state s, in backend memory, as the check left it). */
+static int report_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_particles* s) {
+  if (w->be->ops->host_memory) return cqi_blowup(w, bad, k, step, s);
+  cq_real* h = host_copy(w, s);
+  if (!h) return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld: particle %d failed the %s check", step,
+                            bad->particle + 1, cq_name(CQ_LIST_CHECK, bad->check, NULL));
+  cq_particles hp = cqi_particles_view(h, w->model.n, w->model.dim);
+  int st = cqi_blowup(w, bad, k, step, &hp);
+  free(h);
+  return st;
+}
+
+int cqi_batch_begin(cq_world* w, int* batched) {
+  *batched = w->integ->batch && w->be->ops->begin_batch;
+  return *batched ? w->be->ops->begin_batch(w->be) : CQ_OK;
+}
+
+int cqi_batch_end(cq_world* w, int batched, int st, cqi_check* bad) {
+  if (!batched) return st;
+  cqi_check late;
+  int st2 = w->be->ops->end_batch(w->be, &late);
+  if (st2 != CQ_OK) return st2;
+  if (late.check == CQ_CHECK_OK) return st;
+  *bad = late; /* it came first: what stopped the loop (an interruption) came later */
+  return CQ_ERR_BLOWUP;
+}
+
 int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, const cq_ctl* ctl) {
-  for (int b = 0; b < w->model.desc.substeps; b++) {
-    int st = cqi_poll_interrupt(w, "the step", step, b, w->model.desc.substeps);
-    if (st != CQ_OK) return st;
-    cqi_check bad = {CQ_CHECK_OK, -1, 0};
-    st = w->integ->substep(&w->sim, s, ctl, *substep, b == 0, &bad);
-    if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
-      long k = *substep;
-      if (bad.after) (*substep)++; /* the state is the failing substep's output */
-      if (w->be->ops->host_memory) return cqi_blowup(w, &bad, k, step, s);
-      cq_real* h = host_copy(w, s);
-      if (!h) return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld: particle %d failed the %s check", step,
-                                bad.particle + 1, cq_name(CQ_LIST_CHECK, bad.check, NULL));
-      cq_particles hp = cqi_particles_view(h, w->model.n, w->model.dim);
-      st = cqi_blowup(w, &bad, k, step, &hp);
-      free(h);
-      return st;
-    }
-    if (st != CQ_OK) return st;
-    (*substep)++;
+  long k0 = *substep;
+  int batched, st = cqi_batch_begin(w, &batched);
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
+  for (int b = 0; b < w->model.desc.substeps && st == CQ_OK; b++) {
+    st = cqi_poll_interrupt(w, "the step", step, b, w->model.desc.substeps);
+    if (st == CQ_OK) st = w->integ->substep(&w->sim, s, ctl, *substep, b == 0, &bad);
+    if (st == CQ_OK) (*substep)++;
   }
-  return CQ_OK;
+  st = cqi_batch_end(w, batched, st, &bad);
+  if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
+    long k = batched ? k0 + bad.substep : *substep; /* one prepare per substep */
+    *substep = bad.after ? k + 1 : k; /* after: the state is the failing substep's output */
+    return report_blowup(w, &bad, k, step, s);
+  }
+  return st;
 }
 
 int cq_step(cq_world* w, cq_state* s, const cq_control* c) {

@@ -303,6 +303,38 @@ describe("CUDA backend", function()
     mc:release(); mg:release()
   end)
 
+  -- The GPU checks a control step's substeps once, at its end (cuda/README.md "Batches"): a blow-up in its middle must
+  -- still name the CPU's substep and particle, and leave the state where the CPU leaves it.
+  gpu_it("a blow-up in the middle of a control step: the CPU's message, substep and state (step and recording)", "f64",
+    function()
+      local out = {}
+      for _, backend in ipairs { "cpu", "cuda" } do
+        local w, s = G.scene { dim = 2, bc = "slip", substeps = 4, backend = backend }
+        local s0, err = s:copy(), nil
+        for _ = 1, 10 do
+          local ok, e = pcall(w.step, w, s, { 0, 3e4 })
+          if not ok then err = e break end
+        end
+        local m = w:memo { steps = 10 }
+        m:begin(s0)
+        local ok, merr
+        for _ = 1, 10 do
+          ok, merr = pcall(m.step, m, { 0, 3e4 })
+          if not ok then break end
+        end
+        out[backend] = { msg = tostring(err):gsub("^.-world:step: ", ""), sub = s:substep(), s = s,
+          mmsg = tostring(merr):gsub("^.-memo:step: ", ""), msub = m.state:substep(), mx = m.state.x[0] }
+      end
+      print("  " .. out.cuda.msg)
+      assert.truthy(out.cpu.msg:find("after substep 2 of 4", 1, true))
+      assert.are.equal(out.cpu.msg, out.cuda.msg)
+      assert.are.equal(out.cpu.mmsg, out.cuda.mmsg)
+      assert.are.equal(out.cpu.sub, out.cuda.sub)
+      assert.are.equal(out.cpu.msub, out.cuda.msub)
+      assert.is_true(rel_err(out.cuda.s.x, out.cpu.s.x, 2 * out.cpu.s.n) <= 1e-10)
+      assert.is_true(math.abs(out.cuda.mx - out.cpu.mx) <= 1e-10)
+    end)
+
   gpu_it("reports a particle leaving the grid with the CPU's message", "f64", function()
     local msgs = {}
     for _, backend in ipairs { "cpu", "cuda" } do

@@ -10,6 +10,7 @@
 #   racecheck  compute-sanitizer racecheck over the same scenes
 #   suite      the whole suite, with backend = "auto" choosing the GPU
 #   profile    Nsight Compute's duration of every kernel of tools/gpu_prof.lua (the 512k cube), summed per kernel
+#   small      tools/gpu_small.lua (2D 6.4k, seed 004's 3D scene) under Nsight Systems: where small scenes' time goes
 #   walker     examples/walker2d.lua for 10 iterations (backend "auto": the GPU), to compare with the CPU's log
 # Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_WALKER (seconds).
 set -u -o pipefail
@@ -43,6 +44,16 @@ for part in "$@"; do
     suite) run suite "${T_SUITE:-400}" build/bin/cqlua tests/run.lua ;;
     profile) ncu --metrics gpu__time_duration.sum --csv --print-units base build/bin/cqlua tools/gpu_prof.lua \
                > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
+    small) # where the time of small scenes goes: Nsight Systems' API and kernel summaries, else the wall times alone
+      if command -v nsys > /dev/null; then
+        nsys profile --stats=true --force-overwrite true -o "$OUT/small" build/bin/cqlua tools/gpu_small.lua \
+          > "$OUT/small.log" 2>&1
+        grep -E "us per substep|per substep" "$OUT/small.log"
+        awk '/cuda_api_sum|cuda_gpu_kern_sum|cuda_gpu_mem_time_sum/{p=1} p&&NF==0{c++} p&&c<3{print}' "$OUT/small.log" \
+          | cut -c1-160 | head -90
+      else
+        echo "no nsys"; build/bin/cqlua tools/gpu_small.lua
+      fi ;;
     walker) run walker "${T_WALKER:-150}" build/bin/cqlua examples/walker2d.lua 10; tail -4 "$OUT/walker.log" ;;
     *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, bench-pinned, memcheck, racecheck, suite, profile, walker)"; exit 2 ;;
   esac

@@ -1,0 +1,54 @@
+-- tools/gpu_small.lua [backend=cuda]: the small scenes whose time is not the kernels' own (tools/gpu_check.sh "small" runs it under
+-- Nsight Systems when the device machine has it): the 2D 6.4k block of tools/bench.lua with 10 substeps per control
+-- step, and seed 004's 3D scene (8,000 particles, 1e6 nodes) recorded into a memo for 50 control steps and back.
+-- Prints the wall time per substep of each.
+local cq = require "cq"
+local now = require("cq.clock").now
+local BACKEND = arg[1] or "cuda" -- "cpu" to try it here
+local function block2d()
+  local n, dx = 6400, 1 / 128
+  local w = cq.world { dim = 2, res = { 128, 128 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8 }, n = n,
+    precision = "f32", backend = BACKEND, walls = { all = { type = "slip" } } }
+  local h = dx / 2
+  w:fill("vol0", h * h); w:fill("mass", h * h * 1000); w:fill("E", 1e4); w:fill("nu", 0.3)
+  w:commit()
+  local s = w:state()
+  for p = 0, n - 1 do s.x[p], s.x[n + p] = 0.3 + (p % 80 + 0.5) * h, 0.1 + (math.floor(p / 80) + 0.5) * h end
+  return w, s
+end
+local w, s = block2d()
+for _ = 1, 20 do w:step(s) end
+local t0, steps = now(), 200
+for _ = 1, steps do w:step(s) end
+print(string.format("2D 6.4k: %.1f us per substep (10 per control step)", (now() - t0) / steps / 10 * 1e6))
+w:release()
+
+local side, dx = 20, 0.01
+local n = side ^ 3
+w = cq.world { dim = 3, res = { 100, 100, 100 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8, 0 },
+  n = n, n_actuators = 4, precision = "f32", backend = BACKEND, walls = { all = { type = "sticky" } } }
+local h = dx / 2
+w:fill("vol0", h ^ 3); w:fill("mass", h ^ 3 * 1000); w:fill("material", "neohookean")
+w:fill_lame(1e5 / (2 * 1.4), 1e5 * 0.4 / (1.4 * 0.2))
+w:fill("act_axis", { 1, 1, 1 })
+w:fill("act_id", function(p) return (p - 1) % 4 end)
+w:commit()
+s = w:state()
+local p = 0
+for i = 0, side - 1 do for j = 0, side - 1 do for k = 0, side - 1 do
+  s.x[p], s.x[n + p], s.x[2 * n + p] = 0.45 + (i + 0.5) * h, 0.03 + (j + 0.5) * h, 0.45 + (k + 0.5) * h
+  p = p + 1
+end end end
+local memo = w:memo { steps = 50 }
+for rep = 1, 2 do -- the first is the warm-up
+  t0 = now()
+  memo:begin(s)
+  for k = 1, 50 do memo:step { 2e3 * math.sin(k / 16), 0, 0, 0 } end
+  local fwd = now() - t0
+  t0 = now()
+  memo:backward()
+  local bwd = now() - t0
+  if rep == 2 then
+    print(string.format("seed 004 3D: forward %.1f us, backward %.1f us per substep", fwd / 500 * 1e6, bwd / 500 * 1e6))
+  end
+end
