@@ -14,6 +14,12 @@ extern "C" {
 #include "../engine/kernels.h"
 
 #define CQ_BLOCK 128 /* threads per block of the per-particle and per-node kernels */
+/* The substep context as a kernel parameter: the shared bodies take its address (and keep pointers to its walls), which
+ * for a plain parameter makes every thread copy the whole struct to local memory first (a 368-byte stack frame in the
+ * grid update); __grid_constant__ lets them read it in place. */
+#define CQK_SUBSTEP const __grid_constant__ cq_substep
+#define CQK_PARTICLES const __grid_constant__ cq_particles /* the same for the particle arrays and parameters */
+#define CQK_PARAMS const __grid_constant__ cq_params
 
 /* The active node box of a substep: lo + [0, ext) per axis (ext = 1 on unused axes), count nodes. */
 typedef struct {
@@ -46,6 +52,7 @@ typedef struct cuda_backend {
   int in_batch, batch_prepares; /* inside begin_batch .. end_batch; prepare calls so far in it */
   int box_known;              /* box holds the last prepare's region (read back); 0 inside batches until needed */
   unsigned grid_blocks;       /* blocks of the grid-stride node kernels (those that read the box on the device) */
+  long local_min_blocks;      /* smallest per-particle launch whose scatters go through shared memory (cqk_p2g) */
   double* act_sums;           /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
   double* act_gu;             /* host target of act_sums (NULL: nothing pending) */
   cq_real* gact_h;            /* [n] pinned host copy of the per-particle dL/du (act_grad) */
@@ -79,12 +86,21 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
       CK(cudaGetLastError());                                                                         \
     }                                                                                                 \
   } while (0)
-/* Launches a grid-stride node kernel (one that reads the active box on the device) over grid_blocks blocks. */
+/* Launches a grid-stride node kernel (one that reads the active box on the device): correct for any box, sized by
+ * the last box the host saw (with room to grow; the box moves slowly), at most grid_blocks blocks. */
 #define LAUNCH_NODES(kernel, ...)                                                   \
   do {                                                                              \
-    kernel<<<g->grid_blocks, CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);                \
+    kernel<<<node_blocks(g), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);                \
     CK(cudaGetLastError());                                                         \
   } while (0)
+
+static long particle_blocks(const cuda_backend* g, long n) { return (n + CQ_BLOCK - 1) / CQ_BLOCK; }
+
+static unsigned node_blocks(const cuda_backend* g) {
+  if (g->box.count <= 0) return g->grid_blocks; /* no box seen yet */
+  long want = (g->box.count + g->box.count / 2 + CQ_BLOCK - 1) / CQ_BLOCK;
+  return want < (long)g->grid_blocks ? (unsigned)want : g->grid_blocks;
+}
 
 static int reset_key(cuda_backend* g) {
   CK(cudaMemsetAsync(g->key, 0xff, sizeof *g->key, g->stream));
@@ -325,7 +341,11 @@ static int cuda_end_batch(cqi_backend* b, cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
   g->in_batch = 0;
   TRY(flush_act_sums(g));
-  return read_key(g, bad);
+  /* the last prepare's box comes along with the key (sizes the next batch's node launches) */
+  CK(cudaMemcpyAsync(g->info_h, g->info, sizeof(int) * 6, cudaMemcpyDeviceToHost, g->stream));
+  TRY(read_key(g, bad));
+  if (bad->check == CQ_CHECK_OK && g->batch_prepares > 0) parse_box(g, g->info_h);
+  return CQ_OK;
 }
 
 /* ---- reductions and vectors ---- */
@@ -456,6 +476,10 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   long node_blocks = (m->n_nodes + CQ_BLOCK - 1) / CQ_BLOCK, cap = 8L * (sms > 0 ? sms : 1);
   g->grid_blocks = (unsigned)(node_blocks < cap ? (node_blocks > 0 ? node_blocks : 1) : cap);
+  /* two blocks per SM: below that a launch's warps wait on its shared atomics (see cqk_p2g; CQ_CUDA_LOCAL_MIN_BLOCKS
+   * overrides it, to measure) */
+  const char* lmb = getenv("CQ_CUDA_LOCAL_MIN_BLOCKS");
+  g->local_min_blocks = lmb ? atol(lmb) : 2L * (sms > 0 ? sms : 1);
   CK(cudaMallocHost((void**)&g->key_h, sizeof *g->key_h));
   CK(cudaMallocHost((void**)&g->gact_h, sizeof(cq_real) * n));
   return CQ_OK;

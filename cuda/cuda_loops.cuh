@@ -15,7 +15,7 @@ __device__ __forceinline__ void CQ_D(cqk_min_key)(unsigned long long key, unsign
 /* The particle checks (all, or finite and inside the grid: the CPU's test), reduced into info = {lo[0..2], hi[0..2]}
  * and key = min over failing particles of base + check * n + p. Does nothing after a failed check of an earlier
  * kernel of the batch (key < base; this kernel's own atomics only write keys >= base, so every block agrees). */
-__global__ void CQ_D(cqk_prepare)(cq_particles s, cq_substep c, int check_all, int* info, unsigned long long* key,
+__global__ void CQ_D(cqk_prepare)(CQK_PARTICLES s, CQK_SUBSTEP c, int check_all, int* info, unsigned long long* key,
                                   unsigned long long base) {
   if (*key < base) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x, n = s.n;
@@ -78,7 +78,10 @@ __global__ void CQ_D(cqk_cables_adj)(const cq_cable* cables, int n_cables, const
  * nodes they touch, which then goes to the grid with one global atomic per non-zero entry. Global atomics bound the
  * plain scatter (27 nodes x (D+1) per particle: 0.9 ns per particle for P2G on an H100, docs/benchmarks.md);
  * particles laid out in raster order, as every robot builder does, touch a few hundred nodes per block of 128, so
- * this cuts them several fold. A block whose box does not fit in CQ_LOCAL_REALS scatters straight to the grid. */
+ * this cuts them several fold. A block whose box does not fit in CQ_LOCAL_REALS scatters straight to the grid, and so
+ * does every block of a launch too small to fill the GPU (local = 0, cuda_backend.local_min_blocks): shared-memory
+ * float atomics are compare-and-swap loops (ATOMS.CAST.SPIN in the SASS) that stall the one warp per scheduler such a
+ * launch has, while global ones (RED) do not wait. */
 #ifndef CQ_LOCAL_REALS
 #define CQ_LOCAL_REALS 4096
 #endif
@@ -133,8 +136,8 @@ __device__ void CQ_D(cqk_flush)(const cq_substep* c, const cq_real* acc, int com
 }
 
 __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
-    CQ_D(cqk_p2g)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, cq_real* grid, cq_real* cache,
-                  const unsigned long long* key) {
+    CQ_D(cqk_p2g)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, cq_ctl ctl, cq_real* grid, cq_real* cache,
+                  const unsigned long long* key, int local) {
   if (*key != ULLONG_MAX) return; /* a check of the batch failed (the same for every block) */
   __shared__ cq_real acc[CQ_LOCAL_REALS];
   __shared__ int lo[3], hi[3];
@@ -144,7 +147,7 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
   cq_real mv[D];
   if (live) CQ_D(p2g_begin)(&c, &s, &m, &ctl, p, cache, &q, &st, mv);
   long vol = CQ_D(cqk_block_box)(live, st.base, lo, hi, ext);
-  if (vol * (D + 1) > CQ_LOCAL_REALS) { /* the same for the whole block: scatter straight to the grid */
+  if (!local || vol * (D + 1) > CQ_LOCAL_REALS) { /* the same for the whole block: scatter straight to the grid */
     if (live) CQ_D(p2g_scatter)(&c, &q, &st, mv, grid);
     return;
   }
@@ -161,7 +164,7 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
   CQ_D(cqk_flush)(&c, acc, D + 1, vol, lo, ext, grid);
 }
 
-__global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv,
+__global__ void CQ_D(cqk_g2p)(CQK_SUBSTEP c, cq_particles s, CQK_PARAMS m, const cq_real* gridv,
                                unsigned long long* key, unsigned long long base) {
   if (*key < base) return; /* as cqk_prepare */
   int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -174,8 +177,9 @@ __global__ void CQ_D(cqk_g2p)(cq_substep c, cq_particles s, cq_params m, const c
 }
 
 /* G2P's adjoint with the block-local scatter of dL/d(node velocity) (see cqk_p2g). */
-__global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* gridv, cq_particles g1,
-                                  cq_particles g0, cq_real* adj, const cq_real* C1, const unsigned long long* key) {
+__global__ void CQ_D(cqk_g2p_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* gridv, cq_particles g1,
+                                  cq_particles g0, cq_real* adj, const cq_real* C1, const unsigned long long* key,
+                                  int local) {
   if (*key != ULLONG_MAX) return;
   __shared__ cq_real acc[CQ_LOCAL_REALS];
   __shared__ int lo[3], hi[3];
@@ -184,7 +188,7 @@ __global__ void CQ_D(cqk_g2p_adj)(cq_substep c, cq_particles s, cq_params m, con
   cq_real gv[D], gC[D][D], gx[D];
   if (live) CQ_D(g2p_adj_begin)(&c, &s, &m, p, gridv, &g1, &g0, C1, &st, gv, gC, gx);
   long vol = CQ_D(cqk_block_box)(live, st.base, lo, hi, ext);
-  int local_ok = vol * D <= CQ_LOCAL_REALS; /* the same for the whole block */
+  int local_ok = local && vol * D <= CQ_LOCAL_REALS; /* the same for the whole block */
   if (local_ok) {
     for (int i = threadIdx.x; i < vol * D; i += blockDim.x) acc[i] = 0;
     __syncthreads();
@@ -252,7 +256,7 @@ __device__ __forceinline__ cqi_box CQ_D(cqk_info_box)(const int* info) {
   for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < (count); t += (long)gridDim.x * blockDim.x)
 
 /* Zeroes the D + 1 entries of every node of the active box. */
-__global__ void CQ_D(cqk_grid_clear)(cq_substep c, const int* info, const unsigned long long* key, cq_real* grid) {
+__global__ void CQ_D(cqk_grid_clear)(CQK_SUBSTEP c, const int* info, const unsigned long long* key, cq_real* grid) {
   if (*key != ULLONG_MAX) return;
   cqi_box b = CQ_D(cqk_info_box)(info);
   CQK_FOR_NODES(t, b.count) {
@@ -263,7 +267,7 @@ __global__ void CQ_D(cqk_grid_clear)(cq_substep c, const int* info, const unsign
 }
 
 /* Grid update over the active box: mp (momentum, mass) -> v; v may alias mp. */
-__global__ void CQ_D(cqk_grid)(cq_substep c, const int* info, const unsigned long long* key, const cq_real* mp,
+__global__ void CQ_D(cqk_grid)(CQK_SUBSTEP c, const int* info, const unsigned long long* key, const cq_real* mp,
                                cq_real* v) {
   if (*key != ULLONG_MAX) return;
   cqi_box b = CQ_D(cqk_info_box)(info);
@@ -275,7 +279,7 @@ __global__ void CQ_D(cqk_grid)(cq_substep c, const int* info, const unsigned lon
 }
 
 /* Grid adjoint over the active box: adj (dL/dv) -> (dL/dp, dL/dm) in place, given the forward (momentum, mass). */
-__global__ void CQ_D(cqk_grid_adj)(cq_substep c, const int* info, const unsigned long long* key, const cq_real* mp,
+__global__ void CQ_D(cqk_grid_adj)(CQK_SUBSTEP c, const int* info, const unsigned long long* key, const cq_real* mp,
                                    cq_real* adj) {
   if (*key != ULLONG_MAX) return;
   cqi_box b = CQ_D(cqk_info_box)(info);
@@ -287,7 +291,7 @@ __global__ void CQ_D(cqk_grid_adj)(cq_substep c, const int* info, const unsigned
 }
 
 /* y += a x over the first D components of every active node. */
-__global__ void CQ_D(cqk_grid_axpy)(cq_substep c, cqi_box b, cq_real a, const cq_real* x, cq_real* y) {
+__global__ void CQ_D(cqk_grid_axpy)(CQK_SUBSTEP c, cqi_box b, cq_real a, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
   int i[3];
@@ -296,7 +300,7 @@ __global__ void CQ_D(cqk_grid_axpy)(cq_substep c, cqi_box b, cq_real a, const cq
 }
 
 /* Per-block partial sums of x.y over active nodes, in a fixed tree order (deterministic for a given box). */
-__global__ void CQ_D(cqk_grid_dot)(cq_substep c, cqi_box b, const cq_real* x, const cq_real* y, double* partial) {
+__global__ void CQ_D(cqk_grid_dot)(CQK_SUBSTEP c, cqi_box b, const cq_real* x, const cq_real* y, double* partial) {
   __shared__ double sum[CQ_BLOCK];
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   double v = 0;
@@ -315,7 +319,7 @@ __global__ void CQ_D(cqk_grid_dot)(cq_substep c, cqi_box b, const cq_real* x, co
 }
 
 /* Per-block maxima of |x| over active nodes (NaN propagates: cqi_max_wins). */
-__global__ void CQ_D(cqk_grid_norm_inf)(cq_substep c, cqi_box b, const cq_real* x, double* partial) {
+__global__ void CQ_D(cqk_grid_norm_inf)(CQK_SUBSTEP c, cqi_box b, const cq_real* x, double* partial) {
   __shared__ double m[CQ_BLOCK];
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   double v = 0;
@@ -337,18 +341,18 @@ __global__ void CQ_D(cqk_grid_norm_inf)(cq_substep c, cqi_box b, const cq_real* 
 }
 
 /* The implicit solve (engine/implicit.h): particle scatters (atomics, as P2G) and node passes over the active box. */
-__global__ void CQ_D(cqk_implicit_stress)(cq_substep c, cq_particles s, cq_params m, const cq_real* v, cq_real* out) {
+__global__ void CQ_D(cqk_implicit_stress)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, cq_real* out) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(implicit_stress)(&c, &s, &m, p, v, out);
 }
 
-__global__ void CQ_D(cqk_implicit_hvp)(cq_substep c, cq_particles s, cq_params m, const cq_real* v, const cq_real* dir,
+__global__ void CQ_D(cqk_implicit_hvp)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* dir,
                                        cq_real* out) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(implicit_hvp)(&c, &s, &m, p, v, dir, out);
 }
 
-__global__ void CQ_D(cqk_implicit_node)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
+__global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
   int i[3];
@@ -356,7 +360,7 @@ __global__ void CQ_D(cqk_implicit_node)(cq_substep c, cqi_box b, const cq_real* 
   CQ_D(implicit_node)(&c, node, i, vstar + node * (D + 1), x ? x + node * (D + 1) : NULL, y + node * (D + 1));
 }
 
-__global__ void CQ_D(cqk_implicit_bc)(cq_substep c, cqi_box b, const cq_real* vstar, cq_real* v) {
+__global__ void CQ_D(cqk_implicit_bc)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, cq_real* v) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
   int i[3];
@@ -364,7 +368,7 @@ __global__ void CQ_D(cqk_implicit_bc)(cq_substep c, cqi_box b, const cq_real* vs
   CQ_D(implicit_bc_node)(&c, node, i, vstar + node * (D + 1), v + node * (D + 1));
 }
 
-__global__ void CQ_D(cqk_implicit_precond)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* x,
+__global__ void CQ_D(cqk_implicit_precond)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x,
                                            cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -374,13 +378,13 @@ __global__ void CQ_D(cqk_implicit_precond)(cq_substep c, cqi_box b, const cq_rea
 }
 
 /* Its adjoint: a particle gather (no atomics) and node passes over the active box. */
-__global__ void CQ_D(cqk_implicit_stress_adj)(cq_substep c, cq_particles s, cq_params m, const cq_real* v,
+__global__ void CQ_D(cqk_implicit_stress_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v,
                                               const cq_real* lam, cq_particles g0, cq_param_grads gp) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(implicit_stress_adj)(&c, &s, &m, p, v, lam, &g0, &gp);
 }
 
-__global__ void CQ_D(cqk_implicit_node_adj)(cq_substep c, cqi_box b, const cq_real* mp, const cq_real* vstar,
+__global__ void CQ_D(cqk_implicit_node_adj)(CQK_SUBSTEP c, cqi_box b, const cq_real* mp, const cq_real* vstar,
                                             const cq_real* v, const cq_real* lam, cq_real* out) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -389,7 +393,7 @@ __global__ void CQ_D(cqk_implicit_node_adj)(cq_substep c, cqi_box b, const cq_re
   CQ_D(implicit_node_adj)(&c, node, i, mp + o, vstar + o, v + o, lam + o, out + o);
 }
 
-__global__ void CQ_D(cqk_implicit_bc_adj)(cq_substep c, cqi_box b, const cq_real* vstar, const cq_real* v,
+__global__ void CQ_D(cqk_implicit_bc_adj)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* v,
                                           cq_real* g) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -428,7 +432,7 @@ static int CQ_D(cuda_grid_clear)(cqi_backend* b, cq_real* grid) {
 static int CQ_D(cuda_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                           const cq_ctl* ctl, cq_real* grid, cq_real* cache) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_p2g), s->n, *c, *s, *m, *ctl, grid, cache, g->key);
+  LAUNCH(CQ_D(cqk_p2g), s->n, *c, *s, *m, *ctl, grid, cache, g->key, particle_blocks(g, s->n) >= g->local_min_blocks);
   return CQ_OK;
 }
 
@@ -457,7 +461,8 @@ static int CQ_D(cuda_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_part
                               const cq_real* gridv,
                               const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, *m, gridv, *g1, *g0, adj, C1, g->key);
+  LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, *m, gridv, *g1, *g0, adj, C1, g->key,
+         particle_blocks(g, s->n) >= g->local_min_blocks);
   return CQ_OK;
 }
 

@@ -4,6 +4,7 @@
 -- full-memory backward on the GPU. Without a usable GPU they are skipped with the reason. The other tests run
 -- everywhere: backend selection ("auto" falls back to the CPU with identical results, "cuda" is a clear error).
 local cq = require "cq"
+local ffi = require "ffi"
 local C = require "cq._ffi"
 local G = require "tests._grad"
 
@@ -223,6 +224,32 @@ describe("CUDA vs CPU, implicit integrator, f64", function()
     print("  " .. tostring(err))
     assert.truthy(tostring(err):find("factor", 1, true))
   end)
+end)
+
+-- The tests' scenes are one block of particles, which the GPU scatters straight to global memory; larger scenes go
+-- through the block-local shared-memory scatter (cuda/cuda_loops.cuh). CQ_CUDA_LOCAL_MIN_BLOCKS=0 (read when a world
+-- is made) sends these through it too.
+pcall(ffi.cdef, "int setenv(const char* name, const char* value, int overwrite); int unsetenv(const char* name);")
+describe("CUDA vs CPU through the block-local scatter", function()
+  for _, dim in ipairs { 2, 3 } do
+    for _, precision in ipairs { "f32", "f64" } do
+      gpu_it(string.format("%dD %s neohookean, chamber, friction walls: forward and every gradient kind", dim, precision),
+        precision, function()
+          local mat = materials[#materials]
+          local wc, sc = G.scene(scene_opts(dim, mat, "friction", precision, "cpu"))
+          ffi.C.setenv("CQ_CUDA_LOCAL_MIN_BLOCKS", "0", 1)
+          local ok, wg, sg = pcall(G.scene, scene_opts(dim, mat, "friction", precision, "cuda"))
+          local ok2, wg2, s0g = pcall(G.scene, scene_opts(dim, mat, "friction", precision, "cuda"))
+          ffi.C.unsetenv("CQ_CUDA_LOCAL_MIN_BLOCKS")
+          assert(ok and ok2, tostring(wg) .. " " .. tostring(wg2))
+          local fwd = compare_forward(wc, sc, wg, sg, 60)
+          local wc2, s0c = G.scene(scene_opts(dim, mat, "friction", precision, "cpu"))
+          local worst, line = compare_gradients(wc2, s0c, wg2, s0g, 60)
+          print(string.format("  %dD %s local scatter: forward %.2e; gradients %s", dim, precision, fwd, line))
+          assert.is_true(fwd <= TOL[precision] and worst <= TOL[precision])
+        end)
+    end
+  end
 end)
 
 describe("CUDA backend", function()

@@ -9,7 +9,9 @@
 #   memcheck   compute-sanitizer memcheck over the scenes of tools/gpu_sanitize.lua
 #   racecheck  compute-sanitizer racecheck over the same scenes
 #   suite      the whole suite, with backend = "auto" choosing the GPU
-#   profile    Nsight Compute's duration of every kernel of tools/gpu_prof.lua (the 512k cube), summed per kernel
+#   profile    Nsight Compute's duration of every kernel of tools/gpu_prof.lua (the 512k cube; PROF_SIDE=20: the 8k
+#              cube), summed per kernel
+#   detail     Nsight Compute's stall reasons for one launch of DETAIL_KERNEL (cqk_p2g_3) on the 8k cube, and its atomics
 #   small      tools/gpu_small.lua (2D 6.4k, seed 004's 3D scene) under Nsight Systems: where small scenes' time goes
 #   walker     examples/walker2d.lua for 10 iterations (backend "auto": the GPU), to compare with the CPU's log
 # Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_WALKER (seconds).
@@ -43,7 +45,15 @@ for part in "$@"; do
       cat "$OUT/$part.log" ;;
     suite) run suite "${T_SUITE:-400}" build/bin/cqlua tests/run.lua ;;
     profile) ncu --metrics gpu__time_duration.sum --csv --print-units base build/bin/cqlua tools/gpu_prof.lua \
-               > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
+               ${PROF_SIDE:-80} > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
+    detail) # Nsight Compute's stall reasons for one P2G launch of the 8k cube, and the shared-memory atomics in its SASS
+      ncu --kernel-name regex:${DETAIL_KERNEL:-cqk_p2g_3} --launch-skip 3 --launch-count 1 --section WarpStateStats \
+        --section SchedulerStats --section Occupancy --section LaunchStats build/bin/cqlua tools/gpu_prof.lua 20 \
+        > "$OUT/detail.log" 2>&1
+      grep -vE "^==PROF==|^gpu_prof" "$OUT/detail.log" | grep -E "[0-9]" | cut -c1-150 | head -70
+      cuobjdump -sass build/lib/libcq_cuda_f32.so 2>/dev/null \
+        | awk -v k="${DETAIL_KERNEL:-cqk_p2g_3}" '/Function :/{p = index($0, k) > 0} p' \
+        | grep -oE "ATOMS\.[A-Z0-9.]+|RED\.[A-Z0-9.]+|ATOM\.[A-Z0-9.]+|LDL[.A-Z0-9]*|STL[.A-Z0-9]*" | sort | uniq -c ;;
     small) # where the time of small scenes goes: Nsight Systems' API and kernel summaries, else the wall times alone
       if command -v nsys > /dev/null; then
         nsys profile --stats=true --force-overwrite true -o "$OUT/small" build/bin/cqlua tools/gpu_small.lua \
