@@ -45,10 +45,12 @@ typedef struct cuda_backend {
   int cap_bcs;
   int* info;                  /* [12] prepare's reduction lo[3], hi[3]; then their initial values */
   int* info_h;                /* pinned host copy */
-  /* [2] check reductions, min over failing particles of (order * CQ_N_CHECKS + check) * n + particle (ULLONG_MAX:
-   * none); order = 2 j + after for the j-th prepare of a batch, 0 outside batches. [1]: first_nonfinite's. */
+  /* check reduction, min over failing particles of (order * CQ_N_CHECKS + check) * n + particle (ULLONG_MAX: none);
+   * order = 2 j + after for the j-th prepare of a batch, 0 outside batches */
   unsigned long long* key;
   unsigned long long* key_h;  /* pinned host copy */
+  unsigned long long *nf_key, *nf_key_h; /* [cap_nf] first_nonfinite's result per array, and its pinned copy */
+  int cap_nf;
   int in_batch, batch_prepares; /* inside begin_batch .. end_batch; prepare calls so far in it */
   int box_known;              /* box holds the last prepare's region (read back); 0 inside batches until needed */
   unsigned grid_blocks;       /* blocks of the grid-stride node kernels (those that read the box on the device) */
@@ -410,14 +412,22 @@ __global__ void cqk_first_nonfinite(long len, const cq_real* x, unsigned long lo
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < len && !isfinite(x[i])) atomicMin(key, (unsigned long long)i);
 }
-static int cuda_first_nonfinite(cqi_backend* b, long len, const cq_real* x, long* index) {
+static int cuda_first_nonfinite(cqi_backend* b, int count, const long* len, const cq_real* const* x, long* index) {
   cuda_backend* g = (cuda_backend*)b;
-  unsigned long long* key = g->key + 1; /* its own: a batch's check key may still be pending */
-  CK(cudaMemsetAsync(key, 0xff, sizeof *key, g->stream));
-  LAUNCH(cqk_first_nonfinite, len, len, x, key);
-  CK(cudaMemcpyAsync(g->key_h, key, sizeof *key, cudaMemcpyDeviceToHost, g->stream));
+  if (count > g->cap_nf) {
+    cudaFree(g->nf_key);
+    cudaFreeHost(g->nf_key_h);
+    g->nf_key = g->nf_key_h = NULL;
+    g->cap_nf = 0;
+    CK(cudaMalloc((void**)&g->nf_key, sizeof *g->nf_key * count));
+    CK(cudaMallocHost((void**)&g->nf_key_h, sizeof *g->nf_key_h * count));
+    g->cap_nf = count;
+  }
+  CK(cudaMemsetAsync(g->nf_key, 0xff, sizeof *g->nf_key * count, g->stream));
+  for (int i = 0; i < count; i++) LAUNCH(cqk_first_nonfinite, len[i], len[i], x[i], g->nf_key + i);
+  CK(cudaMemcpyAsync(g->nf_key_h, g->nf_key, sizeof *g->nf_key * count, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
-  *index = *g->key_h == ULLONG_MAX ? -1 : (long)*g->key_h;
+  for (int i = 0; i < count; i++) index[i] = g->nf_key_h[i] == ULLONG_MAX ? -1 : (long)g->nf_key_h[i];
   return CQ_OK;
 }
 
@@ -430,9 +440,9 @@ static void cuda_destroy(cqi_backend* b) {
   CQ_PARAM_FIELDS(CQI_FREE)
 #undef CQI_FREE
   void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
-                 g->partial, g->act_sums};
+                 g->partial, g->act_sums, g->nf_key};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
-  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->gact_h, g->partial_h};
+  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->gact_h, g->partial_h, g->nf_key_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
   if (g->stream) cudaStreamDestroy(g->stream);
   cudaGetLastError(); /* errors while tearing down (e.g. at process exit) are not reported */
@@ -469,8 +479,8 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
   CK(cudaMalloc((void**)&g->info, sizeof info_init));
   CK(cudaMemcpy(g->info, info_init, sizeof info_init, cudaMemcpyHostToDevice));
   CK(cudaMallocHost((void**)&g->info_h, sizeof(int) * 6));
-  CK(cudaMalloc((void**)&g->key, 2 * sizeof *g->key));
-  CK(cudaMemset(g->key, 0xff, 2 * sizeof *g->key));
+  CK(cudaMalloc((void**)&g->key, sizeof *g->key));
+  CK(cudaMemset(g->key, 0xff, sizeof *g->key));
   CK(cudaMalloc((void**)&g->act_sums, sizeof(double) * (m->n_act > 0 ? m->n_act : 1)));
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -93,8 +93,9 @@ typedef struct cqi_backend_ops {
   /* gu[act_id[p]] += gact[p] over particles with an actuator, in particle order; gu is host memory (double). */
   int (*act_grad)(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu);
   int (*axpy)(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_real* y); /* y += a x, len reals (B) */
-  /* The index of the first non-finite entry of x[0..len) (B) into *index, -1 when every entry is finite. */
-  int (*first_nonfinite)(cqi_backend* b, long len, const cq_real* x, long* index);
+  /* For each of the count arrays x[i][0..len[i]) (B): the index of its first non-finite entry into index[i], -1 when
+   * every entry is finite (one wait for the device for all of them). */
+  int (*first_nonfinite)(cqi_backend* b, int count, const long* len, const cq_real* const* x, long* index);
   /* Grid vectors (D+1 reals per node, the first D used), over the active region: y += a x; sum x.y (the 2-norm is
    * sqrt(grid_dot(x, x))); max |x| (the infinity norm, for convergence tests). */
   int (*grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y);

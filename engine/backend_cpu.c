@@ -140,20 +140,20 @@ static int cpu_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_re
 
 /* a * 0 is 0 for every finite a and NaN otherwise: the common path is one multiply-add per entry, in 8 independent
  * sums that vectorise (a single running sum is a chain of dependent adds, 4 cycles per entry). */
-static int cpu_first_nonfinite(cqi_backend* b, long len, const cq_real* x, long* index) {
+static long first_nonfinite(long len, const cq_real* x) {
   cq_real acc[8] = {0}, s = 0;
   long i = 0;
   for (; i + 8 <= len; i += 8)
     for (int j = 0; j < 8; j++) acc[j] += x[i + j] * 0;
   for (; i < len; i++) s += x[i] * 0;
   for (int j = 0; j < 8; j++) s += acc[j];
-  *index = -1;
   if (s != 0) /* NaN too */
     for (i = 0; i < len; i++)
-      if (!isfinite(x[i])) {
-        *index = i;
-        break;
-      }
+      if (!isfinite(x[i])) return i;
+  return -1;
+}
+static int cpu_first_nonfinite(cqi_backend* b, int count, const long* len, const cq_real* const* x, long* index) {
+  for (int i = 0; i < count; i++) index[i] = first_nonfinite(len[i], x[i]);
   return CQ_OK;
 }
 

@@ -331,11 +331,13 @@ static int download_grads(cq_memo* m) {
   if (be->ops->host_memory) return CQ_OK;
   int st = CQ_OK, n = m->w->model.n;
 #define CQI_DOWN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CQI_IF(diff)(if (st == CQ_OK) st = be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * n);)
+  CQI_IF(diff)(if (st == CQ_OK && m->gp.name != m->gp_b.name)                                    \
+                 st = be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * n);)
   CQ_PARAM_FIELDS(CQI_DOWN)
 #undef CQI_DOWN
-  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
-    st = be->ops->download(be, m->ctl[f].grad, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
+  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++) /* shared ones need no copy (the step has waited) */
+    if (m->ctl[f].grad != m->ctl[f].grad_b)
+      st = be->ops->download(be, m->ctl[f].grad, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
   return st;
 }
 
@@ -346,23 +348,27 @@ static int download_grads(cq_memo* m) {
 static int check_gradients(cq_memo* m, int k, const cq_real* gstate_b) {
   cq_world* w = m->w;
   cqi_backend* be = m->be;
-  int n = w->model.n, D = w->model.dim, st;
+  int n = w->model.n, D = w->model.dim, st, count = 0;
   const char* what = NULL;
   int particle = -1, comp = 0;
   double value = 0;
-  long i;
-  if ((st = be->ops->first_nonfinite(be, m->len, gstate_b, &i)) != CQ_OK) return st;
-  if (i >= 0) {
-    value = m->g_cur->block[i];
-    cqi_state_locate(i, n, D, &what, &particle, &comp);
-  }
-#define CQI_SCAN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                        \
-  CQI_IF(diff)(if (!what) {                                                                        \
-    if ((st = be->ops->first_nonfinite(be, n, m->gp_b.name, &i)) != CQ_OK) return st;              \
-    if (i >= 0) what = #name, particle = (int)i, value = m->gp.name[i];                            \
-  })
+  /* dL/dstate, then every parameter gradient, scanned in one call */
+  long len[1 + CQ_N_PARAM_FIELDS], first[1 + CQ_N_PARAM_FIELDS];
+  const cq_real* arr[1 + CQ_N_PARAM_FIELDS];
+  const char* name[1 + CQ_N_PARAM_FIELDS];
+  const cq_real* host[1 + CQ_N_PARAM_FIELDS];
+  len[0] = m->len, arr[0] = gstate_b, name[0] = NULL, host[0] = m->g_cur->block, count = 1;
+#define CQI_SCAN(fname, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(len[count] = n, arr[count] = m->gp_b.fname, name[count] = #fname, host[count++] = m->gp.fname;)
   CQ_PARAM_FIELDS(CQI_SCAN)
 #undef CQI_SCAN
+  if ((st = be->ops->first_nonfinite(be, count, len, arr, first)) != CQ_OK) return st;
+  for (int a = 0; a < count && !what; a++) {
+    if (first[a] < 0) continue;
+    value = host[a][first[a]];
+    if (a == 0) cqi_state_locate(first[a], n, D, &what, &particle, &comp);
+    else what = name[a], particle = (int)first[a];
+  }
   for (int a = 0; !what && a < w->model.n_act; a++)
     if (!isfinite(m->gact[(long)k * w->model.n_act + a])) what = "u", comp = a, value = m->gact[(long)k * w->model.n_act + a];
   if (!what) return CQ_OK;
