@@ -323,6 +323,14 @@ static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v
 }
 
 static int cuda_set_threads(cqi_backend* b, int max_threads) { return 1; } /* the host thread only drives the GPU */
+static double cuda_free_memory(cqi_backend* b) {
+  size_t free_b = 0, total = 0;
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return (double)free_b;
+}
 
 /* ---- stages (per dimension, cuda_loops.cuh) ---- */
 
@@ -452,7 +460,7 @@ static void cuda_destroy(cqi_backend* b) {
 static const cqi_backend_ops cuda_ops = {
     CQ_BACKEND_CUDA, 0, cuda_destroy,
     cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_zero,
-    cuda_sync_model, cuda_set_threads,
+    cuda_sync_model, cuda_set_threads, cuda_free_memory,
     cuda_begin_batch, cuda_end_batch,
     cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,

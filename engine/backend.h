@@ -49,6 +49,8 @@ typedef struct cqi_backend_ops {
   int (*sync_model)(cqi_backend* b, const cqi_model* model, cqi_model_view* view);
   /* CPU threads for the next control step (0 = choose from the machine's idle cores); returns the count chosen. */
   int (*set_threads)(cqi_backend* b, int max_threads);
+  /* Bytes of backend memory free now, for sizing recordings; NULL where that is host memory (the CPU). */
+  double (*free_memory)(cqi_backend* b);
 
   /* Batches: the explicit substeps of one control step, forward or backward, on a backend that can run them without
    * waiting (the GPU). Between begin_batch and end_batch, prepare and g2p leave *bad OK and keep their checks on the

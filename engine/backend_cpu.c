@@ -168,7 +168,7 @@ static int cpu_implicit_blocks(cqi_backend* b, const cq_substep* c, const cq_par
 static const cqi_backend_ops cpu_ops = {
     CQ_BACKEND_CPU, 1, cpu_destroy,
     cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_zero,
-    cpu_sync_model, cpu_set_threads,
+    cpu_sync_model, cpu_set_threads, NULL,
     NULL, NULL, /* checks return at once */
     cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,

@@ -169,8 +169,9 @@ int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double*
 int cq_step(cq_world* w, cq_state* s, const cq_control* c);
 
 /* Recording for gradients. checkpoint_every = substeps between stored states: 1 = store every substep (full
- * memory), K = one state every K substeps (sqrt(N) is optimal), 0 = auto: every substep if that fits in 256 MiB,
- * else about sqrt(N). Gradients are identical either way; the grid is never stored. */
+ * memory), K = one state every K substeps (sqrt(N) is optimal), 0 = auto: every substep if that fits in 256 MiB (on
+ * a GPU: a quarter of its free memory), else about sqrt(N). Gradients are identical either way; the grid is never
+ * stored. */
 cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every);
 void cq_memo_free(cq_memo* m);
 int cq_memo_begin(cq_memo* m, const cq_state* s0); /* records s0 as the initial state; discards earlier steps */

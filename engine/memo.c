@@ -12,7 +12,8 @@
 #include <unistd.h>
 #include "internal.h"
 
-/* Auto mode stores every substep's state when that takes at most this many bytes. */
+/* Auto mode stores every substep's state when that takes at most this many bytes, or a quarter of the backend's
+ * free memory where it has its own (a GPU): no recomputation in the backward pass. */
 #define CQ_MEMO_FULL_BUDGET (256.0 * 1024 * 1024)
 
 /* The record and gradient of one per-particle control field (force, stress). */
@@ -133,8 +134,11 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   m->len = cqi_state_len(n, D);
   long N = (long)max_steps * m->b;
   if (checkpoint_every > 0) m->K = checkpoint_every;
-  else /* auto: keep every state when that fits the budget (no recompute), else O(sqrt(N)) checkpoints */
-    m->K = (double)N * m->len * sizeof(cq_real) <= CQ_MEMO_FULL_BUDGET ? 1 : (long)ceil(sqrt((double)N));
+  else { /* auto: keep every state when that fits the budget (no recompute), else O(sqrt(N)) checkpoints */
+    double budget = CQ_MEMO_FULL_BUDGET, dev = m->be->ops->free_memory ? m->be->ops->free_memory(m->be) / 4 : 0;
+    if (dev > budget) budget = dev;
+    m->K = (double)N * m->len * sizeof(cq_real) <= budget ? 1 : (long)ceil(sqrt((double)N));
+  }
   if (m->K > N) m->K = N;
   m->n_ckpt = (N + m->K - 1) / m->K;
   double need = ((double)m->n_ckpt + m->K) * m->len * sizeof(cq_real) + 2.0 * max_steps * na * sizeof(double), mem = (double)sysconf(_SC_PHYS_PAGES) *
