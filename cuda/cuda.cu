@@ -1,7 +1,7 @@
 /* The CUDA backend: the primitives of engine/backend.h on an NVIDIA GPU, launching the same CQ_HD bodies as the CPU
  * backend (engine/kernels.h). Its memory is device memory: the integrator's grid vectors, the memo's checkpoints and
- * gradients and the model's parameters (uploaded when they change) live there; the step layer uploads a state and
- * the control at the start of a control step and downloads the state at its end. See cuda/README.md. */
+ * the model's parameters (uploaded when they change) live there; states are managed memory that the kernels use in
+ * place; a control step's substeps run as one batch, checked at its end. See cuda/README.md. */
 #include <cuda_runtime.h>
 #include <limits.h>
 #include <stdio.h>
