@@ -13,9 +13,11 @@ M.SHEAR = 2 * (1.19e3 + 23.028e3) -- Pa: G = 2 (C10 + C01) of the DragonSkin-30 
 --- The explicit substep: half the CFL limit dx / c of the P-wave speed c = sqrt((K + 4G/3) / rho).
 function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHEAR) / 1080) end
 
---- A world and state. opts: mesh_size (mm, 3), bulk (Pa, 1.75e9), damping (1/s, 25: near-critical for the first
---- bending mode, ~15 rad/s), integrator ("explicit"), dt (the explicit substep by default), implicit (solver
---- options), threads, water (nil: the finger hangs in air; a table: it hangs in a tank of water, see M.WATER).
+--- A world and state. opts: mesh_size (mm, 3), msh (a .msh file of scenes/finger.geo already meshed, for machines
+--- without gmsh; replaces mesh_size), bulk (Pa, 1.75e9), damping (1/s, 25: near-critical for the first bending mode,
+--- ~15 rad/s), integrator ("explicit"), dt (the explicit substep by default), control_dt (s: a control step of
+--- ceil(control_dt / dt) substeps; default one substep), implicit (solver options), threads, water (nil: the finger
+--- hangs in air; a table: it hangs in a tank of water, see M.WATER).
 -- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
 -- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
 -- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
@@ -57,7 +59,8 @@ function M.build(opts)
   opts = opts or {}
   local bulk = opts.bulk or 1.75e9
   local robot = cq.robot { dim = 3 }
-  local finger = robot:gmsh { path = "scenes/finger.geo", mesh_size = opts.mesh_size or 3, scale = 1e-3,
+  local mesh_size = not opts.msh and (opts.mesh_size or 3) or nil
+  local finger = robot:gmsh { path = opts.msh or "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3,
     offset = { 0, 0, 0 }, material = { preset = "dragonskin30", bulk = bulk } }
   local Y0 = y0()
   for _, p in ipairs(finger.particles) do
@@ -75,7 +78,12 @@ function M.build(opts)
     local wb = type(opts.water) == "table" and opts.water.bulk or M.WATER.bulk
     dt = opts.dt or math.min(dt, 0.5 * M.DX / math.sqrt(wb / 1000))
   end
-  local world, s = robot:world { res = M.RES, dx = M.DX, dt = dt, gravity = { 0, -9.8, 0 },
+  local substeps = 1
+  if opts.control_dt then
+    substeps = math.ceil(opts.control_dt / dt - 1e-9)
+    dt = opts.control_dt
+  end
+  local world, s = robot:world { res = M.RES, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -9.8, 0 },
     damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads }
   return world, s, #finger.particles -- the finger's particles come first, then the water's

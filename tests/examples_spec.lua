@@ -115,6 +115,21 @@ describe("examples/finger_air_water.lua", function()
   end)
 end)
 
+describe("examples/finger_inverse.lua", function()
+  it("the finger in water (coarse, 0.03 s, 2 iterations): the pressure search brings the tip closer to its target; " ..
+    "CSV, plots and frames", function()
+    local files = { "out/finger_inverse.csv", "out/finger_inverse/control.csv", "out/finger_inverse/pressure.png",
+      "out/finger_inverse/distance.png", "out/finger_inverse/history.png", "out/finger_inverse/frames/frame_0000.png" }
+    for _, f in ipairs(files) do os.remove(f) end
+    local r = run_example("examples/finger_inverse.lua", { "2", "6", "explicit", "0.02", "0.01", "0.01", "0.05", "6" })
+    print(string.format("  finger_inverse: distance at t = 0.02 s %.3f mm (initial guess %.3f mm), held within %.3f mm",
+      r.reach_mm, r.initial_mm, r.hold_max_mm))
+    assert.is_true(r.initial_mm > 0.5)                -- the guess misses the target
+    assert.is_true(r.reach_mm < 0.85 * r.initial_mm)  -- two gradient steps close part of the gap
+    for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+  end)
+end)
+
 describe("examples/finger_pressure.lua", function()
   it("the meshed finger at 0 and 20 kPa (soft bulk, 0.03 s): pressure moves the tip; CSV, plot and pictures", function()
     for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do

@@ -1,0 +1,147 @@
+-- Seed 003's finger in water, inverted (issue 11): find the chamber pressure of every control step, bounded to
+-- [0, 20] kPa, that brings the fingertip to a target point at t = reach and holds it there until reach + hold.
+-- Gradient descent (Adam, the bounds by projection) through the whole differentiable run: dL/du of every control
+-- step from one backward pass over the recorded substeps.
+-- The target is where a reference pressure (a ramp to 12 kPa over 0.3 s, then held) puts the tip at t = reach, so
+-- the problem has an exact answer; the search starts from a constant 5 kPa, and the report is the distance left.
+-- Materials as examples/finger_air_water.lua (docs/benchmarks.md): both bulk moduli lowered to 2 MPa, so that the
+-- explicit substep is 28 us instead of about 1 us.
+-- Writes out/finger_inverse.csv (the optimisation log), out/finger_inverse/control.csv (pressure, tip and target
+-- per control step, before and after), out/finger_inverse/{pressure,distance,history}.png and the optimised motion
+-- as frames (out/finger_inverse/frames/). `cqlua examples/finger_inverse.lua plot` redraws the plots from the CSV
+-- files (where the run happened on a machine without gnuplot).
+-- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
+--          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=2] [implicit_substep_s=0.002]
+-- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
+package.path = "./scenes/?.lua;" .. package.path
+local cq = require "cq"
+local finger = require "finger"
+local OUT = "out/finger_inverse"
+
+local function plot()
+  cq.plot { csv = OUT .. "/control.csv", x = "t_s", y = { "p_initial_kPa", "p_reference_kPa", "p_optimised_kPa" },
+    out = OUT .. "/pressure.png", title = "chamber pressure: initial guess, reference and optimised",
+    xlabel = "time (s)", ylabel = "pressure (kPa)" }
+  cq.plot { csv = OUT .. "/control.csv", x = "t_s", y = { "d_initial_mm", "d_optimised_mm" },
+    out = OUT .. "/distance.png", title = "fingertip distance to the target (reached at t = reach, then held)",
+    xlabel = "time (s)", ylabel = "distance (mm)" }
+  cq.plot { csv = "out/finger_inverse.csv", x = "iteration", y = { "reach_mm", "hold_max_mm" }, out = OUT .. "/history.png",
+    title = "finger in water: optimisation", xlabel = "iteration", ylabel = "distance to the target (mm)" }
+end
+if arg and arg[1] == "plot" then
+  plot()
+  return
+end
+
+local A = arg or {}
+local iters = tonumber(A[1]) or 30
+local mesh_size = tonumber(A[2]) or 4
+local integrator = A[3] or "explicit"
+local reach, hold = tonumber(A[4]) or 1, tonumber(A[5]) or 0.2
+local control_dt = tonumber(A[6]) or 0.02
+local lr = tonumber(A[7]) or 0.05
+local water_spacing = (tonumber(A[8]) or finger.WATER.spacing * 1e3) * 1e-3
+local implicit_dt = tonumber(A[9]) or 2e-3 -- the implicit integrator's substep (the explicit one is the CFL limit's half)
+local BULK, P_MAX = 2e6, finger.P_MAX
+
+local world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
+  water = { bulk = BULK, spacing = water_spacing }, integrator = integrator, control_dt = control_dt,
+  dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil }
+local steps = math.floor((reach + hold) / control_dt + 0.5)
+local k_reach = math.floor(reach / control_dt + 0.5)
+local tip = {} -- the fingertip: the finger's particles within 3 mm of its lowest point
+do
+  local ymin = math.huge
+  for i = 0, n_finger - 1 do ymin = math.min(ymin, s0.x[world.n + i]) end
+  for i = 0, n_finger - 1 do if s0.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i + 1 end end
+end
+print(string.format("finger_inverse: %d particles (%d finger, %d tip), %s, %d control steps of %g s (%d substeps " ..
+  "of %.3g s), target at t = %g s, held to %g s", world.n, n_finger, #tip, integrator, steps, control_dt,
+  world.substeps, control_dt / world.substeps, reach, reach + hold))
+
+local controller = cq.open_loop { steps = steps, outputs = 1, init = 0.25 } -- u = p / 20 kPa
+local u = controller.params[1]
+local function tip_at(traj, k)
+  local m = { 0, 0, 0 }
+  for _, p in ipairs(tip) do
+    local x = traj:x(k, p)
+    for a = 1, 3 do m[a] = m[a] + x[a] / #tip end
+  end
+  return m
+end
+local run = cq.rollout { world = world, steps = steps, controller = controller,
+  final = function(t) return t:const({ 0 }) end }
+
+-- The reference run: its tip at t = reach is the target.
+local function set_u(f) for k = 0, steps - 1 do u.v[k] = f(k) end end
+local initial = {}
+for k = 0, steps - 1 do initial[k] = u.v[k] end
+set_u(function(k) return 0.6 * math.min(1, (k + 1) * control_dt / 0.3) end)
+local reference = {}
+for k = 0, steps - 1 do reference[k] = u.v[k] end
+local clock = os.clock()
+run:forward(s0)
+local target = tip_at(run:trajectory(), k_reach)
+print(string.format("finger_inverse: target (%.2f, %.2f, %.2f) mm from the reference run (%.0f s)", target[1] * 1e3,
+  target[2] * 1e3, target[3] * 1e3, os.clock() - clock))
+set_u(function(k) return initial[k] end)
+
+-- Loss: the mean squared distance (mm^2) of the tip to the target over the states of control steps k_reach..steps.
+local w = 1e6 / (steps - k_reach + 1)
+local near = cq.objectives.distance_to_target(target, tip)
+run.running = function(t, s, _, k)
+  if k < k_reach then return t:const({ 0 }) end
+  return t:scale(near(t, s), w)
+end
+run.final = function(t, s) return t:scale(near(t, s), w) end
+
+local function distances(traj)
+  local d = {}
+  for k = 0, steps do
+    local x = tip_at(traj, k)
+    d[k] = 1e3 * math.sqrt((x[1] - target[1]) ^ 2 + (x[2] - target[2]) ^ 2 + (x[3] - target[3]) ^ 2)
+  end
+  local worst = 0
+  for k = k_reach, steps do worst = math.max(worst, d[k]) end
+  return d, worst
+end
+run:forward(s0)
+local d_initial = distances(run:trajectory())
+
+local result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse",
+  optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, 1 } } }, columns = { "reach_mm", "hold_max_mm" },
+  keep_best = true, checkpoint = false,
+  values = function()
+    local d, worst = distances(run:trajectory())
+    return { reach_mm = d[k_reach], hold_max_mm = worst }
+  end }
+
+-- The optimised run (the best parameters), its CSV and frames.
+run:forward(s0)
+local traj = run:trajectory()
+local d_final, worst = distances(traj)
+os.execute("mkdir -p " .. OUT)
+local csv = assert(io.open(OUT .. "/control.csv", "w"))
+csv:write("k,t_s,p_initial_kPa,p_reference_kPa,p_optimised_kPa,tip_x_mm,tip_y_mm,tip_z_mm,d_initial_mm,d_optimised_mm\n")
+for k = 0, steps do
+  local x, uk = tip_at(traj, k), math.min(k, steps - 1)
+  csv:write(string.format("%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", k, k * control_dt,
+    initial[uk] * P_MAX / 1e3, reference[uk] * P_MAX / 1e3, u.v[uk] * P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, x[3] * 1e3,
+    d_initial[k], d_final[k]))
+end
+csv:close()
+local fw, fs = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK }
+os.execute("mkdir -p " .. OUT .. "/frames")
+local every = math.max(1, math.floor(0.1 / control_dt + 0.5))
+for k = 0, steps, every do -- the finger alone, coloured by its actuation
+  local v = traj:view("x", k)
+  for a = 0, 2 do for i = 0, n_finger - 1 do fs.x[a * n_finger + i] = v[a * world.n + i] end end
+  cq.frames.render_state { world = fw, state = fs, u = { u.v[math.min(k, steps - 1)] }, width = 480, height = 480,
+    targets = { target } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
+end
+print(string.format("finger_inverse: distance to the target at t = %g s: %.2f mm (initial guess %.2f mm); at most " ..
+  "%.2f mm while held to t = %g s; %d iterations", reach, d_final[k_reach], d_initial[k_reach], worst, reach + hold,
+  iters))
+local ok, why = pcall(plot)
+if not ok then print("finger_inverse: no plots (" .. tostring(why) .. "); run `cqlua examples/finger_inverse.lua plot`") end
+return { reach_mm = d_final[k_reach], hold_max_mm = worst, initial_mm = d_initial[k_reach], log = result.log }
