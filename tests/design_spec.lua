@@ -105,6 +105,54 @@ describe("cq.design", function()
     assert.is_true(rel < 1e-5)
   end)
 
+  it("design:layout (seed 004 eqs. 11-16): the filter's rows are the brute-force weights summing to 1, the " ..
+    "projection maps -1 and 1 to eps and 1, and its gradient matches FD through a rollout (f64)", function()
+    local topology = require "cq.topology"
+    local world, s0, A, B = scene()
+    -- the filter against O(m^2) sums, over every particle, at 1.5 spacings and p = 2
+    local n, R = world.n, 1.5 / 48
+    local function pos(i) return { s0.x[i], s0.x[n + i] } end
+    local f = topology.filter("test", n, 2, pos, R, 2)
+    local worst, rows_ok = 0, true
+    for i = 0, n - 1 do
+      local xi, want, sum = pos(i), {}, 0
+      for j = 0, n - 1 do
+        local xj = pos(j)
+        local r = math.sqrt((xi[1] - xj[1]) ^ 2 + (xi[2] - xj[2]) ^ 2)
+        if r < R then want[j] = (1 - r / R) ^ 2 sum = sum + want[j] end
+      end
+      local got, total, count = {}, 0, 0
+      for k = f.start[i], f.start[i + 1] - 1 do got[f.nbr[k]] = f.w[k] total = total + f.w[k] count = count + 1 end
+      for j, v in pairs(want) do worst = math.max(worst, math.abs((got[j] or 0) - v / sum)) count = count - 1 end
+      rows_ok = rows_ok and count == 0 and math.abs(total - 1) < 1e-12 and got[i] ~= nil
+    end
+    print(string.format("  filter: %d particles, %d weights, worst difference from the brute force %.1e", n, f.nnz,
+      worst))
+    assert.is_true(rows_ok and worst < 1e-14 and f.nnz > 5 * n)
+    assert.are.equal(1e-5, (1 - 1e-5) * topology.project(4, -1) + 1e-5)
+    assert.are.equal(1, topology.project(4, 1))
+    -- values: every phi = 1 keeps E and the density, every phi = -1 scales them by eps
+    local E0, m0 = world.params.E[0], world.params.mass[0]
+    for _, case in ipairs { { 1, 1 }, { -1, 1e-5 } } do
+      local design = cq.design { world = world }
+      design:layout { state = s0, radius = R, init = case[1] }
+      design:apply(s0)
+      assert.is_true(math.abs(world.params.E[0] / E0 - case[2]) < 1e-12)
+      assert.is_true(math.abs(world.params.mass[0] / m0 - case[2]) < 1e-12)
+    end
+    -- the gradient: phi varied over [-0.8, 0.8], filtered and projected, E and mass of every particle follow (a
+    -- fresh world: design:apply above left its parameters scaled)
+    world, s0, A, B = scene()
+    local design = cq.design { world = world }
+    local phi = design:layout { state = s0, radius = R, p = 2, beta = 4, init = function(i) return 0.8 * G.prand(i, 3) end }
+    local ctl = cq.open_loop { steps = 12, outputs = 1, init = function(i) return 0.5 * math.sin(i) end }
+    local run = rollout(world, design, 12, ctl, B)
+    local rel, analytic, fd = fd_check(run, s0, { phi }, 85)
+    print(string.format("  layout: dL/dphi . d = %.5e  FD %.5e  rel. error %.1e", analytic, fd, rel))
+    assert.is_true(math.abs(analytic) > 1e-8)
+    assert.is_true(rel < 1e-5)
+  end)
+
   it("raises clear errors at the user's call site", function()
     local world, s0, A, B = scene()
     local design = cq.design { world = world }

@@ -9,6 +9,7 @@
 local ffi = require "ffi"
 local check = require "cq._check"
 local tape = require "cq.tape"
+local topology = require "cq.topology"
 
 local M = {}
 local Design = {}
@@ -21,6 +22,8 @@ local iarr = ffi.typeof("int32_t[?]")
 local OPTIONS = check.option_set("cq.design", { "world" })
 local VARIABLE_OPTIONS = check.option_set("design:variable", { "name", "field", "per", "groups", "particles", "map",
   "scale", "offset", "range", "init", "bounds" })
+local LAYOUT_OPTIONS = check.option_set("design:layout", { "name", "state", "groups", "particles", "radius", "p",
+  "beta", "eps", "init", "bounds" })
 local STRETCH_OPTIONS = check.option_set("design:stretch", { "name", "axis", "origin", "groups", "particles", "init",
   "bounds" })
 
@@ -237,6 +240,31 @@ function Design:stretch(opts)
     check_bounds(where, opts.bounds), op)
 end
 
+--- design:layout{ state, groups | particles, radius, p = 2, beta = 4, eps = 1e-5, init = 0, bounds = {-1, 1}, name }
+--- -> cq.param phi, one entry per selected particle: seed 004's material layout (sec. 3.1.1). phi is filtered over
+--- the particles within radius of each other at state's positions (the rest shape; eqs. 14-15, neighbours found
+--- once, here), projected to gamma in [0, 1] by the normalised sigmoid of shape beta (eq. 16), and scales the
+--- particle's Young's modulus and mass (its density at the rest volume) by (1 - eps) gamma + eps (eqs. 11-13; the
+--- Lame constants follow E). E0 and rho0 are the values before this variable (the world's, or earlier variables').
+function Design:layout(opts)
+  local where = "design:layout"
+  check.options(where, opts, LAYOUT_OPTIONS)
+  require("cq.state").check_arg(where, "state", opts.state, self.world)
+  local idx, slot, m = selection(self, where, opts, "particle")
+  local n, dim, x = self.n, self.dim, opts.state.x
+  local f = topology.filter(where, m, dim, function(i)
+    local p, pt = idx[i], {}
+    for a = 1, dim do pt[a] = x[(a - 1) * n + p] end
+    return pt
+  end, opts.radius, opts.p or 2)
+  local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
+  local eps = check.number(where, "eps", opts.eps or 1e-5, 0, 1)
+  local op = { kind = "layout", idx = idx, slot = slot, m = m, filter = f, beta = beta, eps = eps,
+    saved = darr(2 * m), factor = darr(m), dfactor = darr(m), filtered = darr(m), touches = { "E", "mass" } }
+  return self:_add(where, opts.name or "layout", m, initial(where, opts.init, m, function() return 0 end),
+    check_bounds(where, opts.bounds or { -1, 1 }), op)
+end
+
 ---------------------------------------------------------------- forward
 -- A working copy of field (the current values, starting from the base).
 local function field_array(self, name)
@@ -260,6 +288,17 @@ function FORWARD.density(self, op, cur)
     local p = op.idx[i]
     op.saved[2 * i], op.saved[2 * i + 1] = mass[p], vol[p]
     mass[p] = f(th[op.slot[i]], mass[p] / vol[p]) * vol[p]
+  end
+end
+function FORWARD.layout(self, op, cur)
+  topology.apply(op.filter, op.theta.v, op.filtered)
+  local E, mass, eps = cur.E, cur.mass, op.eps
+  for i = 0, op.m - 1 do
+    local p = op.idx[i]
+    local gamma, dgamma = topology.project(op.beta, op.filtered[i])
+    op.factor[i], op.dfactor[i] = (1 - eps) * gamma + eps, (1 - eps) * dgamma
+    op.saved[2 * i], op.saved[2 * i + 1] = E[p], mass[p]
+    E[p], mass[p] = op.factor[i] * E[p], op.factor[i] * mass[p]
   end
 end
 -- The volume factor of a stretch by s, and its derivative.
@@ -312,6 +351,7 @@ function Design:apply(s0)
   self._touched = self._touched or {}
   for _, op in ipairs(self.ops) do
     if op.kind == "field" then self._touched[op.field] = true
+    elseif op.touches then for _, name in ipairs(op.touches) do self._touched[name] = true end
     else self._touched.mass, self._touched.vol0 = true, true end
   end
   for name in pairs(self._touched) do w:fill(name, cur[name]) end
@@ -342,6 +382,16 @@ function BACKWARD.density(self, op, g)
     gm[p] = gmp * db                       -- d(rho(b) v)/dm_in = rho'(b)
     gv[p] = gv[p] + gmp * (rho - db * b)   -- d(rho(m/v) v)/dv_in
   end
+end
+function BACKWARD.layout(self, op, g)
+  local gE, gm, gf = g.E, g.mass, op.gfiltered or darr(op.m)
+  op.gfiltered = gf
+  for i = op.m - 1, 0, -1 do
+    local p = op.idx[i]
+    gf[i] = (gE[p] * op.saved[2 * i] + gm[p] * op.saved[2 * i + 1]) * op.dfactor[i] -- dL/d(filtered phi)
+    gE[p], gm[p] = gE[p] * op.factor[i], gm[p] * op.factor[i]
+  end
+  topology.apply_t(op.filter, gf, op.theta.g)
 end
 function BACKWARD.stretch(self, op, g, gx)
   local s, n, dim = op.theta.v[0], self.n, self.dim
