@@ -153,6 +153,73 @@ describe("cq.design", function()
     assert.is_true(rel < 1e-5)
   end)
 
+  it("cq.pulses (seed 004 eqs. 24-26) and the layout's binarization constraint (eq. 22): gradients through a " ..
+    "rollout and of the constraint match FD (f64)", function()
+    local world, s0, A, B = scene()
+    local design = cq.design { world = world }
+    local phi = design:layout { state = s0, radius = 1.5 / 48, init = function(i) return 0.3 + 0.4 * G.prand(i, 5) end }
+    local ctl = cq.pulses { outputs = 1, steps = 12, dt = 4e-3, dt_pul = 4e-3, sigma = 6e-3, amplitude = 0.3,
+      a_pul = 1.5, init_sgn = function(i) return 0.9 * G.prand(i, 6) end,
+      init_abs = function(i) return 0.9 * G.prand(i, 7) end }
+    assert.are.equal(12, ctl.n_pulses)
+    local run = rollout(world, design, 12, ctl, B)
+    local rel, analytic, fd = fd_check(run, s0, ctl.params, 87)
+    print(string.format("  pulses: dL/dalpha . d = %.5e  FD %.5e  rel. error %.1e", analytic, fd, rel))
+    assert.is_true(math.abs(analytic) > 1e-8 and rel < 1e-5)
+    -- C_mat and its gradient (design:apply sets gamma)
+    local C = design:binarization(phi)
+    design:apply(s0)
+    phi:zero_grad()
+    local c0 = C(1)
+    local d, an = G.param_direction({ phi }, 88)
+    local fdc = G.fd_params({ phi }, d, function() design:apply(s0) return C(0) end, 1e-6)
+    print(string.format("  C_mat %.4f; dC/dphi . d = %.5e  FD %.5e", c0, an, fdc))
+    assert.is_true(c0 > 0 and c0 <= 0.25)
+    assert.is_true(math.abs(an - fdc) <= 1e-7 * math.abs(fdc) and math.abs(an) > 1e-6)
+    local Cs = ctl.binarization.sgn
+    ctl.params[1]:zero_grad()
+    local cs0 = Cs(1)
+    d, an = G.param_direction({ ctl.params[1] }, 89)
+    fdc = G.fd_params({ ctl.params[1] }, d, function() return Cs(0) end, 1e-6)
+    assert.is_true(cs0 > 0 and cs0 <= 1 and math.abs(an - fdc) <= 1e-7 * math.abs(fdc))
+  end)
+
+  it("cq.augmented_lagrangian (seed 004 Algorithm 1) binarises a toy layout: feasible, each entry on its target's " ..
+    "side", function()
+    -- task: gamma_i = (p_i + 1) / 2 near targets; constraint: mean gamma (1 - gamma) <= 5 % of its maximum 1/4
+    local targets = { 0.3, 0.8, 0.45, 0.6, 0.1 }
+    local p = cq.param { n = #targets, init = 0 }
+    p.bounds = { -1, 1 }
+    local function loss()
+      local L = 0
+      for i = 0, p.n - 1 do
+        local g = (p.v[i] + 1) / 2
+        L = L + (g - targets[i + 1]) ^ 2
+        p.g[i] = p.g[i] + (g - targets[i + 1])
+      end
+      return L
+    end
+    local function cmat(w)
+      local C = 0
+      for i = 0, p.n - 1 do
+        local g = (p.v[i] + 1) / 2
+        C = C + g * (1 - g) / p.n
+        if w ~= 0 then p.g[i] = p.g[i] + w * (1 - 2 * g) / 2 / p.n end
+      end
+      return C
+    end
+    local r = cq.augmented_lagrangian { params = { p }, loss = loss, constraints = { { cmat, 0.05 * 0.25 } }, lr = 0.02,
+      tau0 = 1e-3 }
+    local gam = {}
+    for i = 0, p.n - 1 do gam[i + 1] = string.format("%.3f", (p.v[i] + 1) / 2) end
+    print(string.format("  %d iterations, %d outer; C_mat %.4f (limit 0.0125); kappa %.3g, tau %.3g; gamma %s",
+      r.iterations, r.outer, cmat(0), r.kappa[1], r.tau[1], table.concat(gam, " ")))
+    assert.is_true(r.feasible and cmat(0) <= 0.0125 + 1e-12)
+    for i, t in ipairs(targets) do
+      if math.abs(t - 0.5) > 0.1 then assert.is_true(((p.v[i - 1] + 1) / 2 > 0.5) == (t > 0.5), "entry " .. i) end
+    end
+  end)
+
   it("raises clear errors at the user's call site", function()
     local world, s0, A, B = scene()
     local design = cq.design { world = world }

@@ -9,6 +9,8 @@ local CLOCK_OPTIONS = check.option_set("cq.centroid_observer clock", { "waves", 
 local MLP_OPTIONS = check.option_set("cq.mlp", { "inputs", "outputs", "hidden", "activation", "seed", "scale" })
 local OPEN_LOOP_OPTIONS = check.option_set("cq.open_loop", { "steps", "outputs", "init" })
 local SINE_OPTIONS = check.option_set("cq.sine", { "outputs", "waves", "omega", "dt", "seed" })
+local PULSES_OPTIONS = check.option_set("cq.pulses", { "outputs", "steps", "dt", "dt_pul", "amplitude", "a_pul",
+  "sigma", "init_sgn", "init_abs" })
 
 ---------------------------------------------------------------- observers
 --- Centroid observer (seed 000 sec. 4): mean position (and optionally velocity) of each particle group.
@@ -203,6 +205,74 @@ function M.sine(opts)
       local phase = {}
       for j = 1, waves do phase[j] = math.sin(omega * k * dt + 2 * math.pi * (j - 1) / waves) end
       return t:tanh(t:add(t:matvec(W, t:const(phase)), b))
+    end,
+  }
+end
+
+--- Seed 004's pulse actuation (sec. 3.2.1): actuator j's signal at control step k (t = k dt) is
+--- u_j(t) = amplitude tanh(sum_i alpha_ij a_pul exp(-(t - t_i)^2 / (2 sigma^2))) (eq. 24) over pulses at
+--- t_i = (i + 1/2) dt_pul covering steps * dt, with pulse densities alpha = a_sgn (a_abs + 1) / 2 (eq. 26). params:
+--- a_sgn and a_abs (pulses x outputs, bounds [-1, 1] kept by the optimizers by projection); binarization.sgn and
+--- .abs: their constraints C_pul (eqs. 27-28) in cq.augmented_lagrangian's form.
+function M.pulses(opts)
+  local where = "cq.pulses"
+  check.options(where, opts, PULSES_OPTIONS)
+  local outputs = check.integer(where, "outputs", opts.outputs, 1)
+  local steps = check.integer(where, "steps", opts.steps, 1)
+  local dt = check.number(where, "dt", opts.dt, 0, math.huge, { open_lo = true })
+  local dt_pul = check.number(where, "dt_pul", opts.dt_pul or 0.002, 0, math.huge, { open_lo = true })
+  local amp = check.number(where, "amplitude", opts.amplitude or 1, 0, math.huge, { open_lo = true })
+  local a_pul = check.number(where, "a_pul", opts.a_pul or 0.2, 0, math.huge, { open_lo = true })
+  local sigma = check.number(where, "sigma", opts.sigma or 0.01, 0, math.huge, { open_lo = true })
+  local n_pul = math.max(1, math.ceil(steps * dt / dt_pul - 1e-9))
+  local sgn = tape.param(n_pul * outputs, opts.init_sgn or 0, n_pul)
+  local abs = tape.param(n_pul * outputs, opts.init_abs or 0, n_pul)
+  sgn.bounds, abs.bounds = { -1, 1 }, { -1, 1 }
+  local reach = math.ceil(6 * sigma / dt_pul) -- pulses farther than 6 sigma add below 1e-8 of their height
+  local function window(t)
+    local c = math.floor(t / dt_pul)
+    return math.max(0, c - reach), math.min(n_pul - 1, c + reach)
+  end
+  -- eqs. 27-28: C = mean (1 + a)(1 - a), 0 when every density is -1 or 1; f(w) adds w dC/da to a.g
+  local function binarization(q)
+    return function(w)
+      local C = 0
+      for i = 0, q.n - 1 do
+        C = C + (1 - q.v[i] * q.v[i])
+        if w ~= 0 then q.g[i] = q.g[i] - w * 2 * q.v[i] / q.n end
+      end
+      return C / q.n
+    end
+  end
+  return {
+    params = { sgn, abs },
+    n_pulses = n_pul,
+    binarization = { sgn = binarization(sgn), abs = binarization(abs) }, -- for cq.augmented_lagrangian
+    act = function(_, t, _, k)
+      local time, y = k * dt, t:const(outputs)
+      local lo, hi = window(time)
+      local inner = {}
+      for j = 0, outputs - 1 do
+        local z = 0
+        for i = lo, hi do
+          local e = sgn.v[i * outputs + j] * (abs.v[i * outputs + j] + 1) / 2
+          z = z + e * a_pul * math.exp(-((time - (i + 0.5) * dt_pul) ^ 2) / (2 * sigma * sigma))
+        end
+        inner[j] = math.tanh(z)
+        y.v[j] = amp * inner[j]
+      end
+      y.back = function(y)
+        for j = 0, outputs - 1 do
+          local gz = y.g[j] * amp * (1 - inner[j] ^ 2)
+          for i = lo, hi do
+            local q = i * outputs + j
+            local gk = gz * a_pul * math.exp(-((time - (i + 0.5) * dt_pul) ^ 2) / (2 * sigma * sigma))
+            sgn.g[q] = sgn.g[q] + gk * (abs.v[q] + 1) / 2
+            abs.g[q] = abs.g[q] + gk * sgn.v[q] / 2
+          end
+        end
+      end
+      return y
     end,
   }
 end

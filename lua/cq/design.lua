@@ -260,9 +260,31 @@ function Design:layout(opts)
   local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
   local eps = check.number(where, "eps", opts.eps or 1e-5, 0, 1)
   local op = { kind = "layout", idx = idx, slot = slot, m = m, filter = f, beta = beta, eps = eps,
-    saved = darr(2 * m), factor = darr(m), dfactor = darr(m), filtered = darr(m), touches = { "E", "mass" } }
+    saved = darr(2 * m), factor = darr(m), dfactor = darr(m), filtered = darr(m), gamma = darr(m), dgamma = darr(m),
+    touches = { "E", "mass" } }
   return self:_add(where, opts.name or "layout", m, initial(where, opts.init, m, function() return 0 end),
     check_bounds(where, opts.bounds or { -1, 1 }), op)
+end
+
+--- design:binarization(phi) -> f: seed 004's constraint on the material layout phi (from design:layout), eq. 22:
+--- C_mat = mean over its particles of gamma (1 - gamma), 0 for a binary layout, 1/4 at most. f(w) returns C_mat
+--- at the last design:apply and, when w ~= 0, adds w dC_mat/dphi to phi.g (cq.augmented_lagrangian's form).
+function Design:binarization(phi)
+  local where = "design:binarization"
+  local op
+  for _, o in ipairs(self.ops) do if o.theta == phi and o.kind == "layout" then op = o end end
+  if not op then check.fail(where, "phi must be a variable of this design made by design:layout", phi) end
+  local g = darr(op.m)
+  return function(w)
+    if not self._applied then check.raise(where .. ": call design:apply first (a rollout's forward does)") end
+    local C = 0
+    for i = 0, op.m - 1 do C = C + op.gamma[i] * (1 - op.gamma[i]) end
+    if w ~= 0 then
+      for i = 0, op.m - 1 do g[i] = w * (1 - 2 * op.gamma[i]) * op.dgamma[i] / op.m end
+      topology.apply_t(op.filter, g, phi.g)
+    end
+    return C / op.m
+  end
 end
 
 ---------------------------------------------------------------- forward
@@ -296,6 +318,7 @@ function FORWARD.layout(self, op, cur)
   for i = 0, op.m - 1 do
     local p = op.idx[i]
     local gamma, dgamma = topology.project(op.beta, op.filtered[i])
+    op.gamma[i], op.dgamma[i] = gamma, dgamma
     op.factor[i], op.dfactor[i] = (1 - eps) * gamma + eps, (1 - eps) * dgamma
     op.saved[2 * i], op.saved[2 * i + 1] = E[p], mass[p]
     E[p], mass[p] = op.factor[i] * E[p], op.factor[i] * mass[p]

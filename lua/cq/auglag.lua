@@ -1,0 +1,100 @@
+-- The augmented Lagrangian method of seed 004 (sec. 3.3.2, Algorithm 1): inequality constraints C_m(p) <= C_m* on
+-- top of a task loss, by minimising L = task + sum_m [kappa_m P_m + tau_m P_m^2 / 2], P_m = max(0, C_m - C_m*),
+-- with Adam (its moments reset before each inner loop; bounds by projection), then updating each multiplier where
+-- the violation fell to c times its last value, else raising that penalty a-fold.
+local check = require "cq._check"
+
+local M = {}
+local OPTIONS = check.option_set("cq.augmented_lagrangian", { "params", "loss", "constraints", "lr", "tau0", "c",
+  "a", "inner_max", "outer_max", "tol", "on_iteration" })
+
+-- The inner loop's convergence test (seed 004): the mean of the last 10 values of L against the mean of the 10
+-- before them, relative change below tol.
+local function settled(hist, tol)
+  local k = #hist
+  if k < 20 then return false end
+  local cur, prev = 0, 0
+  for i = k - 9, k do cur = cur + hist[i] end
+  for i = k - 19, k - 10 do prev = prev + hist[i] end
+  return math.abs(cur - prev) <= tol * math.abs(prev)
+end
+
+--- cq.augmented_lagrangian{ params, loss, constraints, lr = 0.01, tau0 = 1e-3, c = 0.25, a = 10, inner_max = 200,
+---   outer_max = 30, tol = 1e-3, on_iteration? } -> { kappa, tau, violations, iterations, outer, feasible }
+--- loss(): the task loss, with the gradients of params filled (param.g, zeroed first by the driver).
+--- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
+--- gradients. on_iteration(s, L, task, C): called after every inner iteration (a log line).
+function M.run(opts)
+  local where = "cq.augmented_lagrangian"
+  check.options(where, opts, OPTIONS)
+  if type(opts.params) ~= "table" or #opts.params == 0 then check.fail(where, "params must be a non-empty list", opts.params) end
+  if type(opts.loss) ~= "function" then check.fail(where, "loss must be a function() -> task loss", opts.loss) end
+  local cons = opts.constraints
+  if type(cons) ~= "table" or #cons == 0 then check.fail(where, "constraints must be a non-empty list of {f, limit}", cons) end
+  for i, cm in ipairs(cons) do
+    if type(cm) ~= "table" or type(cm[1]) ~= "function" or type(cm[2]) ~= "number" then
+      check.fail(where, "constraints[" .. i .. "] must be {f (a function(w) -> C), limit (a number)}", cm)
+    end
+  end
+  local lr = check.number(where, "lr", opts.lr or 0.01, 0, math.huge, { open_lo = true })
+  local c = check.number(where, "c", opts.c or 0.25, 0, 1, { open_lo = true, open_hi = true })
+  local a = check.number(where, "a", opts.a or 10, 1, math.huge, { open_lo = true })
+  local tau0 = check.number(where, "tau0", opts.tau0 or 1e-3, 0, math.huge, { open_lo = true })
+  local inner_max = check.integer(where, "inner_max", opts.inner_max or 200, 1)
+  local outer_max = check.integer(where, "outer_max", opts.outer_max or 30, 1)
+  local tol = check.number(where, "tol", opts.tol or 1e-3, 0, math.huge)
+  local M_ = #cons
+  local kappa, tau, vprev = {}, {}, {}
+  local function violations(w)
+    local v, C = {}, {}
+    for m = 1, M_ do
+      C[m] = cons[m][1](w and w[m] or 0)
+      v[m] = math.max(0, C[m] - cons[m][2])
+    end
+    return v, C
+  end
+  for m = 1, M_ do kappa[m], tau[m] = 0, tau0 end
+  vprev = violations()
+  local iterations, outer = 0, 0
+  local v = vprev
+  while outer < outer_max do
+    outer = outer + 1
+    local opt = require("cq.optim").adam { params = opts.params, lr = lr } -- fresh moments (Algorithm 1)
+    local hist = {}
+    for _ = 1, inner_max do
+      for _, p in ipairs(opts.params) do p:zero_grad() end
+      local task = opts.loss()
+      -- P_m's gradient is C_m's where violated: dL/dp += (kappa_m + tau_m P_m) dC_m/dp
+      local _, C0 = violations()
+      local w, L = {}, task
+      for m = 1, M_ do
+        local P = math.max(0, C0[m] - cons[m][2])
+        w[m] = P > 0 and (kappa[m] + tau[m] * P) or 0
+        L = L + kappa[m] * P + 0.5 * tau[m] * P * P
+      end
+      violations(w)
+      opt:step()
+      iterations = iterations + 1
+      hist[#hist + 1] = L
+      if opts.on_iteration then opts.on_iteration(iterations, L, task, C0) end
+      if settled(hist, tol) then break end
+    end
+    v = violations()
+    local feasible = true
+    for m = 1, M_ do
+      if v[m] > 0 then feasible = false end
+      if v[m] <= c * vprev[m] then
+        kappa[m] = kappa[m] + tau[m] * v[m] -- toward the stationary point of L in kappa
+        vprev[m] = v[m]
+      else
+        tau[m] = a * tau[m]
+      end
+    end
+    if feasible then break end
+  end
+  local feasible = true
+  for m = 1, M_ do if v[m] > 0 then feasible = false end end
+  return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = outer, feasible = feasible }
+end
+
+return M
