@@ -135,15 +135,21 @@ static unsigned long long key_base(const cuda_backend* g, int after) {
   return order * CQ_N_CHECKS * (unsigned long long)g->base.n;
 }
 
-/* The active box from prepare's reduction lo[3], hi[3] (nodes lo .. hi + 2 per axis; none when no particle passed). */
-static void parse_box(cuda_backend* g, const int* info) {
-  g->box.count = 1;
+/* The active box from prepare's reduction info = lo[3], hi[3]: nodes lo .. hi + 2 per axis, none when no particle
+ * passed. The host (parse_box) and the node kernels (cqk_info_box) both read it through this. */
+__host__ __device__ static inline cqi_box box_from_info(const int* info, int dim) {
+  cqi_box b;
+  b.count = 1;
   for (int a = 0; a < 3; a++) {
-    long ext = a < g->base.dim ? (long)info[3 + a] + 3 - info[a] : 1;
-    g->box.lo[a] = a < g->base.dim ? info[a] : 0;
-    g->box.ext[a] = (int)(ext > 0 ? ext : 0);
-    g->box.count *= g->box.ext[a];
+    long ext = a < dim ? (long)info[3 + a] + 3 - info[a] : 1;
+    b.lo[a] = a < dim ? info[a] : 0;
+    b.ext[a] = (int)(ext > 0 ? ext : 0);
+    b.count *= b.ext[a];
   }
+  return b;
+}
+static void parse_box(cuda_backend* g, const int* info) {
+  g->box = box_from_info(info, g->base.dim);
   g->box_known = 1;
 }
 

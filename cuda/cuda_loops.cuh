@@ -239,18 +239,8 @@ __device__ __forceinline__ long CQ_D(cqk_box_node)(const cq_substep* c, cqi_box 
   return node;
 }
 
-/* The active box from prepare's reduction info on the device (as parse_box in cuda.cu). */
-__device__ __forceinline__ cqi_box CQ_D(cqk_info_box)(const int* info) {
-  cqi_box b;
-  b.count = 1;
-  for (int a = 0; a < 3; a++) {
-    long ext = a < D ? (long)info[3 + a] + 3 - info[a] : 1;
-    b.lo[a] = a < D ? info[a] : 0;
-    b.ext[a] = (int)(ext > 0 ? ext : 0);
-    b.count *= b.ext[a];
-  }
-  return b;
-}
+/* The active box from prepare's reduction info on the device (cuda.cu box_from_info). */
+__device__ __forceinline__ cqi_box CQ_D(cqk_info_box)(const int* info) { return box_from_info(info, D); }
 /* Node loop of the grid-stride kernels (launched over grid_blocks blocks whatever the box's size). */
 #define CQK_FOR_NODES(t, count) \
   for (long t = (long)blockIdx.x * blockDim.x + threadIdx.x; t < (count); t += (long)gridDim.x * blockDim.x)

@@ -24,6 +24,7 @@ if not package.loaded["cq._paths"] then
   package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
   package.loaded["cq._paths"] = { lua = root .. "/lua", lib = root .. "/build/lib" }
 end
+local ROOT = ((((arg and arg[0]) or "tools/bench.lua"):match("^(.*)/[^/]*$")) or ".") .. "/.." -- the checkout
 
 local ffi = require "ffi"
 local cq = require "cq"
@@ -431,27 +432,13 @@ local function bench_gpu()
   end
   print()
 end
--- Seed 004's 3D iteration (issues 12 and 14): a 0.1 m cube of 8,000 particles (0.5 dx apart, dx = 0.01 m) in a
--- 1 m box of 1e6 nodes, E = 0.1 MPa, nu = 0.4, rho = 1000, dt = 1e-4 s, four stress actuators driven per control
--- step: 1 s = 1e4 substeps (1,000 control steps of 10) forward into a checkpointed memo, then backward. The seed
+-- Seed 004's 3D iteration (issues 12 and 14): scenes/seed004_cube.lua (8,000 particles, 1e6 nodes, four stress
+-- actuators driven per control step): 1 s = 1e4 substeps (1,000 control steps of 10) forward into a memo, then
+-- backward. The seed
 -- reports 30 s per iteration on an RTX 3090 (Taichi autodiff); goal <= 2 s.
 local function bench_seed004(backend, precision)
-  local side, dx = 20, 0.01
-  local n = side ^ 3
-  local w = cq.world { dim = 3, res = { 100, 100, 100 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8, 0 },
-    n = n, n_actuators = 4, precision = precision, backend = backend, walls = { all = { type = "sticky" } } }
-  local h = dx / 2
-  w:fill("vol0", h ^ 3); w:fill("mass", h ^ 3 * 1000); w:fill("material", "neohookean")
-  w:fill_lame(1e5 / (2 * 1.4), 1e5 * 0.4 / (1.4 * 0.2))
-  w:fill("act_axis", { 1, 1, 1 })
-  w:fill("act_id", function(p) return (p - 1) % 4 end)
-  w:commit()
-  local s0 = w:state()
-  local x, p = s0.x, 0
-  for i = 0, side - 1 do for j = 0, side - 1 do for k = 0, side - 1 do
-    x[p], x[n + p], x[2 * n + p] = 0.45 + (i + 0.5) * h, 0.03 + (j + 0.5) * h, 0.45 + (k + 0.5) * h
-    p = p + 1
-  end end end
+  local w, s0 = dofile(ROOT .. "/scenes/seed004_cube.lua").build(backend, precision)
+  local n = w.n
   local steps = QUICK and 50 or 1000
   local memo = w:memo { steps = steps }
   local t0 = now()

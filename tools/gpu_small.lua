@@ -23,22 +23,7 @@ for _ = 1, steps do w:step(s) end
 print(string.format("2D 6.4k: %.1f us per substep (10 per control step)", (now() - t0) / steps / 10 * 1e6))
 w:release()
 
-local side, dx = 20, 0.01
-local n = side ^ 3
-w = cq.world { dim = 3, res = { 100, 100, 100 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8, 0 },
-  n = n, n_actuators = 4, precision = "f32", backend = BACKEND, walls = { all = { type = "sticky" } } }
-local h = dx / 2
-w:fill("vol0", h ^ 3); w:fill("mass", h ^ 3 * 1000); w:fill("material", "neohookean")
-w:fill_lame(1e5 / (2 * 1.4), 1e5 * 0.4 / (1.4 * 0.2))
-w:fill("act_axis", { 1, 1, 1 })
-w:fill("act_id", function(p) return (p - 1) % 4 end)
-w:commit()
-s = w:state()
-local p = 0
-for i = 0, side - 1 do for j = 0, side - 1 do for k = 0, side - 1 do
-  s.x[p], s.x[n + p], s.x[2 * n + p] = 0.45 + (i + 0.5) * h, 0.03 + (j + 0.5) * h, 0.45 + (k + 0.5) * h
-  p = p + 1
-end end end
+w, s = dofile("scenes/seed004_cube.lua").build(BACKEND, "f32")
 local memo = w:memo { steps = 50 }
 for rep = 1, 2 do -- the first is the warm-up
   t0 = now()
