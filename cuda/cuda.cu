@@ -55,6 +55,8 @@ typedef struct cuda_backend {
   int box_known;              /* box holds the last prepare's region (read back); 0 inside batches until needed */
   unsigned grid_blocks;       /* blocks of the grid-stride node kernels (those that read the box on the device) */
   long local_min_blocks;      /* smallest per-particle launch whose scatters go through shared memory (cqk_p2g) */
+  int sms;                    /* the device's multiprocessors */
+  int prefetch;               /* upload between equal pointers prefetches (CQ_CUDA_PREFETCH=1; else does nothing) */
   double* act_sums;           /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
   double* act_gu;             /* host target of act_sums (NULL: nothing pending) */
   cq_real* gact_h;            /* [n] pinned host copy of the per-particle dL/du (act_grad) */
@@ -79,12 +81,17 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
     int st_ = (call);             \
     if (st_ != CQ_OK) return st_; \
   } while (0)
+#include "timing.cuh"
+#define CQK_NAME(kernel) CQK_NAME_(kernel) /* the kernel's name, its dimension suffix expanded */
+#define CQK_NAME_(kernel) #kernel
 /* Launches kernel over count threads (one per particle or node) on the backend's stream. */
 #define LAUNCH(kernel, count, ...)                                                                    \
   do {                                                                                                \
     long cnt_ = (count);                                                                              \
     if (cnt_ > 0) {                                                                                   \
+      timing_begin(g->stream, CQK_NAME(kernel));                                                      \
       kernel<<<(unsigned)((cnt_ + CQ_BLOCK - 1) / CQ_BLOCK), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);  \
+      timing_end(g->stream);                                                                          \
       CK(cudaGetLastError());                                                                         \
     }                                                                                                 \
   } while (0)
@@ -92,11 +99,22 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
  * the last box the host saw (with room to grow; the box moves slowly), at most grid_blocks blocks. */
 #define LAUNCH_NODES(kernel, ...)                                                   \
   do {                                                                              \
+    timing_begin(g->stream, CQK_NAME(kernel));                                      \
     kernel<<<node_blocks(g), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);                \
+    timing_end(g->stream);                                                          \
     CK(cudaGetLastError());                                                         \
+  } while (0)
+/* An asynchronous copy or clear on the stream, timed as `what` under CQ_CUDA_TIMING. */
+#define TIMED(what, call)              \
+  do {                                 \
+    timing_begin(g->stream, what);     \
+    cudaError_t te_ = (call);          \
+    timing_end(g->stream);             \
+    CK(te_);                           \
   } while (0)
 
 static long particle_blocks(const cuda_backend* g, long n) { return (n + CQ_BLOCK - 1) / CQ_BLOCK; }
+
 
 static unsigned node_blocks(const cuda_backend* g) {
   if (g->box.count <= 0) return g->grid_blocks; /* no box seen yet */
@@ -201,35 +219,68 @@ static void cuda_release(cqi_backend* b, void* p) {
   cudaStreamSynchronize(g->stream);
   cudaFree(p);
 }
-/* Transfers use cudaMemcpyDefault: either side may be managed memory (a shared state block), which the driver
- * reads or writes wherever its pages are. Between equal pointers (a shared block), upload moves the block to the
- * device ahead of the kernels (a no-op for pages already there) and download only waits for the kernels: the host
- * then faults in just the pages it touches. */
+/* Transfers: either side may be managed memory (a shared state block). Between equal pointers (a shared block),
+ * download only waits for the kernels (the host then faults in just the pages it touches), and upload does nothing:
+ * the kernels fault back only the pages the host touched. Prefetching the whole block instead
+ * (CQ_CUDA_PREFETCH=1) costs the driver's walk over every page even when all are on the device: 75 us per step
+ * for the 512k cube's 49 MB state, 48 us for 2D 6.4k's 0.3 MB, and no example measured gained from it (walker2d
+ * 0.23 s per iteration with it, 0.20 s without; the 84k quadruped 2.08 s either way; docs/benchmarks.md). */
 static int cuda_upload(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
   if (dst == src) {
     cudaMemLocation dev = {cudaMemLocationTypeDevice, 0};
-    CK(cudaMemPrefetchAsync(dst, bytes, dev, 0, g->stream));
+    if (g->prefetch) TIMED("prefetch to device", cudaMemPrefetchAsync(dst, bytes, dev, 0, g->stream));
     return CQ_OK;
   }
-  CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
+  TIMED("upload", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
   CK(cudaStreamSynchronize(g->stream)); /* the host buffer may change after return */
+  return CQ_OK;
+}
+/* Whether the kernels can use p in place: device or managed memory (not page-locked or plain host memory). */
+static int on_device(const void* p) {
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) return cudaGetLastError(), 0;
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+/* Copies between device or managed buffers with a kernel: cudaMemcpyAsync with managed memory on either side takes
+ * the driver's page-by-page path (a 49 MB memo gradient in 272 us on an H100, against 36 us device to device). */
+__global__ void cqk_copy_words(const unsigned* src, unsigned* dst, long words) {
+  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (long)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+__global__ void cqk_copy_vectors(const uint4* src, uint4* dst, long vectors) {
+  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < vectors; i += (long)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+static int copy_async(cuda_backend* g, void* dst, const void* src, size_t bytes, const char* what) {
+  uintptr_t bits = (uintptr_t)dst | (uintptr_t)src | bytes;
+  if (bytes == 0 || (bits & 3) || !on_device(dst) || !on_device(src)) {
+    TIMED(what, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
+    return CQ_OK;
+  }
+  long items = (bits & 15) ? (long)(bytes / 4) : (long)(bytes / 16), cap = 8L * g->sms;
+  unsigned blocks = (unsigned)((items + CQ_BLOCK - 1) / CQ_BLOCK < cap ? (items + CQ_BLOCK - 1) / CQ_BLOCK : cap);
+  timing_begin(g->stream, what);
+  if (bits & 15) cqk_copy_words<<<blocks, CQ_BLOCK, 0, g->stream>>>((const unsigned*)src, (unsigned*)dst, items);
+  else cqk_copy_vectors<<<blocks, CQ_BLOCK, 0, g->stream>>>((const uint4*)src, (uint4*)dst, items);
+  timing_end(g->stream);
+  CK(cudaGetLastError());
   return CQ_OK;
 }
 static int cuda_download(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
-  if (dst != src) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
+  if (dst != src) TRY(copy_async(g, dst, src, bytes, "download"));
   CK(cudaStreamSynchronize(g->stream));
   return CQ_OK;
 }
 static int cuda_copy(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
-  if (dst != src) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
+  if (dst != src) TRY(copy_async(g, dst, src, bytes, "copy"));
   return CQ_OK;
 }
 static int cuda_zero(cqi_backend* b, void* dst, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
-  CK(cudaMemsetAsync(dst, 0, bytes, g->stream));
+  TIMED("zero", cudaMemsetAsync(dst, 0, bytes, g->stream));
   return CQ_OK;
 }
 
@@ -264,7 +315,13 @@ static void* cuda_shared_alloc(size_t bytes) {
     cudaGetLastError();
     return NULL;
   }
-  memset(p, 0, bytes); /* first touch on the host: its pages start there */
+  /* zeroed by the device, so its pages start there: a memo's gradients, zeroed on the host, cost a 45 MB migration at
+   * the first backward step of the 512k cube */
+  if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    cudaGetLastError();
+    cudaFree(p);
+    return NULL;
+  }
   return p;
 }
 static void cuda_shared_free(void* p) {
@@ -421,10 +478,19 @@ static int cuda_axpy(cqi_backend* b, long len, cq_real a, const cq_real* x, cq_r
   LAUNCH(cqk_axpy, len, len, a, x, y);
   return CQ_OK;
 }
-/* Non-finite entries are rare (a failing run), so each one takes an atomic of its own. */
-__global__ void cqk_first_nonfinite(long len, const cq_real* x, unsigned long long* key) {
-  long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < len && !isfinite(x[i])) atomicMin(key, (unsigned long long)i);
+/* Non-finite entries are rare (a failing run), so each one takes an atomic of its own. One launch covers up to
+ * CQK_SCAN_MAX arrays (blockIdx.y picks the array; grid-stride over it): 19 launches of one per array took 218 us per
+ * backward step of the 512k cube on an H100 (CQ_CUDA_TIMING), most of it launch and tail time. */
+#define CQK_SCAN_MAX 32
+typedef struct {
+  const cq_real* x[CQK_SCAN_MAX];
+  long len[CQK_SCAN_MAX];
+} cqk_arrays;
+__global__ void cqk_first_nonfinite(const __grid_constant__ cqk_arrays a, unsigned long long* key) {
+  const cq_real* x = a.x[blockIdx.y];
+  long len = a.len[blockIdx.y];
+  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < len; i += (long)gridDim.x * blockDim.x)
+    if (!isfinite(x[i])) atomicMin(&key[blockIdx.y], (unsigned long long)i);
 }
 static int cuda_first_nonfinite(cqi_backend* b, int count, const long* len, const cq_real* const* x, long* index) {
   cuda_backend* g = (cuda_backend*)b;
@@ -438,7 +504,21 @@ static int cuda_first_nonfinite(cqi_backend* b, int count, const long* len, cons
     g->cap_nf = count;
   }
   CK(cudaMemsetAsync(g->nf_key, 0xff, sizeof *g->nf_key * count, g->stream));
-  for (int i = 0; i < count; i++) LAUNCH(cqk_first_nonfinite, len[i], len[i], x[i], g->nf_key + i);
+  for (int i0 = 0; i0 < count; i0 += CQK_SCAN_MAX) {
+    cqk_arrays a;
+    int k = count - i0 < CQK_SCAN_MAX ? count - i0 : CQK_SCAN_MAX;
+    long longest = 1;
+    for (int i = 0; i < k; i++) {
+      a.x[i] = x[i0 + i], a.len[i] = len[i0 + i];
+      if (len[i0 + i] > longest) longest = len[i0 + i];
+    }
+    long blocks = (longest + CQ_BLOCK - 1) / CQ_BLOCK, cap = 16L * g->sms; /* 4 per SM: 95 us for 85 MB */
+    dim3 grid((unsigned)(blocks < cap ? blocks : cap), (unsigned)k);
+    timing_begin(g->stream, "cqk_first_nonfinite");
+    cqk_first_nonfinite<<<grid, CQ_BLOCK, 0, g->stream>>>(a, g->nf_key + i0);
+    timing_end(g->stream);
+    CK(cudaGetLastError());
+  }
   CK(cudaMemcpyAsync(g->nf_key_h, g->nf_key, sizeof *g->nf_key * count, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
   for (int i = 0; i < count; i++) index[i] = g->nf_key_h[i] == ULLONG_MAX ? -1 : (long)g->nf_key_h[i];
@@ -504,6 +584,9 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
    * overrides it, to measure) */
   const char* lmb = getenv("CQ_CUDA_LOCAL_MIN_BLOCKS");
   g->local_min_blocks = lmb ? atol(lmb) : 2L * (sms > 0 ? sms : 1);
+  g->sms = sms > 0 ? sms : 1;
+  const char* prefetch = getenv("CQ_CUDA_PREFETCH");
+  g->prefetch = prefetch && strcmp(prefetch, "0") != 0;
   CK(cudaMallocHost((void**)&g->key_h, sizeof *g->key_h));
   CK(cudaMallocHost((void**)&g->gact_h, sizeof(cq_real) * n));
   return CQ_OK;

@@ -143,8 +143,8 @@ typedef struct cqi_backend_ops {
   /* Memory for state blocks that the host and the kernels both use in place (CUDA managed memory, which the driver
    * moves to whichever side touches it, page by page): a step runs on such a block directly, so the state stays on
    * the device from one control step to the next until the host reads or writes it. upload and download between
-   * equal pointers then only make it resident where the next user is (upload: move it to the device ahead of the
-   * kernels; download: wait for them). NULL where the backend has none or the device cannot let the host touch
+   * equal pointers then only order the two sides (download waits for the kernels; upload may move the block to the
+   * device ahead of them, or leave the kernels to fault back the pages the host touched). NULL where the backend has none or the device cannot let the host touch
    * managed memory while kernels run (no concurrent managed access): states are then host_alloc memory, copied in
    * and out once per control step. shared_alloc zeroes, and returns NULL when it cannot. */
   void* (*shared_alloc)(size_t bytes);

@@ -150,6 +150,10 @@ int cq_cuda_device_info(char* buf, int len);
 /* Device-to-device cudaMemcpy rate of device 0 in bytes/s (read + written bytes over the time: 2 x size per copy),
  * best of reps copies of `bytes` bytes; <= 0 with the reason in err on failure. */
 double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen);
+/* With CQ_CUDA_TIMING=1 in the environment: the device time of every launch, copy and clear since the last report,
+ * summed per operation, and the device's idle time between them, as a table in buf (then reset); returns the number
+ * of operations timed (cuda/timing.cuh). */
+long cq_cuda_timing_report(char* buf, int len);
 
 cq_state* cq_state_create(const cq_world* w);        /* every field at its initial value (fields.h: F = I) */
 void cq_state_free(cq_state* s);

@@ -399,7 +399,8 @@ int cq_memo_backward_begin(cq_memo* m) {
     return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
                       "this recording began; record again (memo:begin and steps) before backward");
   int n = w->model.n, st = CQ_OK;
-  memset(m->g_cur->block, 0, sizeof(cq_real) * m->len);
+  if (m->g_cur->shared) st = be->ops->zero(be, m->g_cur->block, sizeof(cq_real) * m->len); /* no host migration */
+  else memset(m->g_cur->block, 0, sizeof(cq_real) * m->len);
   memset(m->gact, 0, sizeof(double) * m->max_steps * (w->model.n_act > 0 ? w->model.n_act : 1));
 #define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
   CQI_IF(diff)(if (st == CQ_OK) st = be->ops->zero(be, m->gp_b.name, sizeof(cq_real) * n);)

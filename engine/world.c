@@ -278,4 +278,8 @@ double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen) {
   if (err && errlen > 0) snprintf(err, errlen, "this engine library was built without CUDA");
   return -1;
 }
+long cq_cuda_timing_report(char* buf, int len) {
+  if (buf && len > 0) snprintf(buf, len, "this engine library was built without CUDA\n");
+  return -1;
+}
 #endif

@@ -11,8 +11,10 @@
 #   suite      the whole suite, with backend = "auto" choosing the GPU
 #   profile    Nsight Compute's duration of every kernel of tools/gpu_prof.lua (the 512k cube; PROF_SIDE=20: the 8k
 #              cube), summed per kernel
-#   detail     Nsight Compute's stall reasons for one launch of DETAIL_KERNEL (cqk_p2g_3) on the 8k cube, and its atomics
+#   detail     Nsight Compute's stall reasons for one launch of DETAIL_KERNEL (cqk_p2g_3) on the cube of DETAIL_SIDE^3
+#              particles (20: 8k), and its atomics
 #   small      tools/gpu_small.lua (2D 6.4k, seed 004's 3D scene) under Nsight Systems: where small scenes' time goes
+#   timeline   tools/gpu_timeline.lua under CQ_CUDA_TIMING=1: device time per operation and idle time, per phase
 #   walker     examples/walker2d.lua for 10 iterations (backend "auto": the GPU), to compare with the CPU's log
 # Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_WALKER (seconds).
 set -u -o pipefail
@@ -48,7 +50,8 @@ for part in "$@"; do
                ${PROF_SIDE:-80} > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
     detail) # Nsight Compute's stall reasons for one P2G launch of the 8k cube, and the shared-memory atomics in its SASS
       ncu --kernel-name regex:${DETAIL_KERNEL:-cqk_p2g_3} --launch-skip 3 --launch-count 1 --section WarpStateStats \
-        --section SchedulerStats --section Occupancy --section LaunchStats build/bin/cqlua tools/gpu_prof.lua 20 \
+        --section SchedulerStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+        build/bin/cqlua tools/gpu_prof.lua ${DETAIL_SIDE:-20} \
         > "$OUT/detail.log" 2>&1
       grep -vE "^==PROF==|^gpu_prof" "$OUT/detail.log" | grep -E "[0-9]" | cut -c1-150 | head -70
       cuobjdump -sass build/lib/libcq_cuda_f32.so 2>/dev/null \
@@ -64,7 +67,9 @@ for part in "$@"; do
       else
         echo "no nsys"; build/bin/cqlua tools/gpu_small.lua
       fi ;;
+    timeline) CQ_CUDA_TIMING=1 build/bin/cqlua tools/gpu_timeline.lua ${TIMELINE_SCENES:-} > "$OUT/timeline.log" 2>&1
+              cat "$OUT/timeline.log" ;;
     walker) run walker "${T_WALKER:-150}" build/bin/cqlua examples/walker2d.lua 10; tail -4 "$OUT/walker.log" ;;
-    *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, bench-pinned, memcheck, racecheck, suite, profile, walker)"; exit 2 ;;
+    *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, bench-pinned, memcheck, racecheck, suite, profile, detail, small, timeline, walker)"; exit 2 ;;
   esac
 done
