@@ -59,7 +59,6 @@ typedef struct cuda_backend {
   int prefetch;               /* upload between equal pointers prefetches (CQ_CUDA_PREFETCH=1; else does nothing) */
   double* act_sums;           /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
   double* act_gu;             /* host target of act_sums (NULL: nothing pending) */
-  cq_real* gact_h;            /* [n] pinned host copy of the per-particle dL/du (act_grad) */
   double *partial, *partial_h; /* [cap_partial] grid_dot block sums */
   long cap_partial;
   cqi_box box;                /* active region of the last prepare */
@@ -437,6 +436,12 @@ __global__ void cqk_act_grad(int n, int n_act, const int32_t* act_id, const cq_r
   for (int a = threadIdx.x; a < n_act; a += blockDim.x)
     if (acc[a] != 0) atomicAdd(&sums[a], acc[a]);
 }
+/* More actuators than shared memory holds (seed 004's actuator layouts: one actuator per particle): one global
+ * double atomic per particle. */
+__global__ void cqk_act_grad_global(int n, const int32_t* act_id, const cq_real* gact, double* sums) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < n && act_id[p] >= 0) atomicAdd(&sums[act_id[p]], (double)gact[p]);
+}
 /* Adds act_sums to their host target (waits for the device). */
 static int flush_act_sums(cuda_backend* g) {
   if (!g->act_gu) return CQ_OK;
@@ -452,21 +457,14 @@ static int cuda_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* g
   cuda_backend* g = (cuda_backend*)b;
   int na = b->n_act;
   if (na <= 0) return CQ_OK;
-  if (na <= CQ_ACT_SHARED) {
-    if (g->act_gu != gu) { /* a new target: add the pending sums to the old one */
-      TRY(flush_act_sums(g));
-      CK(cudaMemsetAsync(g->act_sums, 0, sizeof(double) * na, g->stream));
-      g->act_gu = gu;
-    }
-    LAUNCH(cqk_act_grad, b->n, b->n, na, act_id, gact, g->act_sums);
-    return g->in_batch ? CQ_OK : flush_act_sums(g);
+  if (g->act_gu != gu) { /* a new target: add the pending sums to the old one */
+    TRY(flush_act_sums(g));
+    CK(cudaMemsetAsync(g->act_sums, 0, sizeof(double) * na, g->stream));
+    g->act_gu = gu;
   }
-  CK(cudaMemcpyAsync(g->gact_h, gact, sizeof(cq_real) * b->n, cudaMemcpyDeviceToHost, g->stream));
-  CK(cudaStreamSynchronize(g->stream));
-  const int32_t* ids = g->model->act_id; /* host copy of act_id (the argument is the device's) */
-  for (int p = 0; p < b->n; p++)
-    if (ids[p] >= 0) gu[ids[p]] += g->gact_h[p];
-  return CQ_OK;
+  if (na <= CQ_ACT_SHARED) LAUNCH(cqk_act_grad, b->n, b->n, na, act_id, gact, g->act_sums);
+  else LAUNCH(cqk_act_grad_global, b->n, b->n, act_id, gact, g->act_sums);
+  return g->in_batch ? CQ_OK : flush_act_sums(g);
 }
 
 __global__ void cqk_axpy(long len, cq_real a, const cq_real* x, cq_real* y) {
@@ -536,7 +534,7 @@ static void cuda_destroy(cqi_backend* b) {
   void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
                  g->partial, g->act_sums, g->nf_key};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
-  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->gact_h, g->partial_h, g->nf_key_h};
+  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->partial_h, g->nf_key_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
   if (g->stream) cudaStreamDestroy(g->stream);
   cudaGetLastError(); /* errors while tearing down (e.g. at process exit) are not reported */
@@ -588,7 +586,6 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
   const char* prefetch = getenv("CQ_CUDA_PREFETCH");
   g->prefetch = prefetch && strcmp(prefetch, "0") != 0;
   CK(cudaMallocHost((void**)&g->key_h, sizeof *g->key_h));
-  CK(cudaMallocHost((void**)&g->gact_h, sizeof(cq_real) * n));
   return CQ_OK;
 }
 

@@ -184,6 +184,64 @@ describe("cq.design", function()
     assert.is_true(cs0 > 0 and cs0 <= 1 and math.abs(an - fdc) <= 1e-7 * math.abs(fdc))
   end)
 
+  it("design:actuators (seed 004 eqs. 18-21, 23): the softmax weights sum to 1, u_i = ((1-eps) gamma^3 + eps) " ..
+    "sum_j xi_ij u_j reaches the engine, and dL/dpsi, dL/dphi (through E, mass, gamma^3 and the mass-weighted " ..
+    "centroid) and dL/dalpha match FD " ..
+    "(f64); C_act and its gradient", function()
+    -- a 12 x 8 block (one actuator per particle) on a sticky floor
+    local nx, ny, h = 12, 8, 1 / 64
+    local n = nx * ny
+    local world = cq.world { dim = 2, res = { 32, 32 }, dx = 1 / 32, dt = 4e-3, substeps = 8, gravity = { 0, -4 }, n = n,
+      n_actuators = n, precision = "f64", walls = { all = { type = "sticky", thickness = 2 } } }
+    world:fill("vol0", h * h); world:fill("mass", h * h); world:fill("E", 40); world:fill("nu", 0.3)
+    world:fill("material", "neohookean")
+    world:commit()
+    local s0 = world:state()
+    for p = 0, n - 1 do s0.x[p], s0.x[n + p] = 0.4 + (p % nx + 0.5) * h, 2 / 32 + (math.floor(p / nx) + 0.5) * h end
+    local design = cq.design { world = world }
+    local phi = design:layout { state = s0, radius = 1.5 * h, init = function(i) return 0.2 + 0.6 * G.prand(i, 11) end }
+    local psi = design:actuators { state = s0, outputs = 2, layout = phi, radius = 1.5 * h,
+      init = function(i) return 0.5 * G.prand(i, 12) end }
+    assert.are.equal(n * 3, psi.n)
+    local pulses = cq.pulses { outputs = 2, steps = 10, dt = 4e-3, dt_pul = 8e-3, sigma = 8e-3, amplitude = 6,
+      a_pul = 1.5, init_sgn = function(i) return 0.9 * G.prand(i, 13) end,
+      init_abs = function(i) return 0.9 * G.prand(i, 14) end }
+    local ctl = psi.controller(pulses)
+    local idx = {}
+    for p = 1, n do idx[p] = p end
+    -- the walker's objective (seed 004 eq. 32): -(x_g(T) - x_g(0)) . e_x with mass weights, which depend on phi
+    local function xg(t, s) return t:index(t:mass_centroid(s, "x", idx), 1) end
+    local run = cq.rollout { world = world, steps = 10, controller = ctl, design = design,
+      final = function(t, s) return t:scale(xg(t, s), -1) end,
+      running = function(t, s, u, k) return k == 0 and xg(t, s) or t:const({ 0 }) end }
+    run:forward(s0)
+    -- the weights: each particle's xi sums to 1; the engine's act_w is (1 - eps) gamma^3 + eps
+    local op = design.ops[2]
+    for i = 0, n - 1 do
+      local sum = op.xi[3 * i] + op.xi[3 * i + 1] + op.xi[3 * i + 2]
+      assert.is_true(math.abs(sum - 1) < 1e-12)
+      local gamma = design.ops[1].gamma[i]
+      assert.is_true(math.abs(world.params.act_w[i] - ((1 - 1e-5) * gamma ^ 3 + 1e-5)) < 1e-12)
+      assert.are.equal(i, world.params.act_id[i])
+    end
+    for _, case in ipairs { { { psi }, "psi" }, { { phi }, "phi" }, { pulses.params, "alpha" } } do
+      local rel, analytic, fd = fd_check(run, s0, case[1], 91)
+      print(string.format("  actuators: dL/d%-5s . d = %.5e  FD %.5e  rel. error %.1e", case[2], analytic, fd, rel))
+      assert.is_true(math.abs(analytic) > 1e-9, case[2])
+      assert.is_true(rel < 1e-5, case[2])
+    end
+    -- C_act (eq. 23): 1 - |xi|^2 averaged, in [0, K / (K + 1)], and its gradient
+    local C = design:binarization(psi)
+    design:apply(s0)
+    psi:zero_grad()
+    local c0 = C(1)
+    local d, an = G.param_direction({ psi }, 92)
+    local fdc = G.fd_params({ psi }, d, function() design:apply(s0) return C(0) end, 1e-6)
+    print(string.format("  C_act %.4f; dC/dpsi . d = %.5e  FD %.5e", c0, an, fdc))
+    assert.is_true(c0 > 0 and c0 <= 2 / 3)
+    assert.is_true(math.abs(an - fdc) <= 1e-7 * math.abs(fdc) and math.abs(an) > 1e-6)
+  end)
+
   it("cq.augmented_lagrangian (seed 004 Algorithm 1) binarises a toy layout: feasible, each entry on its target's " ..
     "side", function()
     -- task: gamma_i = (p_i + 1) / 2 near targets; constraint: mean gamma (1 - gamma) <= 5 % of its maximum 1/4

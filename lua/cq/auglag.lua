@@ -23,7 +23,8 @@ end
 ---   outer_max = 30, tol = 1e-3, on_iteration? } -> { kappa, tau, violations, iterations, outer, feasible }
 --- loss(): the task loss, with the gradients of params filled (param.g, zeroed first by the driver).
 --- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
---- gradients. on_iteration(s, L, task, C): called after every inner iteration (a log line).
+--- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
+--- kappa are lists, one entry per constraint).
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
@@ -76,7 +77,7 @@ function M.run(opts)
       opt:step()
       iterations = iterations + 1
       hist[#hist + 1] = L
-      if opts.on_iteration then opts.on_iteration(iterations, L, task, C0) end
+      if opts.on_iteration then opts.on_iteration(iterations, L, task, C0, tau, kappa) end
       if settled(hist, tol) then break end
     end
     v = violations()

@@ -24,6 +24,8 @@ local VARIABLE_OPTIONS = check.option_set("design:variable", { "name", "field", 
   "scale", "offset", "range", "init", "bounds" })
 local LAYOUT_OPTIONS = check.option_set("design:layout", { "name", "state", "groups", "particles", "radius", "p",
   "beta", "eps", "init", "bounds" })
+local ACTUATORS_OPTIONS = check.option_set("design:actuators", { "name", "state", "outputs", "layout", "groups",
+  "particles", "radius", "p", "beta", "eps", "init" })
 local STRETCH_OPTIONS = check.option_set("design:stretch", { "name", "axis", "origin", "groups", "particles", "init",
   "bounds" })
 
@@ -266,22 +268,138 @@ function Design:layout(opts)
     check_bounds(where, opts.bounds or { -1, 1 }), op)
 end
 
---- design:binarization(phi) -> f: seed 004's constraint on the material layout phi (from design:layout), eq. 22:
---- C_mat = mean over its particles of gamma (1 - gamma), 0 for a binary layout, 1/4 at most. f(w) returns C_mat
---- at the last design:apply and, when w ~= 0, adds w dC_mat/dphi to phi.g (cq.augmented_lagrangian's form).
-function Design:binarization(phi)
+--- design:actuators{ state, outputs, radius, layout?, groups | particles, p = 2, beta = 4, eps = 1e-5, init = 0,
+--- name } -> cq.param psi of m x (outputs + 1) unbounded entries (particle-major: psi[i * (outputs + 1) + j]): seed
+--- 004's actuator layout (sec. 3.1.2). psi is filtered like the material layout (eq. 20; the particles within radius
+--- at state's positions) and projected per particle by a softmax of shape beta (eq. 21) to weights xi over the
+--- outputs actuation signals and a last, passive one. Particle i is wired to the world's actuator i (the world must
+--- have n_actuators = m; its act_id and an isotropic act_axis are set here: sigma_act = u F F^T, eq. 7 with S = I),
+--- and feels u_i = ((1 - eps) gamma_i^3 + eps) sum_j xi_ij u_hat_j (eqs. 18-19) through its act_w: gamma from
+--- layout (a design:layout variable over the same particles), 1 without one. psi.controller(inner) turns a
+--- controller of outputs signals u_hat (cq.pulses) into the world's m actuation values.
+function Design:actuators(opts)
+  local where = "design:actuators"
+  check.options(where, opts, ACTUATORS_OPTIONS)
+  require("cq.state").check_arg(where, "state", opts.state, self.world)
+  local K = check.integer(where, "outputs", opts.outputs, 1)
+  local layout
+  if opts.layout ~= nil then
+    for _, o in ipairs(self.ops) do if o.theta == opts.layout and o.kind == "layout" then layout = o end end
+    if not layout then check.fail(where, "layout must be a variable of this design made by design:layout", opts.layout) end
+  end
+  local idx, m
+  if opts.groups == nil and opts.particles == nil and layout then idx, m = layout.idx, layout.m
+  else idx, _, m = selection(self, where, opts, "particle") end
+  if layout then
+    local same = layout.m == m
+    for i = 0, m - 1 do same = same and layout.idx[i] == idx[i] end
+    if not same then check.fail(where, "the layout must cover the same particles in the same order", "another set") end
+  end
+  local w, n, dim, x = self.world, self.n, self.dim, opts.state.x
+  if w.n_actuators ~= m then
+    check.fail(where, "the world needs one actuator per particle of the actuator layout: n_actuators = " .. m,
+      w.n_actuators)
+  end
+  local f = topology.filter(where, m, dim, function(i)
+    local p, pt = idx[i], {}
+    for a = 1, dim do pt[a] = x[(a - 1) * n + p] end
+    return pt
+  end, opts.radius, opts.p or 2)
+  local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
+  local eps = check.number(where, "eps", opts.eps or 1e-5, 0, 1)
+  local act_of = {}
+  for i = 0, m - 1 do act_of[idx[i] + 1] = i end
+  w:fill("act_id", function(p) return act_of[p] or -1 end)
+  local axis = {}
+  for a = 1, dim do axis[a] = 1 end
+  w:fill("act_axis", axis)
+  for a = 1, m do w:set_actuator(a, "stress") end
+  local width = K + 1
+  local op = { kind = "actuators", idx = idx, m = m, K = K, width = width, filter = f, beta = beta, eps = eps,
+    layout = layout, zf = darr(m * width), xi = darr(m * width), gxi = darr(m * width), gz = darr(m * width),
+    factor = darr(m), saved = darr(m), touches = { "act_w" } }
+  local psi = self:_add(where, opts.name or "actuators", m * width, initial(where, opts.init, m * width,
+    function() return 0 end), nil, op)
+  psi.controller = function(inner) return self:_mixer(op, inner) end
+  return psi
+end
+
+-- The controller that mixes inner's K signals into the m particles' actuation with the weights xi of the last
+-- design:apply (eq. 18; the passive column adds nothing); its backward adds dL/dxi into op.gxi for
+-- design:backward.
+function Design:_mixer(op, inner)
+  if type(inner) ~= "table" or type(inner.act) ~= "function" then
+    check.fail("psi.controller", "inner must be a controller (a table with act and params, e.g. cq.pulses)", inner, 3)
+  end
+  local m, K, width, xi, gxi = op.m, op.K, op.width, op.xi, op.gxi
+  return {
+    params = inner.params,
+    act = function(_, t, obs, k)
+      local uh = inner:act(t, obs, k)
+      if type(uh) ~= "table" or uh.n ~= K then
+        check.raise(string.format("psi.controller: the inner controller must give %d signals (outputs), gave %s", K,
+          type(uh) == "table" and tostring(uh.n) or type(uh)))
+      end
+      local y = t:const(m)
+      for i = 0, m - 1 do
+        local sum = 0
+        for j = 0, K - 1 do sum = sum + xi[i * width + j] * uh.v[j] end
+        y.v[i] = sum
+      end
+      y.back = function(y)
+        for i = 0, m - 1 do
+          local gi = y.g[i]
+          if gi ~= 0 then
+            for j = 0, K - 1 do
+              uh.g[j] = uh.g[j] + xi[i * width + j] * gi
+              gxi[i * width + j] = gxi[i * width + j] + gi * uh.v[j]
+            end
+          end
+        end
+      end
+      return y
+    end,
+  }
+end
+
+--- design:binarization(v) -> f: seed 004's binarization constraint on a material layout phi (design:layout; eq.
+--- 22: C_mat = mean over its particles of gamma (1 - gamma), 0 for a binary layout, 1/4 at most) or an actuator
+--- layout psi (design:actuators; eq. 23: C_act = mean of 1 - |xi|^2, 0 when every xi is one-hot, K / (K + 1) at
+--- most). f(w) returns C at the last design:apply and, when w ~= 0, adds w dC/dv to v.g (cq.augmented_lagrangian's
+--- form).
+function Design:binarization(v)
   local where = "design:binarization"
   local op
-  for _, o in ipairs(self.ops) do if o.theta == phi and o.kind == "layout" then op = o end end
-  if not op then check.fail(where, "phi must be a variable of this design made by design:layout", phi) end
+  for _, o in ipairs(self.ops) do
+    if o.theta == v and (o.kind == "layout" or o.kind == "actuators") then op = o end
+  end
+  if not op then check.fail(where, "the variable must be made by design:layout or design:actuators", v) end
+  local function applied()
+    if not self._applied then check.raise(where .. ": call design:apply first (a rollout's forward does)") end
+  end
+  if op.kind == "actuators" then
+    local m, width = op.m, op.width
+    local gxi, gz, gpsi = darr(m * width), darr(m * width), darr(m * width)
+    return function(w)
+      applied()
+      local C = 0
+      for q = 0, m * width - 1 do C = C - op.xi[q] * op.xi[q] end
+      if w ~= 0 then
+        for q = 0, m * width - 1 do gxi[q] = -2 * w * op.xi[q] / m end
+        for i = 0, m - 1 do topology.softmax_t(op.beta, op.xi, gxi, gz, i * width, width) end
+        topology.apply_rows_t(op.filter, gz, v.g, width)
+      end
+      return 1 + C / m
+    end
+  end
   local g = darr(op.m)
   return function(w)
-    if not self._applied then check.raise(where .. ": call design:apply first (a rollout's forward does)") end
+    applied()
     local C = 0
     for i = 0, op.m - 1 do C = C + op.gamma[i] * (1 - op.gamma[i]) end
     if w ~= 0 then
       for i = 0, op.m - 1 do g[i] = w * (1 - 2 * op.gamma[i]) * op.dgamma[i] / op.m end
-      topology.apply_t(op.filter, g, phi.g)
+      topology.apply_t(op.filter, g, v.g)
     end
     return C / op.m
   end
@@ -322,6 +440,18 @@ function FORWARD.layout(self, op, cur)
     op.factor[i], op.dfactor[i] = (1 - eps) * gamma + eps, (1 - eps) * dgamma
     op.saved[2 * i], op.saved[2 * i + 1] = E[p], mass[p]
     E[p], mass[p] = op.factor[i] * E[p], op.factor[i] * mass[p]
+  end
+end
+function FORWARD.actuators(self, op, cur)
+  local width = op.width
+  topology.apply_rows(op.filter, op.theta.v, op.zf, width)
+  for i = 0, op.m - 1 do topology.softmax(op.beta, op.zf, op.xi, i * width, width) end
+  for q = 0, op.m * width - 1 do op.gxi[q] = 0 end -- the mixer's dL/dxi of this forward
+  local aw, eps = cur.act_w, op.eps
+  for i = 0, op.m - 1 do
+    local p, gamma = op.idx[i], op.layout and op.layout.gamma[i] or 1
+    op.factor[i], op.saved[i] = (1 - eps) * gamma ^ 3 + eps, aw[p]
+    aw[p] = op.factor[i] * aw[p]
   end
 end
 -- The volume factor of a stretch by s, and its derivative.
@@ -407,14 +537,32 @@ function BACKWARD.density(self, op, g)
   end
 end
 function BACKWARD.layout(self, op, g)
-  local gE, gm, gf = g.E, g.mass, op.gfiltered or darr(op.m)
+  local gE, gm, gf, gg = g.E, g.mass, op.gfiltered or darr(op.m), op.ggamma
   op.gfiltered = gf
   for i = op.m - 1, 0, -1 do
     local p = op.idx[i]
     gf[i] = (gE[p] * op.saved[2 * i] + gm[p] * op.saved[2 * i + 1]) * op.dfactor[i] -- dL/d(filtered phi)
+    if gg then gf[i] = gf[i] + gg[i] * op.dgamma[i] end -- through an actuator layout's gamma^3 (eq. 19)
     gE[p], gm[p] = gE[p] * op.factor[i], gm[p] * op.factor[i]
   end
   topology.apply_t(op.filter, gf, op.theta.g)
+end
+function BACKWARD.actuators(self, op, g)
+  local width, ga, eps, lay = op.width, g.act_w, op.eps, op.layout
+  if lay then
+    lay.ggamma = lay.ggamma or darr(lay.m)
+    for i = 0, op.m - 1 do lay.ggamma[i] = 0 end
+  end
+  for i = op.m - 1, 0, -1 do
+    local p = op.idx[i]
+    if lay then
+      local gamma = lay.gamma[i]
+      lay.ggamma[i] = ga[p] * op.saved[i] * 3 * (1 - eps) * gamma * gamma
+    end
+    ga[p] = ga[p] * op.factor[i]
+  end
+  for i = 0, op.m - 1 do topology.softmax_t(op.beta, op.xi, op.gxi, op.gz, i * width, width) end
+  topology.apply_rows_t(op.filter, op.gz, op.theta.g, width)
 end
 function BACKWARD.stretch(self, op, g, gx)
   local s, n, dim = op.theta.v[0], self.n, self.dim

@@ -326,6 +326,37 @@ function Tape:centroid(state, field, idx)
   return y
 end
 
+--- Mass-weighted mean of field ("x" or "v") over the particles idx (1-based list, or nil = all), with the world's
+--- current masses: a dim-vector (seed 004 eq. 33's v_g). Its backward adds to the state's gradient and, when the
+--- sink is a memo's gradient (a rollout's), dL/dmass into memo.grad_params.mass: the weights are design-dependent.
+function Tape:mass_centroid(state, field, idx)
+  check_leaf("cq.tape:mass_centroid", state, field, idx, 1)
+  local n, dim, arr, mass = state.n, state.dim, state[field], state.world.params.mass
+  local list = idx
+  if not list then list = {} for p = 1, n do list[p] = p end end
+  local M = 0
+  for _, p in ipairs(list) do M = M + mass[p - 1] end
+  local y = node(self, dim, nil)
+  for a = 0, dim - 1 do
+    local s = 0
+    for _, p in ipairs(list) do s = s + mass[p - 1] * arr[a * n + p - 1] end
+    y.v[a] = s / M
+  end
+  y.back = function(y, sink)
+    local g = sink_field(sink, field)
+    local gm = type(sink) == "table" and sink._memo and sink._memo.grad_params.mass
+    for _, p in ipairs(list) do
+      local mp, dm = mass[p - 1] / M, 0
+      for a = 0, dim - 1 do
+        g[a * n + p - 1] = g[a * n + p - 1] + y.g[a] * mp
+        dm = dm + y.g[a] * (arr[a * n + p - 1] - y.v[a]) / M
+      end
+      if gm then gm[p - 1] = gm[p - 1] + dm end
+    end
+  end
+  return y
+end
+
 --- The values of field for the particles idx, particle-major: (p1 axis 1, p1 axis 2, ..., p2 axis 1, ...).
 function Tape:gather(state, field, idx)
   if idx == nil then check.fail("cq.tape:gather", "idx must be a non-empty list of particle indices (1-based)", idx) end

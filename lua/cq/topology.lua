@@ -1,6 +1,7 @@
--- Seed 004's density-based topology maps (sec. 3.1): the particle-wise convolution filter (eqs. 14-15) and the
--- normalised sigmoid projection (eq. 16), each with its adjoint. design:layout (lua/cq/design.lua) composes them
--- with the material interpolation (eqs. 11-13).
+-- Seed 004's density-based topology maps (sec. 3.1): the particle-wise convolution filter (eqs. 14-15, 20), the
+-- normalised sigmoid projection (eq. 16) and the softmax projection (eq. 21), each with its adjoint. design:layout
+-- and design:actuators (lua/cq/design.lua) compose them with the material and actuation interpolations (eqs. 11-13,
+-- 18-19).
 local ffi = require "ffi"
 local check = require "cq._check"
 
@@ -75,6 +76,44 @@ function M.apply_t(f, g, gx)
     local gi = g[i]
     for k = f.start[i], f.start[i + 1] - 1 do gx[f.nbr[k]] = gx[f.nbr[k]] + f.w[k] * gi end
   end
+end
+
+--- The filter on width values per particle (particle-major: x[i * width + j]; eq. 20), and its adjoint.
+function M.apply_rows(f, x, out, width)
+  for i = 0, f.m - 1 do
+    for j = 0, width - 1 do out[i * width + j] = 0 end
+    for k = f.start[i], f.start[i + 1] - 1 do
+      local wk, src = f.w[k], f.nbr[k] * width
+      for j = 0, width - 1 do out[i * width + j] = out[i * width + j] + wk * x[src + j] end
+    end
+  end
+end
+function M.apply_rows_t(f, g, gx, width)
+  for i = 0, f.m - 1 do
+    for k = f.start[i], f.start[i + 1] - 1 do
+      local wk, dst = f.w[k], f.nbr[k] * width
+      for j = 0, width - 1 do gx[dst + j] = gx[dst + j] + wk * g[i * width + j] end
+    end
+  end
+end
+
+--- The softmax of width values z[o .. o + width - 1] with shape beta (eq. 21) into xi[o ..] (shifted by the largest
+--- value, so that no exponential overflows).
+function M.softmax(beta, z, xi, o, width)
+  local top = z[o]
+  for j = 1, width - 1 do if z[o + j] > top then top = z[o + j] end end
+  local sum = 0
+  for j = 0, width - 1 do
+    local e = math.exp(beta * (z[o + j] - top))
+    xi[o + j], sum = e, sum + e
+  end
+  for j = 0, width - 1 do xi[o + j] = xi[o + j] / sum end
+end
+--- Its adjoint: gz[o + j] = beta xi_j (gxi_j - sum_l xi_l gxi_l).
+function M.softmax_t(beta, xi, gxi, gz, o, width)
+  local dot = 0
+  for j = 0, width - 1 do dot = dot + xi[o + j] * gxi[o + j] end
+  for j = 0, width - 1 do gz[o + j] = beta * xi[o + j] * (gxi[o + j] - dot) end
 end
 
 --- The normalised sigmoid (eq. 16): gamma = (tanh(beta x) / tanh(beta) + 1) / 2 in [0, 1] for x in [-1, 1], and
