@@ -131,6 +131,7 @@ int cq_world_commit(cq_world* w);
 double cq_world_stable_dt(const cq_world* w); /* the stable substep: wave speed and viscosity (needs parameters set) */
 int cq_world_set_threads(cq_world* w, int threads); /* as cq_world_desc.threads */
 int cq_world_threads_used(const cq_world* w);       /* CPU threads the last step ran on */
+int cq_world_set_gravity(cq_world* w, const double gravity[3]); /* from the next step on (seed 004's break-in) */
 /* Backend CQ_BACKEND_CPU (default) or CQ_BACKEND_CUDA (only in libcq_cuda_*.so, with a device). */
 int cq_world_set_backend(cq_world* w, int backend);
 int cq_world_backend(const cq_world* w);

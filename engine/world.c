@@ -191,6 +191,15 @@ int cq_world_set_threads(cq_world* w, int threads) {
 
 int cq_world_threads_used(const cq_world* w) { return w->threads_used; }
 
+int cq_world_set_gravity(cq_world* w, const double gravity[3]) {
+  for (int a = 0; a < 3; a++)
+    if (!isfinite(gravity[a]))
+      return cqi_errorf(&w->err, CQ_ERR_ARG, "gravity[%d] must be finite (got %g)", a + 1, gravity[a]);
+  for (int a = 0; a < 3; a++) w->model.desc.gravity[a] = gravity[a];
+  w->model.generation++; /* a recording made under the old gravity cannot be differentiated under the new one */
+  return CQ_OK;
+}
+
 double cq_world_stable_dt(const cq_world* w) {
   cqi_model* m = (cqi_model*)&w->model; /* validation caches its result in the model */
   if (m->validated != m->generation) {

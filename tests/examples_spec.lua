@@ -130,6 +130,23 @@ describe("examples/finger_inverse.lua", function()
   end)
 end)
 
+describe("examples/topo.lua", function()
+  it("seed 004's walker (0.05 s, 6 iterations): the task loss falls; history, layout, signals, " ..
+    "frames and the binarised re-simulation", function()
+    local dir = "out/walker2d_topo/"
+    local files = { dir .. "history.csv", dir .. "layout.png", dir .. "signals.csv", dir .. "result.txt",
+      dir .. "optimised/frame_0000.png", dir .. "binarised/frame_0000.png" }
+    for _, f in ipairs(files) do os.remove(f) end
+    local r = run_example("examples/topo.lua", { "walker2d_topo", "6", "f64", "1", "cpu", "1e9", "0.05" })
+    print(string.format("  topo: task %.3e -> %.3e in %d iterations; binarised %.3e, %d solid particles", r.first_task,
+      r.task, r.iterations, r.binarised, r.solid))
+    assert.are.equal(6, r.iterations)
+    assert.is_true(r.task < r.first_task - 1e-4) -- it walks right (the loss is minus the distance)
+    for m = 1, 4 do assert.is_true(r.C[m] >= 0 and r.C[m] <= 1) end
+    for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+  end)
+end)
+
 describe("examples/finger_pressure.lua", function()
   it("the meshed finger at 0 and 20 kPa (soft bulk, 0.03 s): pressure moves the tip; CSV, plot and pictures", function()
     for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do

@@ -197,6 +197,26 @@ describe("free fall (gravity, no walls)", function()
     check_com(w, s, "deformed block")
   end)
 
+  it("world:set_gravity changes the acceleration from the next step on, and a memo recorded before refuses backward",
+    function()
+    local cq = require "cq"
+    local w = cq.world { dim = 2, res = { 16, 16 }, dx = 1 / 16, dt = 1e-2, n = 1, gravity = { 0, -1 }, precision = "f64" }
+    w:fill("vol0", 1e-3); w:fill("mass", 1e-3); w:fill("E", 10); w:fill("nu", 0.3)
+    w:commit()
+    local s = w:state()
+    s.x[0], s.x[1] = 0.5, 0.5
+    local memo = w:memo { steps = 2 }
+    memo:begin(s)
+    memo:step()
+    local v1 = memo.state.v[1]
+    w:set_gravity { 0.5, -5 }
+    memo:step()
+    assert.is_true(math.abs(v1 + 0.01) < 1e-12)
+    assert.is_true(math.abs(memo.state.v[1] - v1 + 0.05) < 1e-12 and math.abs(memo.state.v[0] - 0.005) < 1e-12)
+    assert.has_error(function() memo:backward() end)
+    assert.has_error(function() w:set_gravity { 0, 0 / 0 } end, "world:set_gravity: gravity[2] must be a finite number (got nan)")
+  end)
+
   it("an undeformed block falls rigidly: COM on the parabola and F stays I", function()
     local w, s = falling_block(false)
     local n, maxdev = w.n, 0

@@ -24,7 +24,7 @@ end
 --- loss(): the task loss, with the gradients of params filled (param.g, zeroed first by the driver).
 --- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
 --- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
---- kappa are lists, one entry per constraint).
+--- kappa are lists, one entry per constraint); returning true stops the driver there (result.stopped).
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
@@ -56,7 +56,7 @@ function M.run(opts)
   end
   for m = 1, M_ do kappa[m], tau[m] = 0, tau0 end
   vprev = violations()
-  local iterations, outer = 0, 0
+  local iterations, outer, stopped = 0, 0, false
   local v = vprev
   while outer < outer_max do
     outer = outer + 1
@@ -77,8 +77,8 @@ function M.run(opts)
       opt:step()
       iterations = iterations + 1
       hist[#hist + 1] = L
-      if opts.on_iteration then opts.on_iteration(iterations, L, task, C0, tau, kappa) end
-      if settled(hist, tol) then break end
+      if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
+      if stopped or settled(hist, tol) then break end
     end
     v = violations()
     local feasible = true
@@ -91,11 +91,12 @@ function M.run(opts)
         tau[m] = a * tau[m]
       end
     end
-    if feasible then break end
+    if feasible or stopped then break end
   end
   local feasible = true
   for m = 1, M_ do if v[m] > 0 then feasible = false end end
-  return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = outer, feasible = feasible }
+  return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = outer, feasible = feasible,
+    stopped = stopped }
 end
 
 return M

@@ -272,6 +272,16 @@ function World:set_threads(t)
   self.threads = t
 end
 
+--- Sets the gravity vector (dim values) from the next step on: seed 004's climber raises it during optimisation. A
+--- memo recorded before cannot be differentiated after (the world changed).
+function World:set_gravity(g)
+  local where = "world:set_gravity"
+  check.vector(where, "gravity", g, self.dim)
+  local v = ffi.new("double[3]")
+  for a = 1, self.dim do v[a - 1] = g[a] end
+  self:_check(self._lib.cq_world_set_gravity(self:_handle(where), v), where)
+end
+
 --- CPU threads the last control step ran on (threads = 0 chooses them from the idle cores).
 function World:threads_used() return self._lib.cq_world_threads_used(self:_handle("world:threads_used")) end
 

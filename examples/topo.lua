@@ -1,0 +1,173 @@
+-- Seed 004's 4D topology optimisation (sec. 4): the material layout, actuator layout and pulse actuation of a soft
+-- body designed together by gradient descent through MPM, under the augmented Lagrangian method with Adam
+-- (Algorithm 1), then binarised and re-simulated (appendix A).
+-- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
+--   [time_limit=inf (s)] [T=the seed's horizon (s)]
+--   example: walker2d_topo | climber2d_topo (scenes/topo.lua; the other three are not built yet); iterations: the
+--   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
+--   seconds (the outputs are still written); T shortens the horizon (the smoke test).
+-- Writes out/<example>/: history.csv and history.png (task loss, the four constraints, tau, kappa), layout.png
+-- (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals), frames of the
+-- optimised and of the binarised body, and result.txt.
+local cq = require "cq"
+local topo = dofile("scenes/topo.lua")
+local name = arg and arg[1] or "walker2d_topo"
+local iters = tonumber(arg and arg[2]) or 400
+local precision = arg and arg[3] or "f64"
+local outer_max = tonumber(arg and arg[4]) or 30
+local backend = arg and arg[5] or "cpu"
+local time_limit = tonumber(arg and arg[6]) or math.huge
+local T = tonumber(arg and arg[7])
+local N_ACT = 4
+local out = "out/" .. name
+os.execute("mkdir -p " .. out)
+local now = require("cq.clock").now
+
+local world, s0, info = topo.build(name, { precision = precision, backend = backend })
+local ex, steps = info.example, info.steps
+if T then steps = math.max(1, math.floor(T / info.ctl_dt + 0.5)) end
+print(string.format("%s: %d particles, %d control steps of %g s (%d substeps of 1e-4 s), A_act %g Pa; objective %s",
+  name, world.n, steps, info.ctl_dt, steps * 10, ex.A_act, ex.what))
+
+-- the design: material layout phi (eqs. 11-16), actuator layout psi (eqs. 18-21), pulses alpha (eqs. 24-26);
+-- initial values as the seed's: phi = 0, psi = 0, a_sgn and a_abs ~ N(0, 0.1)
+local radius = ex.radius * info.dx
+local design = cq.design { world = world }
+local phi = design:layout { state = s0, radius = radius, p = ex.p, beta = ex.beta }
+local psi = design:actuators { state = s0, outputs = N_ACT, layout = phi, radius = radius, p = ex.p, beta = ex.beta }
+math.randomseed(1)
+local function gauss() return 0.1 * math.sqrt(-2 * math.log(1 - math.random())) * math.cos(2 * math.pi * math.random()) end
+local pulses = cq.pulses { outputs = N_ACT, steps = steps, dt = info.ctl_dt, amplitude = ex.A_act, init_sgn = gauss,
+  init_abs = gauss }
+local final, running = topo.objective(ex)
+local run = cq.rollout { world = world, steps = steps, controller = psi.controller(pulses), design = design,
+  final = final, running = running }
+
+-- Algorithm 1: tau0 = 1e-3, c = 0.25, a = 10, Adam step 0.01; tolerances 5% (C_mat, C_act) and 1% (C_pul) of
+-- their maxima
+local cons = {
+  { design:binarization(phi), 0.05 * 0.25, name = "C_mat" },
+  { design:binarization(psi), 0.05 * N_ACT / (N_ACT + 1), name = "C_act" },
+  { pulses.binarization.sgn, 0.01, name = "C_sgn" },
+  { pulses.binarization.abs, 0.01, name = "C_abs" },
+}
+local params = { phi, psi, pulses.params[1], pulses.params[2] }
+local hist = io.open(out .. "/history.csv", "w")
+hist:write("iteration,L,task,C_mat,C_act,C_sgn,C_abs,tau_mat,tau_act,tau_sgn,tau_abs,kappa_mat,kappa_act," ..
+  "kappa_sgn,kappa_abs,seconds\n")
+design:apply(s0) -- the constraints read the projected layout
+local t_iter, t_start, evals, first_task = now(), now(), 0, nil
+local result = cq.augmented_lagrangian {
+  params = params, lr = 0.01, tau0 = 1e-3, c = 0.25, a = 10, inner_max = iters, outer_max = outer_max,
+  constraints = cons,
+  loss = function()
+    evals = evals + 1
+    if ex.gravity_ramp then -- the climber's break-in: 0 -> 9.8 m/s^2 in steps of 0.98 every 20 iterations
+      world:set_gravity { 0, -math.min(9.8, 0.98 * math.floor((evals - 1) / 20)) }
+    end
+    local L = run:forward(s0)
+    run:backward()
+    return L
+  end,
+  on_iteration = function(s, L, task, C, tau, kappa)
+    first_task = first_task or task
+    local dt = now() - t_iter
+    t_iter = now()
+    hist:write(string.format("%d,%.6g,%.6g,%.5g,%.5g,%.5g,%.5g,%g,%g,%g,%g,%g,%g,%g,%g,%.3f\n", s, L, task, C[1], C[2],
+      C[3], C[4], tau[1], tau[2], tau[3], tau[4], kappa[1], kappa[2], kappa[3], kappa[4], dt))
+    hist:flush()
+    if s % 10 == 1 then
+      print(string.format("iter %4d  task %.5f  C_mat %.4f C_act %.4f C_sgn %.4f C_abs %.4f  %.2f s", s, task, C[1],
+        C[2], C[3], C[4], dt))
+    end
+    return now() - t_start > time_limit
+  end,
+}
+hist:close()
+if ex.gravity_ramp then world:set_gravity { 0, -9.8 } end -- the reported objective is at full gravity
+local task = run:forward(s0)
+local per_iter = (now() - t_start) / result.iterations
+local C_final = { cons[1][1](0), cons[2][1](0), cons[3][1](0), cons[4][1](0) }
+print(string.format("optimised: task %.4f after %d iterations (%d outer, %s), feasible %s (seed 004: %.4f)", task,
+  result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled", tostring(result.feasible),
+  ex.seed[1]))
+
+-- the layout image: colour = the actuator of largest weight (grey: passive), faded to white by 1 - gamma
+local lay, act = design.ops[1], design.ops[2]
+local palette = require("cq._palette").PALETTE
+local colors, act_of = {}, {}
+for i = 0, world.n - 1 do
+  local best_j, top = N_ACT, -1
+  for j = 0, N_ACT do
+    if act.xi[i * (N_ACT + 1) + j] > top then best_j, top = j, act.xi[i * (N_ACT + 1) + j] end
+  end
+  local c = best_j < N_ACT and palette[best_j + 1] or { 128, 128, 128 }
+  local g = lay.gamma[i]
+  colors[i + 1] = { 255 - g * (255 - c[1]), 255 - g * (255 - c[2]), 255 - g * (255 - c[3]) }
+  if g > 0.5 then act_of[i + 1] = best_j < N_ACT and best_j + 1 or nil end
+end
+local lo, hi = { math.huge, math.huge }, { -math.huge, -math.huge }
+for p = 0, world.n - 1 do
+  for a = 1, 2 do
+    local v = s0.x[(a - 1) * world.n + p]
+    lo[a], hi[a] = math.min(lo[a], v), math.max(hi[a], v)
+  end
+end
+local pad = info.dx
+cq.frames.render_state { world = world, state = s0, color = colors, width = 480, boundary = 0,
+  view = { lo[1] - pad, lo[2] - pad, hi[1] + pad, hi[2] + pad } }:write(out .. "/layout.png")
+-- the frames: the region the body can reach (walker: to the right along the floor; climber: up between the walls)
+local reach = ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
+
+-- the actuation signals, and the frames of the optimised body
+local sig = io.open(out .. "/signals.csv", "w")
+sig:write("t,u1,u2,u3,u4\n")
+local t = require("cq.tape")
+for k = 0, steps - 1 do
+  local u = pulses:act(t.new(), nil, k)
+  sig:write(string.format("%.4f,%.6g,%.6g,%.6g,%.6g\n", k * info.ctl_dt, u.v[0], u.v[1], u.v[2], u.v[3]))
+end
+sig:close()
+local function plots()
+  cq.plot { csv = out .. "/signals.csv", x = "t", y = { "u1", "u2", "u3", "u4" }, out = out .. "/signals.png",
+    title = name .. ": actuation signals", ylabel = "Pa" }
+  cq.plot { csv = out .. "/history.csv", x = "iteration", y = { "task", "C_mat", "C_act", "C_sgn", "C_abs" },
+    out = out .. "/history.png", title = name .. ": task loss and constraints" }
+  cq.plot { csv = out .. "/history.csv", x = "iteration", y = { "tau_mat", "tau_act", "tau_sgn", "tau_abs",
+    "kappa_mat", "kappa_act", "kappa_sgn", "kappa_abs" }, out = out .. "/penalties.png", logscale = "y",
+    title = name .. ": tau and kappa" }
+end
+local ok, why = pcall(plots)
+if not ok then print("plots skipped: " .. tostring(why)) end
+cq.frames.write { trajectory = run:trajectory(), dir = out .. "/optimised", every = math.max(1, math.floor(steps / 50)),
+  color = colors, view = reach }
+
+-- appendix A: solid particles only (gamma > 0.5), each on its actuator of largest weight, pulses rounded at the
+-- middle of their ranges (a_sgn to -1 or 1, a_abs to -1 or 1), full E0 and rho0; re-simulated
+local keep = {}
+for i = 0, world.n - 1 do if lay.gamma[i] > 0.5 then keep[#keep + 1] = i + 1 end end
+local bw, bs0 = topo.build(name, { precision = precision, backend = backend, keep = keep, act_of = act_of,
+  gravity = ex.gravity_ramp and -9.8 or nil })
+for _, q in ipairs(pulses.params) do for i = 0, q.n - 1 do q.v[i] = q.v[i] >= 0 and 1 or -1 end end
+local ctl = { params = {}, act = function(_, tp, obs, k) return pulses:act(tp, obs, k) end }
+local bfinal, brunning = topo.objective(ex)
+local brun = cq.rollout { world = bw, steps = steps, controller = ctl, final = bfinal, running = brunning }
+local binarised = brun:forward(bs0)
+cq.frames.write { trajectory = brun:trajectory(), dir = out .. "/binarised", every = math.max(1, math.floor(steps / 50)),
+  view = reach }
+local lines = {
+  string.format("example %s, %s, %d particles (%d solid after binarisation)", name, precision, world.n, #keep),
+  string.format("iterations %d (outer %d%s), %.1f s per iteration, feasible %s", result.iterations, result.outer,
+    result.stopped and ", stopped at the time limit" or "", per_iter,
+    tostring(result.feasible)),
+  string.format("constraints C_mat %.5f C_act %.5f C_sgn %.5f C_abs %.5f (limits %.4f %.4f %.2f %.2f)", C_final[1],
+    C_final[2], C_final[3], C_final[4], cons[1][2], cons[2][2], cons[3][2], cons[4][2]),
+  string.format("objective optimised %.4f, binarised %.4f (seed 004: %.4f / %.4f)", task, binarised, ex.seed[1],
+    ex.seed[2]),
+}
+local f = io.open(out .. "/result.txt", "w")
+f:write(table.concat(lines, "\n") .. "\n")
+f:close()
+print(table.concat(lines, "\n"))
+return { task = task, first_task = first_task, binarised = binarised, iterations = result.iterations, C = C_final,
+  limits = { cons[1][2], cons[2][2], cons[3][2], cons[4][2] }, feasible = result.feasible, solid = #keep }
