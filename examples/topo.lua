@@ -3,7 +3,8 @@
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
 --   [time_limit=inf (s)] [T=the seed's horizon (s)]
---   example: walker2d_topo | climber2d_topo (scenes/topo.lua; the other three are not built yet); iterations: the
+--   example: walker2d_topo | climber2d_topo | walker3d_topo (scenes/topo.lua; rotator3d_topo and balancer2d_topo
+--   are not built yet); iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test).
 -- Writes out/<example>/: history.csv and history.png (task loss, the four constraints, tau, kappa), layout.png
@@ -106,18 +107,19 @@ for i = 0, world.n - 1 do
   colors[i + 1] = { 255 - g * (255 - c[1]), 255 - g * (255 - c[2]), 255 - g * (255 - c[3]) }
   if g > 0.5 then act_of[i + 1] = best_j < N_ACT and best_j + 1 or nil end
 end
-local lo, hi = { math.huge, math.huge }, { -math.huge, -math.huge }
+local lo, hi = { math.huge, math.huge, math.huge }, { -math.huge, -math.huge, -math.huge }
 for p = 0, world.n - 1 do
-  for a = 1, 2 do
+  for a = 1, world.dim do
     local v = s0.x[(a - 1) * world.n + p]
     lo[a], hi[a] = math.min(lo[a], v), math.max(hi[a], v)
   end
 end
 local pad = info.dx
-cq.frames.render_state { world = world, state = s0, color = colors, width = 480, boundary = 0,
-  view = { lo[1] - pad, lo[2] - pad, hi[1] + pad, hi[2] + pad } }:write(out .. "/layout.png")
+cq.frames.render_state { world = world, state = s0, color = colors, width = 480, boundary = world.dim == 2 and 0 or 3,
+  view = world.dim == 2 and { lo[1] - pad, lo[2] - pad, hi[1] + pad, hi[2] + pad } or nil }:write(out .. "/layout.png")
 -- the frames: the region the body can reach (walker: to the right along the floor; climber: up between the walls)
-local reach = ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
+local reach = world.dim == 3 and { 0.05, 0, 0.3, 0.7, 0.3, 0.7 }
+  or ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
 
 -- the actuation signals, and the frames of the optimised body
 local sig = io.open(out .. "/signals.csv", "w")

@@ -1,5 +1,5 @@
--- Seed 004's examples (sec. 4): the design domains, worlds and objectives of walker2d_topo and climber2d_topo
--- (walker3d_topo, rotator3d_topo and balancer2d_topo are not built yet). Common to all: a 1 m domain with dx = 0.01
+-- Seed 004's examples (sec. 4): the design domains, worlds and objectives of walker2d_topo, climber2d_topo and
+-- walker3d_topo (rotator3d_topo and balancer2d_topo are not built yet). Common to all: a 1 m domain with dx = 0.01
 -- m, particles 0.5 dx apart, rho0 = 1000 kg/m^3, E0 = 0.1 MPa, nu0 = 0.4 (neo-Hookean), substeps of 1e-4 s, gravity
 -- 9.8 m/s^2, no-slip (sticky) floor and walls. Control steps are 1e-3 s (10 substeps): the pulses (sigma = 0.01 s)
 -- are held over each. M.build(name, opts) -> world, s0, info; opts.keep (a list of 1-based particles of the full
@@ -16,6 +16,8 @@ M.EXAMPLES = {
   climber2d_topo = { dim = 2, size = { 0.2, 0.2 }, T = 1, A_act = 1e4, radius = 1.5, p = 2, beta = 4,
     axis = 2, walls = true, gravity_ramp = true, seed = { -0.2340, -0.1512 },
     what = "-int v_g . e_y dt (eq. 34): height climbed between the walls" },
+  walker3d_topo = { dim = 3, size = { 0.1, 0.1, 0.1 }, T = 0.5, A_act = 2e4, radius = 2, p = 3, beta = 8,
+    axis = 1, seed = { -0.3873, -0.3893 }, what = "-int v_g . e_x dt (eq. 32): distance walked along x" },
 }
 
 --- The world of example name: its design domain (or opts.keep of it), on backend opts.backend ("cpu") in
@@ -23,32 +25,38 @@ M.EXAMPLES = {
 function M.build(name, opts)
   opts = opts or {}
   local ex = assert(M.EXAMPLES[name], "scenes/topo.lua: unknown example " .. tostring(name))
-  local h, thick = DX / 2, 3
-  local nx, ny = math.floor(ex.size[1] / h + 0.5), math.floor(ex.size[2] / h + 0.5)
-  -- the climber's walls hug the domain (0.2 m apart); the others stand on the floor of the 1 m box
-  local res = ex.walls and { nx / 2 + 2 * thick, 100 } or { 100, 100 }
-  local x0 = ex.walls and thick * DX or 0.1
-  local y0 = thick * DX
+  local h, thick, dim = DX / 2, 3, ex.dim
+  local count = {}
+  for a = 1, dim do count[a] = math.floor(ex.size[a] / h + 0.5) end
+  -- the climber's walls hug the domain (0.2 m apart); the others stand on the floor of the 1 m box (3D: centred in z)
+  local res = ex.walls and { count[1] / 2 + 2 * thick, 100 } or (dim == 3 and { 100, 100, 100 } or { 100, 100 })
+  local origin = { ex.walls and thick * DX or 0.1, thick * DX, 0.5 - (count[3] or 0) * h / 2 }
   local full = {}
-  for j = 0, ny - 1 do for i = 0, nx - 1 do full[#full + 1] = { x0 + (i + 0.5) * h, y0 + (j + 0.5) * h } end end
+  for k = 0, (count[3] or 1) - 1 do for j = 0, count[2] - 1 do for i = 0, count[1] - 1 do
+    local pt = { origin[1] + (i + 0.5) * h, origin[2] + (j + 0.5) * h }
+    if dim == 3 then pt[3] = origin[3] + (k + 0.5) * h end
+    full[#full + 1] = pt
+  end end end
   local keep = opts.keep
   if not keep then keep = {} for p = 1, #full do keep[p] = p end end
   local n = #keep
   local n_act = opts.act_of and 4 or n
-  local w = cq.world { dim = 2, res = res, dx = DX, dt = CTL_DT, substeps = math.floor(CTL_DT / SUB + 0.5),
-    gravity = { 0, opts.gravity or -9.8 }, n = n, n_actuators = n_act, precision = opts.precision or "f64",
-    threads = opts.threads or 1, backend = opts.backend or "cpu", walls = { all = { type = "sticky", thickness = thick } } }
-  w:fill("vol0", h * h); w:fill("mass", h * h * 1000); w:fill("material", "neohookean")
+  local g = { 0, opts.gravity or -9.8, 0 }
+  local w = cq.world { dim = dim, res = res, dx = DX, dt = CTL_DT, substeps = math.floor(CTL_DT / SUB + 0.5),
+    gravity = { g[1], g[2], dim == 3 and g[3] or nil }, n = n, n_actuators = n_act,
+    precision = opts.precision or "f64", threads = opts.threads or 1, backend = opts.backend or "cpu",
+    walls = { all = { type = "sticky", thickness = thick } } }
+  w:fill("vol0", h ^ dim); w:fill("mass", h ^ dim * 1000); w:fill("material", "neohookean")
   w:fill("E", 1e5); w:fill("nu", 0.4)
   if opts.act_of then
     w:fill("act_id", function(p) return (opts.act_of[keep[p]] or 0) - 1 end)
-    w:fill("act_axis", { 1, 1 })
+    w:fill("act_axis", dim == 3 and { 1, 1, 1 } or { 1, 1 })
   end
   w:commit()
   local s0 = w:state()
   for p = 1, n do
     local pt = full[keep[p]]
-    s0.x[p - 1], s0.x[n + p - 1] = pt[1], pt[2]
+    for a = 1, dim do s0.x[(a - 1) * n + p - 1] = pt[a] end
   end
   local info = { example = ex, n_full = #full, steps = math.floor(ex.T / CTL_DT + 0.5), ctl_dt = CTL_DT, dx = DX,
     full = full, keep = keep }

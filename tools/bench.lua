@@ -461,6 +461,37 @@ local function bench_seed004(backend, precision)
   w:release()
 end
 
+-- Seed 004's 2D iteration (issue 12): the walker2d_topo design domain of scenes/topo.lua (1,600 particles, 1e4
+-- nodes) with its whole design (material and actuator layouts, 4 pulse signals mixed into one actuator per particle)
+-- over the seed's timing horizon, 1 s = 1e4 substeps, through cq.rollout forward and backward, on one thread: what
+-- one optimisation iteration costs. The seed reports about 22 s per iteration on one core of an i9-11900K; goal 2 s.
+local function bench_seed004_2d(precision)
+  local cq = require "cq"
+  local topo = dofile(ROOT .. "/scenes/topo.lua")
+  local w, s0, info = topo.build("walker2d_topo", { precision = precision, threads = 1 })
+  local steps = QUICK and 50 or 1000
+  local design = cq.design { world = w }
+  local phi = design:layout { state = s0, radius = 1.5 * info.dx, init = function(i) return 0.5 * math.sin(i) end }
+  local psi = design:actuators { state = s0, outputs = 4, layout = phi, radius = 1.5 * info.dx,
+    init = function(i) return math.cos(i) end }
+  local pulses = cq.pulses { outputs = 4, steps = steps, dt = info.ctl_dt, amplitude = 1e4,
+    init_sgn = function(i) return 0.3 * math.sin(i) end, init_abs = function(i) return 0.3 * math.cos(i) end }
+  local final, running = topo.objective(info.example)
+  local run = cq.rollout { world = w, steps = steps, controller = psi.controller(pulses), design = design, final = final,
+    running = running }
+  local t0 = now()
+  run:forward(s0)
+  local fwd = now() - t0
+  t0 = now()
+  run:backward()
+  local bwd = now() - t0
+  print(string.format("seed 004 2D iteration (cpu, %s, 1 thread, %d particles, 1e4 nodes, %d substeps, %d stored " ..
+    "states, the whole design): forward %.2f s + backward %.2f s = %.2f s per iteration (seed 004: ~22 s on one " ..
+    "core of an i9-11900K; goal <= 2 s)%s", precision, w.n, steps * 10, run.memo:stored_states(), fwd, bwd, fwd + bwd,
+    QUICK and " [quick: 1/20 of the steps]" or ""))
+  w:release()
+end
+
 if selected("gpu") then
   bench_gpu()
   if require("cq._ffi").cuda_lib("f32") then
@@ -470,6 +501,7 @@ if selected("gpu") then
 end
 if selected("seed004") then
   bench_seed004("cpu", "f32")
+  for _, precision in ipairs { "f32", "f64" } do bench_seed004_2d(precision) end
   print()
 end
 

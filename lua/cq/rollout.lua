@@ -186,11 +186,7 @@ function Rollout:backward()
     m:backward_step() -- m.grad is now dL/ds_k through the physics, m:grad_u(k + 1, i) = dL/du_k
     t = tape.new()
     local u, f, a = self:_act(t, m.bstate, k)
-    if u then
-      local seed = {}
-      for i = 1, na do seed[i] = m:grad_u(k + 1, i) end
-      t:seed(u, seed)
-    end
+    if u then t:seed(u, m.grad_act + k * na) end -- dL/du_k: row k of the memo's per-step actuator gradients
     if f then t:seed(f, m.grad_force) end
     if a then t:seed(a, m.grad_stress) end
     if self.running and (self.accumulate == "sum" or k == self.argbest) then
