@@ -3,8 +3,8 @@
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
 --   [time_limit=inf (s)] [T=the seed's horizon (s)]
---   example: walker2d_topo | climber2d_topo | walker3d_topo (scenes/topo.lua; rotator3d_topo and balancer2d_topo
---   are not built yet); iterations: the
+--   example: walker2d_topo | climber2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua; balancer2d_topo is
+--   not built yet); iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test).
 -- Writes out/<example>/: history.csv and history.png (task loss, the four constraints, tau, kappa), layout.png
@@ -118,7 +118,7 @@ local pad = info.dx
 cq.frames.render_state { world = world, state = s0, color = colors, width = 480, boundary = world.dim == 2 and 0 or 3,
   view = world.dim == 2 and { lo[1] - pad, lo[2] - pad, hi[1] + pad, hi[2] + pad } or nil }:write(out .. "/layout.png")
 -- the frames: the region the body can reach (walker: to the right along the floor; climber: up between the walls)
-local reach = world.dim == 3 and { 0.05, 0, 0.3, 0.7, 0.3, 0.7 }
+local reach = world.dim == 3 and (ex.spin and { 0.35, 0, 0.35, 0.65, 0.3, 0.65 } or { 0.05, 0, 0.3, 0.7, 0.3, 0.7 })
   or ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
 
 -- the actuation signals, and the frames of the optimised body

@@ -147,6 +147,17 @@ describe("examples/topo.lua", function()
   end)
 end)
 
+describe("examples/topo.lua rotator3d_topo", function()
+  it("seed 004's 3D rotator (0.01 s, 3 iterations): the spin objective (eq. 36) falls; layout and result", function()
+    local dir = "out/rotator3d_topo/"
+    for _, f in ipairs { dir .. "layout.png", dir .. "result.txt" } do os.remove(f) end
+    local r = run_example("examples/topo.lua", { "rotator3d_topo", "3", "f64", "1", "cpu", "1e9", "0.01" })
+    print(string.format("  rotator: task %.3e -> %.3e", r.first_task, r.task))
+    assert.is_true(r.task < r.first_task - 1e-7) -- it turns clockwise (negative angle)
+    for _, f in ipairs { dir .. "layout.png", dir .. "result.txt" } do assert.is_truthy(io.open(f, "rb"), f) end
+  end)
+end)
+
 describe("examples/finger_pressure.lua", function()
   it("the meshed finger at 0 and 20 kPa (soft bulk, 0.03 s): pressure moves the tip; CSV, plot and pictures", function()
     for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do
