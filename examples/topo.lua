@@ -3,8 +3,8 @@
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
 --   [time_limit=inf (s)] [T=the seed's horizon (s)]
---   example: walker2d_topo | climber2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua; balancer2d_topo is
---   not built yet); iterations: the
+--   example: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
+--   iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test).
 -- Writes out/<example>/: history.csv and history.png (task loss, the four constraints, tau, kappa), layout.png
@@ -40,7 +40,7 @@ math.randomseed(1)
 local function gauss() return 0.1 * math.sqrt(-2 * math.log(1 - math.random())) * math.cos(2 * math.pi * math.random()) end
 local pulses = cq.pulses { outputs = N_ACT, steps = steps, dt = info.ctl_dt, amplitude = ex.A_act, init_sgn = gauss,
   init_abs = gauss }
-local final, running = topo.objective(ex)
+local final, running = topo.objective(ex, s0)
 local run = cq.rollout { world = world, steps = steps, controller = psi.controller(pulses), design = design,
   final = final, running = running }
 
@@ -89,7 +89,7 @@ if ex.gravity_ramp then world:set_gravity { 0, -9.8 } end -- the reported object
 local task = run:forward(s0)
 local per_iter = (now() - t_start) / result.iterations
 local C_final = { cons[1][1](0), cons[2][1](0), cons[3][1](0), cons[4][1](0) }
-print(string.format("optimised: task %.4f after %d iterations (%d outer, %s), feasible %s (seed 004: %.4f)", task,
+print(string.format("optimised: task %.5g after %d iterations (%d outer, %s), feasible %s (seed 004: %.5g)", task,
   result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled", tostring(result.feasible),
   ex.seed[1]))
 
@@ -119,7 +119,7 @@ cq.frames.render_state { world = world, state = s0, color = colors, width = 480,
   view = world.dim == 2 and { lo[1] - pad, lo[2] - pad, hi[1] + pad, hi[2] + pad } or nil }:write(out .. "/layout.png")
 -- the frames: the region the body can reach (walker: to the right along the floor; climber: up between the walls)
 local reach = world.dim == 3 and (ex.spin and { 0.35, 0, 0.35, 0.65, 0.3, 0.65 } or { 0.05, 0, 0.3, 0.7, 0.3, 0.7 })
-  or ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
+  or ex.tip and { 0.3, 0, 0.7, 0.5 } or ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
 
 -- the actuation signals, and the frames of the optimised body
 local sig = io.open(out .. "/signals.csv", "w")
@@ -152,7 +152,7 @@ local bw, bs0 = topo.build(name, { precision = precision, backend = backend, kee
   gravity = ex.gravity_ramp and -9.8 or nil })
 for _, q in ipairs(pulses.params) do for i = 0, q.n - 1 do q.v[i] = q.v[i] >= 0 and 1 or -1 end end
 local ctl = { params = {}, act = function(_, tp, obs, k) return pulses:act(tp, obs, k) end }
-local bfinal, brunning = topo.objective(ex)
+local bfinal, brunning = topo.objective(ex, bs0)
 local brun = cq.rollout { world = bw, steps = steps, controller = ctl, final = bfinal, running = brunning }
 local binarised = brun:forward(bs0)
 cq.frames.write { trajectory = brun:trajectory(), dir = out .. "/binarised", every = math.max(1, math.floor(steps / 50)),
@@ -164,7 +164,7 @@ local lines = {
     tostring(result.feasible)),
   string.format("constraints C_mat %.5f C_act %.5f C_sgn %.5f C_abs %.5f (limits %.4f %.4f %.2f %.2f)", C_final[1],
     C_final[2], C_final[3], C_final[4], cons[1][2], cons[2][2], cons[3][2], cons[4][2]),
-  string.format("objective optimised %.4f, binarised %.4f (seed 004: %.4f / %.4f)", task, binarised, ex.seed[1],
+  string.format("objective optimised %.5g, binarised %.5g (seed 004: %.5g / %.5g)", task, binarised, ex.seed[1],
     ex.seed[2]),
 }
 local f = io.open(out .. "/result.txt", "w")

@@ -476,7 +476,7 @@ local function bench_seed004_2d(precision)
     init = function(i) return math.cos(i) end }
   local pulses = cq.pulses { outputs = 4, steps = steps, dt = info.ctl_dt, amplitude = 1e4,
     init_sgn = function(i) return 0.3 * math.sin(i) end, init_abs = function(i) return 0.3 * math.cos(i) end }
-  local final, running = topo.objective(info.example)
+  local final, running = topo.objective(info.example, s0)
   local run = cq.rollout { world = w, steps = steps, controller = psi.controller(pulses), design = design, final = final,
     running = running }
   local t0 = now()

@@ -212,6 +212,7 @@ function Tape:sigmoid(a)
   return unary(self, a, function(x) local y = 1 / (1 + math.exp(-x)) return y, y * (1 - y) end, "cq.tape:sigmoid")
 end
 function Tape:exp(a) return unary(self, a, function(x) local y = math.exp(x) return y, y end, "cq.tape:exp") end
+function Tape:sqrt(a) return unary(self, a, function(x) local y = math.sqrt(x) return y, 0.5 / y end, "cq.tape:sqrt") end
 function Tape:square(a) return unary(self, a, function(x) return x * x, 2 * x end, "cq.tape:square") end
 
 function Tape:sum(a)
