@@ -42,7 +42,7 @@ local pulses = cq.pulses { outputs = N_ACT, steps = steps, dt = info.ctl_dt, amp
   init_abs = gauss }
 local final, running = topo.objective(ex, s0)
 local run = cq.rollout { world = world, steps = steps, controller = psi.controller(pulses), design = design,
-  final = final, running = running }
+  final = final, running = running, checkpoint_every = topo.checkpoint_every(world, steps) }
 
 -- Algorithm 1: tau0 = 1e-3, c = 0.25, a = 10, Adam step 0.01; tolerances 5% (C_mat, C_act) and 1% (C_pul) of
 -- their maxima

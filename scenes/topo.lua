@@ -76,6 +76,17 @@ function M.build(name, opts)
   return w, s0, info
 end
 
+--- The memo's checkpoint_every for a rollout of steps control steps: 1 (every substep state kept, no recomputation
+--- in the backward pass) when they fit in a quarter of the memory available now (/proc/meminfo), else 0 (auto).
+function M.checkpoint_every(world, steps)
+  local f = io.open("/proc/meminfo", "r")
+  local avail = f and tonumber((f:read("*a"):match("MemAvailable:%s+(%d+)"))) or 0
+  if f then f:close() end
+  local D = world.dim
+  local bytes = steps * CTL_DT / SUB * world.n * (2 * D + 2 * D * D) * (world.precision == "f32" and 4 or 8)
+  return bytes <= avail * 1024 / 4 and 1 or 0
+end
+
 --- The task loss of example ex on a rollout from s0: final and running for cq.rollout (eqs. 32-36). The walkers'
 --- and the climber's -int v_g . e dt (mass-weighted, eq. 33) is -(x_g(T) - x_g(0)) . e exactly (masses do not
 --- change); the rotator's int omega dt and the balancer's (1/T) int |x_tip - x_tip(0)| dt are summed over the

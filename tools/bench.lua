@@ -478,7 +478,7 @@ local function bench_seed004_2d(precision)
     init_sgn = function(i) return 0.3 * math.sin(i) end, init_abs = function(i) return 0.3 * math.cos(i) end }
   local final, running = topo.objective(info.example, s0)
   local run = cq.rollout { world = w, steps = steps, controller = psi.controller(pulses), design = design, final = final,
-    running = running }
+    running = running, checkpoint_every = topo.checkpoint_every(w, steps) }
   local t0 = now()
   run:forward(s0)
   local fwd = now() - t0
