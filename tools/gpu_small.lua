@@ -5,18 +5,7 @@
 local cq = require "cq"
 local now = require("cq.clock").now
 local BACKEND = arg[1] or "cuda" -- "cpu" to try it here
-local function block2d()
-  local n, dx = 6400, 1 / 128
-  local w = cq.world { dim = 2, res = { 128, 128 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8 }, n = n,
-    precision = "f32", backend = BACKEND, walls = { all = { type = "slip" } } }
-  local h = dx / 2
-  w:fill("vol0", h * h); w:fill("mass", h * h * 1000); w:fill("E", 1e4); w:fill("nu", 0.3)
-  w:commit()
-  local s = w:state()
-  for p = 0, n - 1 do s.x[p], s.x[n + p] = 0.3 + (p % 80 + 0.5) * h, 0.1 + (math.floor(p / 80) + 0.5) * h end
-  return w, s
-end
-local w, s = block2d()
+local w, s = dofile("scenes/gpu_cases.lua").block2d(BACKEND)
 for _ = 1, 20 do w:step(s) end
 local t0, steps = now(), 200
 for _ = 1, steps do w:step(s) end

@@ -4,44 +4,16 @@
 -- (launch latency, synchronisations, host work), so wall = busy + idle. Scenes: cube80 (the 512k cube of
 -- tools/bench.lua, 1 substep per control step), cube20 (8k), block2d (2D 6.4k, 10 substeps per control step), seed004
 -- (scenes/seed004_cube.lua). Default: all four.
-local cq = require "cq"
 local ffi = require "ffi"
 local now = require("cq.clock").now
 local lib = assert(require("cq._ffi").cuda_lib("f32"))
 
-local function cube(per)
-  local n, dx = per ^ 3, 1 / 128
-  local w = cq.world { dim = 3, res = { 128, 128, 128 }, dx = dx, dt = 1e-3, substeps = 1, gravity = { 0, -9.8, 0 },
-    n = n, precision = "f32", backend = "cuda", walls = { all = { type = "slip" } } }
-  local h = dx / 2
-  w:fill("vol0", h ^ 3); w:fill("mass", h ^ 3 * 1000); w:fill("E", 1e4); w:fill("nu", 0.3)
-  w:fill("material", "neohookean")
-  w:commit()
-  local s = w:state()
-  local x, p, o = s.x, 0, 0.5 - per * h / 2
-  for i = 0, per - 1 do for j = 0, per - 1 do for k = 0, per - 1 do
-    x[p], x[n + p], x[2 * n + p] = o + (i + 0.5) * h, 0.1 + (j + 0.5) * h, o + (k + 0.5) * h
-    p = p + 1
-  end end end
-  return w, s
-end
-
-local function block2d()
-  local n, dx = 6400, 1 / 128
-  local w = cq.world { dim = 2, res = { 128, 128 }, dx = dx, dt = 1e-3, substeps = 10, gravity = { 0, -9.8 }, n = n,
-    precision = "f32", backend = "cuda", walls = { all = { type = "slip" } } }
-  local h = dx / 2
-  w:fill("vol0", h * h); w:fill("mass", h * h * 1000); w:fill("E", 1e4); w:fill("nu", 0.3)
-  w:commit()
-  local s = w:state()
-  for p = 0, n - 1 do s.x[p], s.x[n + p] = 0.3 + (p % 80 + 0.5) * h, 0.1 + (math.floor(p / 80) + 0.5) * h end
-  return w, s
-end
+local cases = dofile("scenes/gpu_cases.lua")
 
 local SCENES = {
-  cube80 = function() return cube(80) end,
-  cube20 = function() return cube(20) end,
-  block2d = block2d,
+  cube80 = function() return cases.cube { per = 80 } end,
+  cube20 = function() return cases.cube { per = 20 } end,
+  block2d = function() return cases.block2d() end,
   seed004 = function() return dofile("scenes/seed004_cube.lua").build("cuda", "f32") end,
 }
 

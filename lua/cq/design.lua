@@ -242,6 +242,19 @@ function Design:stretch(opts)
     check_bounds(where, opts.bounds), op)
 end
 
+-- The filter over the m selected particles idx at opts.state's positions (opts.radius, opts.p), and the
+-- projection's opts.beta and the void fraction opts.eps, checked: shared by the material and actuator layouts.
+local function topology_options(self, where, opts, idx, m)
+  local n, dim, x = self.n, self.dim, opts.state.x
+  local f = topology.filter(where, m, dim, function(i)
+    local p, pt = idx[i], {}
+    for a = 1, dim do pt[a] = x[(a - 1) * n + p] end
+    return pt
+  end, opts.radius, opts.p or 2)
+  local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
+  return f, beta, check.number(where, "eps", opts.eps or 1e-5, 0, 1)
+end
+
 --- design:layout{ state, groups | particles, radius, p = 2, beta = 4, eps = 1e-5, init = 0, bounds = {-1, 1}, name }
 --- -> cq.param phi, one entry per selected particle: seed 004's material layout (sec. 3.1.1). phi is filtered over
 --- the particles within radius of each other at state's positions (the rest shape; eqs. 14-15, neighbours found
@@ -253,14 +266,7 @@ function Design:layout(opts)
   check.options(where, opts, LAYOUT_OPTIONS)
   require("cq.state").check_arg(where, "state", opts.state, self.world)
   local idx, slot, m = selection(self, where, opts, "particle")
-  local n, dim, x = self.n, self.dim, opts.state.x
-  local f = topology.filter(where, m, dim, function(i)
-    local p, pt = idx[i], {}
-    for a = 1, dim do pt[a] = x[(a - 1) * n + p] end
-    return pt
-  end, opts.radius, opts.p or 2)
-  local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
-  local eps = check.number(where, "eps", opts.eps or 1e-5, 0, 1)
+  local f, beta, eps = topology_options(self, where, opts, idx, m)
   local op = { kind = "layout", idx = idx, slot = slot, m = m, filter = f, beta = beta, eps = eps,
     saved = darr(2 * m), factor = darr(m), dfactor = darr(m), filtered = darr(m), gamma = darr(m), dgamma = darr(m),
     touches = { "E", "mass" } }
@@ -295,18 +301,12 @@ function Design:actuators(opts)
     for i = 0, m - 1 do same = same and layout.idx[i] == idx[i] end
     if not same then check.fail(where, "the layout must cover the same particles in the same order", "another set") end
   end
-  local w, n, dim, x = self.world, self.n, self.dim, opts.state.x
+  local w, dim = self.world, self.dim
   if w.n_actuators ~= m then
     check.fail(where, "the world needs one actuator per particle of the actuator layout: n_actuators = " .. m,
       w.n_actuators)
   end
-  local f = topology.filter(where, m, dim, function(i)
-    local p, pt = idx[i], {}
-    for a = 1, dim do pt[a] = x[(a - 1) * n + p] end
-    return pt
-  end, opts.radius, opts.p or 2)
-  local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
-  local eps = check.number(where, "eps", opts.eps or 1e-5, 0, 1)
+  local f, beta, eps = topology_options(self, where, opts, idx, m)
   local act_of = {}
   for i = 0, m - 1 do act_of[idx[i] + 1] = i end
   w:fill("act_id", function(p) return act_of[p] or -1 end)
