@@ -7,9 +7,9 @@
 --   iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test).
--- Writes out/<example>/: history.csv and history.png (task loss, the four constraints, tau, kappa), layout.png
--- (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals), frames of the
--- optimised and of the binarised body, and result.txt.
+-- Writes out/<example>/: history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
+-- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
+-- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
 local cq = require "cq"
 local topo = dofile("scenes/topo.lua")
 local name = arg and arg[1] or "walker2d_topo"
@@ -157,6 +157,11 @@ local brun = cq.rollout { world = bw, steps = steps, controller = ctl, final = b
 local binarised = brun:forward(bs0)
 cq.frames.write { trajectory = brun:trajectory(), dir = out .. "/binarised", every = math.max(1, math.floor(steps / 50)),
   view = reach }
+-- the videos, where ffmpeg is installed
+for _, which in ipairs { "optimised", "binarised" } do
+  local ok_v, why_v = pcall(cq.frames.video, { dir = out .. "/" .. which, out = out .. "/" .. which .. ".mp4", fps = 25 })
+  if not ok_v then print("video skipped: " .. tostring(why_v)) end
+end
 local lines = {
   string.format("example %s, %s, %d particles (%d solid after binarisation)", name, precision, world.n, #keep),
   string.format("iterations %d (outer %d%s), %.1f s per iteration, feasible %s", result.iterations, result.outer,
