@@ -2,11 +2,13 @@
 -- body designed together by gradient descent through MPM, under the augmented Lagrangian method with Adam
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
---   [time_limit=inf (s)] [T=the seed's horizon (s)]
+--   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes]
 --   example: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
 --   iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
---   seconds (the outputs are still written); T shortens the horizon (the smoke test).
+--   seconds (the outputs are still written); T shortens the horizon (the smoke test); resume = yes continues from
+--   out/<example>/design.json, which the run writes every 25 iterations and at its end (the design variables, the
+--   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls.
 -- Writes out/<example>/: history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
 -- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
 -- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
@@ -19,6 +21,7 @@ local outer_max = tonumber(arg and arg[4]) or 30
 local backend = arg and arg[5] or "cpu"
 local time_limit = tonumber(arg and arg[6]) or math.huge
 local T = tonumber(arg and arg[7])
+local resume = arg and arg[8] == "yes"
 local N_ACT = 4
 local out = "out/" .. name
 os.execute("mkdir -p " .. out)
@@ -53,14 +56,30 @@ local cons = {
   { pulses.binarization.abs, 0.01, name = "C_abs" },
 }
 local params = { phi, psi, pulses.params[1], pulses.params[2] }
-local hist = io.open(out .. "/history.csv", "w")
-hist:write("iteration,L,task,C_mat,C_act,C_sgn,C_abs,tau_mat,tau_act,tau_sgn,tau_abs,kappa_mat,kappa_act," ..
-  "kappa_sgn,kappa_abs,seconds\n")
+local hist = io.open(out .. "/history.csv", resume and "a" or "w")
+if not resume then
+  hist:write("iteration,L,task,C_mat,C_act,C_sgn,C_abs,tau_mat,tau_act,tau_sgn,tau_abs,kappa_mat,kappa_act," ..
+    "kappa_sgn,kappa_abs,seconds\n")
+end
+local save_path, al_state, evals, first_task = out .. "/design.json", {}, 0, nil
+local function save_run()
+  cq.save(save_path, { design = params }, { state = al_state, evals = evals, first_task = first_task,
+    example = name, steps = steps })
+end
+if resume then
+  local extra = cq.load(save_path, { design = params })
+  if extra.example ~= name or extra.steps ~= steps then
+    error(string.format("examples/topo.lua: %s is a run of %s over %s steps, not of %s over %d", save_path,
+      tostring(extra.example), tostring(extra.steps), name, steps))
+  end
+  al_state, evals, first_task = extra.state, extra.evals, extra.first_task
+  print(string.format("resumed from %s: %d iterations, outer %d", save_path, al_state.iterations, al_state.outer))
+end
 design:apply(s0) -- the constraints read the projected layout
-local t_iter, t_start, evals, first_task = now(), now(), 0, nil
+local t_iter, t_start, evals0 = now(), now(), evals
 local result = cq.augmented_lagrangian {
   params = params, lr = 0.01, tau0 = 1e-3, c = 0.25, a = 10, inner_max = iters, outer_max = outer_max,
-  constraints = cons,
+  constraints = cons, state = al_state,
   loss = function()
     evals = evals + 1
     if ex.gravity_ramp then -- the climber's break-in: 0 -> 9.8 m/s^2 in steps of 0.98 every 20 iterations
@@ -81,13 +100,15 @@ local result = cq.augmented_lagrangian {
       print(string.format("iter %4d  task %.5f  C_mat %.4f C_act %.4f C_sgn %.4f C_abs %.4f  %.2f s", s, task, C[1],
         C[2], C[3], C[4], dt))
     end
+    if s % 25 == 0 then save_run() end
     return now() - t_start > time_limit
   end,
 }
+save_run()
 hist:close()
 if ex.gravity_ramp then world:set_gravity { 0, -9.8 } end -- the reported objective is at full gravity
 local task = run:forward(s0)
-local per_iter = (now() - t_start) / result.iterations
+local per_iter = (now() - t_start) / math.max(1, evals - evals0)
 local C_final = { cons[1][1](0), cons[2][1](0), cons[3][1](0), cons[4][1](0) }
 print(string.format("optimised: task %.5g after %d iterations (%d outer, %s), feasible %s (seed 004: %.5g)", task,
   result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled", tostring(result.feasible),

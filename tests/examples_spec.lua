@@ -132,7 +132,7 @@ end)
 
 describe("examples/topo.lua", function()
   it("seed 004's walker (0.05 s, 6 iterations): the task loss falls; history, layout, signals, " ..
-    "frames and the binarised re-simulation", function()
+    "frames, the binarised re-simulation, and a resumed run continues", function()
     local dir = "out/walker2d_topo/"
     local files = { dir .. "history.csv", dir .. "layout.png", dir .. "signals.csv", dir .. "result.txt",
       dir .. "optimised/frame_0000.png", dir .. "binarised/frame_0000.png" }
@@ -144,6 +144,11 @@ describe("examples/topo.lua", function()
     assert.is_true(r.task < r.first_task - 1e-4) -- it walks right (the loss is minus the distance)
     for m = 1, 4 do assert.is_true(r.C[m] >= 0 and r.C[m] <= 1) end
     for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+    -- resumed from design.json for one more outer iteration of 2: it goes on from where the run stopped
+    local r2 = run_example("examples/topo.lua", { "walker2d_topo", "2", "f64", "2", "cpu", "1e9", "0.05", "yes" })
+    print(string.format("  topo resumed: %d iterations, task %.3e", r2.iterations, r2.task))
+    assert.are.equal(8, r2.iterations)
+    assert.is_true(r2.task < r.task)
   end)
 end)
 

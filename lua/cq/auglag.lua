@@ -6,7 +6,7 @@ local check = require "cq._check"
 
 local M = {}
 local OPTIONS = check.option_set("cq.augmented_lagrangian", { "params", "loss", "constraints", "lr", "tau0", "c",
-  "a", "inner_max", "outer_max", "tol", "on_iteration" })
+  "a", "inner_max", "outer_max", "tol", "on_iteration", "state" })
 
 -- The inner loop's convergence test (seed 004): the mean of the last 10 values of L against the mean of the 10
 -- before them, relative change below tol.
@@ -25,6 +25,8 @@ end
 --- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
 --- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
 --- kappa are lists, one entry per constraint); returning true stops the driver there (result.stopped).
+--- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer) so that a caller can save it,
+--- and starts from when it holds them (a resumed run begins a new inner loop with fresh Adam moments).
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
@@ -54,9 +56,19 @@ function M.run(opts)
     end
     return v, C
   end
-  for m = 1, M_ do kappa[m], tau[m] = 0, tau0 end
-  vprev = violations()
-  local iterations, outer, stopped = 0, 0, false
+  -- state: the multipliers, penalties, last violations and counters, kept up to date in place (to save a run) and
+  -- taken as the start when given (a resumed run begins a new inner loop, with fresh Adam moments)
+  local st = opts.state
+  if st ~= nil and type(st) ~= "table" then check.fail(where, "state must be a table (empty, or saved from a run)", st) end
+  for m = 1, M_ do
+    kappa[m] = st and st.kappa and st.kappa[m] or 0
+    tau[m] = st and st.tau and st.tau[m] or tau0
+  end
+  vprev = st and st.vprev or violations()
+  local iterations, outer, stopped = st and st.iterations or 0, st and st.outer or 0, false
+  local function keep()
+    if st then st.kappa, st.tau, st.vprev, st.iterations, st.outer = kappa, tau, vprev, iterations, outer end
+  end
   local v = vprev
   while outer < outer_max do
     outer = outer + 1
@@ -76,6 +88,7 @@ function M.run(opts)
       violations(w)
       opt:step()
       iterations = iterations + 1
+      keep()
       hist[#hist + 1] = L
       if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
       if stopped or settled(hist, tol) then break end
@@ -91,6 +104,7 @@ function M.run(opts)
         tau[m] = a * tau[m]
       end
     end
+    keep()
     if feasible or stopped then break end
   end
   local feasible = true
