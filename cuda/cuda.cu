@@ -114,7 +114,6 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
 
 static long particle_blocks(const cuda_backend* g, long n) { return (n + CQ_BLOCK - 1) / CQ_BLOCK; }
 
-
 static unsigned node_blocks(const cuda_backend* g) {
   if (g->box.count <= 0) return g->grid_blocks; /* no box seen yet */
   long want = (g->box.count + g->box.count / 2 + CQ_BLOCK - 1) / CQ_BLOCK;
@@ -235,14 +234,15 @@ static int cuda_upload(cqi_backend* b, void* dst, const void* src, size_t bytes)
   CK(cudaStreamSynchronize(g->stream)); /* the host buffer may change after return */
   return CQ_OK;
 }
-/* Whether the kernels can use p in place: device or managed memory (not page-locked or plain host memory). */
-static int on_device(const void* p) {
+/* The kind of memory p is in (cudaMemoryTypeDevice, Managed, Host or Unregistered). */
+static cudaMemoryType memory_type(const void* p) {
   cudaPointerAttributes a;
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) return cudaGetLastError(), 0;
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) return cudaGetLastError(), cudaMemoryTypeUnregistered;
+  return a.type;
 }
-/* Copies between device or managed buffers with a kernel: cudaMemcpyAsync with managed memory on either side takes
- * the driver's page-by-page path (a 49 MB memo gradient in 272 us on an H100, against 36 us device to device). */
+/* Copies with managed memory on either side and device or managed memory on both run as a kernel: cudaMemcpyAsync
+ * takes the driver's page-by-page path there (a 49 MB memo gradient in 272 us on an H100, against 36 us device to
+ * device, which keeps cudaMemcpyAsync). */
 __global__ void cqk_copy_words(const unsigned* src, unsigned* dst, long words) {
   for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (long)gridDim.x * blockDim.x)
     dst[i] = src[i];
@@ -253,7 +253,11 @@ __global__ void cqk_copy_vectors(const uint4* src, uint4* dst, long vectors) {
 }
 static int copy_async(cuda_backend* g, void* dst, const void* src, size_t bytes, const char* what) {
   uintptr_t bits = (uintptr_t)dst | (uintptr_t)src | bytes;
-  if (bytes == 0 || (bits & 3) || !on_device(dst) || !on_device(src)) {
+  cudaMemoryType td = bytes ? memory_type(dst) : cudaMemoryTypeUnregistered, ts = bytes ? memory_type(src) : td;
+  int managed = td == cudaMemoryTypeManaged || ts == cudaMemoryTypeManaged;
+  int in_place = (td == cudaMemoryTypeDevice || td == cudaMemoryTypeManaged) &&
+                 (ts == cudaMemoryTypeDevice || ts == cudaMemoryTypeManaged);
+  if (bytes == 0 || (bits & 3) || !managed || !in_place) { /* device to device, or a host side: the driver's copy */
     TIMED(what, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->stream));
     return CQ_OK;
   }
@@ -510,7 +514,8 @@ static int cuda_first_nonfinite(cqi_backend* b, int count, const long* len, cons
       a.x[i] = x[i0 + i], a.len[i] = len[i0 + i];
       if (len[i0 + i] > longest) longest = len[i0 + i];
     }
-    long blocks = (longest + CQ_BLOCK - 1) / CQ_BLOCK, cap = 16L * g->sms; /* 4 per SM: 95 us for 85 MB */
+    /* 16 blocks per SM per array: with 4, the 512k cube's 85 MB took 95 us, with 16 61 us */
+    long blocks = (longest + CQ_BLOCK - 1) / CQ_BLOCK, cap = 16L * g->sms;
     dim3 grid((unsigned)(blocks < cap ? blocks : cap), (unsigned)k);
     timing_begin(g->stream, "cqk_first_nonfinite");
     cqk_first_nonfinite<<<grid, CQ_BLOCK, 0, g->stream>>>(a, g->nf_key + i0);

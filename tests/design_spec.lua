@@ -313,6 +313,19 @@ describe("cq.design", function()
     for i, t in ipairs(targets) do
       if math.abs(t - 0.5) > 0.1 then assert.is_true(((p.v[i - 1] + 1) / 2 > 0.5) == (t > 0.5), "entry " .. i) end
     end
+    -- stopped inside an outer iteration (no multiplier update for it, not counted) and resumed from the state
+    for i = 0, p.n - 1 do p.v[i] = 0 end
+    local state, stops = {}, 0
+    local r1 = cq.augmented_lagrangian { params = { p }, loss = loss, constraints = { { cmat, 0.05 * 0.25 } },
+      lr = 0.02, tau0 = 1e-3, inner_max = 30, state = state,
+      on_iteration = function(s) if s == 45 then stops = stops + 1 return true end end }
+    assert.is_true(r1.stopped and state.iterations == 45 and state.outer == 1) -- outer 2 unfinished: not counted
+    assert.are.equal(1, stops)
+    local r2 = cq.augmented_lagrangian { params = { p }, loss = loss, constraints = { { cmat, 0.05 * 0.25 } },
+      lr = 0.02, tau0 = 1e-3, inner_max = 30, state = state }
+    print(string.format("  stopped at 45 (outer %d), resumed to %d iterations, outer %d, feasible %s", r1.outer,
+      r2.iterations, r2.outer, tostring(r2.feasible)))
+    assert.is_true(r2.feasible and r2.iterations > 45 and cmat(0) <= 0.0125 + 1e-12)
   end)
 
   it("raises clear errors at the user's call site", function()

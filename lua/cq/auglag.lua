@@ -24,7 +24,8 @@ end
 --- loss(): the task loss, with the gradients of params filled (param.g, zeroed first by the driver).
 --- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
 --- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
---- kappa are lists, one entry per constraint); returning true stops the driver there (result.stopped).
+--- kappa are lists, one entry per constraint); returning true stops the driver there, before the multiplier update
+--- of the unfinished outer iteration (result.stopped; result.outer counts the finished ones).
 --- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer) so that a caller can save it,
 --- and starts from when it holds them (a resumed run begins a new inner loop with fresh Adam moments).
 function M.run(opts)
@@ -94,6 +95,11 @@ function M.run(opts)
       if stopped or settled(hist, tol) then break end
     end
     v = violations()
+    if stopped then -- the inner loop did not finish: no multiplier update; a resumed run redoes this outer iteration
+      outer = outer - 1
+      keep()
+      break
+    end
     local feasible = true
     for m = 1, M_ do
       if v[m] > 0 then feasible = false end
