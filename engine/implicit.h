@@ -39,6 +39,60 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
     }
 }
 
+/* implicit.volume = "linear": particle p's volumetric term (K/2)(J - 1)^2 (material.h) is taken at the linearised
+ * volume ratio Jl = J (1 + dt tr C_p(v)) = J (1 + tr(F_hat F^-1) - D), J = det F_p, instead of det F_hat. Jl is linear
+ * in v, so the term is exactly quadratic in v: a step's rotations (det(I + dt C) = 1 + O(|dt C|^2) for a rotation)
+ * cost no volumetric energy, which otherwise dominates eq. 12 and stalls Newton when K >> mu (silicone, water). The
+ * volume error that O(|dt C|^2) leaves in det F_p is seen, and removed, by the next substep. */
+CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
+  return c->implicit_volume == CQ_VOLUME_LINEAR && m->bulk[p] > 0;
+}
+
+/* The linearised term's P as a function of F_hat, K (Jl - 1) J F^-T, added to P. Out: Fit = F^-T, vol = (J, Jl). */
+CQ_HD void CQ_D(implicit_linear_P)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],
+                                   const cq_real Cm[D][D], cq_real Fit[D][D], cq_real vol[2], cq_real P[D][D]) {
+  cq_real J = CQ_D(inv_t)(F, Fit), tr = 0;
+  for (int a = 0; a < D; a++) tr += Cm[a][a];
+  cq_real Jl = J * (1 + c->dt * tr), k = m->bulk[p] * (Jl - 1) * J;
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) P[a][b] += k * Fit[a][b];
+  vol[0] = J;
+  vol[1] = Jl;
+}
+
+/* Its differential at fixed F: dP += K J^2 (F^-T : dF_hat) F^-T (a constant, symmetric operator). */
+CQ_HD void CQ_D(implicit_linear_dP)(const cq_params* m, int p, cq_real J, const cq_real Fit[D][D],
+                                    const cq_real dF[D][D], cq_real dP[D][D]) {
+  cq_real k = m->bulk[p] * J * J * CQ_D(ddot)(Fit, dF);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) dP[a][b] += k * Fit[a][b];
+}
+
+/* The stress of eq. 12 at F_hat: P(F_hat) of the material, with the linearised volumetric term when it applies
+ * (returns 1; then Fit = F^-T and vol = (det F, Jl)), else 0. */
+CQ_HD int CQ_D(implicit_P)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D], const cq_real Cm[D][D],
+                           const cq_real Fh[D][D], cq_real P[D][D], cq_real Fit[D][D], cq_real vol[2]) {
+  int lin = CQ_D(implicit_linear_volume)(c, m, p);
+  CQ_D(material_P_terms)(m, p, Fh, P, !lin);
+  if (lin) CQ_D(implicit_linear_P)(c, m, p, F, Cm, Fit, vol, P);
+  return lin;
+}
+
+/* Its differential dP = dP/dF_hat : dF (the material's vector-Jacobian product: dP/dF has major symmetry). */
+CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],
+                             const cq_real Fh[D][D], const cq_real dF[D][D], cq_real dP[D][D]) {
+  cq_pgrad unused; /* the parameter gradients of the product are not wanted here */
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(unused.name = 0;)
+  CQ_PARAM_FIELDS(CQI_ZERO)
+#undef CQI_ZERO
+  int lin = CQ_D(implicit_linear_volume)(c, m, p);
+  CQ_D(material_P_vjp_terms)(m, p, Fh, dF, dP, &unused, !lin);
+  if (lin) {
+    cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit);
+    CQ_D(implicit_linear_dP)(m, p, J, Fit, dF, dP);
+  }
+}
+
 /* out_i += dt kC V0 w_ip S F^T dpos_ip for a stress S (P or its differential): grad F_p(v) transposed. */
 CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0, const cq_real S[D][D],
                                   const cq_real F[D][D], cq_real* out) {
@@ -61,10 +115,10 @@ CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) *
 CQ_HD void CQ_D(implicit_stress)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                  const cq_real* v, cq_real* out) {
   CQ_D(cqi_stencil) st;
-  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D];
+  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D] = {{0}}, Fit[D][D], vol[2];
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
-  CQ_D(material_P)(m, p, Fh, P);
+  CQ_D(implicit_P)(c, m, p, F, Cm, Fh, P, Fit, vol);
   CQ_D(implicit_scatter)(c, &st, m->vol0[p], P, F, out);
 }
 
@@ -84,11 +138,7 @@ CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const 
       for (int k = 0; k < D; k++) t += c->dt * dC[a][k] * F[k][b];
       dF[a][b] = t;
     }
-  cq_pgrad unused; /* the parameter gradients of the product are not wanted here */
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(unused.name = 0;)
-  CQ_PARAM_FIELDS(CQI_ZERO)
-#undef CQI_ZERO
-  CQ_D(material_P_vjp)(m, p, Fh, dF, dP, &unused);
+  CQ_D(implicit_dP)(c, m, p, F, Fh, dF, dP);
   CQ_D(implicit_scatter)(c, &st, m->vol0[p], dP, F, out);
 }
 
@@ -104,14 +154,10 @@ CQ_HD void CQ_D(implicit_blocks)(const cq_substep* c, const cq_particles* s, con
   cq_real F[D][D], Cm[D][D], Fh[D][D], A[D * D][D * D];
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
-  cq_pgrad unused;
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(unused.name = 0;)
-  CQ_PARAM_FIELDS(CQI_ZERO)
-#undef CQI_ZERO
   for (int r = 0; r < D * D; r++) {
     cq_real E[D][D] = {{0}}, row[D][D] = {{0}};
     E[r / D][r % D] = 1;
-    CQ_D(material_P_vjp)(m, p, Fh, E, row, &unused);
+    CQ_D(implicit_dP)(c, m, p, F, Fh, E, row);
     for (int q = 0; q < D * D; q++) A[r][q] = row[q / D][q % D];
   }
   enum { NS = D == 3 ? 27 : 9 };
@@ -230,11 +276,19 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
                                      const cq_real* v, const cq_real* lam, cq_particles* gs, const cq_param_grads* gp) {
   int n = s->n;
   CQ_D(cqi_stencil) st;
-  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D], T[D][D], Lm[D][D];
+  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D] = {{0}}, T[D][D], Lm[D][D], Fit[D][D], vol[2];
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
-  CQ_D(material_P)(m, p, Fh, P);
+  /* P = the material's P(F_hat) alone here (when implicit.volume = "linear", the linearised volumetric term's share
+   * of T = P F^T, K (Jl - 1) J I, is added to T's diagonal and differentiated on its own below) */
+  int lin = CQ_D(implicit_linear_volume)(c, m, p);
+  CQ_D(material_P_terms)(m, p, Fh, P, !lin);
   CQ_D(mmt)(P, F, T);
+  if (lin) {
+    cq_real Pl[D][D] = {{0}};
+    CQ_D(implicit_linear_P)(c, m, p, F, Cm, Fit, vol, Pl);
+    for (int a = 0; a < D; a++) T[a][a] += m->bulk[p] * (vol[1] - 1) * vol[0];
+  }
   CQ_D(implicit_load)(c, s, p, lam, &st, F, Lm); /* C_p(lam) = kC sum_i w lam_i dpos^T */
   cq_real dt = c->dt, vol0 = m->vol0[p];
   cq_pgrad g;
@@ -251,7 +305,17 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
     }
   CQ_D(mm)(gT, F, gP);
   CQ_D(mtm)(gT, P, gF);
-  CQ_D(material_P_vjp)(m, p, Fh, gP, gFh, &g);
+  CQ_D(material_P_vjp_terms)(m, p, Fh, gP, gFh, &g, !lin);
+  cq_real gC_lin = 0; /* the linearised term: L = K (Jl - 1) J q, q = tr(gT), Jl = J (1 + dt tr C), J = det F */
+  if (lin) {
+    cq_real q = 0, J = vol[0], Jl = vol[1], K = m->bulk[p];
+    for (int a = 0; a < D; a++) q += gT[a][a];
+    g.bulk += (Jl - 1) * J * q;
+    cq_real kF = K * q * (2 * Jl - 1) * J; /* dL/dJ (through J and Jl = J (1 + dt tr C)) times dJ/dF = J F^-T */
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) gF[a][b] += kF * Fit[a][b];
+    gC_lin = K * J * J * c->dt * q; /* dL/dC = K J^2 dt q I */
+  }
   /* F_hat = F + dt C F: gF += (I + dt C)^T gFh, gC = dt gFh F^T */
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) {
@@ -261,7 +325,7 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
         u += dt * gFh[a][k] * F[b][k];
       }
       gF[a][b] += t;
-      gCm[a][b] = u;
+      gCm[a][b] = u + (a == b ? gC_lin : 0);
     }
   /* C_p(y) = kC sum_i w_i y_i dpos_i^T for y = v (gradient gCm) and y = lam (gLm); dpos = x_i - x_p */
   cq_real kC = 4 * c->inv_dx * c->inv_dx, gx[D] = {0};

@@ -85,6 +85,7 @@ typedef struct cq_substep {
   const int32_t* node_bc_index; /* [n_nodes] index into node_bcs or -1; NULL when there are none */
   const cq_bc* node_bcs;        /* explicit node boundary conditions (terrain, obstacles) */
   int implicit_elastic;         /* 1: P2G leaves the elastic stress out, the implicit solve (implicit.h) owns it */
+  int implicit_volume;          /* CQ_VOLUME_*: the implicit solve's volumetric term (implicit.h) */
 } cq_substep;
 
 #endif

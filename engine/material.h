@@ -39,9 +39,11 @@ CQ_HD void CQ_D(volumetric_P_vjp)(const cq_params* m, int p, const cq_real F[D][
   CQ_D(add_block)(gF3, gF);
 }
 
-/* P(F) of particle p's model, plus the incompressibility term when inc_p > 0 and the volumetric term when
- * bulk > 0. The dispatch is an if-chain after a range assumption (material ids are validated before every step), so the compiler drops the impossible path. */
-CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
+/* P(F) of particle p's model, plus the incompressibility term when inc_p > 0 and, when with_bulk and bulk > 0, the
+ * volumetric term (the implicit solve may linearise that one itself: implicit.h implicit_P). The dispatch is an
+ * if-chain after a range assumption (material ids are validated before every step), so the compiler drops the
+ * impossible path. */
+CQ_HD void CQ_D(material_P_terms)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D], int with_bulk) {
   const unsigned model = m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE(); /* commit rejects other ids */
 #define CQI_CASE(ID, name, doc) \
@@ -49,12 +51,17 @@ CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
-  if (m->bulk[p] > 0) CQ_D(volumetric_P)(m, p, F, P);
+  if (with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P)(m, p, F, P);
 }
 
-/* Vector-Jacobian product of material_P: gF += dL/dF, g->(its parameters) += dL/d(parameter), given gP = dL/dP. */
-CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
-                                cq_real gF[D][D], cq_pgrad* g) {
+CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
+  CQ_D(material_P_terms)(m, p, F, P, 1);
+}
+
+/* Vector-Jacobian product of material_P_terms: gF += dL/dF, g->(its parameters) += dL/d(parameter), given gP =
+ * dL/dP. */
+CQ_HD void CQ_D(material_P_vjp_terms)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                      cq_real gF[D][D], cq_pgrad* g, int with_bulk) {
   const unsigned model = m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE();
 #define CQI_CASE(ID, name, doc) \
@@ -62,7 +69,12 @@ CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D]
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
-  if (m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
+  if (with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
+}
+
+CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                cq_real gF[D][D], cq_pgrad* g) {
+  CQ_D(material_P_vjp_terms)(m, p, F, gP, gF, g, 1);
 }
 
 /* Projection of F after the G2P update (seed 003 sec. 2.2: a fluid keeps only its volume change). Models without

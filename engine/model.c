@@ -44,6 +44,8 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->implicit_precond < CQ_PRECOND_AUTO || d->implicit_precond > CQ_PRECOND_FACTOR)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.precond must be 0 (auto), 1 (mass) or 2 (factor) (got %d)",
                       d->implicit_precond);
+  if (d->implicit_volume != CQ_VOLUME_EXACT && d->implicit_volume != CQ_VOLUME_LINEAR)
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.volume must be 0 (linear) or 1 (exact) (got %d)", d->implicit_volume);
   if (d->implicit_max_newton < 0 || d->implicit_max_cg < 0)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
                       d->implicit_max_newton, d->implicit_max_cg);
@@ -404,5 +406,6 @@ cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, con
   }
   c.node_bc_index = m->node_bc_index ? node_bc_index : NULL;
   c.node_bcs = node_bcs;
+  c.implicit_volume = d->implicit_volume;
   return c;
 }

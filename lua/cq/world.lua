@@ -13,7 +13,7 @@ M.World = World
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit" })
-local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond" })
+local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
@@ -108,7 +108,7 @@ function M.new(opts)
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
     if type(io) ~= "table" then
-      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond}", io)
+      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond, volume}", io)
     end
     check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
     d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
@@ -116,6 +116,8 @@ function M.new(opts)
     d.implicit_max_cg = check.integer(where, "implicit.max_cg", io.max_cg or 0, 0)
     d.implicit_precond = PRECONDITIONERS[check.oneof(where, "implicit.precond", io.precond or "auto",
       { "auto", "mass", "factor" })]
+    d.implicit_volume = check.oneof(where, "implicit.volume", io.volume or "linear", { "linear", "exact" }) == "exact"
+      and 1 or 0
   end
   local names = {} -- "all" first, so named walls override it
   for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
