@@ -43,7 +43,8 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
  * volume ratio Jl = J (1 + dt tr C_p(v)) = J (1 + tr(F_hat F^-1) - D), J = det F_p, instead of det F_hat. Jl is linear
  * in v, so the term is exactly quadratic in v: a step's rotations (det(I + dt C) = 1 + O(|dt C|^2) for a rotation)
  * cost no volumetric energy, which otherwise dominates eq. 12 and stalls Newton when K >> mu (silicone, water). The
- * volume error that O(|dt C|^2) leaves in det F_p is seen, and removed, by the next substep. */
+ * price: the O(|dt C|^2) left in det F_p is only seen by the next substep, and where the grid cannot undo it (a
+ * nearly incompressible body sampled by ~2 particles per cell locks) the volume drifts (docs/benchmarks.md). */
 CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
   return c->implicit_volume == CQ_VOLUME_LINEAR && m->bulk[p] > 0;
 }
