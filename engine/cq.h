@@ -88,10 +88,10 @@ typedef struct cq_blowup {
 /* The implicit solve's preconditioners: the nodal masses (Jacobi on the inertia term), or the substep's Hessian
  * assembled and factorised (implicit_factor.h; the CPU backend). */
 enum { CQ_PRECOND_AUTO = 0, CQ_PRECOND_MASS = 1, CQ_PRECOND_FACTOR = 2 };
-/* The volumetric term (K/2)(J - 1)^2 in the implicit solve: at J = det F_p(v) (exact, the default), or at the volume
- * ratio linearised over the substep, J_p (1 + dt tr C_p(v)) (linear: quadratic in v, so Newton is not held back by a
- * bulk modulus far above the shear modulus, at the price of a volume drift; implicit.h implicit_linear_volume). */
-enum { CQ_VOLUME_EXACT = 0, CQ_VOLUME_LINEAR = 1 };
+/* The volumetric term (K/2)(J - 1)^2 in the implicit solve: at the volume ratio linearised over the substep,
+ * J_p (1 + dt tr C_p(v)), which G2P then stores as det F (linear, the default: quadratic in v, so Newton is not held
+ * back by a bulk modulus far above the shear modulus; implicit.h, g2p.h), or at J = det F_p(v) (exact). */
+enum { CQ_VOLUME_LINEAR = 0, CQ_VOLUME_EXACT = 1 };
 
 typedef struct cq_solver_stats {
   long substeps;  /* implicit substeps solved (forward, and forward recomputations inside the backward pass) */

@@ -37,6 +37,43 @@ CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p
   return CQ_D(check_values)(c, x, v, C, F);
 }
 
+/* implicit.volume = "linear" (implicit.h): in an implicit substep, particle p's volumetric term is taken at the
+ * linearised volume ratio Jl = J (1 + dt tr C), and G2P then stores F = (Jl / det F_u)^(1/D) F_u, F_u = (I + dt C) F:
+ * the isochoric part of F_u with the volume the solve saw. Without that rescaling the O(|dt C|^2) by which a rotation
+ * changes det F_u would accumulate where the grid cannot undo it (a nearly incompressible body at ~2 particles per
+ * cell): the finger of scenes/finger.lua drifted by 4e-5 in J per 1 ms substep and ballooned (docs/benchmarks.md). */
+CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
+  return c->implicit_elastic && c->implicit_volume == CQ_VOLUME_LINEAR && m->bulk[p] > 0;
+}
+
+/* The rescaling: Fu -> s Fu with s = (Jl / det Fu)^(1/D), Jl = det(F) (1 + dt tr C); returns s. */
+CQ_HD cq_real CQ_D(linear_volume_scale)(const cq_substep* c, const cq_real F[D][D], const cq_real Cn[D][D],
+                                        const cq_real Fu[D][D]) {
+  cq_real tr = 0;
+  for (int a = 0; a < D; a++) tr += Cn[a][a];
+  return cq_pow(CQ_D(det)(F) * (1 + c->dt * tr) / CQ_D(det)(Fu), (cq_real)1 / D);
+}
+
+/* Its adjoint: g = dL/d(s Fu) in, dL/dFu out (in place); adds dL/dC's share (a multiple of I: *gC_diag) and dL/dF's
+ * share (gF0 += ...) through Jl. With q = (g : Fu) s / (D Jl): dL/dFu = s g - q Jl Fu^-T, dL/dF += q Jl F^-T,
+ * dL/dC += q det(F) dt I. */
+CQ_HD void CQ_D(linear_volume_scale_adj)(const cq_substep* c, const cq_real F[D][D], const cq_real Cn[D][D],
+                                         const cq_real Fu[D][D], cq_real g[D][D], cq_real gF0[D][D],
+                                         cq_real* gC_diag) {
+  cq_real Fi[D][D], Fui[D][D], tr = 0;
+  cq_real J0 = CQ_D(inv_t)(F, Fi);
+  CQ_D(inv_t)(Fu, Fui);
+  for (int a = 0; a < D; a++) tr += Cn[a][a];
+  cq_real Jl = J0 * (1 + c->dt * tr), s = CQ_D(linear_volume_scale)(c, F, Cn, Fu);
+  cq_real q = CQ_D(ddot)(g, Fu) * s / (D * Jl);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      g[a][b] = s * g[a][b] - q * Jl * Fui[a][b];
+      gF0[a][b] += q * Jl * Fi[a][b];
+    }
+  *gC_diag += q * J0 * c->dt;
+}
+
 /* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
  * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F (then the material's projection, material.h),
  * x = x + dt v. Returns
@@ -71,6 +108,11 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
       Fn[a][b] = Fab;
       s->C[(a * D + b) * n + p] = Cn[a][b];
     }
+  }
+  if (CQ_D(implicit_linear_volume)(c, m, p)) {
+    cq_real sc = CQ_D(linear_volume_scale)(c, F, Cn, Fn);
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Fn[a][b] *= sc;
   }
   CQ_D(material_project_F)(m, p, Fn); /* fluids: F -> J^(1/d) I */
   for (int a = 0; a < D; a++)
@@ -114,26 +156,32 @@ CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const
     gv[a] = g1->v[a * n + p] + c->dt * gx[a]; /* eq. A47 */
     for (int b = 0; b < D; b++) gF1[a][b] = g1->F[(a * D + b) * n + p];
   }
-  if (CQ_D(material_projects_F)(m, p)) { /* through the projection: w.r.t. the updated F = (I + dt C^{n+1}) F */
-    cq_real Fu[D][D];
+  int lin = CQ_D(implicit_linear_volume)(c, m, p);
+  cq_real gF0[D][D] = {{0}}, gC_diag = 0; /* the linear volume's rescaling: its shares of dL/dF^n and dL/dC^{n+1} */
+  if (lin || CQ_D(material_projects_F)(m, p)) { /* through the projections, back to the updated F_u = (I + dt C) F */
+    cq_real Fu[D][D], Fs[D][D], sc = 1;
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) {
         cq_real t = F[a][b];
         for (int k = 0; k < D; k++) t += c->dt * Cn[a][k] * F[k][b];
         Fu[a][b] = t;
       }
-    CQ_D(material_project_F_adj)(m, p, Fu, gF1);
+    if (lin) sc = CQ_D(linear_volume_scale)(c, F, Cn, Fu);
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Fs[a][b] = sc * Fu[a][b];
+    if (CQ_D(material_projects_F)(m, p)) CQ_D(material_project_F_adj)(m, p, Fs, gF1);
+    if (lin) CQ_D(linear_volume_scale_adj)(c, F, Cn, Fu, gF1, gF0, &gC_diag);
   }
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) {
-      cq_real t = g1->C[(a * D + b) * n + p];
+      cq_real t = g1->C[(a * D + b) * n + p] + (a == b ? gC_diag : 0);
       for (int k = 0; k < D; k++) t += c->dt * gF1[a][k] * F[b][k]; /* eq. A50 */
       gC[a][b] = t;
     }
   /* dL/dF^n = (I + dt C^{n+1})^T dL/dF^{n+1} (eq. A72, first term) */
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) {
-      cq_real t = gF1[a][b];
+      cq_real t = gF1[a][b] + gF0[a][b];
       for (int k = 0; k < D; k++) t += c->dt * Cn[k][a] * gF1[k][b];
       g0->F[(a * D + b) * n + p] = t;
     }

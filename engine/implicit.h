@@ -39,15 +39,11 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
     }
 }
 
-/* implicit.volume = "linear": particle p's volumetric term (K/2)(J - 1)^2 (material.h) is taken at the linearised
- * volume ratio Jl = J (1 + dt tr C_p(v)) = J (1 + tr(F_hat F^-1) - D), J = det F_p, instead of det F_hat. Jl is linear
- * in v, so the term is exactly quadratic in v: a step's rotations (det(I + dt C) = 1 + O(|dt C|^2) for a rotation)
- * cost no volumetric energy, which otherwise dominates eq. 12 and stalls Newton when K >> mu (silicone, water). The
- * price: the O(|dt C|^2) left in det F_p is only seen by the next substep, and where the grid cannot undo it (a
- * nearly incompressible body sampled by ~2 particles per cell locks) the volume drifts (docs/benchmarks.md). */
-CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
-  return c->implicit_volume == CQ_VOLUME_LINEAR && m->bulk[p] > 0;
-}
+/* implicit.volume = "linear" (the predicate implicit_linear_volume and G2P's side are in g2p.h): particle p's
+ * volumetric term (K/2)(J - 1)^2 (material.h) is taken at the linearised volume ratio Jl = J (1 + dt tr C_p(v)) =
+ * J (1 + tr(F_hat F^-1) - D), J = det F_p, instead of det F_hat. Jl is linear in v, so the term is exactly quadratic
+ * in v: a step's rotations (det(I + dt C) = 1 + O(|dt C|^2) for a rotation) cost no volumetric energy, which
+ * otherwise dominates eq. 12 and stalls Newton when K >> mu (silicone, water). */
 
 /* The linearised term's P as a function of F_hat, K (Jl - 1) J F^-T, added to P. Out: Fit = F^-T, vol = (J, Jl). */
 CQ_HD void CQ_D(implicit_linear_P)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],

@@ -45,7 +45,7 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.precond must be 0 (auto), 1 (mass) or 2 (factor) (got %d)",
                       d->implicit_precond);
   if (d->implicit_volume != CQ_VOLUME_EXACT && d->implicit_volume != CQ_VOLUME_LINEAR)
-    return cqi_errorf(e, CQ_ERR_ARG, "implicit.volume must be 0 (exact) or 1 (linear) (got %d)", d->implicit_volume);
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.volume must be 0 (linear) or 1 (exact) (got %d)", d->implicit_volume);
   if (d->implicit_max_newton < 0 || d->implicit_max_cg < 0)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
                       d->implicit_max_newton, d->implicit_max_cg);

@@ -116,7 +116,7 @@ function M.new(opts)
     d.implicit_max_cg = check.integer(where, "implicit.max_cg", io.max_cg or 0, 0)
     d.implicit_precond = PRECONDITIONERS[check.oneof(where, "implicit.precond", io.precond or "auto",
       { "auto", "mass", "factor" })]
-    d.implicit_volume = check.oneof(where, "implicit.volume", io.volume or "exact", { "exact", "linear" }) == "linear"
+    d.implicit_volume = check.oneof(where, "implicit.volume", io.volume or "linear", { "linear", "exact" }) == "exact"
       and 1 or 0
   end
   local names = {} -- "all" first, so named walls override it
