@@ -22,6 +22,9 @@ DEB_PACKAGES += gmsh
 # calls the system BLAS, and the serial OpenBLAS factorises 3x faster than the reference one (serial: the engine's own
 # OpenMP threads are the parallelism, and the factors stay the same whatever they are)
 DEB_PACKAGES += libsuperlu-dev libmetis-dev libopenblas0-serial
+# parameter studies on a SLURM cluster (cqlua study slurm): tests/study_slurm_spec.lua starts a one-node SLURM with
+# munge here (tests/slurm/cluster.sh); the runner itself needs only sbatch where it submits
+DEB_PACKAGES += slurm-wlm munge
 
 # The host's own sources (the cqlua program, PNG, mesh and Gmsh MSH loaders); everything else in engine/ is the engine
 # library.
@@ -33,7 +36,7 @@ ENGINE_HDR := $(wildcard engine/*.h)
 ENGINE_CFLAGS := -I/usr/include/superlu
 ENGINE_LIBS := -lsuperlu -lmetis -lm
 
-.PHONY: all deps test bench bench-fluid bench-implicit bench-peers demo install clean
+.PHONY: all deps test test-slurm bench bench-fluid bench-implicit bench-peers demo install clean
 all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
 
 # Install the Debian packages that are missing (needs root; prints what to run otherwise).
@@ -138,6 +141,11 @@ $(BUILD)/test/material_test: tests/c/material_test.c $(ENGINE_HDR)
 
 test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/material_test
 	$(BUILD)/bin/cqlua tests/run.lua
+
+# The SLURM part of the suite alone (make test runs it too): a one-node SLURM started here, a study submitted as a
+# job array and collected (tests/study_slurm_spec.lua; needs root, like the daemons).
+test-slurm: deps all
+	$(BUILD)/bin/cqlua tests/run.lua tests/study_slurm_spec.lua
 
 bench: deps all
 	$(BUILD)/bin/cqlua tools/bench.lua

@@ -216,6 +216,8 @@ static void print_help(lua_State *L, const char *argv0)
     "  -h, --help     show this help and exit\n"
     "  -v, --version  print the version and exit\n"
     "\n"
+    "parameter studies: cqlua study run|slurm|collect|list STUDY.lua [options] (cqlua study --help)\n"
+    "\n"
     "environment:\n"
     "  CQ_LUA_PATH    directory holding the cq Lua package (overrides the search below)\n"
     "  CQ_LIB_PATH    directory holding libcq_f32.so and libcq_f64.so\n"
@@ -354,11 +356,17 @@ static int run_exec_chunks(lua_State *L, int argc, char **argv, int stop)
   return 0;
 }
 
+/* `cqlua study ...` (parameter studies, lua/cq/_study_cli.lua): a subcommand, not a script file named "study"
+   (run such a file as ./study). */
+static const char STUDY_CHUNK[] =
+  "local status = require('cq._study_cli').main(...) if status ~= 0 then io.stdout:flush() os.exit(status) end";
+
 static int run_script(lua_State *L, int argc, char **argv, int script)
 {
   int i, status;
   const char *name = argv[script];
-  status = luaL_loadfile(L, strcmp(name, "-") == 0 ? NULL : name);
+  if (strcmp(name, "study") == 0) status = luaL_loadbuffer(L, STUDY_CHUNK, sizeof STUDY_CHUNK - 1, "=cqlua study");
+  else status = luaL_loadfile(L, strcmp(name, "-") == 0 ? NULL : name);
   if (status != 0) return status;
   luaL_checkstack(L, argc - script, "too many arguments to script");
   for (i = script + 1; i < argc; i++) lua_pushstring(L, argv[i]);

@@ -18,4 +18,20 @@ function M.tmpdir()
   return d
 end
 
+--- Writes text to the file at path.
+function M.write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+--- The text of the file at path, or nil when it cannot be read.
+function M.read_file(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 return M

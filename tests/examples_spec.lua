@@ -28,6 +28,20 @@ describe("examples/biped2d.lua", function()
   end)
 end)
 
+describe("examples/biped_codesign.lua", function()
+  it("with E, nu and density co-designed per particle the biped learns to walk; a bad material list is rejected", function()
+    os.remove("out/biped_codesign_E_nu_density_s1.ckpt.json")
+    local r = run_example("examples/biped_codesign.lua", { "3", "1", "E,nu,density" })
+    print(string.format("  biped_codesign: first %.4f, best walked %.4f (iteration %d)", r.first_walked, r.walked,
+      r.best_iteration))
+    assert.are.equal("E,nu,density", r.materials)
+    assert.is_true(r.walked > r.first_walked + 0.005)
+    local ok, err = pcall(run_example, "examples/biped_codesign.lua", { "1", "1", "E,stiffness" })
+    assert.is_false(ok)
+    assert.matches("materials: expected a comma%-separated subset of E,nu,density or none", err)
+  end)
+end)
+
 -- The other examples: a couple of iterations at their full scene size must lower the loss (their full runs and
 -- targets are in docs/benchmarks.md).
 describe("examples/cable_biped2d.lua", function()

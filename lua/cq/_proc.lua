@@ -30,4 +30,15 @@ function M.run(cmd)
   return false, string.format("exit status %s%s", tostring(status), err ~= "" and (": " .. err:gsub("%s+$", "")) or "")
 end
 
+--- Runs gnuplot on a script (a list of lines); returns true, or false and gnuplot's error output.
+function M.gnuplot(lines)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  local ok, why = M.run("gnuplot " .. M.quote(path) .. " </dev/null >/dev/null")
+  os.remove(path)
+  return ok, why
+end
+
 return M

@@ -55,6 +55,7 @@ local lazy = {
   frames = function() return require "cq.frames" end,
   export = function() return require "cq.export" end,
   plot = function() return require("cq.plot").plot end,
+  study = function() return require "cq.study" end,
 }
 setmetatable(M, { __index = function(t, k)
   local f = lazy[k]

@@ -100,12 +100,7 @@ function M.plot(opts)
   if logscale then script[#script + 1] = "set logscale " .. logscale end
   script[#script + 1] = "plot " .. table.concat(curves, ", \\\n  ")
   script[#script + 1] = "unset output"
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(table.concat(script, "\n"), "\n")
-  f:close()
-  local done, why = proc.run("gnuplot " .. proc.quote(path) .. " </dev/null >/dev/null")
-  os.remove(path)
+  local done, why = proc.gnuplot(script)
   if not done then os.remove(tmp); check.raise(where .. ": gnuplot failed (" .. why .. ")") end
   local renamed, rerr = fs.rename_over(tmp, out)
   if not renamed then check.raise(string.format("%s: cannot rename %s to %s (%s)", where, tmp, out, tostring(rerr))) end

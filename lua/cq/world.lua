@@ -103,7 +103,8 @@ function M.new(opts)
   d.damping = check.number(where, "damping", opts.damping or 0, 0, math.huge)
   d.n = check.integer(where, "n", opts.n, 1)
   d.n_actuators = check.integer(where, "n_actuators", opts.n_actuators or 0, 0)
-  d.threads = check.integer(where, "threads", opts.threads or 0, 0, MAX_THREADS)
+  -- CQ_THREADS: the default a study's runner gives each run (cq.study), so that its workers share the cores
+  d.threads = check.integer(where, "threads", opts.threads or tonumber(os.getenv("CQ_THREADS") or "") or 0, 0, MAX_THREADS)
   d.integrator = registry.INTEGRATOR[integrator]
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
