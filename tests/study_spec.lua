@@ -214,6 +214,23 @@ return study.define { name = "slow", space = study.grid { a = { 1, 2, 3, 4 } }, 
     assert.are.equal(2, s:manifest(1).attempt)
   end)
 
+  it("does not start a row that another live worker on this host is running", function()
+    quad_study()
+    local s = study.load(dir .. "/quad.lua", dir .. "/out/studies/quad")
+    os.execute("mkdir -p " .. s:row_dir(1))
+    local live = shell.sh("sleep 30 >/dev/null 2>&1 & echo $!"):match("(%d+)") -- a live process stands in for it
+    require("cq.json").write(s:row_dir(1) .. "/manifest.json", { hash = s:row_hash(1), status = "running",
+      host = require("cq._spawn").hostname(), worker_pid = tonumber(live), row = 1 })
+    local out = cq_study(dir, "run quad.lua --jobs 2 --rows 1-2")
+    os.execute("kill " .. live)
+    assert.matches("row 1 %(a=1, seed=1%): not started: another worker on this host %(pid " .. live .. "%) runs it", out)
+    assert.matches("1 ok %(0 of them earlier%), 0 failed, 0 timed out, 0 interrupted, 0 not run, 1 run by another worker", out)
+    assert.are.equal("running", s:manifest(1).status)
+    local out2 = cq_study(dir, "run quad.lua --rows 1") -- the stand-in is gone: the row runs
+    assert.matches("1 ok", out2)
+    assert.are.equal("ok", s:manifest(1).status)
+  end)
+
   it("runs script rows with templated arguments, each with the threads it was given", function()
     write(dir .. "/scr.lua", [[
 local cq = require "cq"

@@ -45,6 +45,16 @@ function M.poll(pid)
   return 128 + sig, sig
 end
 
+--- True when process pid exists (signal 0 reaches it) and has not ended (a zombie, state Z in /proc, has).
+function M.alive(pid)
+  if type(pid) ~= "number" or pid <= 0 or ffi.C.kill(pid, 0) ~= 0 then return false end
+  local f = io.open("/proc/" .. pid .. "/stat", "r")
+  if not f then return true end
+  local stat = f:read("*l") or ""
+  f:close()
+  return stat:match("^%d+ %b() (%a)") ~= "Z"
+end
+
 --- Sends signal sig to process pid (ignores a process that is gone).
 function M.kill(pid, sig) ffi.C.kill(pid, sig) end
 

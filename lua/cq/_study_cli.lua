@@ -129,7 +129,12 @@ function body(...)
     if row > #study.rows then fail(string.format("row %d is not in 1..%d", row, #study.rows)) end
     if cmd == "exec" then return run.exec(study, row) end
     local m, code = run.worker(study, row, { threads = o["--threads"] and positive_int("--threads", o["--threads"]) })
-    print("cqlua study: " .. run.row_line(study, m))
+    if code == run.BUSY then
+      print(string.format("cqlua study: row %d is being run by worker pid %d on this host; not started again", row,
+        m.worker_pid))
+    else
+      print("cqlua study: " .. run.row_line(study, m))
+    end
     return code
   end
   fail("unknown command " .. tostring(cmd))

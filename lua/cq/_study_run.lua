@@ -15,6 +15,7 @@ local host = require("cq.train").host
 local M = {}
 local SIGNALS = { [2] = "SIGINT", [15] = "SIGTERM" }
 local GRACE = 10 -- s between the signal that stops a run and SIGKILL
+M.BUSY = 3 -- the worker's exit status when another worker on this host runs the row already
 
 local function now_iso() return os.date("!%Y-%m-%dT%H:%M:%SZ") end
 
@@ -119,6 +120,10 @@ function M.worker(study, i, opts)
   if not ok then error("cqlua study: cannot create " .. dir .. " (" .. tostring(err) .. ")", 0) end
   local old = study:manifest(i)
   if old and old.status == "ok" then return old, 0 end
+  if old and old.status == "running" and old.host == spawn.hostname() and old.worker_pid ~= spawn.pid()
+      and spawn.alive(old.worker_pid) then -- another runner's worker has it (two `cqlua study run` at once)
+    return old, M.BUSY
+  end
   local threads = opts.threads or study.threads or tonumber(os.getenv("SLURM_CPUS_PER_TASK")) or 1
   local m = { study = study.name, row = i, hash = study:row_hash(i), params = study.rows[i], status = "running",
     started = now_iso(), host = spawn.hostname(), worker_pid = spawn.pid(), threads = threads,
@@ -269,7 +274,11 @@ function M.run_local(study, opts)
         nrunning = nrunning - 1
         finished = finished + 1
         local m = study:manifest(w.row)
-        if m and m.status ~= "running" then
+        if code == M.BUSY then
+          counts.busy = (counts.busy or 0) + 1
+          print(string.format("[%d/%d] row %d (%s): not started: another worker on this host (pid %s) runs it",
+            done + finished, total, w.row, study:row_text(w.row), tostring(m and m.worker_pid)))
+        elseif m and m.status ~= "running" then
           counts[m.status] = (counts[m.status] or 0) + 1
           print(string.format("[%d/%d] %s", done + finished, total, M.row_line(study, m)))
         else
@@ -286,9 +295,9 @@ function M.run_local(study, opts)
     spawn.sleep(0.05)
   end
   host.graceful(old_graceful)
-  print(string.format("cqlua study: %s: %d ok (%d of them earlier), %d failed, %d timed out, %d interrupted, %d not run",
+  print(string.format("cqlua study: %s: %d ok (%d of them earlier), %d failed, %d timed out, %d interrupted, %d not run%s",
     study.name, counts.ok + done, done, counts.failed, counts.timeout, counts.interrupted,
-    #todo - finished))
+    #todo - finished, counts.busy and string.format(", %d run by another worker", counts.busy) or ""))
   if interrupted then
     print("cqlua study: interrupted; run the same command again to resume (finished rows are kept)")
     return 130
