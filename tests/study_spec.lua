@@ -165,6 +165,7 @@ return study.define {
     local summary = read_csv(s.dir .. "/summary.csv")
     assert.are.equal("2", summary[1].a) -- lowest mean y first
     assert.are.equal(0.15, tonumber(summary[1].y_mean))
+    assert.is_true(math.abs(tonumber(summary[1].y_se) - 0.05) < 1e-9) -- std 0.0707 / sqrt(2)
     assert.is_true(#(read(s.dir .. "/y.png") or "") > 1000, "no y.png")
   end)
 

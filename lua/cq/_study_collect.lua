@@ -129,7 +129,7 @@ local function plot_metric(study, metric, ok_rows, params)
   return out
 end
 
--- Mean, std, min, max of each metric over the ok rows of each group (rows equal in the by parameters).
+-- Mean, its standard error, std, min, max of each metric over the ok rows of each group (rows equal in the by parameters).
 local function summarise(study, by, ok_rows)
   local groups, order = {}, {}
   for _, r in ipairs(ok_rows) do
@@ -155,6 +155,7 @@ local function summarise(study, by, ok_rows)
         lo, hi = math.min(lo, r[m]), math.max(hi, r[m])
       end
       s[m .. "_mean"], s[m .. "_std"] = mean_std(vals)
+      s[m .. "_se"] = s[m .. "_std"] / math.sqrt(#vals) -- the standard error of the mean: is a difference noise?
       s[m .. "_min"], s[m .. "_max"] = lo, hi
     end
     out[#out + 1] = s
@@ -247,7 +248,7 @@ function M.collect(study, opts)
     for _, n in ipairs(by) do sh[#sh + 1] = n end
     sh[#sh + 1] = "n"
     for _, m in ipairs(study.metrics) do
-      for _, s in ipairs { "_mean", "_std", "_min", "_max" } do sh[#sh + 1] = m .. s end
+      for _, s in ipairs { "_mean", "_se", "_std", "_min", "_max" } do sh[#sh + 1] = m .. s end
     end
     result.summary_csv = study.dir .. "/summary.csv"
     result.summary = summary
@@ -258,7 +259,7 @@ function M.collect(study, opts)
     local th = {}
     for _, n in ipairs(by) do th[#th + 1] = n end
     th[#th + 1] = "n"
-    for _, s in ipairs { "_mean", "_std", "_min", "_max" } do th[#th + 1] = study.best .. s end
+    for _, s in ipairs { "_mean", "_se", "_std", "_min", "_max" } do th[#th + 1] = study.best .. s end
     print_table(th, summary, {})
   end
 
