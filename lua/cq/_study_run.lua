@@ -249,6 +249,7 @@ function M.run_local(study, opts)
   local old_graceful = host.graceful(1)
   local interrupted, kill_at
   local exe = cqlua_exe()
+  local t_start = clock.now()
   while (not interrupted and next_row <= #todo) or next(running) do
     local int = host.interrupted()
     if int ~= 0 and not interrupted then -- stop launching; each worker stops its run and records it
@@ -280,7 +281,9 @@ function M.run_local(study, opts)
             done + finished, total, w.row, study:row_text(w.row), tostring(m and m.worker_pid)))
         elseif m and m.status ~= "running" then
           counts[m.status] = (counts[m.status] or 0) + 1
-          print(string.format("[%d/%d] %s", done + finished, total, M.row_line(study, m)))
+          local left = #todo - finished
+          local eta = left > 0 and string.format("  ETA %.0f s", (clock.now() - t_start) * left / finished) or ""
+          print(string.format("[%d/%d] %s%s", done + finished, total, M.row_line(study, m), eta))
         else
           counts.failed = counts.failed + 1
           print(string.format("[%d/%d] row %d (%s): the worker exited with status %d before recording the run: %s",
