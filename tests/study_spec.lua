@@ -218,18 +218,69 @@ return study.define { name = "slow", space = study.grid { a = { 1, 2, 3, 4 } }, 
   it("does not start a row that another live worker on this host is running", function()
     quad_study()
     local s = study.load(dir .. "/quad.lua", dir .. "/out/studies/quad")
-    os.execute("mkdir -p " .. s:row_dir(1))
     local live = shell.sh("sleep 30 >/dev/null 2>&1 & echo $!"):match("(%d+)") -- a live process stands in for it
+    require("cq.json").write(s:row_dir(1) .. "/.claim/owner.json", { host = require("cq._spawn").hostname(),
+      pid = tonumber(live) })
     require("cq.json").write(s:row_dir(1) .. "/manifest.json", { hash = s:row_hash(1), status = "running",
       host = require("cq._spawn").hostname(), worker_pid = tonumber(live), row = 1 })
-    local out = cq_study(dir, "run quad.lua --jobs 2 --rows 1-2")
+    local out, rc = cq_study(dir, "run quad.lua --jobs 2 --rows 1-2")
     os.execute("kill " .. live)
+    assert.are.equal(1, rc, out) -- not every row is done
     assert.matches("row 1 %(a=1, seed=1%): not started: another worker on this host %(pid " .. live .. "%) runs it", out)
     assert.matches("1 ok %(0 of them earlier%), 0 failed, 0 timed out, 0 interrupted, 0 not run, 1 run by another worker", out)
     assert.are.equal("running", s:manifest(1).status)
-    local out2 = cq_study(dir, "run quad.lua --rows 1") -- the stand-in is gone: the row runs
+    local out2 = cq_study(dir, "run quad.lua --rows 1") -- the stand-in is gone: its claim is stale, the row runs
     assert.matches("1 ok", out2)
     assert.are.equal("ok", s:manifest(1).status)
+  end)
+
+  it("gives a run function the same row hashes in every process, and rejects a repeated configuration", function()
+    -- a table constructor with several constant string keys: string.dump orders them differently per process
+    write(dir .. "/tab.lua", [[
+local study = require "cq.study"
+local scale = 3
+local function helper(row) return { dt = 0.01, substeps = 10, gravity = -9.8, name = "x", y = scale * row.a } end
+return study.define { name = "tab", space = study.grid { a = { 1, 2, 3, 4, 5, 6 } }, metrics = { "y" },
+  run = function(row) local cfg = { dt = 0.01, substeps = 10, damping = 0, label = "walker" } return helper(row) end }
+]])
+    local hashes = {}
+    for _ = 1, 4 do
+      local out = shell.sh("cd " .. dir .. " && " .. EXE .. " -e 'print(require(\"cq.study\").load(\"tab.lua\"):row_hash(1))'")
+      hashes[out:match("%x+")] = true
+    end
+    local n = 0
+    for _ in pairs(hashes) do n = n + 1 end
+    assert.are.equal(1, n)
+    local out, rc = cq_study(dir, "run tab.lua --jobs 2")
+    assert.are.equal(0, rc, out)
+    assert.matches("6 rows: 6 ok", cq_study(dir, "collect tab.lua"))
+    -- what the function reaches through upvalues is part of the hash: a changed helper or constant reruns
+    local s1 = study.load(dir .. "/tab.lua", dir .. "/out/studies/tab")
+    write(dir .. "/tab.lua", read(dir .. "/tab.lua"):gsub("local scale = 3", "local scale = 4"))
+    local s2 = study.load(dir .. "/tab.lua", dir .. "/out/studies/tab")
+    assert.are_not.equal(s1:row_hash(1), s2:row_hash(1))
+    local ok, err = pcall(study.define, { name = "d", space = study.concat(study.grid { a = { 1, 2 } },
+      study.list { { a = 2 } }), run = print, metrics = { "y" } })
+    assert.is_false(ok)
+    assert.matches("rows 2 and 3 are the same configuration", err)
+  end)
+
+  it("passes numbers to scripts exactly (all 17 digits) and plots spaces whose rows lack a parameter", function()
+    write(dir .. "/echo.lua", "return { back = tonumber(arg[1]) }\n")
+    write(dir .. "/exact.lua", [[
+local study = require "cq.study"
+return study.define { name = "exact", space = study.concat(study.lhs { n = 3, seed = 5, ranges = { x = { 0, 1 } } },
+  study.list { { z = 0.1 } }), script = "echo.lua", args = function(row) return { row.x or row.z } end,
+  metrics = { "back" } }
+]])
+    local out, rc = cq_study(dir, "run exact.lua")
+    assert.are.equal(0, rc, out)
+    local s = study.load(dir .. "/exact.lua", dir .. "/out/studies/exact")
+    for i = 1, 3 do assert.are.equal(s.rows[i].x, s:manifest(i).metrics.back) end -- bit for bit
+    assert.are.equal(0.1, s:manifest(4).metrics.back)
+    local cout, crc = cq_study(dir, "collect exact.lua")
+    assert.are.equal(0, crc, cout)
+    assert.is_true(#(read(s.dir .. "/back.png") or "") > 1000, cout)
   end)
 
   it("runs script rows with templated arguments, each with the threads it was given", function()

@@ -50,14 +50,15 @@ function M.exists(path)
   return false
 end
 
---- Writes text to path atomically: into path .. ".part" first, then renamed over path (a rename within a directory
---- is atomic), so path always holds a complete file, the old or the new. where names the caller in errors.
+--- Writes text to path atomically: into path .. ".part.<process id>" first (two processes writing one file do not
+--- share the temporary), then renamed over path (a rename within a directory is atomic), so path always holds a
+--- complete file, the old or the new. where names the caller in errors.
 function M.write_atomic(where, path, text)
   local check = require "cq._check"
   if type(path) ~= "string" or path == "" then check.fail(where, "path must be a file name", path) end
   local dir = M.dirname(path)
   if dir ~= "" and not M.mkdir_p(dir) then check.raise(where .. ": cannot create the directory " .. dir) end
-  local tmp = path .. ".part"
+  local tmp = path .. ".part." .. require("cq._spawn").pid()
   local f, why = io.open(tmp, "wb")
   if not f then check.raise(where .. ": cannot write " .. tmp .. ": " .. tostring(why)) end
   local ok, werr = f:write(text)

@@ -12,6 +12,8 @@ int usleep(unsigned int usec);
 int gethostname(char *name, size_t len);
 long sysconf(int name);
 int getpid(void);
+int mkdir(const char *path, unsigned int mode);
+int rmdir(const char *path);
 char *strerror(int errnum);
 extern char **environ;
 ]]
@@ -55,7 +57,7 @@ function M.alive(pid)
   return stat:match("^%d+ %b() (%a)") ~= "Z"
 end
 
---- Sends signal sig to process pid (ignores a process that is gone).
+--- Sends signal sig to process pid (ignores a process that is gone); to its whole process group when pid < 0.
 function M.kill(pid, sig) ffi.C.kill(pid, sig) end
 
 function M.sleep(seconds) ffi.C.usleep(math.floor(seconds * 1e6)) end
@@ -72,5 +74,10 @@ function M.cores()
 end
 
 function M.pid() return ffi.C.getpid() end
+
+--- Creates directory path (not its parents); false when it exists already: an atomic claim.
+function M.mkdir(path) return ffi.C.mkdir(path, 493) == 0 end -- 0755
+
+function M.rmdir(path) return ffi.C.rmdir(path) == 0 end
 
 return M

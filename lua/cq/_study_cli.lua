@@ -19,13 +19,14 @@ usage: cqlua study run STUDY.lua [--jobs N] [--threads T] [--rows LIST] [--dir D
   LIST is 1-based rows such as 1,4-6. DIR defaults to the study's dir (out/studies/<name>).
 (worker and exec are the runner's own subcommands: cqlua study worker STUDY.lua ROW, cqlua study exec STUDY.lua ROW)]]
 
-local function fail(msg) error("cqlua study: " .. msg .. "\n" .. USAGE, 0) end
+local function fail(msg) error("cqlua study: " .. msg .. " (cqlua study --help)", 0) end
 
 local function parse_rows(text)
   local rows = {}
   for part in tostring(text):gmatch("[^,]+") do
     local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
     if a then
+      if tonumber(b) < tonumber(a) then fail("--rows: the range " .. part .. " is empty (write the lower row first)") end
       for i = tonumber(a), tonumber(b) do rows[#rows + 1] = i end
     elseif part:match("^%s*%d+%s*$") then
       rows[#rows + 1] = tonumber(part)
@@ -33,6 +34,7 @@ local function parse_rows(text)
       fail("--rows must be row numbers and ranges such as 1,4-6 (got " .. text .. ")")
     end
   end
+  if #rows == 0 then fail("--rows must name at least one row, such as 1,4-6 (got \"" .. tostring(text) .. "\")") end
   return rows
 end
 
@@ -51,6 +53,7 @@ local function parse(args, known, pass_rest)
     name = name or a
     local kind = known[name]
     if kind == "flag" then
+      if value ~= nil then fail(name .. " takes no value (got " .. a .. ")") end
       o[name] = true
     elseif kind then
       if value == nil then
@@ -89,6 +92,7 @@ function body(...)
   local cmd, file = args[1], args[2]
   if cmd == nil or cmd == "-h" or cmd == "--help" or cmd == "help" then print(USAGE) return 0 end
   if file == nil then fail("give the study file") end
+  if file:sub(1, 1) == "-" then fail("the study file comes right after the command: cqlua study " .. cmd .. " STUDY.lua [options] (got " .. file .. ")") end
   local rest = {}
   for k = 3, #args do rest[#rest + 1] = args[k] end
   local run = require "cq._study_run"
@@ -110,7 +114,11 @@ function body(...)
     local o = parse(rest, { ["--by"] = "value", ["--top"] = "value", ["--dir"] = "value" })
     local study = study_mod.load(file, o["--dir"])
     local by
-    if o["--by"] then by = {}; for n in o["--by"]:gmatch("[^,]+") do by[#by + 1] = n end end
+    if o["--by"] then
+      by = {}
+      for n in o["--by"]:gmatch("[^,%s]+") do by[#by + 1] = n end
+      if #by == 0 then fail("--by must name one or more parameters, such as E,nu (got \"" .. o["--by"] .. "\")") end
+    end
     require("cq._study_collect").collect(study, { by = by, top = o["--top"] and positive_int("--top", o["--top"]) })
     return 0
   elseif cmd == "list" then

@@ -88,7 +88,9 @@ local function plot_metric(study, metric, ok_rows, params)
   for k, p in ipairs(params) do
     local x_of = axis_of(p)
     lines[#lines + 1] = "# panel " .. k .. " points"
-    for _, r in ipairs(ok_rows) do lines[#lines + 1] = string.format("%.17g %.17g", x_of(r[p.name]), r[metric]) end
+    for _, r in ipairs(ok_rows) do -- (a row of a concatenated space may lack the parameter)
+      if r[p.name] ~= nil then lines[#lines + 1] = string.format("%.17g %.17g", x_of(r[p.name]), r[metric]) end
+    end
     lines[#lines + 1] = "\n"
     lines[#lines + 1] = "# panel " .. k .. " means"
     local xs = {}

@@ -15,7 +15,7 @@ local host = require("cq.train").host
 local M = {}
 local SIGNALS = { [2] = "SIGINT", [15] = "SIGTERM" }
 local GRACE = 10 -- s between the signal that stops a run and SIGKILL
-M.BUSY = 3 -- the worker's exit status when another worker on this host runs the row already
+M.BUSY = 3 -- the worker's exit status when another live worker on this host has claimed the row
 
 local function now_iso() return os.date("!%Y-%m-%dT%H:%M:%SZ") end
 
@@ -61,7 +61,8 @@ local function metrics_of(study, value)
     local v = value[name]
     if type(v) == "boolean" then v = v and 1 or 0 end
     if type(v) ~= "number" then
-      error(string.format("the run returned no number for metric %s (got %s)", name, tostring(v)), 0)
+      error(string.format("the run returned no number for metric %s (got %s %s)", name, type(v),
+        type(v) == "string" and string.format("%q", v) or tostring(v)), 0)
     end
     if v ~= v or v == math.huge or v == -math.huge then
       error(string.format("metric %s is %s", name, tostring(v)), 0)
@@ -112,6 +113,36 @@ end
 
 -- ---- worker: the row's manifest and the run's process ----------------------------------------------------------------
 
+-- Claims row directory dir for this worker: an atomic mkdir of dir/.claim, then owner.json {host, pid} in it. A claim
+-- held by a live worker on this host stands (two runners on one study); a stale one (its worker gone, or from
+-- another host: a killed SLURM task) is taken over. Returns true, or nil and the owner.
+local function claim(dir)
+  local lock, me = dir .. "/.claim", { host = spawn.hostname(), pid = spawn.pid() }
+  local unreadable_since
+  for _ = 1, 100 do
+    if spawn.mkdir(lock) then
+      json.write(lock .. "/owner.json", me)
+      return true
+    end
+    local ok, owner = pcall(json.read, lock .. "/owner.json")
+    if ok and type(owner) == "table" then
+      if owner.host == me.host and owner.pid ~= me.pid and spawn.alive(owner.pid) then return nil, owner end
+      os.remove(lock .. "/owner.json") -- stale: take it over
+      spawn.rmdir(lock)
+    else -- another worker between its mkdir and its owner.json, or one that died there
+      unreadable_since = unreadable_since or clock.now()
+      if clock.now() - unreadable_since > 1 then os.remove(lock .. "/owner.json"); spawn.rmdir(lock) end
+      spawn.sleep(0.02)
+    end
+  end
+  error("cqlua study: cannot claim " .. dir .. " (" .. lock .. " keeps coming back)", 0)
+end
+
+local function release(dir)
+  os.remove(dir .. "/.claim/owner.json")
+  spawn.rmdir(dir .. "/.claim")
+end
+
 --- Runs row i as a child process and records it; returns the manifest (status ok | failed | timeout | interrupted) and
 --- an exit status (0 ok, 1 failed or timeout, 130 interrupted). opts: threads.
 function M.worker(study, i, opts)
@@ -120,10 +151,10 @@ function M.worker(study, i, opts)
   if not ok then error("cqlua study: cannot create " .. dir .. " (" .. tostring(err) .. ")", 0) end
   local old = study:manifest(i)
   if old and old.status == "ok" then return old, 0 end
-  if old and old.status == "running" and old.host == spawn.hostname() and old.worker_pid ~= spawn.pid()
-      and spawn.alive(old.worker_pid) then -- another runner's worker has it (two `cqlua study run` at once)
-    return old, M.BUSY
-  end
+  local claimed, owner = claim(dir)
+  if not claimed then return { worker_pid = owner.pid }, M.BUSY end
+  old = study:manifest(i) -- (it may have finished between the first look and the claim)
+  if old and old.status == "ok" then release(dir) return old, 0 end
   local threads = opts.threads or study.threads or tonumber(os.getenv("SLURM_CPUS_PER_TASK")) or 1
   local m = { study = study.name, row = i, hash = study:row_hash(i), params = study.rows[i], status = "running",
     started = now_iso(), host = spawn.hostname(), worker_pid = spawn.pid(), threads = threads,
@@ -171,12 +202,12 @@ function M.worker(study, i, opts)
     local good, r = pcall(json.read, dir .. "/result.json")
     if good then result = r end
   end
-  if stopped_by == "timeout" then
+  if result and result.ok then -- finished, even if a signal or the time limit came just after
+    m.status, m.metrics = "ok", result.metrics
+  elseif stopped_by == "timeout" then
     m.status, m.message = "timeout", string.format("stopped at the time limit of %g s", study.time_limit)
   elseif forwarded then
     m.status, m.message = "interrupted", "interrupted by " .. (SIGNALS[forwarded] or "a signal") .. "; run the study again to resume"
-  elseif result and result.ok then
-    m.status, m.metrics = "ok", result.metrics
   elseif result then
     m.status, m.message = "failed", result.error
   else
@@ -187,6 +218,7 @@ function M.worker(study, i, opts)
   end
   json.write(dir .. "/manifest.json", m)
   os.remove(dir .. "/result.json")
+  release(dir)
   return m, (m.status == "ok" and 0) or (m.status == "interrupted" and 130) or 1
 end
 
@@ -223,8 +255,8 @@ function M.row_line(study, m)
 end
 
 --- `cqlua study run`: every unfinished row (not ok: missing, failed, timed out or interrupted) in opts.jobs worker
---- processes of opts.threads threads. Returns the exit status: 0 when every row is ok, 1 when some failed, 130
---- when interrupted.
+--- processes of opts.threads threads. Returns the exit status: 0 when every row is ok, 1 when some failed (or were
+--- left to another runner's worker), 130 when interrupted.
 function M.run_local(study, opts)
   local cores = spawn.cores()
   local jobs = opts.jobs or 1
@@ -282,7 +314,8 @@ function M.run_local(study, opts)
         elseif m and m.status ~= "running" then
           counts[m.status] = (counts[m.status] or 0) + 1
           local left = #todo - finished
-          local eta = left > 0 and string.format("  ETA %.0f s", (clock.now() - t_start) * left / finished) or ""
+          local eta = (left > 0 and not interrupted) and
+            string.format("  ETA %.0f s", (clock.now() - t_start) * left / finished) or ""
           print(string.format("[%d/%d] %s%s", done + finished, total, M.row_line(study, m), eta))
         else
           counts.failed = counts.failed + 1
@@ -291,8 +324,8 @@ function M.run_local(study, opts)
         end
       end
     end
-    if kill_at and clock.now() > kill_at then
-      for pid in pairs(running) do spawn.kill(pid, spawn.SIGKILL) end
+    if kill_at and clock.now() > kill_at then -- a worker leads its own process group (setsid): its run goes too
+      for pid in pairs(running) do spawn.kill(-pid, spawn.SIGKILL) end
       kill_at = math.huge
     end
     spawn.sleep(0.05)
@@ -305,7 +338,7 @@ function M.run_local(study, opts)
     print("cqlua study: interrupted; run the same command again to resume (finished rows are kept)")
     return 130
   end
-  return (counts.failed + counts.timeout > 0) and 1 or 0
+  return (counts.failed + counts.timeout + (counts.busy or 0) > 0) and 1 or 0
 end
 
 return M

@@ -55,7 +55,7 @@ function M.submit(study, opts)
     "#SBATCH --job-name=cq-" .. study.name,
     "#SBATCH --array=" .. array,
     "#SBATCH --cpus-per-task=" .. threads,
-    "#SBATCH --output=" .. sdir .. "/%A_%a.out",
+    "# (--output is on sbatch's command line, where the path is quoted)",
   }
   if study.time_limit and not has_option(sbatch_opts, "--time") and not has_option(sbatch_opts, "-t") then
     -- the worker stops the run at the study's limit first and records "timeout"; a minute more for that
@@ -65,7 +65,7 @@ function M.submit(study, opts)
     proc.quote(require("cq._paths").exe), proc.quote(study.file), proc.quote(study.dir), threads)
   local script = sdir .. "/array.sh"
   fs.write_atomic("cqlua study slurm", script, table.concat(lines, "\n") .. "\n")
-  local cmd = { "sbatch", "--parsable" }
+  local cmd = { "sbatch", "--parsable", proc.quote("--output=" .. sdir .. "/%A_%a.out") }
   for _, a in ipairs(sbatch_opts) do cmd[#cmd + 1] = proc.quote(a) end
   cmd[#cmd + 1] = proc.quote(script)
   local command = table.concat(cmd, " ")

@@ -12,6 +12,35 @@ local M = {}
 local STUDY_OPTIONS = check.option_set("cq.study.define", { "name", "space", "run", "script", "args", "depends",
   "metrics", "best", "goal", "by", "threads", "time_limit", "dir" })
 
+-- The shortest decimal text of a number that reads back as the same number (script arguments must carry a row's
+-- value exactly: tostring keeps only 14 digits).
+function M.number_text(v)
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+  for digits = 15, 17 do
+    local t = string.format("%." .. digits .. "g", v)
+    if tonumber(t) == v then return t end
+  end
+end
+
+-- A canonical text of a value (sorted keys, exact numbers), for hashing.
+local function canonical(v)
+  local t = type(v)
+  if t == "number" then
+    return M.number_text(v)
+  elseif t == "string" then return string.format("%q", v)
+  elseif t == "boolean" or t == "nil" then return tostring(v)
+  elseif t == "table" then
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local parts = {}
+    for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. "=" .. canonical(v[k]) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  return "<" .. t .. ">"
+end
+M.canonical = canonical
+
 -- ---- spaces --------------------------------------------------------------------------------------------------------
 -- A space is { names = ordered parameter names, rows = list of {name = value} }. Values are numbers, strings or
 -- booleans, so that a row is written exactly in its manifest and its hash does not depend on the machine.
@@ -278,6 +307,15 @@ function M.define(opts)
   if opts.dir ~= nil and (type(opts.dir) ~= "string" or opts.dir == "") then check.fail(where, "dir must be a path", opts.dir) end
   if opts.by ~= nil and type(opts.by) ~= "table" then check.fail(where, "by must be a list of parameter names", opts.by) end
   if opts.depends ~= nil and type(opts.depends) ~= "table" then check.fail(where, "depends must be a list of files", opts.depends) end
+  local seen_rows = {}
+  for i, row in ipairs(opts.space.rows) do -- one run per configuration: its hash and directory are the row's
+    local key = M.canonical(row)
+    if seen_rows[key] then
+      check.fail(where, string.format("rows %d and %d are the same configuration; a study runs each once (add a " ..
+        "parameter such as a seed or replicate number to repeat it)", seen_rows[key], i), key)
+    end
+    seen_rows[key] = i
+  end
   local names = {}
   for _, n in ipairs(opts.space.names) do
     for _, m in ipairs(metrics) do
@@ -317,8 +355,14 @@ function M.load(path, dir_override)
   local chunk, err = loadfile(path)
   if not chunk then check.raise("cqlua study: cannot load " .. path .. ": " .. tostring(err)) end
   local ok, value = pcall(chunk)
-  if not ok then check.raise("cqlua study: " .. path .. " failed: " .. tostring(value)) end
-  if type(value) == "table" and getmetatable(value) ~= Study then value = M.define(value) end
+  if not ok then -- `return study.define{...}` is a tail call: its errors carry no line of the study file
+    check.raise("cqlua study: " .. path .. ": " .. tostring(value):gsub("^cqlua study:%d+: ", ""))
+  end
+  if type(value) == "table" and getmetatable(value) ~= Study then
+    local good, study = pcall(M.define, value)
+    if not good then check.raise("cqlua study: " .. path .. ": " .. tostring(study):gsub("^cqlua study:%d+: ", "")) end
+    value = study
+  end
   if getmetatable(value) ~= Study then
     check.raise("cqlua study: " .. path .. " must return cq.study.define{...} (a study), got " .. type(value))
   end
@@ -338,25 +382,50 @@ local function fnv1a(text)
 end
 M.hash_text = fnv1a
 
--- A canonical text of a value (sorted keys, exact numbers), for hashing.
-local function canonical(v)
-  local t = type(v)
-  if t == "number" then
-    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
-    return string.format("%.17g", v)
-  elseif t == "string" then return string.format("%q", v)
-  elseif t == "boolean" or t == "nil" then return tostring(v)
-  elseif t == "table" then
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    local parts = {}
-    for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. "=" .. canonical(v[k]) end
-    return "{" .. table.concat(parts, ",") .. "}"
+
+-- The source text of a Lua function: its lines in its file (or its string chunk); source_lines caches files' lines.
+local function source_of(fn, source_lines)
+  local info = debug.getinfo(fn, "S")
+  if info.what ~= "Lua" then return nil end
+  local lines
+  if info.source:sub(1, 1) == "@" then
+    local file = info.source:sub(2)
+    lines = source_lines[file]
+    if not lines then
+      lines = {}
+      local text = read_all(file) or ""
+      for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+      source_lines[file] = lines
+    end
+  else
+    lines = {}
+    for line in (info.source .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   end
-  return "<" .. t .. ">"
+  return table.concat(lines, "\n", math.max(1, info.linedefined), math.min(#lines, info.lastlinedefined))
 end
-M.canonical = canonical
+
+--- The text a run function's hash covers: its source and, through its upvalues, the source of the Lua functions it
+--- calls and the values of its number, string and boolean upvalues (not tables). Source, not string.dump: the
+--- bytecode's constant tables come out in an order that changes from process to process.
+function M.function_text(fn)
+  local out, seen, files = {}, {}, {}
+  local function add(f)
+    if seen[f] then return end
+    seen[f] = true
+    out[#out + 1] = source_of(f, files) or "<C function>"
+    local k = 1
+    while true do
+      local name, v = debug.getupvalue(f, k)
+      if not name then break end
+      local t = type(v)
+      if t == "function" then add(v)
+      elseif t == "number" or t == "string" or t == "boolean" then out[#out + 1] = name .. "=" .. canonical(v) end
+      k = k + 1
+    end
+  end
+  add(fn)
+  return table.concat(out, "\n")
+end
 
 --- The script's arguments for row i (a list of strings).
 function Study:script_args(i)
@@ -372,12 +441,12 @@ function Study:script_args(i)
     for k, a in ipairs(self.args) do
       list[k] = tostring(a):gsub("{([%a_][%w_]*)}", function(n)
         if row[n] == nil then check.raise("cqlua study: " .. self.name .. ": args[" .. k .. "] names {" .. n .. "}, not a parameter") end
-        return tostring(row[n])
+        return type(row[n]) == "number" and M.number_text(row[n]) or tostring(row[n])
       end)
     end
   end
   if type(list) ~= "table" then check.raise("cqlua study: " .. self.name .. ": args must return a list of strings") end
-  for k, a in ipairs(list) do list[k] = tostring(a) end
+  for k, a in ipairs(list) do list[k] = type(a) == "number" and M.number_text(a) or tostring(a) end
   return list
 end
 
@@ -385,7 +454,7 @@ end
 function Study:resolve(path) return path:sub(1, 1) == "/" and path or (self.base .. "/" .. path) end
 
 --- The hash of row i: its parameters and what its run does (the script's text and arguments and the depends files'
---- text, or the run function's bytecode) and the metric names. A changed row gets a new directory; old results stay
+--- text, or the run function's source with what it reaches through upvalues: M.function_text) and the metric names. A changed row gets a new directory; old results stay
 --- where they are and are never collected with the new ones.
 function Study:row_hash(i)
   self._hashes = self._hashes or {}
@@ -398,7 +467,8 @@ function Study:row_hash(i)
     parts[#parts + 1] = "script=" .. fnv1a(text)
     parts[#parts + 1] = "args=" .. canonical(self:script_args(i))
   else
-    parts[#parts + 1] = "run=" .. fnv1a(string.dump(self.run, true))
+    self._run_text = self._run_text or M.function_text(self.run)
+    parts[#parts + 1] = "run=" .. fnv1a(self._run_text)
   end
   for _, d in ipairs(self.depends) do
     local text, err = read_all(self:resolve(d))
