@@ -23,6 +23,8 @@ local function number_text(x)
   end
 end
 
+M.number_text = number_text -- (also the exact script arguments of cq.study)
+
 local function encode(v, out, indent, path)
   local t = type(v)
   if t == "number" then

@@ -14,13 +14,7 @@ local STUDY_OPTIONS = check.option_set("cq.study.define", { "name", "space", "ru
 
 -- The shortest decimal text of a number that reads back as the same number (script arguments must carry a row's
 -- value exactly: tostring keeps only 14 digits).
-function M.number_text(v)
-  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
-  for digits = 15, 17 do
-    local t = string.format("%." .. digits .. "g", v)
-    if tonumber(t) == v then return t end
-  end
-end
+M.number_text = require("cq.json").number_text
 
 -- A canonical text of a value (sorted keys, exact numbers), for hashing.
 local function canonical(v)
