@@ -40,18 +40,23 @@ CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p
 /* implicit.volume = "linear" (implicit.h): in an implicit substep, particle p's volumetric term is taken at the
  * linearised volume ratio Jl = J (1 + dt tr C), and G2P then stores F = (Jl / det F_u)^(1/D) F_u, F_u = (I + dt C) F:
  * the isochoric part of F_u with the volume the solve saw. Without that rescaling the O(|dt C|^2) by which a rotation
- * changes det F_u would accumulate where the grid cannot undo it (a nearly incompressible body at ~2 particles per
- * cell): the finger of scenes/finger.lua drifted by 4e-5 in J per 1 ms substep and ballooned (docs/benchmarks.md). */
+ * changes det F_u is seen by no solve and accumulates: on the finger of scenes/finger.lua the mean J - 1 after 30
+ * substeps of 1 ms is 4.0e-6 without it and 1.7e-6 with it (docs/benchmarks.md). */
 CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
   return c->implicit_elastic && c->implicit_volume == CQ_VOLUME_LINEAR && m->bulk[p] > 0;
+}
+
+/* 1 + dt tr C: Jl / det F. */
+CQ_HD cq_real CQ_D(linear_volume_rate)(const cq_substep* c, const cq_real Cn[D][D]) {
+  cq_real tr = 0;
+  for (int a = 0; a < D; a++) tr += Cn[a][a];
+  return 1 + c->dt * tr;
 }
 
 /* The rescaling: Fu -> s Fu with s = (Jl / det Fu)^(1/D), Jl = det(F) (1 + dt tr C); returns s. */
 CQ_HD cq_real CQ_D(linear_volume_scale)(const cq_substep* c, const cq_real F[D][D], const cq_real Cn[D][D],
                                         const cq_real Fu[D][D]) {
-  cq_real tr = 0;
-  for (int a = 0; a < D; a++) tr += Cn[a][a];
-  return cq_pow(CQ_D(det)(F) * (1 + c->dt * tr) / CQ_D(det)(Fu), (cq_real)1 / D);
+  return cq_pow(CQ_D(det)(F) * CQ_D(linear_volume_rate)(c, Cn) / CQ_D(det)(Fu), (cq_real)1 / D);
 }
 
 /* Its adjoint: g = dL/d(s Fu) in, dL/dFu out (in place); adds dL/dC's share (a multiple of I: *gC_diag) and dL/dF's
@@ -60,11 +65,9 @@ CQ_HD cq_real CQ_D(linear_volume_scale)(const cq_substep* c, const cq_real F[D][
 CQ_HD void CQ_D(linear_volume_scale_adj)(const cq_substep* c, const cq_real F[D][D], const cq_real Cn[D][D],
                                          const cq_real Fu[D][D], cq_real g[D][D], cq_real gF0[D][D],
                                          cq_real* gC_diag) {
-  cq_real Fi[D][D], Fui[D][D], tr = 0;
+  cq_real Fi[D][D], Fui[D][D];
   cq_real J0 = CQ_D(inv_t)(F, Fi);
-  CQ_D(inv_t)(Fu, Fui);
-  for (int a = 0; a < D; a++) tr += Cn[a][a];
-  cq_real Jl = J0 * (1 + c->dt * tr), s = CQ_D(linear_volume_scale)(c, F, Cn, Fu);
+  cq_real Jl = J0 * CQ_D(linear_volume_rate)(c, Cn), s = cq_pow(Jl / CQ_D(inv_t)(Fu, Fui), (cq_real)1 / D);
   cq_real q = CQ_D(ddot)(g, Fu) * s / (D * Jl);
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) {
