@@ -18,10 +18,10 @@ DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlop
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
 # robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
 DEB_PACKAGES += gmsh
-# the implicit solve's direct preconditioner (engine/implicit_factor.c): SuperLU (BSD) and METIS (Apache-2.0); SuperLU
-# calls the system BLAS, and the serial OpenBLAS factorises 3x faster than the reference one (serial: the engine's own
-# OpenMP threads are the parallelism, and the factors stay the same whatever they are)
-DEB_PACKAGES += libsuperlu-dev libmetis-dev libopenblas0-serial
+# the implicit solve's direct preconditioner (engine/implicit_factor.c, engine/sparse_cholesky.c): METIS (Apache-2.0)
+# orders it, LAPACK/BLAS do its dense work; the serial OpenBLAS takes the BLAS and LAPACK alternatives (serial: the
+# engine's own OpenMP threads are the parallelism, and the factors stay the same whatever they are)
+DEB_PACKAGES += libmetis-dev liblapack-dev libblas-dev libopenblas0-serial
 # parameter studies on a SLURM cluster (cqlua study slurm): tests/study_slurm_spec.lua starts a one-node SLURM with
 # munge here (tests/slurm/cluster.sh); the runner itself needs only sbatch where it submits
 DEB_PACKAGES += slurm-wlm munge
@@ -33,8 +33,8 @@ HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engi
 HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
 ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
 ENGINE_HDR := $(wildcard engine/*.h)
-ENGINE_CFLAGS := -I/usr/include/superlu
-ENGINE_LIBS := -lsuperlu -lmetis -lm
+ENGINE_CFLAGS :=
+ENGINE_LIBS := -lmetis -llapack -lblas -lm
 
 .PHONY: all deps test test-slurm bench bench-fluid bench-implicit bench-peers demo install clean
 all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
@@ -139,7 +139,12 @@ $(BUILD)/test/material_test: tests/c/material_test.c $(ENGINE_HDR)
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/material_test.c -lm
 
-test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/material_test
+# The sparse Cholesky of the implicit solve and the semi-definite projection, on their own (tests/c/cholesky_test.c).
+$(BUILD)/test/cholesky_test: tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cholesky.o $(ENGINE_HDR)
+	mkdir -p $(BUILD)/test
+	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cholesky.o $(ENGINE_LIBS)
+
+test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/material_test $(BUILD)/test/cholesky_test
 	$(BUILD)/bin/cqlua tests/run.lua
 
 # The SLURM part of the suite alone (make test runs it too): a one-node SLURM started here, a study submitted as a

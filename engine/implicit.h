@@ -75,15 +75,22 @@ CQ_HD int CQ_D(implicit_P)(const cq_substep* c, const cq_params* m, int p, const
   return lin;
 }
 
-/* Its differential dP = dP/dF_hat : dF (the material's vector-Jacobian product: dP/dF has major symmetry). */
-CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],
-                             const cq_real Fh[D][D], const cq_real dF[D][D], cq_real dP[D][D]) {
+/* dP += dP/dF_hat : dF of the material's terms (with its bulk term unless lin): its vector-Jacobian product, since
+ * dP/dF has major symmetry. */
+CQ_HD void CQ_D(implicit_material_dP)(const cq_params* m, int p, const cq_real Fh[D][D], const cq_real dF[D][D],
+                                      cq_real dP[D][D], int lin) {
   cq_pgrad unused; /* the parameter gradients of the product are not wanted here */
 #define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(unused.name = 0;)
   CQ_PARAM_FIELDS(CQI_ZERO)
 #undef CQI_ZERO
-  int lin = CQ_D(implicit_linear_volume)(c, m, p);
   CQ_D(material_P_vjp_terms)(m, p, Fh, dF, dP, &unused, !lin);
+}
+
+/* The differential of eq. 12's stress, dP = dP/dF_hat : dF. */
+CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],
+                             const cq_real Fh[D][D], const cq_real dF[D][D], cq_real dP[D][D]) {
+  int lin = CQ_D(implicit_linear_volume)(c, m, p);
+  CQ_D(implicit_material_dP)(m, p, Fh, dF, dP, lin);
   if (lin) {
     cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit);
     CQ_D(implicit_linear_dP)(m, p, J, Fit, dF, dP);
@@ -139,23 +146,34 @@ CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const 
   CQ_D(implicit_scatter)(c, &st, m->vol0[p], dP, F, out);
 }
 
-/* The elastic Hessian of dt E assembled for the direct preconditioner (implicit_factor.c). With g_i = dt kC w_ip
- * F_p^T dpos_ip, dF_p(v)/dv_i[a] = e_a g_i^T, so particle p adds V0 sum_bd dP/dF[a b][c d] g_i[b] g_j[d] to the
- * D x D block (i, j) of every pair of its stencil nodes: into blocks[slot[i]][o] with o = the offset of j from i
- * (CQI_FACTOR_OFFSETS of them, axis a in [-2, 2] weighted 5^a), and nbr[slot[i]][o] = slot[j]. dP/dF comes from
- * D^2 vector-Jacobian products with unit tensors (major symmetry: rows are columns). */
+/* The projected (positive semi-definite) Newton matrix of dt E assembled for the direct preconditioner
+ * (implicit_factor.c). With g_i = dt kC w_ip F_p^T dpos_ip, dF_p(v)/dv_i[a] = e_a g_i^T, so particle p adds V0 sum_bd
+ * A[a b][c d] g_i[b] g_j[d] to the D x D block (i, j) of every pair of its stencil nodes: into blocks[slot[i]][o] with
+ * o = the offset of j from i (CQI_FACTOR_OFFSETS of them, axis a in [-2, 2] weighted 5^a), and nbr[slot[i]][o] =
+ * slot[j]. A = dP/dF of the material's terms (D^2 vector-Jacobian products with unit tensors; major symmetry: rows
+ * are columns) with its negative eigenvalues clamped to 0 (symeig.h cqi_psd_project; seed 003's Mooney-Rivlin
+ * silicone is indefinite under the finger's compression, and an indefinite sum cannot be Cholesky-factorised),
+ * plus the linearised volumetric term's K J^2 F^-T (x) F^-T, semi-definite already. So the matrix is definite
+ * (the masses) and close to the true Hessian, which CG still applies matrix-free. */
 #define CQI_FACTOR_OFFSETS (D == 3 ? 125 : 25)
 CQ_HD void CQ_D(implicit_blocks)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                  const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
   CQ_D(cqi_stencil) st;
-  cq_real F[D][D], Cm[D][D], Fh[D][D], A[D * D][D * D];
+  cq_real F[D][D], Cm[D][D], Fh[D][D], A[9][9];
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
+  int lin = CQ_D(implicit_linear_volume)(c, m, p);
   for (int r = 0; r < D * D; r++) {
     cq_real E[D][D] = {{0}}, row[D][D] = {{0}};
     E[r / D][r % D] = 1;
-    CQ_D(implicit_dP)(c, m, p, F, Fh, E, row);
+    CQ_D(implicit_material_dP)(m, p, Fh, E, row, lin);
     for (int q = 0; q < D * D; q++) A[r][q] = row[q / D][q % D];
+  }
+  cqi_psd_project(D * D, A);
+  if (lin) {
+    cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit), k = m->bulk[p] * J * J;
+    for (int r = 0; r < D * D; r++)
+      for (int q = 0; q < D * D; q++) A[r][q] += k * Fit[r / D][r % D] * Fit[q / D][q % D];
   }
   enum { NS = D == 3 ? 27 : 9 };
   long node[NS];

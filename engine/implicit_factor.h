@@ -1,5 +1,7 @@
-/* The direct preconditioner of the implicit solve (implicit.precond = "factor"): the projected Hessian of eq. 12,
- * assembled as a sparse matrix and LU-factorised by SuperLU. Conjugate gradients preconditioned by the nodal masses
+/* The direct preconditioner of the implicit solve (implicit.precond = "factor"): the Newton matrix of eq. 12 (its
+ * Hessian with every particle's material block projected to semi-definite, implicit.h implicit_blocks) with the
+ * boundary projections, assembled as a sparse block matrix and Cholesky-factorised (sparse_cholesky.c). Conjugate
+ * gradients preconditioned by the nodal masses
  * need thousands of iterations on a nearly incompressible solid (silicone: bulk / shear ~ 4e4); preconditioned by
  * the factorised Hessian of the same substep they need a handful. Host-memory backends only (the backend's
  * implicit_slots / implicit_blocks primitives). */
@@ -14,8 +16,8 @@ int cqi_factor_supported(const cqi_backend* be);
 cqi_factor* cqi_factor_create(void);
 void cqi_factor_free(cqi_factor* f);
 /* Assembles K = Pi (H_el + M) Pi + (I - Pi) M at the grid velocities v (Pi: the boundary projections of the solve,
- * H_el: the elastic Hessian of dt E, M: the nodal masses) and factorises it. scratch: a grid vector. *ok = 0 when the
- * factorisation fails (a singular K): the caller then preconditions by the masses. */
+ * H_el: the projected elastic Hessian of dt E, M: the nodal masses) and factorises it. scratch: a grid vector. *ok =
+ * 0 when K is not positive definite (round-off on a nearly singular K): the caller then preconditions by the masses. */
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok);
 /* z = K^-1 r on the nodes of the last update (grid vectors; z's other nodes are left as they are). */

@@ -132,10 +132,11 @@ static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_
   return be->ops->implicit_node(be, c, ws->vstar, NULL, z);
 }
 
-/* Newton direction d: conjugate gradients on H d = -g from d = 0, preconditioned by the nodal masses
- * (implicit_precond), until ||r||_2 <= eta ||g||_2 or max_cg iterations. Negative curvature (p.Hp <= 0, an indefinite
- * Hessian of a compressed material) stops it with the direction so far, or -g if there is none yet: each iterate
- * stays a descent direction. */
+/* Newton direction d: conjugate gradients on H d = -g from d = 0, preconditioned (precondition: the factorised
+ * semi-definite projection of H, or the nodal masses), until ||r||_2 <= eta ||g||_2 or max_cg iterations. Negative
+ * curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the direction so far, or, if
+ * there is none yet, the preconditioned -g (with the factors, the projected Newton step): each iterate stays a
+ * descent direction, since the preconditioner is definite. */
 static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
@@ -153,7 +154,7 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
     TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
     TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
     if (!(pHp > 0)) {
-      if (k == 0) TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
+      if (k == 0) TRY(lincomb(be, ws->d, 1, ws->z, 0, ws->z)); /* M^-1 (-g): the projected Newton step */
       break;
     }
     double alpha = rz / pHp, rz1;

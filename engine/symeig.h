@@ -76,4 +76,60 @@ CQ_HD cq_real cqi_powdiff(cq_real x, cq_real y, cq_real lx, cq_real ly, cq_real 
   if (cq_fabs(t) > 1) return (xc - yc) / (x - y);
   return yc / y * (cq_expm1(c * t) / cq_expm1(t));
 }
+/* The nearest positive semi-definite matrix (in the Frobenius norm) of the symmetric n x n matrix A (n <= 9; its
+ * upper triangle is read, the whole written): A = Q diag(e) Q^T by cyclic Jacobi, then Q diag(max(e, 0)) Q^T. A that
+ * is already semi-definite is left bit for bit as it was (symmetrised). For the implicit solve's projected Newton
+ * matrix (implicit.h implicit_blocks): a material's dP/dF is indefinite away from F = I (compression, rotations
+ * under stress), and a sum of such blocks need not be definite. Returns 1 when it clamped an eigenvalue. */
+CQ_HD int cqi_psd_project(int n, cq_real A[9][9]) {
+  cq_real a[9][9], Q[9][9];
+  cq_real norm = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      a[i][j] = A[i][j] = i <= j ? A[i][j] : A[j][i];
+      Q[i][j] = (cq_real)(i == j);
+      norm += a[i][j] * a[i][j];
+    }
+  const cq_real tiny = (cq_real)1e-3 * CQ_REAL_EPS;
+  for (int sweep = 0; sweep < 3 * CQI_SYMEIG_MAX_SWEEPS; sweep++) {
+    int rotated = 0;
+    for (int p = 0; p < n - 1; p++)
+      for (int q = p + 1; q < n; q++) {
+        const cq_real apq = a[p][q];
+        if (cq_fabs(apq) <= tiny * (cq_fabs(a[p][p]) + cq_fabs(a[q][q])) || apq * apq <= tiny * tiny * norm) {
+          a[p][q] = a[q][p] = 0;
+          continue;
+        }
+        rotated = 1;
+        const cq_real th = (a[q][q] - a[p][p]) / (2 * apq);
+        cq_real t = 1 / (cq_fabs(th) + cq_sqrt(th * th + 1));
+        if (th < 0) t = -t;
+        const cq_real c = 1 / cq_sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < n; k++) {
+          const cq_real akp = a[k][p], akq = a[k][q], qkp = Q[k][p], qkq = Q[k][q];
+          a[k][p] = c * akp - s * akq;
+          a[k][q] = s * akp + c * akq;
+          Q[k][p] = c * qkp - s * qkq;
+          Q[k][q] = s * qkp + c * qkq;
+        }
+        for (int k = 0; k < n; k++) {
+          const cq_real apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - s * aqk;
+          a[q][k] = s * apk + c * aqk;
+        }
+        a[p][q] = a[q][p] = 0;
+      }
+    if (!rotated) break;
+  }
+  int clamped = 0;
+  for (int i = 0; i < n; i++) clamped |= a[i][i] < 0;
+  if (!clamped) return 0;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      cq_real t = 0;
+      for (int k = 0; k < n; k++) t += a[k][k] > 0 ? Q[i][k] * a[k][k] * Q[j][k] : 0;
+      A[i][j] = t;
+    }
+  return 1;
+}
 #endif
