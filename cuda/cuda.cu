@@ -129,11 +129,11 @@ static int reset_key(cuda_backend* g) {
 static void decode_key(const cuda_backend* g, unsigned long long k, cqi_check* bad) {
   unsigned long long n = (unsigned long long)g->base.n, per_order = (unsigned long long)CQ_N_CHECKS * n;
   if (k == ULLONG_MAX) {
-    *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0};
+    *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0, 0};
     return;
   }
   unsigned long long order = k / per_order, rest = k % per_order;
-  *bad = (cqi_check){(int)(rest / n), (int)(rest % n), (int)(order & 1), (int)(order >> 1)};
+  *bad = (cqi_check){(int)(rest / n), (int)(rest % n), (int)(order & 1), (int)(order >> 1), 0};
 }
 
 /* Waits for the stream and turns the check key into *bad. */

@@ -399,7 +399,7 @@ static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_part
   CK(cudaMemcpyAsync(g->info, g->info + 6, sizeof(int) * 6, cudaMemcpyDeviceToDevice, g->stream)); /* initial values */
   g->region_ctx = *c;
   g->box_known = 0;
-  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0};
+  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0, 0};
   if (g->in_batch) { /* checked at end_batch; the box stays on the device */
     g->batch_prepares++;
     LAUNCH(CQ_D(cqk_prepare), s->n, *s, *c, check_all, g->info, g->key, key_base(g, 0));
@@ -435,7 +435,7 @@ static int CQ_D(cuda_grid_update)(cqi_backend* b, const cq_substep* c, const cq_
 static int CQ_D(cuda_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
                           const cq_real* gridv, cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
-  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0};
+  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0, 0};
   if (g->in_batch) {
     LAUNCH(CQ_D(cqk_g2p), s->n, *c, *s, *m, gridv, g->key, key_base(g, 1));
     return CQ_OK;

@@ -30,6 +30,7 @@ typedef struct cqi_check {
   int particle; /* 0-based, -1 when check is CQ_CHECK_OK */
   int after;    /* 1: found in the substep's output (G2P), 0: in its input (prepare) */
   int substep;  /* from end_batch: the 0-based index, within the batch, of the prepare call it follows */
+  int split;    /* the implicit integrator's halvings of the substep it failed in (0: none; integrator_implicit.c) */
 } cqi_check;
 
 typedef struct cqi_backend_ops {

@@ -64,6 +64,7 @@ typedef struct cq_world_desc {
   int implicit_max_cg;     /* implicit: conjugate-gradient iterations per Newton iteration (0 = 500) */
   int implicit_precond;    /* implicit: CQ_PRECOND_* (0 = auto: factor where the backend can assemble, else mass) */
   int implicit_volume;     /* implicit: CQ_VOLUME_* (how eq. 12 takes the volumetric term; implicit.h) */
+  int implicit_max_split;  /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 
@@ -100,6 +101,7 @@ typedef struct cq_solver_stats {
   long halvings;  /* line-search step halvings */
   long adjoint_cg; /* conjugate-gradient iterations of the adjoint solves (backward) */
   long factorizations; /* Hessians assembled and factorised (implicit.precond = "factor") */
+  long splits;    /* substeps (or halves of them) redone as two halves after a failed attempt */
   double factor_seconds; /* wall time spent assembling and factorising them */
 } cq_solver_stats;
 

@@ -14,6 +14,10 @@
 #include "integrator.h"
 
 enum { MAX_HALVINGS = 30 };
+/* Levels of split substeps (implicit.max_split <= 30, model.c). */
+enum { MAX_LEVELS = 31 };
+/* implicit.max_split's default: a substep may be cut into up to 2^6 = 64 pieces. */
+enum { DEFAULT_MAX_SPLIT = 6 };
 /* A Newton direction that took more conjugate-gradient iterations than this refactorises the Hessian at the next
  * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation far more
  * (5 s on the finger of examples/finger_pressure.lua), so stale factors are kept while they still work. */
@@ -35,6 +39,13 @@ typedef struct {
   int max_newton, max_cg;
   cqi_factor* factor; /* implicit.precond = "factor": the substep's factorised Hessian (NULL: the masses) */
   int factored;       /* factor holds this substep's factors */
+  /* split substeps (piece_forward, piece_adj): per level of halving, state blocks allocated when first needed */
+  int max_split;                 /* halvings allowed (0: none) */
+  long piece, level;             /* the piece being solved (for messages) */
+  cq_real *keep[MAX_LEVELS];     /* a piece's start, to retry it as two halves */
+  cq_real *att[MAX_LEVELS];      /* backward: the piece's own output, to see whether the forward split it */
+  cq_real *mid[MAX_LEVELS];      /* backward: the state between a split piece's halves */
+  cq_real *gmid[MAX_LEVELS];     /* backward: dL/d(that state) */
 } implicit_ws;
 
 #define TRY(call)                 \
@@ -52,6 +63,7 @@ static int implicit_create(cqi_sim* sim) {
   ws->tol = d->implicit_tol > 0 ? d->implicit_tol : (CQ_REAL_BITS == 32 ? 1e-4 : 1e-6);
   ws->max_newton = d->implicit_max_newton > 0 ? d->implicit_max_newton : 50;
   ws->max_cg = d->implicit_max_cg > 0 ? d->implicit_max_cg : 500;
+  ws->max_split = d->implicit_max_split == 0 ? DEFAULT_MAX_SPLIT : d->implicit_max_split < 0 ? 0 : d->implicit_max_split;
   ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
   int precond = d->implicit_precond;
   if (precond == CQ_PRECOND_FACTOR && !cqi_factor_supported(be))
@@ -83,6 +95,11 @@ static void implicit_destroy(cqi_sim* sim) {
                      ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->u0};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
+  for (int l = 0; l < MAX_LEVELS; l++) {
+    cq_real* states[] = {ws->keep[l], ws->att[l], ws->mid[l], ws->gmid[l]};
+    for (int i = 0; i < 4; i++)
+      if (states[i]) be->ops->release(be, states[i]);
+  }
   free(ws->hist);
   cqi_factor_free(ws->factor);
   free(ws);
@@ -188,15 +205,18 @@ static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
 /* The no-convergence error: what failed, the residual history and what to change. */
 static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
   implicit_ws* ws = sim->ws;
-  char hist[600];
+  char hist[600], piece[160] = "";
   int len = 0;
   for (int i = 0; i <= its && len < (int)sizeof hist - 16; i++)
     len += snprintf(hist + len, sizeof hist - len, "%s%.3g", i ? ", " : "", ws->hist[i]);
+  if (ws->level > 0)
+    snprintf(piece, sizeof piece, " (piece %ld of %ld: the substep halved %ld times, implicit.max_split)",
+             ws->piece + 1, 1L << ws->level, ws->level);
   return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
-                    "implicit substep %ld: Newton did not converge (%s); ||grad E||_inf / scale per iteration: %s "
+                    "implicit substep %ld%s: Newton did not converge (%s); ||grad E||_inf / scale per iteration: %s "
                     "(tol %g, max_newton %d, max_cg %d); raise implicit.max_newton or implicit.max_cg, loosen "
                     "implicit.tol, or use a smaller dt",
-                    k + 1, why, hist, ws->tol, ws->max_newton, ws->max_cg);
+                    k + 1, piece, why, hist, ws->tol, ws->max_newton, ws->max_cg);
 }
 
 /* Minimises dt E (eq. 12) over ws->v from the boundary-projected v* (ws->v on entry): Newton with CG directions
@@ -301,19 +321,86 @@ static int solve_velocities(cqi_sim* sim, const cq_substep* c, const cq_particle
   return newton(sim, c, s, k);
 }
 
-static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad) {
+/* The context of piece j of 2^level of substep k (the whole substep at level 0), for the implicit solve. */
+static cq_substep piece_ctx(cqi_sim* sim, long k, long j, int level) {
   implicit_ws* ws = sim->ws;
-  cqi_backend* be = sim->be;
-  const cqi_backend_ops* op = be->ops;
-  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  cq_substep c = cqi_substep_piece_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k, j, level);
   c.implicit_elastic = 1;
-  TRY(op->prepare(be, &c, s, fresh, bad));
+  ws->piece = j, ws->level = level;
+  return c;
+}
+
+/* A piece's start: prepare and the solve, up to the converged velocities in ws->v. prepare checks the input in full
+ * whether or not it is fresh: a particle too fast for this piece's dt splits it (retryable), and the decision must
+ * not depend on where the input came from, so that a recomputation makes it again. */
+static int piece_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl, long k,
+                       cqi_check* bad, cq_ctl* kc) {
+  TRY(sim->be->ops->prepare(sim->be, c, s, 1, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
+  return solve_velocities(sim, c, s, ctl, k, kc);
+}
+
+/* One piece in place: the solve, the walls' laws and G2P (its particle checks into bad). */
+static int piece_once(cqi_sim* sim, const cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k,
+                      cqi_check* bad) {
+  implicit_ws* ws = sim->ws;
+  const cqi_backend_ops* op = sim->be->ops;
   cq_ctl kc;
-  TRY(solve_velocities(sim, &c, s, ctl, k, &kc));
-  TRY(op->implicit_bc(be, &c, ws->vstar, ws->v));
-  TRY(op->g2p(be, &c, s, &sim->view->params, ws->v, bad));
+  TRY(piece_solve(sim, c, s, ctl, k, bad, &kc));
+  TRY(op->implicit_bc(sim->be, c, ws->vstar, ws->v));
+  TRY(op->g2p(sim->be, c, s, &sim->view->params, ws->v, bad));
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
+}
+
+/* Whether halving would give a failed piece another chance: Newton did not converge (a blow-up with no particle
+ * check), a particle of the input is too fast for the piece's dt, or after G2P a particle moved more than a cell,
+ * inverted or became non-finite. Not an input state that is bad in itself, nor a particle that left the grid. */
+static int retryable(int st, const cqi_check* bad) {
+  if (st != CQ_ERR_BLOWUP) return 0;
+  if (bad->check == CQ_CHECK_OK || bad->check == CQ_CHECK_TOO_FAST) return 1;
+  return bad->after && bad->check != CQ_CHECK_OUTSIDE;
+}
+
+/* A state block of the backend for level l of one of the split buffers (allocated when first needed). */
+static int level_buffer(cqi_sim* sim, cq_real** slot) {
+  if (*slot) return CQ_OK;
+  cqi_backend* be = sim->be;
+  *slot = be->ops->alloc(be, sizeof(cq_real) * (size_t)cqi_state_len(be->n, be->dim));
+  return *slot ? CQ_OK : cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for a split implicit substep's state");
+}
+
+static int copy_state(cqi_sim* sim, cq_real* dst, const cq_real* src) {
+  cqi_backend* be = sim->be;
+  return be->ops->copy(be, dst, src, sizeof(cq_real) * (size_t)cqi_state_len(be->n, be->dim));
+}
+
+/* Piece j of 2^level of substep k, in place. A piece that fails as retryable says is redone from its start as two
+ * halves (each again, down to implicit.max_split halvings): when a fast phase (a chamber wall snapping through, an
+ * impact) makes a particle cross a cell or Newton fail at the chosen dt, the substep takes shorter pieces there
+ * instead of stopping the run. The decisions depend only on the piece's input, so a recomputation (the memo's
+ * checkpoints, the backward pass) makes the same ones. A failure at the last level is reported with bad->split. */
+static int piece_forward(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, long j, int level,
+                         cqi_check* bad) {
+  implicit_ws* ws = sim->ws;
+  int can_split = level < ws->max_split;
+  if (can_split) {
+    TRY(level_buffer(sim, &ws->keep[level]));
+    TRY(copy_state(sim, ws->keep[level], s->x));
+  }
+  cq_substep c = piece_ctx(sim, k, j, level);
+  *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0, 0};
+  int st = piece_once(sim, &c, s, ctl, k, bad);
+  bad->split = level;
+  if (st == CQ_OK || !can_split || !retryable(st, bad)) return st;
+  sim->stats.splits++;
+  TRY(copy_state(sim, s->x, ws->keep[level]));
+  TRY(piece_forward(sim, s, ctl, k, 2 * j, level + 1, bad));
+  return piece_forward(sim, s, ctl, k, 2 * j + 1, level + 1, bad);
+}
+
+static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, int fresh, cqi_check* bad) {
+  (void)fresh; /* every piece checks its input in full (piece_solve) */
+  return piece_forward(sim, s, ctl, k, 0, 0, bad);
 }
 
 /* x = H^-1 b for the projected Hessian at ws->v and b = sign * rhs (rhs projected): conjugate gradients from x = 0,
@@ -371,51 +458,89 @@ static int alloc_backward(cqi_sim* sim) {
   return CQ_OK;
 }
 
-/* Adjoint of an implicit substep by the implicit function theorem (implicit.h explains the algebra). Recomputes the
- * forward (P2G, v*, v0, the Newton solve: deterministic, so the same converged v), then in reverse: G2P's adjoint at
- * the velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -H^-1 Pi dL/dv
- * (cg_solve), lam's pull-back through the elastic scatter into x, F and the parameters (implicit_stress_adj), the
- * constrained components of v0 (usually the boundaries' velocities, but a friction floor moving along a wall gives a
- * corner node a velocity that depends on v*) through v0's grid update, and m (v - v*) into the P2G grid
- * (implicit_node_adj); from there the explicit P2G adjoint (momentum, mass, actuation, forces, viscosity) and the
- * extra forces' adjoints, as the explicit integrator does. The solve's active sets (which boundaries constrain a
- * node, from the sign of v* . n) are piecewise constant: they have no gradient. */
-static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
-                                long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+/* Adjoint of one piece (the whole substep when it was not split) by the implicit function theorem (implicit.h
+ * explains the algebra), after piece_solve recomputed its forward up to the converged velocities in ws->v (P2G, v*,
+ * v0, the Newton solve: deterministic, so the same v); s1 is the piece's output. In reverse: G2P's adjoint at the
+ * velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -H^-1 Pi dL/dv (cg_solve),
+ * lam's pull-back through the elastic scatter into x, F and the parameters (implicit_stress_adj), the constrained
+ * components of v0 (usually the boundaries' velocities, but a friction floor moving along a wall gives a corner node
+ * a velocity that depends on v*) through v0's grid update, and m (v - v*) into the P2G grid (implicit_node_adj); from
+ * there the explicit P2G adjoint (momentum, mass, actuation, forces, viscosity) and the extra forces' adjoints, as the
+ * explicit integrator does. The solve's active sets (which boundaries constrain a node, from the sign of v* . n) are
+ * piecewise constant: they have no gradient. */
+static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_particles* s1,
+                          const cq_ctl* ctl, const cq_ctl* kc, long k, const cq_particles* g1, cq_particles* g0,
+                          const cqi_adj_out* out) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   const cqi_backend_ops* op = be->ops;
-  TRY(alloc_backward(sim));
-  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
-  c.implicit_elastic = 1;
-  cqi_check bad;
-  TRY(op->prepare(be, &c, s, 0, &bad));
-  if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
-  /* forward: the same recipe as implicit_substep, up to the velocities G2P gathers (ws->vt) */
-  cq_ctl kc;
-  TRY(solve_velocities(sim, &c, s, ctl, k, &kc));
   TRY(op->grid_clear(be, ws->vt));
   TRY(op->grid_axpy(be, 1, ws->v, ws->vt));
-  TRY(op->implicit_bc(be, &c, ws->vstar, ws->vt));
+  TRY(op->implicit_bc(be, c, ws->vstar, ws->vt));
   /* adjoints in reverse: G2P (scatter into gt), the boundaries' laws, the solve, the gradient's inputs */
   TRY(op->grid_clear(be, ws->gt));
-  TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->vt, g1, g0, ws->gt, s1 ? s1->C : NULL));
-  TRY(op->implicit_bc_adj(be, &c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
+  TRY(op->g2p_adj(be, c, s, &sim->view->params, ws->vt, g1, g0, ws->gt, s1 ? s1->C : NULL));
+  TRY(op->implicit_bc_adj(be, c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
   TRY(lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
-  TRY(op->implicit_node(be, &c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
-  TRY(cg_solve(sim, &c, s, -1, ws->tmp, ws->d, k));         /* lam = -H^-1 Pi dL/dv, in d */
-  TRY(op->implicit_stress_adj(be, &c, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
+  TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
+  TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k));         /* lam = -H^-1 Pi dL/dv, in d */
+  TRY(op->implicit_stress_adj(be, c, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
   /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A lam), where (I - Pi) m lam = 0; then v0's grid update
    * (with the boundaries) back to P2G's grid, and v* and m there too */
   TRY(lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
-  TRY(op->implicit_hvp(be, &c, s, &sim->view->params, ws->v, ws->d, ws->g));
+  TRY(op->implicit_hvp(be, c, s, &sim->view->params, ws->v, ws->d, ws->g));
   TRY(lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
-  TRY(op->implicit_node(be, &c, ws->vstar, NULL, ws->vt));
+  TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->vt));
   TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
-  TRY(op->grid_update_adj(be, &c, ws->grid, ws->g));
-  cq_substep free_c = without_walls(&c);
+  TRY(op->grid_update_adj(be, c, ws->grid, ws->g));
+  cq_substep free_c = without_walls(c);
   TRY(op->implicit_node_adj(be, &free_c, ws->grid, ws->vstar, ws->v, ws->d, ws->g));
-  return cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->g, NULL, ws->gact, ws->gfext, g0, out);
+  return cqi_p2g_adj(sim, c, s, ctl, kc, ws->g, NULL, ws->gact, ws->gfext, g0, out);
+}
+
+/* Adjoint of piece j of 2^level of substep k from s (its input) to s1 (its output; NULL: not at hand), g1 = dL/ds1
+ * in, g0 = dL/ds out. Whether the forward split the piece is found as the forward found it: the solve is recomputed,
+ * and where it could have split, G2P runs on a copy to see whether a check failed. Unsplit: piece_once_adj. Split:
+ * the first half's output (the state between the halves) is recomputed, then the second half's adjoint and the
+ * first's, each again as this. */
+static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k, long j,
+                     int level, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  int n = be->n, D = be->dim, can_split = level < ws->max_split;
+  cq_substep c = piece_ctx(sim, k, j, level);
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
+  cq_ctl kc;
+  int st = piece_solve(sim, &c, s, ctl, k, &bad, &kc);
+  int split = can_split && retryable(st, &bad);
+  if (st != CQ_OK && !split) return st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK ? cqi_recompute_failed(sim, k, &bad) : st;
+  cq_particles out1;
+  if (!split && can_split) { /* the forward's own G2P, on a copy: did a particle check fail? */
+    TRY(level_buffer(sim, &ws->att[level]));
+    TRY(copy_state(sim, ws->att[level], s->x));
+    out1 = cqi_particles_view(ws->att[level], n, D);
+    TRY(lincomb(be, ws->vt, 1, ws->v, 0, ws->v));
+    TRY(be->ops->implicit_bc(be, &c, ws->vstar, ws->vt));
+    TRY(be->ops->g2p(be, &c, &out1, &sim->view->params, ws->vt, &bad));
+    split = retryable(bad.check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK, &bad);
+    if (!split) s1 = &out1;
+  }
+  if (!split) return piece_once_adj(sim, &c, s, s1, ctl, &kc, k, g1, g0, out);
+  TRY(level_buffer(sim, &ws->mid[level]));
+  TRY(level_buffer(sim, &ws->gmid[level]));
+  TRY(copy_state(sim, ws->mid[level], s->x));
+  cq_particles mid = cqi_particles_view(ws->mid[level], n, D), gmid = cqi_particles_view(ws->gmid[level], n, D);
+  st = piece_forward(sim, &mid, ctl, k, 2 * j, level + 1, &bad);
+  if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
+  TRY(st);
+  TRY(piece_adj(sim, &mid, s1, ctl, k, 2 * j + 1, level + 1, g1, &gmid, out));
+  return piece_adj(sim, s, &mid, ctl, k, 2 * j, level + 1, &gmid, g0, out);
+}
+
+static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
+                                long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+  TRY(alloc_backward(sim));
+  return piece_adj(sim, s, s1, ctl, k, 0, 0, g1, g0, out);
 }
 
 const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT, implicit_create, implicit_destroy,

@@ -44,9 +44,7 @@ struct cq_world {
                                  * are not shared memory */
 };
 
-/* Particle views of a state block of n particles in dimension dim, laid out as CQ_STATE_FIELDS lists them. */
-cq_particles cqi_particles_view(cq_real* block, int n, int dim);
-long cqi_state_len(int n, int dim); /* reals in a state block */
+/* cqi_state_len and cqi_particles_view (the layout of a state block) are in kernel_types.h. */
 cq_state* cqi_state_alloc(int dim, int n);
 /* The same with block from ops->shared_alloc where the backend has one (the kernels then use it in place), else
  * from ops->host_alloc (page-locked memory for faster transfers), else calloc. */

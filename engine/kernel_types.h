@@ -14,6 +14,34 @@ typedef struct cq_particles {
 #undef CQI_MEMBER
 } cq_particles;
 
+/* The layout of a state block: every field of CQ_STATE_FIELDS in table order, one after the other (so a checkpoint
+ * or an integrator's copy of a state is one copy). Reals of a field of shape shape (CQ_SHAPE_*): */
+static inline long cqi_field_len(int shape, int n, int dim) {
+  return (long)n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim);
+}
+
+/* Reals in a state block of n particles in dimension dim. */
+static inline long cqi_state_len(int n, int dim) {
+  long len = 0;
+#define CQI_LEN(name, shape, init, doc) len += cqi_field_len(shape, n, dim);
+  CQ_STATE_FIELDS(CQI_LEN)
+#undef CQI_LEN
+  return len;
+}
+
+/* Particle views of a state block. */
+static inline cq_particles cqi_particles_view(cq_real* block, int n, int dim) {
+  cq_particles p;
+  p.n = n;
+  long off = 0;
+#define CQI_VIEW(name, shape, init, doc) \
+  p.name = block + off;                  \
+  off += cqi_field_len(shape, n, dim);
+  CQ_STATE_FIELDS(CQI_VIEW)
+#undef CQI_VIEW
+  return p;
+}
+
 /* Per-particle model parameters (CQ_PARAM_FIELDS), read-only during a step, and the kind of every actuator. */
 typedef struct cq_params {
 #define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) const ctype* name;

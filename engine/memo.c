@@ -302,7 +302,7 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
   long k0 = m->sub0 + (long)m->steps * m->b;
   int batched;
   st = cqi_batch_begin(w, &batched);
-  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
   for (int j = 0; j < m->b && st == CQ_OK; j++) {
     long r = (long)m->steps * m->b + j; /* substep relative to the initial state */
     if (r % m->K == 0 && (st = be->ops->copy(be, m->ckpt + (r / m->K) * m->len, m->cur_b, S)) != CQ_OK) break;
@@ -430,7 +430,7 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
       if ((*status = be->ops->copy(be, dst, prev, sizeof(cq_real) * m->len)) != CQ_OK) return NULL;
       if ((*status = load_control(m, (int)((q - 1) / m->b), &ctl)) != CQ_OK) return NULL;
       cq_particles p = cqi_particles_view(dst, w->model.n, w->model.dim);
-      cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
+      cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
       *status = w->integ->substep(&w->sim, &p, &ctl, m->sub0 + q - 1, 0, &bad);
       if (*status != CQ_OK) {
         if (bad.check != CQ_CHECK_OK)
@@ -495,7 +495,7 @@ int cq_memo_backward_step(cq_memo* m) {
   int batched, cur = 0; /* gb[cur] holds dL/d(state after the substep being undone) */
   st = cqi_batch_begin(w, &batched);
   if (st == CQ_OK) st = adjoint_substeps(m, k, &cur);
-  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
   st = cqi_batch_end(w, batched, st, &bad);
   if (st != CQ_OK) m->seg_loaded = -1; /* a recomputed segment may be incomplete */
   if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK)

@@ -46,6 +46,9 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
                       d->implicit_precond);
   if (d->implicit_volume != CQ_VOLUME_EXACT && d->implicit_volume != CQ_VOLUME_LINEAR)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.volume must be 0 (linear) or 1 (exact) (got %d)", d->implicit_volume);
+  if (d->implicit_max_split < -1 || d->implicit_max_split > 30)
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_split must be in [-1, 30] (-1: none, 0: the default) (got %d)",
+                      d->implicit_max_split);
   if (d->implicit_max_newton < 0 || d->implicit_max_cg < 0)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
                       d->implicit_max_newton, d->implicit_max_cg);
@@ -379,6 +382,11 @@ int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const doub
 
 /* Boundary velocities are evaluated at the substep's start time. */
 cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k) {
+  return cqi_substep_piece_ctx(m, node_bc_index, node_bcs, k, 0, 0);
+}
+
+cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k,
+                                 long j, int level) {
   cq_substep c;
   memset(&c, 0, sizeof c);
   const cq_world_desc* d = &m->desc;
@@ -390,10 +398,11 @@ cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, con
   }
   c.dx = (cq_real)d->dx;
   c.inv_dx = (cq_real)(1.0 / d->dx);
-  c.dt = (cq_real)m->dt_sub;
+  double dt = ldexp(m->dt_sub, -level); /* exact: a power of two */
+  c.dt = (cq_real)dt;
   for (int a = 0; a < 3; a++) c.gravity[a] = (cq_real)d->gravity[a];
-  c.damp = (cq_real)exp(-d->damping * m->dt_sub);
-  double t = k * m->dt_sub;
+  c.damp = (cq_real)exp(-d->damping * dt);
+  double t = k * m->dt_sub + j * dt;
   for (int wi = 0; wi < 2 * m->dim; wi++) {
     const cq_wall_desc* wd = &d->walls[wi];
     cq_bc* b = &c.walls[wi];

@@ -49,6 +49,10 @@ int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const doub
                            double friction, cqi_err* err);
 /* Constants of substep k (wall velocities at its start time); node BC pointers from the backend's view. */
 cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k);
+/* The context of piece j (0-based) of substep k cut into 2^level pieces: dt / 2^level, starting at its own time (the
+ * implicit integrator's split substeps). Level 0 is cqi_substep_ctx, bit for bit. */
+cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k,
+                                 long j, int level);
 /* Text of a parameter's valid range ("> 0", "in (-1, 0.5)", ...), for messages and cq_field_info. */
 const char* cqi_param_range(int index);
 #endif

@@ -3,38 +3,14 @@
 #include <string.h>
 #include "internal.h"
 
-static long field_len(int shape, int n, int dim) {
-  return (long)n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim);
-}
-
-long cqi_state_len(int n, int dim) {
-  long len = 0;
-#define CQI_LEN(name, shape, init, doc) len += field_len(shape, n, dim);
-  CQ_STATE_FIELDS(CQI_LEN)
-#undef CQI_LEN
-  return len;
-}
-
-cq_particles cqi_particles_view(cq_real* block, int n, int dim) {
-  cq_particles p;
-  p.n = n;
-  long off = 0;
-#define CQI_VIEW(name, shape, init, doc) \
-  p.name = block + off;                  \
-  off += field_len(shape, n, dim);
-  CQ_STATE_FIELDS(CQI_VIEW)
-#undef CQI_VIEW
-  return p;
-}
-
 void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component) {
   long off = 0;
 #define CQI_FIND(name, shape, init, doc)                        \
-  if (i >= off && i < off + field_len(shape, n, dim)) {         \
+  if (i >= off && i < off + cqi_field_len(shape, n, dim)) {         \
     *field = #name, *particle = (int)((i - off) % n), *component = (int)((i - off) / n); \
     return;                                                     \
   }                                                             \
-  off += field_len(shape, n, dim);
+  off += cqi_field_len(shape, n, dim);
   CQ_STATE_FIELDS(CQI_FIND)
 #undef CQI_FIND
   *field = "?", *particle = -1, *component = -1;

@@ -172,8 +172,9 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
     snprintf(hint, sizeof hint, "the material may be too soft for the load (actuation, contact) or the substep too "
              "large (stable limit %g, substep %g)", m->stable_dt, m->dt_sub);
   } else if (bad->check == CQ_CHECK_TOO_FAST) {
-    snprintf(what, sizeof what, "moved more than one cell: |v| dt = %g > dx = %g (velocity %s)", speed * m->dt_sub,
-             m->desc.dx, vel);
+    double dt = ldexp(m->dt_sub, -bad->split); /* a split implicit substep's piece */
+    snprintf(what, sizeof what, "moved more than one cell: |v| dt = %g > dx = %g (velocity %s%s)", speed * dt,
+             m->desc.dx, vel, bad->split ? ", in a piece of the substep split by implicit.max_split" : "");
     snprintf(hint, sizeof hint, "reduce the substep (more substeps) or the forces and actuation");
   } else if (bad->check == CQ_CHECK_OUTSIDE) {
     int axis = 0;
@@ -191,7 +192,9 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
              m->dt_sub, m->stable_dt);
   }
   char when[96];
-  if (bad->after) snprintf(when, sizeof when, "after substep %ld of %d, t = %g", k % b + 1, b, (k + 1) * m->dt_sub);
+  if (bad->after && bad->split)
+    snprintf(when, sizeof when, "in substep %ld of %d, halved %d times (implicit.max_split)", k % b + 1, b, bad->split);
+  else if (bad->after) snprintf(when, sizeof when, "after substep %ld of %d, t = %g", k % b + 1, b, (k + 1) * m->dt_sub);
   else snprintf(when, sizeof when, "before substep %ld of %d, t = %g", k % b + 1, b, k * m->dt_sub);
   char desc[256];
   cqi_model_describe(m, p, desc, sizeof desc);
@@ -237,7 +240,7 @@ int cqi_batch_end(cq_world* w, int batched, int st, cqi_check* bad) {
 int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, const cq_ctl* ctl) {
   long k0 = *substep;
   int batched, st = cqi_batch_begin(w, &batched);
-  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0};
+  cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
   for (int b = 0; b < w->model.desc.substeps && st == CQ_OK; b++) {
     st = cqi_poll_interrupt(w, "the step", step, b, w->model.desc.substeps);
     if (st == CQ_OK) st = w->integ->substep(&w->sim, s, ctl, *substep, b == 0, &bad);

@@ -88,7 +88,7 @@ describe("implicit integrator", function()
   end)
 
   it("reports a Newton solve that does not converge with its residual history", function()
-    local w, s = cube("implicit", 50 * stable_dt(), { implicit = { tol = 1e-14, max_newton = 1 } })
+    local w, s = cube("implicit", 50 * stable_dt(), { implicit = { tol = 1e-14, max_newton = 1, max_split = 0 } })
     local msg = E.err_of(function() for _ = 1, 40 do w:step(s) end end)
     E.has(msg, "Newton did not converge", "max_newton reached", "||grad E||_inf / scale per iteration: ",
       "(tol 1e-14, max_newton 1, max_cg 500)", "implicit.max_newton")
@@ -195,7 +195,7 @@ describe("implicit integrator", function()
     assert.is_true(st.newton >= 1 and st.cg >= st.newton and st.halvings >= 0 and st.adjoint_cg == 0)
     assert.is_true(st.factorizations >= 1 and st.factor_seconds > 0)
     assert.are.same({ substeps = 0, newton = 0, cg = 0, halvings = 0, adjoint_cg = 0, factorizations = 0,
-      factor_seconds = 0 }, w:solver_stats())
+      factor_seconds = 0, splits = 0 }, w:solver_stats())
     E.has(E.err_of(w.solver_stats, w, 1), "world:solver_stats", "reset must be true, false or nil")
     local we = cube("explicit", 2e-5)
     assert.are.equal(0, we:solver_stats().substeps)
@@ -225,6 +225,88 @@ describe("implicit integrator", function()
       assert.are.equal(0, ndiff)
     end)
   end
+end)
+
+local STIFF_SPLIT = 3000
+-- Split substeps (implicit.max_split): a substep that fails (a particle too fast for its dt, Newton) is redone as two
+-- halves, in the forward, in the memo's recomputations and in the backward alike.
+describe("implicit split substeps", function()
+  -- A stiff block thrown at 1 m/s along x, nothing in its way: at dt = 0.08 it would cross 1.3 cells per substep.
+  local function thrown(substeps, max_split)
+    local r = cq.robot { dim = 2 }
+    r:box { offset = { 0.5, 0.5 }, size = { 0.25, 0.25 }, spacing = 1 / 32,
+      material = { model = "neohookean", E = 3000, nu = 0.3, density = 1 } }
+    local w, s = r:world { res = { 48, 24 }, dx = 1 / 16, dt = 0.08, substeps = substeps, gravity = { 0, 0 },
+      backend = "cpu", threads = 1, walls = { all = { type = "slip" } }, integrator = "implicit",
+      implicit = { tol = 1e-12, max_split = max_split } }
+    for p = 0, w.n - 1 do
+      s.v[p], s.v[w.n + p] = 1 + 0.1 * G.prand(p, 1), 0.1 * G.prand(p, 2)
+      s.F[p] = 1 + 0.02 * G.prand(p, 3)
+    end
+    return w, s
+  end
+  -- forward 3 steps through a memo, then dL/d(x0, v0, E) for L = w . x_T
+  local function run(w, s)
+    local memo = w:memo { steps = 3 }
+    memo:begin(s)
+    for _ = 1, 3 do memo:step() end
+    local out = { x = {} }
+    for i = 0, 2 * w.n - 1 do out.x[i] = memo.state.x[i] end
+    memo:backward(function(k, m)
+      if k == 3 then for i = 0, 2 * w.n - 1 do m.grad.x[i] = m.grad.x[i] + G.prand(i, 9) end end
+    end)
+    out.gx, out.gv, out.gE = {}, {}, {}
+    for i = 0, 2 * w.n - 1 do out.gx[i], out.gv[i] = memo.grad.x[i], memo.grad.v[i] end
+    for i = 0, w.n - 1 do out.gE[i] = memo.grad_params.E[i] end
+    return out
+  end
+
+  it("halve a substep whose particles would cross a cell: the same states and gradients as two substeps, bit for bit", function()
+    local w1, s1 = thrown(1, 6)
+    local split = run(w1, s1)
+    local st = w1:solver_stats()
+    local w2, s2 = thrown(2, 0)
+    local halves = run(w2, s2)
+    -- the forward's 3 substeps each split once (the backward finds the same splits without counting them)
+    print(string.format("  splits %d, pieces and substeps solved %d", st.splits, st.substeps))
+    assert.are.equal(3, st.splits)
+    local diff = 0
+    for _, f in ipairs { "x", "gx", "gv" } do
+      for i = 0, 2 * w1.n - 1 do if split[f][i] ~= halves[f][i] then diff = diff + 1 end end
+    end
+    for i = 0, w1.n - 1 do if split.gE[i] ~= halves.gE[i] then diff = diff + 1 end end
+    assert.are.equal(0, diff)
+    -- without splitting the same substep is a blow-up that names the check
+    local w0, s0 = thrown(1, 0)
+    E.has(E.err_of(w0.step, w0, s0), "moved more than one cell")
+  end)
+
+  it("gradients through runs where only some substeps split match central differences", function()
+    local w, s0 = G.scene { dim = 2, bc = "slip", integrator = "implicit", E = STIFF_SPLIT, dt = 0.072,
+      implicit = { tol = 1e-12 } }
+    local P = G.problem(w, s0, 6)
+    P.loss()
+    local splits = w:solver_stats(true).splits
+    local g = P.backward()
+    local ladder, line, worst = G.steps, {}, 0
+    G.steps = { 1e-3, 1e-2, 1e-4, 1e-5 }
+    for _, kind in ipairs { "x", "v", "act", "E", "mass" } do
+      local _, _, rel, h = G.check(P, g, kind, 1e-6)
+      worst = math.max(worst, rel)
+      line[#line + 1] = string.format("%s %.1e@%g", kind, rel, h)
+    end
+    G.steps = ladder
+    print(string.format("  %d of 6 substeps split in the forward; rel. errors: %s", splits, table.concat(line, " ")))
+    assert.is_true(splits >= 1 and splits < 6)
+    assert.is_true(worst <= 1e-6)
+  end)
+
+  it("reports a piece that fails at the last level, naming the piece", function()
+    local w, s = cube("implicit", 50 * stable_dt(), { implicit = { tol = 1e-14, max_newton = 1, max_split = 2 } })
+    local msg = E.err_of(function() for _ = 1, 40 do w:step(s) end end)
+    E.has(msg, "Newton did not converge", " of 4: the substep halved 2 times, implicit.max_split)")
+    E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { max_split = 31 } }), "implicit.max_split", "31")
+  end)
 end)
 
 -- The gradient scenes of tests/_grad.lua (a block thrown at the walls, stress, force or chamber actuators) with a
