@@ -60,6 +60,9 @@ typedef struct cuda_backend {
   double* act_sums;           /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
   double* act_gu;             /* host target of act_sums (NULL: nothing pending) */
   double *partial, *partial_h; /* [cap_partial] grid_dot block sums */
+  /* [n_act] the closed cavities' sums over their walls, the corrections' coefficients and their gradients */
+  cqi_cavity_sums *cav_sums, *cav_gsums;
+  cqi_cavity_coef *cav_coef, *cav_gcoef;
   long cap_partial;
   cqi_box box;                /* active region of the last prepare */
   cq_substep region_ctx;      /* its strides */
@@ -373,6 +376,14 @@ static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v
   v->cables = g->cables;
   v->cable_idx = g->cable_idx;
   v->n_cables = m->n_cables;
+  v->n_cavities = cqi_model_cavities(m);
+  if (v->n_cavities > 0 && !g->cav_sums) {
+    size_t na = m->n_act;
+    CK(cudaMalloc((void**)&g->cav_sums, sizeof(cqi_cavity_sums) * na));
+    CK(cudaMalloc((void**)&g->cav_gsums, sizeof(cqi_cavity_sums) * na));
+    CK(cudaMalloc((void**)&g->cav_coef, sizeof(cqi_cavity_coef) * na));
+    CK(cudaMalloc((void**)&g->cav_gcoef, sizeof(cqi_cavity_coef) * na));
+  }
   v->node_bc_index = NULL;
   v->node_bcs = NULL;
   if (m->node_bc_index) {
@@ -537,7 +548,7 @@ static void cuda_destroy(cqi_backend* b) {
   CQ_PARAM_FIELDS(CQI_FREE)
 #undef CQI_FREE
   void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
-                 g->partial, g->act_sums, g->nf_key};
+                 g->partial, g->act_sums, g->nf_key, g->cav_sums, g->cav_gsums, g->cav_coef, g->cav_gcoef};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
   void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->partial_h, g->nf_key_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
@@ -553,7 +564,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_begin_batch, cuda_end_batch,
     cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
-    cuda_cable_forces, cuda_cable_forces_adj,
+    cuda_cable_forces, cuda_cable_forces_adj, cuda_cavity_forces, cuda_cavity_forces_adj,
     cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
     cuda_implicit_stress, cuda_implicit_hvp, cuda_implicit_node, cuda_implicit_bc, cuda_implicit_precond,
     cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,

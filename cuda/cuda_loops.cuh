@@ -74,6 +74,73 @@ __global__ void CQ_D(cqk_cables_adj)(const cq_cable* cables, int n_cables, const
   for (int k = 0; k < n_cables; k++) gcab[k] = CQ_D(cable_forces_adj)(&cables[k], idx, x, n, u[cables[k].act], gf, gx);
 }
 
+/* Closed cavities (chamber.h): each wall particle's terms added to its cavity's sums (atomics: the order varies
+ * from run to run, like every GPU sum here; the CPU sums in particle order), the coefficients one thread per
+ * actuator, the corrections one thread per particle. The adjoint's three passes likewise. */
+__global__ void CQ_D(cqk_cavity_sums)(CQK_PARTICLES s, CQK_PARAMS m, const cq_real* u, cqi_cavity_sums* sums) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x, a = p < s.n ? CQ_D(cavity_of)(&m, p) : -1;
+  if (a < 0) return;
+  cqi_cavity_sums t;
+  cq_real* z = &t.S0;
+  for (int i = 0; i < CQI_CAVITY_SUMS; i++) z[i] = 0;
+  CQ_D(cavity_add)(&s, &m, u, p, a, &t);
+  cq_real* acc = &sums[a].S0;
+  for (int i = 0; i < CQI_CAVITY_SUMS; i++)
+    if (z[i] != 0) atomicAdd(&acc[i], z[i]);
+}
+
+__global__ void CQ_D(cqk_cavity_coef)(int n_act, const uint8_t* kind, const cqi_cavity_sums* sums,
+                                      cqi_cavity_coef* coef) {
+  int a = blockIdx.x * blockDim.x + threadIdx.x;
+  if (a < n_act && kind[a] == CQ_ACT_CAVITY) CQ_D(cavity_coef)(&sums[a], &coef[a]);
+}
+
+__global__ void CQ_D(cqk_cavity_forces)(CQK_PARTICLES s, CQK_PARAMS m, const cqi_cavity_coef* coef, cq_real* f) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(cavity_force)(&s, &m, p, coef, f);
+}
+
+__global__ void CQ_D(cqk_cavity_force_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cqi_cavity_coef* coef,
+                                           const cq_real* gf, cqi_cavity_coef* gcoef, cq_particles g0,
+                                           cq_param_grads gp) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x, a = p < s.n ? CQ_D(cavity_of)(&m, p) : -1, n = s.n;
+  if (a < 0) return;
+  cqi_cavity_coef gk;
+  for (int i = 0; i < 3; i++) gk.a[i] = gk.b[i] = gk.c[i] = 0;
+  cq_real gx[D] = {0}, gdA = 0;
+  CQ_D(cavity_force_adj)(&s, &m, p, &coef[a], gf, &gk, gx, &gdA);
+  for (int i = 0; i < 3; i++) {
+    if (gk.a[i] != 0) atomicAdd(&gcoef[a].a[i], gk.a[i]);
+    if (gk.b[i] != 0) atomicAdd(&gcoef[a].b[i], gk.b[i]);
+    if (gk.c[i] != 0) atomicAdd(&gcoef[a].c[i], gk.c[i]);
+  }
+  for (int i = 0; i < D; i++) g0.x[i * n + p] += gx[i];
+  gp.wall_area[p] += gdA;
+}
+
+__global__ void CQ_D(cqk_cavity_coef_adj)(int n_act, const uint8_t* kind, const cqi_cavity_sums* sums,
+                                          const cqi_cavity_coef* coef, const cqi_cavity_coef* gcoef,
+                                          cqi_cavity_sums* gsums) {
+  int a = blockIdx.x * blockDim.x + threadIdx.x;
+  if (a < n_act && kind[a] == CQ_ACT_CAVITY) CQ_D(cavity_coef_adj)(&sums[a], &coef[a], &gcoef[a], &gsums[a]);
+}
+
+__global__ void CQ_D(cqk_cavity_add_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cq_real* u,
+                                         const cqi_cavity_sums* gsums, cq_particles g0, cq_param_grads gp,
+                                         cq_real* gact) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x, a = p < s.n ? CQ_D(cavity_of)(&m, p) : -1, n = s.n;
+  if (a < 0) return;
+  cq_real gx[D] = {0}, gF[D][D] = {{0}}, gua = 0, gdA = 0;
+  CQ_D(cavity_add_adj)(&s, &m, u, p, a, &gsums[a], gx, gF, &gua, &gdA);
+  for (int i = 0; i < D; i++) {
+    g0.x[i * n + p] += gx[i];
+    for (int j = 0; j < D; j++) g0.F[(i * D + j) * n + p] += gF[i][j];
+  }
+  gp.wall_area[p] += gdA;
+  gp.act_w[p] += gua * u[a];
+  gact[p] += gua * m.act_w[p];
+}
+
 /* Block-local scatter (P2G, and G2P's adjoint). The block's particles add into a shared-memory copy of the box of
  * nodes they touch, which then goes to the grid with one global atomic per non-zero entry. Global atomics bound the
  * plain scatter (27 nodes x (D+1) per particle: 0.9 ns per particle for P2G on an H100, docs/benchmarks.md);
@@ -487,6 +554,37 @@ static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, 
   CK(cudaMemcpyAsync(g->gcab_h, g->gcab, sizeof(cq_real) * v->n_cables, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
   for (int k = 0; k < v->n_cables; k++) gu[g->model->cables[k].act] += g->gcab_h[k]; /* in cable order */
+  return CQ_OK;
+}
+
+/* The cavities' sums and coefficients of state s (device). */
+static int CQ_D(cuda_cavity_coefs)(cuda_backend* g, const cqi_model_view* v, const cq_particles* s, const cq_real* u) {
+  int n_act = g->base.n_act;
+  CK(cudaMemsetAsync(g->cav_sums, 0, sizeof(cqi_cavity_sums) * n_act, g->stream));
+  LAUNCH(CQ_D(cqk_cavity_sums), s->n, *s, v->params, u, g->cav_sums);
+  LAUNCH(CQ_D(cqk_cavity_coef), n_act, n_act, v->params.act_kind, g->cav_sums, g->cav_coef);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_cavity_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                    cq_real* f) {
+  cuda_backend* g = (cuda_backend*)b;
+  TRY(CQ_D(cuda_cavity_coefs)(g, v, s, u));
+  LAUNCH(CQ_D(cqk_cavity_forces), s->n, *s, v->params, g->cav_coef, f);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
+                                        const cq_real* u, const cq_real* gf, cq_particles* g0,
+                                        const cq_param_grads* gp, cq_real* gact) {
+  cuda_backend* g = (cuda_backend*)b;
+  int n_act = b->n_act;
+  TRY(CQ_D(cuda_cavity_coefs)(g, v, s, u));
+  CK(cudaMemsetAsync(g->cav_gcoef, 0, sizeof(cqi_cavity_coef) * n_act, g->stream));
+  LAUNCH(CQ_D(cqk_cavity_force_adj), s->n, *s, v->params, g->cav_coef, gf, g->cav_gcoef, *g0, *gp);
+  LAUNCH(CQ_D(cqk_cavity_coef_adj), n_act, n_act, v->params.act_kind, g->cav_sums, g->cav_coef, g->cav_gcoef,
+         g->cav_gsums);
+  LAUNCH(CQ_D(cqk_cavity_add_adj), s->n, *s, v->params, u, g->cav_gsums, *g0, *gp, gact);
   return CQ_OK;
 }
 

@@ -21,6 +21,7 @@ typedef struct cqi_model_view {
   int n_cables;
   const int32_t* node_bc_index;  /* (B) [n_nodes] or NULL */
   const cq_bc* node_bcs;         /* (B) */
+  int n_cavities;                /* actuators of kind cavity (chamber.h; 0: no cavity_forces pass) */
 } cqi_model_view;
 
 /* The first failing particle of a check pass (CQ_CHECK_OK: none); ties go to the check listed first in
@@ -91,6 +92,12 @@ typedef struct cqi_backend_ops {
   int (*cable_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u, cq_real* f);
   int (*cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
                           const cq_real* gf, cq_real* gx, double* gu);
+  /* Closed cavities (actuator kind cavity, chamber.h): each wall particle's correction added into f [D][n] (B). The
+   * adjoint, given gf = dL/d(the corrections) [D][n] (B), adds dL/dx and dL/dF into g0 (B), dL/d(wall_area) and
+   * dL/d(act_w) into gp (B), and each particle's dL/du into gact [n] (B; act_grad then sums it per actuator). */
+  int (*cavity_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u, cq_real* f);
+  int (*cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                           const cq_real* gf, cq_particles* g0, const cq_param_grads* gp, cq_real* gact);
 
   /* Reductions and vector operations (deterministic: the same result for any thread count). */
   /* gu[act_id[p]] += gact[p] over particles with an actuator, in particle order; gu is host memory (double). */

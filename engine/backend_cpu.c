@@ -25,6 +25,8 @@ typedef struct cpu_backend {
   int lo[3], hi[3];     /* active node region of the current substep (inclusive) */
   cq_substep region_ctx; /* strides of the active region (from the last prepare) */
   double* layer_sum;    /* [res0] partial sums of grid_dot */
+  cqi_cavity_sums *cav_sums, *cav_gsums; /* [n_act] the cavities' sums over their walls, and their gradients */
+  cqi_cavity_coef *cav_coef, *cav_gcoef; /* [n_act] their corrections' coefficients, and their gradients */
 } cpu_backend;
 
 #define D 2
@@ -41,6 +43,7 @@ static void cpu_destroy(cqi_backend* b) {
   free(cb->slab_start);
   free(cb->base0);
   free(cb->layer_sum);
+  free(cb->cav_sums), free(cb->cav_gsums), free(cb->cav_coef), free(cb->cav_gcoef);
   free(cb);
 }
 
@@ -62,6 +65,7 @@ static int cpu_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v)
   v->n_cables = m->n_cables;
   v->node_bc_index = m->node_bc_index;
   v->node_bcs = m->node_bcs;
+  v->n_cavities = cqi_model_cavities(m);
   return CQ_OK;
 }
 
@@ -172,7 +176,7 @@ static const cqi_backend_ops cpu_ops = {
     NULL, NULL, /* checks return at once */
     cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
-    cpu_cable_forces, cpu_cable_forces_adj,
+    cpu_cable_forces, cpu_cable_forces_adj, cpu_cavity_forces, cpu_cavity_forces_adj,
     cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
     cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
     cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,

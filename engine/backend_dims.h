@@ -42,6 +42,15 @@
                                   const cq_real* u, const cq_real* gf, cq_real* gx, double* gu) {                   \
     return CQI_BY_DIM(b, P##_cable_forces_adj, v, s, u, gf, gx, gu);                                               \
   }                                                                                                                \
+  static int P##_cavity_forces(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,   \
+                               cq_real* f) {                                                                        \
+    return CQI_BY_DIM(b, P##_cavity_forces, v, s, u, f);                                                           \
+  }                                                                                                                \
+  static int P##_cavity_forces_adj(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,                 \
+                                   const cq_real* u, const cq_real* gf, cq_particles* g0, const cq_param_grads* gp, \
+                                   cq_real* gact) {                                                                 \
+    return CQI_BY_DIM(b, P##_cavity_forces_adj, v, s, u, gf, g0, gp, gact);                                        \
+  }                                                                                                                \
   static int P##_grid_axpy(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {                              \
     return CQI_BY_DIM(b, P##_grid_axpy, a, x, y);                                                                  \
   }                                                                                                                \

@@ -178,6 +178,78 @@ static int CQ_D(cpu_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, c
   return CQ_OK;
 }
 
+/* The cavities' scratch (sums, coefficients and their gradients per actuator), allocated on first use. */
+static int CQ_D(cpu_cavity_scratch)(cpu_backend* cb) {
+  if (cb->cav_sums) return 1;
+  int n_act = cb->base.n_act > 0 ? cb->base.n_act : 1;
+  cb->cav_sums = calloc(n_act, sizeof(cqi_cavity_sums));
+  cb->cav_gsums = calloc(n_act, sizeof(cqi_cavity_sums));
+  cb->cav_coef = calloc(n_act, sizeof(cqi_cavity_coef));
+  cb->cav_gcoef = calloc(n_act, sizeof(cqi_cavity_coef));
+  return cb->cav_sums && cb->cav_gsums && cb->cav_coef && cb->cav_gcoef;
+}
+
+/* Closed cavities: each one's sums over its walls in particle order (serial: deterministic), its coefficients,
+ * then every particle's correction (chamber.h). */
+static int CQ_D(cpu_cavity_coefs)(cpu_backend* cb, const cqi_model_view* v, const cq_particles* s, const cq_real* u) {
+  int n_act = cb->base.n_act;
+  if (!CQ_D(cpu_cavity_scratch)(cb)) return cqi_errorf(cb->base.err, CQ_ERR_NOMEM, "out of memory for the cavities");
+  memset(cb->cav_sums, 0, sizeof(cqi_cavity_sums) * n_act);
+  for (int p = 0; p < s->n; p++) {
+    int a = CQ_D(cavity_of)(&v->params, p);
+    if (a >= 0) CQ_D(cavity_add)(s, &v->params, u, p, a, &cb->cav_sums[a]);
+  }
+  for (int a = 0; a < n_act; a++)
+    if (v->params.act_kind[a] == CQ_ACT_CAVITY) CQ_D(cavity_coef)(&cb->cav_sums[a], &cb->cav_coef[a]);
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_cavity_forces)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                   cq_real* f) {
+  cpu_backend* cb = (cpu_backend*)b;
+  int st = CQ_D(cpu_cavity_coefs)(cb, v, s, u);
+  if (st != CQ_OK) return st;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(cavity_force)(s, &v->params, p, cb->cav_coef, f);
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
+                                       const cq_real* u, const cq_real* gf, cq_particles* g0,
+                                       const cq_param_grads* gp, cq_real* gact) {
+  cpu_backend* cb = (cpu_backend*)b;
+  const cq_params* m = &v->params;
+  int n = s->n, n_act = b->n_act, st = CQ_D(cpu_cavity_coefs)(cb, v, s, u);
+  if (st != CQ_OK) return st;
+  memset(cb->cav_gcoef, 0, sizeof(cqi_cavity_coef) * n_act);
+  for (int p = 0; p < n; p++) { /* (1) in particle order: the coefficient gradients are sums */
+    int a = CQ_D(cavity_of)(m, p);
+    if (a < 0) continue;
+    cq_real gx[D] = {0}, gdA = 0;
+    CQ_D(cavity_force_adj)(s, m, p, &cb->cav_coef[a], gf, &cb->cav_gcoef[a], gx, &gdA);
+    for (int i = 0; i < D; i++) g0->x[i * n + p] += gx[i];
+    gp->wall_area[p] += gdA;
+  }
+  for (int a = 0; a < n_act; a++) /* (2) */
+    if (m->act_kind[a] == CQ_ACT_CAVITY)
+      CQ_D(cavity_coef_adj)(&cb->cav_sums[a], &cb->cav_coef[a], &cb->cav_gcoef[a], &cb->cav_gsums[a]);
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < n; p++) { /* (3) each particle's own gradients */
+    int a = CQ_D(cavity_of)(m, p);
+    if (a < 0) continue;
+    cq_real gx[D] = {0}, gF[D][D] = {{0}}, gua = 0, gdA = 0;
+    CQ_D(cavity_add_adj)(s, m, u, p, a, &cb->cav_gsums[a], gx, gF, &gua, &gdA);
+    for (int i = 0; i < D; i++) {
+      g0->x[i * n + p] += gx[i];
+      for (int j = 0; j < D; j++) g0->F[(i * D + j) * n + p] += gF[i][j];
+    }
+    gp->wall_area[p] += gdA;
+    gp->act_w[p] += gua * u[a];
+    gact[p] += gua * m->act_w[p];
+  }
+  return CQ_OK;
+}
+
 /* Grid vectors over the active region: per axis-0 layer partial sums in a fixed order, then layers in order. */
 static int CQ_D(cpu_grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
   cpu_backend* cb = (cpu_backend*)b;

@@ -47,6 +47,8 @@ int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* partic
                         cqi_err* err);
 int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type,
                            double friction, cqi_err* err);
+/* Actuators of kind cavity (chamber.h), whose walls the substep balances. */
+int cqi_model_cavities(const cqi_model* m);
 /* Constants of substep k (wall velocities at its start time); node BC pointers from the backend's view. */
 cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k);
 /* The context of piece j (0-based) of substep k cut into 2^level pieces: dt / 2^level, starting at its own time (the

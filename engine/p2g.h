@@ -52,12 +52,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     for (int b = 0; b < D; b++) q->A[a][b] = ctl->stress ? ctl->stress[(a * D + b) * n + p] : 0;
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * m->act_axis[a * n + p];
   }
-  if (q->act_kind == CQ_ACT_CHAMBER) { /* Nanson: n da = J F^-T N dA = cof(F) N dA, so f = p cof(F) N dA */
-    cq_real cof[D][D];
-    CQ_D(cofactor)(q->F, cof);
-    for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) q->f[a] += ua * m->wall_area[p] * cof[a][b] * m->act_axis[b * n + p];
-  }
+  if (q->act_kind == CQ_ACT_CHAMBER || q->act_kind == CQ_ACT_CAVITY) CQ_D(nanson_force)(m, p, n, q->F, ua, q->f);
   if (cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
     return;
@@ -195,19 +190,8 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   cq_real ga = 0; /* dL/d(u act_w): split into dL/du and dL/dact_w below */
   if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
-  if (q.act_kind == CQ_ACT_CHAMBER) { /* f = ua dA cof(F) N: d/d(ua), d/d(dA), and cof's own adjoint into gF */
-    cq_real cof[D][D], gcof[D][D], gfN = 0, dA = m->wall_area[p];
-    CQ_D(cofactor)(q.F, cof);
-    for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) {
-        cq_real N = m->act_axis[b * n + p];
-        gfN += gf[a] * cof[a][b] * N;
-        gcof[a][b] = q.ua * dA * gf[a] * N;
-      }
-    ga += gfN * dA;
-    g.wall_area = gfN * q.ua;
-    CQ_D(cofactor_vjp)(q.F, gcof, gF);
-  }
+  if (q.act_kind == CQ_ACT_CHAMBER || q.act_kind == CQ_ACT_CAVITY)
+    CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];
     CQ_D(mm)(q.F, q.A, FA);

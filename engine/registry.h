@@ -19,7 +19,9 @@
   X(FORCE, force, "force u act_axis on each particle (eq. 16)")                                          \
   X(CABLE, cable, "contract-only cable through listed particles, forces from its energy (eq. 17)")          \
   X(CHAMBER, chamber, "pneumatic chamber: pressure u on its wall particles, force u J F^-T act_axis wall_area "   \
-    "(Nanson's relation, seed 003 eqs. 14-16)")
+    "(Nanson's relation, seed 003 eqs. 14-16)")                                                           \
+  X(CAVITY, cavity, "closed pneumatic cavity: a chamber whose wall forces are corrected to no net force and "     \
+    "torque, as a closed cavity's pressure exerts none (chamber.h)")
 
 /* Constitutive models: one header engine/material_<name>.h each (see material.h). */
 #define CQ_MATERIALS(X)                                                                                   \

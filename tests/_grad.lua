@@ -7,7 +7,7 @@ local function prand(i, salt) return math.sin(12.9898 * i + 78.233 * salt) * 437
 M.prand = prand
 
 --- A block of side^dim particles (2 per cell) moving toward the floor and the left wall, half of it actuated
---- (actuator 1: stress, actuator 2: force, or a chamber with opts.act2 = "chamber": its particles carry a wall
+--- (actuator 1: stress, actuator 2: force, or a chamber with opts.act2 = "chamber" or "cavity": its particles carry a wall
 --- normal and area). opts: dim, material, inc_p, params ({field = value}: more per-particle parameters), bc,
 --- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2, E (mean Young's
 --- modulus, default 30), integrator and implicit (cq.world's options).
@@ -35,7 +35,7 @@ function M.scene(opts)
   w:fill("act_id", function(p) return p % 3 == 0 and 0 or (p % 3 == 1 and 1 or -1) end)
   w:fill("act_axis", dim == 2 and { 0.3, 1 } or { 0.3, 1, -0.5 })
   w:fill("act_w", function(p) return 1 + 0.2 * prand(p, 5) end)
-  if opts.act2 == "chamber" then -- wall normals (times a max pressure of 8) and areas that vary per particle
+  if opts.act2 == "chamber" or opts.act2 == "cavity" then -- wall normals (times a max pressure of 8) and areas
     for p = 1, n do
       if p % 3 == 1 then w:fill("act_axis", { 8 * prand(p, 6), 8 * prand(p, 7), dim == 3 and 8 * prand(p, 8) or nil }, p, p) end
     end

@@ -27,7 +27,7 @@ describe("FFI declarations come from engine/cq.h", function()
     assert.are.same({ none = 0, sticky = 1, slip = 2, separate = 3, friction = 4 }, cq.BC)
     assert.are.same({ corotated = 0, neohookean = 1, mooney_rivlin = 2, yeoh = 3, fluid = 4,
       ogden = 5 }, cq.MATERIAL)
-    assert.are.same({ stress = 0, force = 1, cable = 2, chamber = 3 }, cq.ACTUATOR)
+    assert.are.same({ stress = 0, force = 1, cable = 2, chamber = 3, cavity = 4 }, cq.ACTUATOR)
     local f = cq.fields("f64")
     local names = {}
     for _, x in ipairs(f.state) do names[#names + 1] = x.name end

@@ -1,5 +1,5 @@
 -- Finite-difference checks (float64, central differences with Richardson extrapolation, steps from G.steps) of every gradient kind:
--- initial x, v, C, F, the actuation of every control step (stress, force and chamber actuators), every
+-- initial x, v, C, F, the actuation of every control step (stress, force, chamber and cavity actuators), every
 -- differentiable per-particle parameter (E, nu, mass, rest volume, each material's own, a chamber wall's area), for each material, each boundary type (and a moving, vibrating floor), in 2D and 3D, over
 -- 100 steps with collisions against the walls and a running loss at the middle step.
 local G = require "tests._grad"
@@ -25,6 +25,10 @@ local materials = {
   -- actuator 2 a pneumatic chamber: gradients w.r.t. the pressure signal ("act"), the state and the wall geometry
   { name = "neohookean, chamber", model = "neohookean", act2 = "chamber", strain = 0.1,
     kinds = { "E", "nu", "wall_area" }, bcs = { "friction", "moving" } },
+  -- a closed cavity: the chamber's forces made free of net force and torque (engine/chamber.h), which couples every
+  -- wall particle to every other through the walls' sums
+  { name = "neohookean, cavity", model = "neohookean", act2 = "cavity", strain = 0.1,
+    kinds = { "E", "wall_area" }, bcs = { "slip", "moving" } },
 }
 local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
 local TOL = 1e-6

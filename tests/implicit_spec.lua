@@ -338,6 +338,8 @@ local cases = {
   -- depends on v* (the kept components of the solve's start), which the adjoint carries back through the walls
   { dim = 2, name = "neohookean, chamber, moving friction floor", bc = "friction", moving = true, act2 = "chamber",
     strain = 0.1, kinds = { "E", "nu", "wall_area" } },
+  { dim = 3, name = "neohookean, cavity, slip walls", bc = "slip", act2 = "cavity", strain = 0.1,
+    kinds = { "E", "wall_area" } },
   -- (pinned to the exact volume: with the linear one this scene's trajectory passes within 1e-5 of a separate wall's
   -- switch, where the loss jumps; the gradient there still matches differences at h = 1e-6, -34.399935 / -34.399934)
   { dim = 2, name = "yeoh, exact volume, separate walls", bc = "separate", material = "yeoh", volume = "exact",

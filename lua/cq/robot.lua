@@ -13,7 +13,7 @@ local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing",
   "cavities" })
 local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name",
   "cavities" })
-local CHAMBER_OPTIONS = check.option_set("robot:chamber", { "wall", "max" })
+local CHAMBER_OPTIONS = check.option_set("robot:chamber", { "wall", "max", "closed" })
 local PRESSURE_OPTIONS = check.option_set("robot:pressure_actuator", { "groups", "axis", "max" })
 local CABLE_OPTIONS = check.option_set("robot:cable_actuator", { "particles", "k", "rest" })
 local IMAGE_OPTIONS = check.option_set("robot:image", { "path", "image", "scale", "spacing", "offset", "palette",
@@ -371,7 +371,10 @@ end
 --- Pneumatic chamber (seed 003 eqs. 14-16) on a wall { particles, normal, area } (group.chambers[name] of a box or
 --- ball with cavities, or of a Gmsh mesh): each wall particle feels f = p J F^-T N dA, Nanson's relation, with N its
 --- unit normal from the cavity into the solid and dA its area (2D: length per unit depth). The actuation u is the
---- pressure as a fraction of max (the pressure at u = 1; default 1, so u is the pressure itself). Returns its index.
+--- pressure as a fraction of max (the pressure at u = 1; default 1, so u is the pressure itself). closed (default
+--- true): the wall encloses its cavities, so their pressure exerts no net force or torque on the body; the actuator
+--- is then of kind "cavity", which corrects the particle forces to that (engine/chamber.h). false: kind "chamber",
+--- Nanson's forces as they are (a pressure on an open surface). Returns its index.
 function Robot:chamber(opts)
   local where = "robot:chamber"
   check.options(where, opts, CHAMBER_OPTIONS)
@@ -382,6 +385,7 @@ function Robot:chamber(opts)
   end
   if #wall.particles == 0 then check.fail(where, "wall has no particles", 0) end
   local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
+  if opts.closed ~= nil and type(opts.closed) ~= "boolean" then check.fail(where, "closed must be true or false", opts.closed) end
   local id = #self.actuators + 1
   for i, p in ipairs(wall.particles) do
     check.integer(where, "wall.particles[" .. i .. "]", p, 1, #self.x)
@@ -392,7 +396,7 @@ function Robot:chamber(opts)
         "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
     end
   end
-  self.actuators[id] = { kind = "chamber", max = max, wall = wall }
+  self.actuators[id] = { kind = opts.closed == false and "chamber" or "cavity", max = max, wall = wall }
   for i, p in ipairs(wall.particles) do
     self.act_of[p] = id
     local N = {}

@@ -213,7 +213,7 @@ function World:__tostring()
     self.n, self.n_actuators, self.precision, self.backend)
 end
 
---- Sets actuator a (1-based) to kind "stress", "force", "cable" or "chamber".
+--- Sets actuator a (1-based) to kind "stress", "force", "cable", "chamber" or "cavity".
 function World:set_actuator(a, kind)
   local where = "world:set_actuator"
   check.integer(where, "actuator", a, 1, self.n_actuators)
