@@ -399,7 +399,7 @@ static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v
   return CQ_OK;
 }
 
-static int cuda_set_threads(cqi_backend* b, int max_threads) { return 1; } /* the host thread only drives the GPU */
+static int cuda_set_threads(cqi_backend* b, int max_threads) { return b->threads = 1; } /* the host drives the GPU */
 static double cuda_free_memory(cqi_backend* b) {
   size_t free_b = 0, total = 0;
   if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
@@ -619,6 +619,7 @@ extern "C" cqi_backend* cqi_backend_cuda_create(const cqi_model* m, cqi_err* err
   b->n_nodes = m->n_nodes;
   for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
   b->err = err;
+  b->threads = 1;
   if (cuda_init(g, m) != CQ_OK) {
     cuda_destroy(b);
     return NULL;

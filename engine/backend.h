@@ -165,6 +165,7 @@ struct cqi_backend {
   int dim, n, n_act; /* dimension, particles, actuators */
   long n_nodes;      /* grid nodes */
   int res[3];        /* grid nodes per axis */
+  int threads;       /* CPU threads of the current control step (set_threads; 1 on the GPU) */
   cqi_err* err;      /* where failures are reported (the world's) */
 };
 

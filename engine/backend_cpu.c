@@ -121,7 +121,7 @@ static int cpu_set_threads(cqi_backend* b, int max_threads) {
     }
     if (want > cb->idle) want = cb->idle;
   }
-  cb->threads = want > 1 ? want : 1;
+  cb->threads = b->threads = want > 1 ? want : 1;
   return cb->threads;
 }
 
@@ -196,7 +196,7 @@ cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   b->n_nodes = m->n_nodes;
   for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
   b->err = err;
-  cb->threads = 1;
+  cb->threads = b->threads = 1;
   cb->fixed = getenv("CQ_FIXED_THREADS") != NULL;
   cb->perm = malloc(sizeof(int32_t) * m->n);
   cb->base0 = malloc(sizeof(int32_t) * m->n);

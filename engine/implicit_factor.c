@@ -152,7 +152,7 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
     }
   sim->stats.factorizations++;
   cqi_block_matrix K = {count, D, nb, f->nbr, f->blocks};
-  int cs = cqi_chol_factor(f->chol, &K);
+  int cs = cqi_chol_factor(f->chol, &K, be->threads);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   sim->stats.factor_seconds += (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
   if (cs == CQI_CHOL_NOMEM)

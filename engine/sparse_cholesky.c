@@ -1,13 +1,17 @@
 /* Supernodal multifrontal sparse Cholesky (sparse_cholesky.h). Three parts:
  *   analysis   METIS's nested dissection of the node graph, the elimination tree (Liu's algorithm) and its postorder,
  *              each column's node structure, fundamental supernodes relaxed into larger ones (CHOLMOD's default
- *              rule), and the sizes of the panels and of the update-matrix stack; all at node level (bs x bs blocks)
- *   factor     per supernode, in postorder: the frontal matrix from A's blocks and the children's update matrices
- *              (extend-add), then dpotrf, dtrsm and dsyrk; the panel is kept, the update matrix pushed on a stack
+ *              rule), the supernodal tree and its subtrees' costs, the panels' sizes; all at node level (bs x bs
+ *              blocks)
+ *   factor     per supernode, children before parents: the frontal matrix from A's blocks and the children's update
+ *              matrices (extend-add, in child order), then dpotrf, dtrsm and dsyrk; the panel is kept, the update
+ *              matrix handed to the parent. Subtrees run as OpenMP tasks, each front on one thread with its own
+ *              workspace, so the factors are the same bit for bit for any thread count
  *   solve      forward and backward substitution by supernodes (dtrsv, dgemv)
  * Fronts and panels are column-major with leading dimension f, the front's order in unknowns. */
 #include "sparse_cholesky.h"
 #include <metis.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,27 +35,41 @@ struct cqi_chol {
   /* ordering: node perm[k] of A is column k of L; iperm is its inverse */
   int32_t *perm, *iperm;
   /* supernodes: columns first[s] .. first[s + 1] - 1 (contiguous), the node rows below them rows[rptr[s] ..
-   * rptr[s + 1]) (sorted), their number of children in the supernodal tree, their panel's offset in L */
+   * rptr[s + 1]) (sorted), their panel's offset in L; the supernodal tree as first child kid[s] and next sibling
+   * sib[s] (-1: none), in increasing order, and each subtree's floating-point operations */
   long ns;
-  int32_t *first, *rows, *nchild;
+  int32_t *first, *rows, *kid, *sib;
   int64_t *rptr, *lptr;
+  double* cost;
   double* L;
-  /* workspace */
-  double *front, *stack, *xw;
-  size_t front_len, stack_len;
-  int32_t* map; /* [n] local node position in the current front */
+  /* workspace: per thread a front and a node map (node -> local position in the front); per supernode its update
+   * matrix, from its factorisation to its parent's */
+  double** fronts;
+  int32_t** maps;
+  int nthreads;
+  double** upd;
+  double* xw;
+  size_t front_len;
   double entries, flops;
   int factored;
 };
 
 cqi_chol* cqi_chol_create(void) { return calloc(1, sizeof(cqi_chol)); }
 
+static void drop_workspace(cqi_chol* c) {
+  for (int t = 0; t < c->nthreads; t++) free(c->fronts[t]), free(c->maps[t]);
+  free(c->fronts), free(c->maps);
+  c->fronts = NULL, c->maps = NULL, c->nthreads = 0;
+}
+
 static void drop_analysis(cqi_chol* c) {
-  free(c->pattern), free(c->perm), free(c->iperm), free(c->first), free(c->rows), free(c->nchild);
-  free(c->rptr), free(c->lptr), free(c->L), free(c->front), free(c->stack), free(c->xw), free(c->map);
-  c->pattern = c->perm = c->iperm = c->first = c->rows = c->nchild = c->map = NULL;
+  drop_workspace(c);
+  free(c->pattern), free(c->perm), free(c->iperm), free(c->first), free(c->rows), free(c->kid), free(c->sib);
+  free(c->rptr), free(c->lptr), free(c->cost), free(c->L), free(c->upd), free(c->xw);
+  c->pattern = c->perm = c->iperm = c->first = c->rows = c->kid = c->sib = NULL;
   c->rptr = c->lptr = NULL;
-  c->L = c->front = c->stack = c->xw = NULL;
+  c->cost = c->L = c->xw = NULL;
+  c->upd = NULL;
   c->analysed = c->factored = 0;
 }
 
@@ -229,7 +247,7 @@ done:
 /* Supernodes: fundamental ones (a column whose only child is the previous column and whose structure is that
  * column's less it), then each one merged into its parent while the parent is the next one and the merge adds few
  * explicit zeros (CHOLMOD's default relaxation: always up to 4 columns, up to 16 with < 80 % zeros, up to 48 with
- * < 10 %, any size with < 5 %). Fills first, rows, rptr, nchild, lptr and the workspace sizes. */
+ * < 10 %, any size with < 5 %). Fills first, rows, rptr, lptr, kid, sib, cost, the sizes and L. */
 static int supernodes(cqi_chol* c, long n, int bs, const int32_t* parent, const int64_t* sptr, const int32_t* sidx) {
   int32_t* nkids = calloc(n > 0 ? n : 1, sizeof(int32_t));
   int64_t *sk = malloc(sizeof(int64_t) * (n + 1)), *sb = malloc(sizeof(int64_t) * (n + 1));
@@ -267,18 +285,21 @@ static int supernodes(cqi_chol* c, long n, int bs, const int32_t* parent, const 
   c->first = malloc(sizeof(int32_t) * (m + 1));
   c->rptr = malloc(sizeof(int64_t) * (m + 1));
   c->lptr = malloc(sizeof(int64_t) * (m + 1));
-  c->nchild = calloc(m > 0 ? m : 1, sizeof(int32_t));
+  c->kid = malloc(sizeof(int32_t) * (m > 0 ? m : 1));
+  c->sib = malloc(sizeof(int32_t) * (m > 0 ? m : 1));
+  c->cost = calloc(m > 0 ? m : 1, sizeof(double));
+  c->upd = calloc(m > 0 ? m : 1, sizeof(double*));
   int64_t nrows = 0;
   for (long s = 0; s < m; s++) nrows += sb[s];
   c->rows = malloc(sizeof(int32_t) * (nrows > 0 ? nrows : 1));
   int32_t* sn_of = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
-  if (!c->first || !c->rptr || !c->lptr || !c->nchild || !c->rows || !sn_of) {
+  if (!c->first || !c->rptr || !c->lptr || !c->kid || !c->sib || !c->cost || !c->upd || !c->rows || !sn_of) {
     free(sn_of);
     st = CQI_CHOL_NOMEM;
     goto done;
   }
-  /* rows below supernode s: its last column's structure less that column; sizes of panels, fronts and the stack */
-  int64_t r = 0, l = 0, stack = 0, stack_peak = 0, front_peak = 0;
+  /* rows below supernode s: its last column's structure less that column; sizes of panels and fronts */
+  int64_t r = 0, l = 0, front_peak = 0;
   c->entries = c->flops = 0;
   for (long s = 0; s < m; s++) {
     c->first[s] = sf[s];
@@ -290,42 +311,30 @@ static int supernodes(cqi_chol* c, long n, int bs, const int32_t* parent, const 
     double fc = (double)sk[s] * bs, nb = (double)sb[s] * bs, f = fc + nb;
     l += (int64_t)(f * fc);
     c->entries += fc * (fc + 1) / 2 + fc * nb;
-    c->flops += fc * fc * fc / 3 + nb * fc * fc + nb * nb * fc;
+    c->cost[s] = fc * fc * fc / 3 + nb * fc * fc + nb * nb * fc;
+    c->flops += c->cost[s];
     if ((int64_t)(f * f) > front_peak) front_peak = (int64_t)(f * f);
   }
   c->first[m] = (int32_t)n;
   c->rptr[m] = r;
   c->lptr[m] = l;
+  /* the tree (children in increasing order) and the subtrees' costs (children come before their parents) */
+  for (long s = 0; s < m; s++) c->kid[s] = c->sib[s] = -1;
+  for (long s = m - 1; s >= 0; s--) {
+    int32_t par = parent[c->first[s + 1] - 1];
+    if (par < 0) continue;
+    int32_t ps = sn_of[par];
+    c->sib[s] = c->kid[ps];
+    c->kid[ps] = (int32_t)s;
+  }
   for (long s = 0; s < m; s++) {
     int32_t par = parent[c->first[s + 1] - 1];
-    if (par >= 0) c->nchild[sn_of[par]]++;
-  }
-  /* the update-matrix stack in postorder: a supernode pops its children's and pushes its own */
-  {
-    int64_t* sizes = malloc(sizeof(int64_t) * (m > 0 ? m : 1));
-    long depth = 0;
-    if (!sizes) {
-      free(sn_of);
-      st = CQI_CHOL_NOMEM;
-      goto done;
-    }
-    for (long s = 0; s < m; s++) {
-      for (int q = 0; q < c->nchild[s]; q++) stack -= sizes[--depth];
-      int64_t nb = (c->rptr[s + 1] - c->rptr[s]) * bs;
-      if (nb == 0) continue; /* a root */
-      sizes[depth++] = nb * nb;
-      stack += nb * nb;
-      if (stack > stack_peak) stack_peak = stack;
-    }
-    free(sizes);
+    if (par >= 0) c->cost[sn_of[par]] += c->cost[s];
   }
   free(sn_of);
   c->front_len = (size_t)front_peak;
-  c->stack_len = (size_t)stack_peak;
   c->L = malloc(sizeof(double) * (l > 0 ? l : 1));
-  c->front = malloc(sizeof(double) * (front_peak > 0 ? front_peak : 1));
-  c->stack = malloc(sizeof(double) * (stack_peak > 0 ? stack_peak : 1));
-  if (!c->L || !c->front || !c->stack) st = CQI_CHOL_NOMEM;
+  if (!c->L) st = CQI_CHOL_NOMEM;
 done:
   free(nkids), free(sk), free(sb), free(snz), free(sf);
   return st;
@@ -339,13 +348,12 @@ static int analyse(cqi_chol* c, const cqi_block_matrix* A) {
   c->pattern = malloc(pat > 0 ? pat : 1);
   c->perm = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
   c->iperm = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
-  c->map = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
   c->xw = malloc(sizeof(double) * (n > 0 ? n : 1) * A->bs);
   int32_t* parent = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
   int64_t* sptr = NULL;
   int32_t* sidx = NULL;
   int st = CQI_CHOL_NOMEM;
-  if (c->pattern && c->perm && c->iperm && c->map && c->xw && parent) {
+  if (c->pattern && c->perm && c->iperm && c->xw && parent) {
     memcpy(c->pattern, A->col, pat);
     st = order(c, A);
     if (st == CQI_CHOL_OK) st = etree_postorder(c, A, parent);
@@ -358,46 +366,112 @@ static int analyse(cqi_chol* c, const cqi_block_matrix* A) {
   return st;
 }
 
-/* The frontal matrix of supernode s: A's blocks of its columns (the lower triangle), then the children's update
- * matrices, popped from the top of the stack (*top: its used length). */
-static void assemble(cqi_chol* c, const cqi_block_matrix* A, long s, double* F, long f, int64_t* top, int nkids,
-                     const int64_t* kids) {
+/* The frontal matrix of supernode s (order f, node map map): A's blocks of its columns (the lower triangle), then
+ * the children's update matrices in child order, each freed once added. */
+static void assemble(cqi_chol* c, const cqi_block_matrix* A, long s, double* F, long f, const int32_t* map) {
   int bs = c->bs;
   int32_t k0 = c->first[s], k1 = c->first[s + 1];
   memset(F, 0, sizeof(double) * f * f);
   for (int32_t j = k0; j < k1; j++) {
     const int32_t* row = A->col + (long)c->perm[j] * A->width;
     const double* val = A->val + (long)c->perm[j] * A->width * bs * bs;
-    long cj = (long)c->map[j] * bs;
+    long cj = (long)map[j] * bs;
     for (int o = 0; o < A->width; o++) {
       if (row[o] < 0) continue;
       int32_t i = c->iperm[row[o]];
       if (i < j) continue; /* the upper triangle: that block's transpose is assembled from column i */
-      long ri = (long)c->map[i] * bs;
+      long ri = (long)map[i] * bs;
       const double* blk = val + (long)o * bs * bs; /* A(j, i): its entry (a, b) is F(i b, j a) */
       for (int a = 0; a < bs; a++)
         for (int b = 0; b < bs; b++) F[(ri + b) + (cj + a) * f] += blk[a * bs + b];
     }
   }
-  /* the children's update matrices (kids: their supernodes in the order pushed), popped from the top */
-  for (int q = nkids - 1; q >= 0; q--) {
-    long cs = kids[q];
-    const int32_t* rows = c->rows + c->rptr[cs];
-    long nr = (long)(c->rptr[cs + 1] - c->rptr[cs]), nu = nr * bs;
-    *top -= nu * nu;
-    const double* U = c->stack + *top;
+  for (int32_t k = c->kid[s]; k >= 0; k = c->sib[k]) {
+    const int32_t* rows = c->rows + c->rptr[k];
+    long nr = (long)(c->rptr[k + 1] - c->rptr[k]), nu = nr * bs;
+    const double* U = c->upd[k];
     for (long q2 = 0; q2 < nr; q2++) {
-      long cq = (long)c->map[rows[q2]] * bs;
+      long cq = (long)map[rows[q2]] * bs;
       for (long p = q2; p < nr; p++) {
-        long rp = (long)c->map[rows[p]] * bs;
+        long rp = (long)map[rows[p]] * bs;
         for (int a = 0; a < bs; a++)
           for (int b = p == q2 ? a : 0; b < bs; b++) F[(rp + b) + (cq + a) * f] += U[(p * bs + b) + (q2 * bs + a) * nu];
       }
     }
+    free(c->upd[k]);
+    c->upd[k] = NULL;
   }
 }
 
-int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A) {
+/* Supernode s's front on this thread's workspace: assembly, dpotrf, dtrsm, dsyrk; its panel into L and its update
+ * matrix (lower triangle, leading dimension nb) into upd[s]. Returns a CQI_CHOL status. */
+static int factor_front(cqi_chol* c, const cqi_block_matrix* A, long s) {
+  int bs = c->bs, t = omp_get_thread_num();
+  double* F = c->fronts[t];
+  int32_t* map = c->maps[t];
+  int32_t k0 = c->first[s], k1 = c->first[s + 1];
+  long nc = k1 - k0, nr = (long)(c->rptr[s + 1] - c->rptr[s]);
+  long f = (nc + nr) * bs;
+  int fc = (int)(nc * bs), nb = (int)(nr * bs), fi = (int)f, info = 0;
+  for (long q = 0; q < nc; q++) map[k0 + q] = (int32_t)q;
+  for (long q = 0; q < nr; q++) map[c->rows[c->rptr[s] + q]] = (int32_t)(nc + q);
+  assemble(c, A, s, F, f, map);
+  dpotrf_("L", &fc, F, &fi, &info);
+  if (info != 0) return CQI_CHOL_NOT_PD;
+  if (nb > 0) {
+    const double one = 1, minus = -1;
+    dtrsm_("R", "L", "T", "N", &nb, &fc, &one, F, &fi, F + fc, &fi);
+    dsyrk_("L", "N", &nb, &fc, &minus, F + fc, &fi, &one, F + fc + (long)fc * f, &fi);
+    double* U = c->upd[s] = malloc(sizeof(double) * nb * nb);
+    if (!U) return CQI_CHOL_NOMEM;
+    for (long q = 0; q < nb; q++) memcpy(U + q * nb + q, F + fc + (long)(fc + q) * f + q, sizeof(double) * (nb - q));
+  }
+  memcpy(c->L + c->lptr[s], F, sizeof(double) * f * fc);
+  return CQI_CHOL_OK;
+}
+
+/* Subtrees cheaper than this many operations run inside their parent's task (a task costs microseconds). */
+#define CQI_CHOL_TASK_FLOPS 2e6
+
+/* Supernode s's subtree: the children's (large ones as tasks), then s. The first failure is kept in *status. */
+static void factor_subtree(cqi_chol* c, const cqi_block_matrix* A, long s, int* status) {
+  for (int32_t k = c->kid[s]; k >= 0; k = c->sib[k]) {
+    if (c->nthreads > 1 && c->cost[k] > CQI_CHOL_TASK_FLOPS) {
+#pragma omp task firstprivate(k) shared(c, A, status)
+      factor_subtree(c, A, k, status);
+    } else {
+      factor_subtree(c, A, k, status);
+    }
+  }
+#pragma omp taskwait
+  int failed;
+#pragma omp atomic read
+  failed = *status;
+  if (failed != CQI_CHOL_OK) return;
+  int st = factor_front(c, A, s);
+  if (st != CQI_CHOL_OK) {
+#pragma omp critical(cqi_chol_status)
+    if (*status == CQI_CHOL_OK) *status = st;
+  }
+}
+
+/* Per-thread fronts and node maps for threads threads. */
+static int workspace(cqi_chol* c, int threads) {
+  if (c->nthreads >= threads) return CQI_CHOL_OK;
+  drop_workspace(c);
+  c->fronts = calloc(threads, sizeof(double*));
+  c->maps = calloc(threads, sizeof(int32_t*));
+  if (!c->fronts || !c->maps) return CQI_CHOL_NOMEM;
+  c->nthreads = threads;
+  for (int t = 0; t < threads; t++) {
+    c->fronts[t] = malloc(sizeof(double) * (c->front_len > 0 ? c->front_len : 1));
+    c->maps[t] = malloc(sizeof(int32_t) * (c->n > 0 ? c->n : 1));
+    if (!c->fronts[t] || !c->maps[t]) return CQI_CHOL_NOMEM;
+  }
+  return CQI_CHOL_OK;
+}
+
+int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads) {
   size_t pat = sizeof(int32_t) * (size_t)A->n * A->width;
   int same = c->analysed && c->n == A->n && c->bs == A->bs && c->width == A->width &&
              memcmp(c->pattern, A->col, pat) == 0;
@@ -406,40 +480,23 @@ int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A) {
     int st = analyse(c, A);
     if (st != CQI_CHOL_OK) return st;
   }
-  int bs = c->bs;
-  int64_t top = 0;
-  int64_t* kids = malloc(sizeof(int64_t) * (c->ns > 0 ? c->ns : 1)); /* the stack's supernodes, bottom up */
-  if (!kids) return CQI_CHOL_NOMEM;
-  long depth = 0;
-  int st = CQI_CHOL_OK;
-  for (long s = 0; s < c->ns; s++) {
-    int32_t k0 = c->first[s], k1 = c->first[s + 1];
-    long nc = k1 - k0, nr = (long)(c->rptr[s + 1] - c->rptr[s]);
-    long f = (nc + nr) * bs;
-    int fc = (int)(nc * bs), nb = (int)(nr * bs), fi = (int)f, info = 0;
-    for (long q = 0; q < nc; q++) c->map[k0 + q] = (int32_t)q;
-    for (long q = 0; q < nr; q++) c->map[c->rows[c->rptr[s] + q]] = (int32_t)(nc + q);
-    depth -= c->nchild[s];
-    assemble(c, A, s, c->front, f, &top, c->nchild[s], kids + depth);
-    double* F = c->front;
-    dpotrf_("L", &fc, F, &fi, &info);
-    if (info != 0) {
-      st = CQI_CHOL_NOT_PD;
-      break;
-    }
-    if (nb > 0) {
-      const double one = 1, minus = -1;
-      dtrsm_("R", "L", "T", "N", &nb, &fc, &one, F, &fi, F + fc, &fi);
-      dsyrk_("L", "N", &nb, &fc, &minus, F + fc, &fi, &one, F + fc + (long)fc * f, &fi);
-      double* U = c->stack + top; /* push the update matrix (its lower triangle), leading dimension nb */
-      for (long q = 0; q < nb; q++)
-        memcpy(U + q * nb + q, F + fc + (long)(fc + q) * f + q, sizeof(double) * (nb - q));
-      top += (int64_t)nb * nb;
-      kids[depth++] = s;
-    }
-    memcpy(c->L + c->lptr[s], F, sizeof(double) * f * fc);
+  if (threads < 1) threads = 1;
+  int st = workspace(c, threads);
+  if (st != CQI_CHOL_OK) {
+    drop_workspace(c);
+    return st;
   }
-  free(kids);
+  int nth = c->nthreads; /* a larger workspace from an earlier call may stand */
+  c->nthreads = threads;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp single
+  for (long s = 0; s < c->ns; s++)
+    if (c->rptr[s + 1] == c->rptr[s]) factor_subtree(c, A, s, &st); /* the roots: no rows below */
+  c->nthreads = nth;
+  for (long s = 0; s < c->ns; s++) { /* after a failure, update matrices no parent took */
+    free(c->upd[s]);
+    c->upd[s] = NULL;
+  }
   if (st == CQI_CHOL_OK) c->factored = 1;
   return st;
 }
@@ -450,8 +507,8 @@ void cqi_chol_solve(cqi_chol* c, double* x) {
   double* y = c->xw;
   for (long k = 0; k < c->n; k++)
     for (int a = 0; a < bs; a++) y[k * bs + a] = x[(long)c->perm[k] * bs + a];
-  /* forward: L y = x; the rows below a supernode take its share through the front stack's scratch */
-  double* t = c->front;
+  /* forward: L y = x; the rows below a supernode take its share through a front's scratch */
+  double* t = c->fronts[0];
   for (long s = 0; s < c->ns; s++) {
     long nc = c->first[s + 1] - c->first[s], nr = (long)(c->rptr[s + 1] - c->rptr[s]);
     int fc = (int)(nc * bs), nb = (int)(nr * bs), f = fc + nb;

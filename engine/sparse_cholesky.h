@@ -26,10 +26,11 @@ enum { CQI_CHOL_OK = 0, CQI_CHOL_NOT_PD = 1, CQI_CHOL_NOMEM = -1, CQI_CHOL_ORDER
 
 cqi_chol* cqi_chol_create(void);
 void cqi_chol_free(cqi_chol* c);
-/* Factorises A. The ordering and the symbolic analysis are kept and reused while A's pattern (n, width, col) stays
- * the same. Returns CQI_CHOL_OK; CQI_CHOL_NOT_PD when a pivot is not positive (the factors are then invalid);
- * CQI_CHOL_NOMEM; CQI_CHOL_ORDER when METIS fails. */
-int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A);
+/* Factorises A on threads threads (subtrees of the elimination tree in parallel; the same factors for any count).
+ * The ordering and the symbolic analysis are kept and reused while A's pattern (n, width, col) stays the same.
+ * Returns CQI_CHOL_OK; CQI_CHOL_NOT_PD when a pivot is not positive (the factors are then invalid); CQI_CHOL_NOMEM;
+ * CQI_CHOL_ORDER when METIS fails. */
+int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads);
 /* x = A^-1 x in place (x: [n][bs], in A's node order), with the factors of the last successful cqi_chol_factor. */
 void cqi_chol_solve(cqi_chol* c, double* x);
 /* Sizes of the last factorisation: entries of L (dense supernode panels) and floating-point operations. */

@@ -134,23 +134,27 @@ static void cholesky_cases(void) {
     bmat A = grid_matrix(cases[k].nx, cases[k].ny, cases[k].nz, cases[k].bs, cases[k].hole, cases[k].split, (int)k);
     cqi_block_matrix V = view(&A);
     cqi_chol* c = cqi_chol_create();
-    int st = cqi_chol_factor(c, &V);
+    int threads = 1;
+    int st = cqi_chol_factor(c, &V, threads);
     double res = st == CQI_CHOL_OK ? residual(c, &A) : 1;
     snprintf(what, sizeof what, "%dx%dx%d nodes less %ld (bs %d%s): factorised, residual", cases[k].nx, cases[k].ny,
              cases[k].nz, (long)cases[k].nx * cases[k].ny * cases[k].nz - A.n, cases[k].bs,
              cases[k].split ? ", two components" : "");
     check(st == CQI_CHOL_OK && res < 1e-12, what, res);
-    /* the same values again: the same solution bit for bit; new values on the same pattern: the kept analysis */
+    /* the same values on 2 threads (subtrees as tasks): the same solution bit for bit; new values on the same
+     * pattern: the kept analysis */
     long len = A.n * A.bs;
     double *x1 = malloc(sizeof(double) * (len ? len : 1)), *x2 = malloc(sizeof(double) * (len ? len : 1));
     for (long i = 0; i < len; i++) x1[i] = x2[i] = prand(i, 5);
     cqi_chol_solve(c, x1);
-    st = cqi_chol_factor(c, &V);
+    threads = 2;
+    st = cqi_chol_factor(c, &V, threads);
     cqi_chol_solve(c, x2);
-    check(st == CQI_CHOL_OK && memcmp(x1, x2, sizeof(double) * len) == 0, "  refactorised: the same solution, bit for bit", 0);
+    check(st == CQI_CHOL_OK && memcmp(x1, x2, sizeof(double) * len) == 0,
+          "  refactorised on 2 threads: the same solution, bit for bit", 0);
     bmat B = grid_matrix(cases[k].nx, cases[k].ny, cases[k].nz, cases[k].bs, cases[k].hole, cases[k].split, (int)k + 50);
     cqi_block_matrix W = view(&B);
-    st = cqi_chol_factor(c, &W);
+    st = cqi_chol_factor(c, &W, threads);
     res = st == CQI_CHOL_OK ? residual(c, &B) : 1;
     check(st == CQI_CHOL_OK && res < 1e-12, "  new values on the kept analysis: residual", res);
     free_bmat(&B);
@@ -162,16 +166,16 @@ static void cholesky_cases(void) {
   cqi_chol* c = cqi_chol_create();
   bmat A = grid_matrix(10, 8, 6, 3, 2, 0, 7), B = grid_matrix(9, 9, 7, 3, 3, 0, 8);
   cqi_block_matrix VA = view(&A), VB = view(&B);
-  int st = cqi_chol_factor(c, &VA);
-  st = st == CQI_CHOL_OK ? cqi_chol_factor(c, &VB) : st;
+  int st = cqi_chol_factor(c, &VA, 2);
+  st = st == CQI_CHOL_OK ? cqi_chol_factor(c, &VB, 2) : st;
   double res = st == CQI_CHOL_OK ? residual(c, &B) : 1;
   check(st == CQI_CHOL_OK && res < 1e-12, "a new pattern after another: analysed again, residual", res);
   B.val[(B.width - 1) / 2 * B.bs * B.bs] = -1e3; /* the first node's diagonal block (its centre entry is itself) */
-  st = cqi_chol_factor(c, &VB);
+  st = cqi_chol_factor(c, &VB, 2);
   check(st == CQI_CHOL_NOT_PD, "a negative diagonal: not positive definite", st);
   bmat E = {0, 25, 2, NULL, NULL};
   cqi_block_matrix VE = view(&E);
-  st = cqi_chol_factor(c, &VE);
+  st = cqi_chol_factor(c, &VE, 2);
   check(st == CQI_CHOL_OK, "no nodes: nothing to factorise", st);
   cqi_chol_free(c);
   free_bmat(&A), free_bmat(&B);
