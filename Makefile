@@ -160,10 +160,11 @@ bench: deps all
 bench-fluid: deps all
 	$(BUILD)/bin/cqlua tools/fluid_validation.lua
 
-# The finger of examples/finger_pressure.lua run by both integrators under one pressure ramp: fingertip trajectories
-# side by side and the wall time of each (tools/implicit_finger.lua; a few minutes; docs/benchmarks.md, issue 11).
+# Issue 11's cost benchmark: 1 s of the seed's finger (real bulk modulus, 5 kPa ramped over 0.5 s) implicitly at
+# 5 ms substeps against the explicit integrator at half its CFL limit (0.02 s of it run, the rest extrapolated):
+# wall times, their ratio, tip trajectories (tools/implicit_finger.lua; about 3 minutes; docs/benchmarks.md).
 bench-implicit: deps all
-	$(BUILD)/bin/cqlua tools/implicit_finger.lua
+	$(BUILD)/bin/cqlua tools/implicit_finger.lua bulk=1.75e9 kPa=5 ramp=0.5 T=1 dt=5e-3 precond=factor explicit_T=0.02
 
 # The walker against a Taichi implementation of the same scene (tools/peers/taichi_walker.py), interleaved in one
 # run (tools/bench_peers.lua). Installs taichi from PyPI into the user site when $(PYTHON) cannot import it (pip
