@@ -133,12 +133,11 @@ CQ_HD void CQ_D(cavity_inertia)(const cqi_cavity_sums* sm, const cq_real c[D], c
     for (int j = 0; j < D; j++) S2c[i][j] = sm->S2[i * D + j] - sm->S0 * c[i] * c[j];
   for (int i = 0; i < D; i++) tr += S2c[i][i];
   for (int i = 0; i < 9; i++) I[i] = 0;
-  if (D == 2) {
+  if (D == 2)
     I[0] = tr;
-    return;
-  }
-  for (int i = 0; i < D; i++)
-    for (int j = 0; j < D; j++) I[i * 3 + j] = (i == j ? tr : 0) - S2c[i][j];
+  else
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < D; j++) I[i * 3 + j] = (i == j ? tr : 0) - S2c[i][j];
 }
 
 /* The correction's coefficients from a cavity's sums (no walls with area: none). */

@@ -10,6 +10,30 @@
  * cap only bounds the loop. */
 #define CQI_SYMEIG_MAX_SWEEPS 12
 
+/* One Jacobi rotation of the symmetric n x n matrix a (row stride ld) and of its accumulated eigenvectors Q: the
+ * rotation J = [[c, s], [-s, c]] in the (p, q) plane that zeroes a_pq in J^T a J (the smaller angle, t = tan, for
+ * stability); th * th may overflow only where a_pq is negligible, giving t = 0. */
+CQ_HD void cqi_jacobi_rotate(int n, int ld, cq_real* a, cq_real* Q, int p, int q) {
+  const cq_real apq = a[p * ld + q];
+  const cq_real th = (a[q * ld + q] - a[p * ld + p]) / (2 * apq);
+  cq_real t = 1 / (cq_fabs(th) + cq_sqrt(th * th + 1));
+  if (th < 0) t = -t;
+  const cq_real c = 1 / cq_sqrt(t * t + 1), s = t * c;
+  for (int k = 0; k < n; k++) { /* a J, Q J: columns p and q */
+    const cq_real akp = a[k * ld + p], akq = a[k * ld + q], qkp = Q[k * ld + p], qkq = Q[k * ld + q];
+    a[k * ld + p] = c * akp - s * akq;
+    a[k * ld + q] = s * akp + c * akq;
+    Q[k * ld + p] = c * qkp - s * qkq;
+    Q[k * ld + q] = s * qkp + c * qkq;
+  }
+  for (int k = 0; k < n; k++) { /* J^T (a J): rows p and q */
+    const cq_real apk = a[p * ld + k], aqk = a[q * ld + k];
+    a[p * ld + k] = c * apk - s * aqk;
+    a[q * ld + k] = s * apk + c * aqk;
+  }
+  a[p * ld + q] = a[q * ld + p] = 0;
+}
+
 /* A = Q diag(e) Q^T for symmetric A (its upper triangle is read); Q's columns are orthonormal eigenvectors. The
  * rotations come in a fixed order (pairs 01, 02, 12), and a pair is skipped once its entry is negligible beside its
  * diagonal (1e-3 of an ulp: no effect on f(A)), so the result is a deterministic function of A. */
@@ -31,25 +55,7 @@ CQ_HD void cqi_symeig3(const cq_real A[3][3], cq_real e[3], cq_real Q[3][3]) {
         continue;
       }
       rotated = 1;
-      /* the rotation J = [[c, s], [-s, c]] in the (p, q) plane that zeroes a_pq in J^T a J (the smaller angle,
-       * t = tan, for stability); th * th may overflow only where a_pq is negligible, giving t = 0 */
-      const cq_real th = (a[q][q] - a[p][p]) / (2 * apq);
-      cq_real t = 1 / (cq_fabs(th) + cq_sqrt(th * th + 1));
-      if (th < 0) t = -t;
-      const cq_real c = 1 / cq_sqrt(t * t + 1), s = t * c;
-      for (int k = 0; k < 3; k++) { /* a J, Q J: columns p and q */
-        const cq_real akp = a[k][p], akq = a[k][q], qkp = Q[k][p], qkq = Q[k][q];
-        a[k][p] = c * akp - s * akq;
-        a[k][q] = s * akp + c * akq;
-        Q[k][p] = c * qkp - s * qkq;
-        Q[k][q] = s * qkp + c * qkq;
-      }
-      for (int k = 0; k < 3; k++) { /* J^T (a J): rows p and q */
-        const cq_real apk = a[p][k], aqk = a[q][k];
-        a[p][k] = c * apk - s * aqk;
-        a[q][k] = s * apk + c * aqk;
-      }
-      a[p][q] = a[q][p] = 0;
+      cqi_jacobi_rotate(3, 3, &a[0][0], &Q[0][0], p, q);
     }
     if (!rotated) break;
   }
@@ -101,23 +107,7 @@ CQ_HD int cqi_psd_project(int n, cq_real A[9][9]) {
           continue;
         }
         rotated = 1;
-        const cq_real th = (a[q][q] - a[p][p]) / (2 * apq);
-        cq_real t = 1 / (cq_fabs(th) + cq_sqrt(th * th + 1));
-        if (th < 0) t = -t;
-        const cq_real c = 1 / cq_sqrt(t * t + 1), s = t * c;
-        for (int k = 0; k < n; k++) {
-          const cq_real akp = a[k][p], akq = a[k][q], qkp = Q[k][p], qkq = Q[k][q];
-          a[k][p] = c * akp - s * akq;
-          a[k][q] = s * akp + c * akq;
-          Q[k][p] = c * qkp - s * qkq;
-          Q[k][q] = s * qkp + c * qkq;
-        }
-        for (int k = 0; k < n; k++) {
-          const cq_real apk = a[p][k], aqk = a[q][k];
-          a[p][k] = c * apk - s * aqk;
-          a[q][k] = s * apk + c * aqk;
-        }
-        a[p][q] = a[q][p] = 0;
+        cqi_jacobi_rotate(n, 9, &a[0][0], &Q[0][0], p, q);
       }
     if (!rotated) break;
   }
