@@ -129,6 +129,20 @@ describe("examples/finger_air_water.lua", function()
   end)
 end)
 
+describe("examples/finger_air_water.lua, implicitly", function()
+  it("runs the finger at the real bulk modulus with 5 ms substeps (coarse, 0.01 s): the tip bends towards -x", function()
+    os.remove("out/finger_air_water.csv")
+    local r = run_example("examples/finger_air_water.lua", { "6", "0.01", "1.75e9", "10", "air", "2.5", "implicit",
+      "0.005" })
+    local rows = {}
+    for line in io.lines("out/finger_air_water.csv") do rows[#rows + 1] = line end
+    print(string.format("  finger_air_water implicit: 10 kPa for 0.01 s moved the tip %.3f mm; %s", r.air[10e3],
+      rows[#rows]))
+    assert.is_true(r.air[10e3] > 0.05)
+    assert.is_truthy(rows[#rows]:match("^air,10,%-[%d.e-]+,.*,0%.005,2,%d+,implicit,ok$"))
+  end)
+end)
+
 describe("examples/finger_inverse.lua", function()
   it("the finger in water (coarse, 0.03 s, 2 iterations): the pressure search brings the tip closer to its target; " ..
     "CSV, plots and frames", function()
