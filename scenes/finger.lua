@@ -22,26 +22,50 @@ function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHE
 -- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
 -- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
 -- its layer's side.
--- The tank of water (seed 003 sec. 4.3): Newtonian water (density 1000, viscosity 1 mPa s) filling the box lo..hi
--- (m) around the finger up to level (its free surface, below the clamp), sampled every spacing (m), minus the
--- finger's outer box grown by half a spacing. bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
+-- The tank of water (seed 003 sec. 4.3): a grid narrowed around the finger in x and z, so that its slip walls (3
+-- cells, on every side) are the tank's walls and floor (about 38 x 38 mm inside), filled from the floor to level (m, its free surface, below
+-- the clamp) with Newtonian water (density 1000, viscosity 1 mPa s) sampled every spacing (m), less the finger's
+-- outer box grown by half a spacing. gap (m): the water between the finger and the walls on its -x side (where it
+-- bends), its +x side and either z side. bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
 -- explicit substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times the
 -- fingertip's speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep
--- is 40 times longer. Walls: slip on every side of the grid, the ceiling's clamp as in air.
-M.WATER = { bulk = 2e6, visc = 1e-3, spacing = M.DX / 1.25, level = 0.125, lo = { 0.07, 0.025, 0.009 },
-  hi = { 0.145, nil, 0.051 } }
+-- is 40 times longer; implicit substeps take the real one.
+M.WATER = { bulk = 2e6, visc = 1e-3, spacing = M.DX / 1.25, level = 0.125, gap = { 0.012, 0.008, 0.008 } }
+local WALL = 3 -- cells of every wall of the grid
 
 -- The finger's outer box in world coordinates (the mesh is L x H x W = 100 x 16 x 20 mm, posed as below).
-local X0, Z0, LENGTH, HEIGHT, WIDTH = 0.11, 0.02, 0.100, 0.016, 0.020
+local LENGTH, HEIGHT, WIDTH = 0.100, 0.016, 0.020
 local function y0() return (M.RES[2] - 1.6) * M.DX end -- the base just inside the grid's last valid row
 
--- Adds the tank of opts (merged over M.WATER) to robot: the box lo..(hi, level) less the finger's box grown by half a
--- spacing, as five boxes (below the finger, and four around it up to the surface).
-local function add_water(robot, o)
+-- The water options: opts.water (true or a table) merged over M.WATER, checked.
+local function water_options(o)
   local w = {}
   for k, v in pairs(M.WATER) do w[k] = v end
-  for k, v in pairs(o == true and {} or o) do w[k] = v end
-  local lo, hi, h, m = w.lo, { w.hi[1], w.level, w.hi[3] }, w.spacing, w.spacing / 2
+  for k, v in pairs(o == true and {} or o) do
+    if M.WATER[k] == nil then
+      error(string.format("finger.build: water.%s is not an option (bulk, visc, spacing, level, gap)", tostring(k)), 3)
+    end
+    w[k] = v
+  end
+  return w
+end
+
+-- The grid's resolution and the finger's outer box's low corner in x and z: in air the full grid, in water (w) the
+-- grid whose walls' innermost nodes (WALL - 1 and res - WALL) lie gap from the finger, the slack on its +x side. The
+-- water fills the grid up to those nodes (docs/api.md, fluids: water placed a cell inside them creeps into the gap).
+local function layout(w)
+  if not w then return M.RES, 0.11, 0.02 end
+  local function cells(width) return 2 * WALL - 1 + math.ceil(width / M.DX - 1e-9) end
+  local res = { cells(w.gap[1] + HEIGHT + w.gap[2]), M.RES[2], cells(WIDTH + 2 * w.gap[3]) }
+  return res, (WALL - 1) * M.DX + w.gap[1], (WALL - 1) * M.DX + w.gap[3]
+end
+
+-- Adds the water w to robot: the grid's interior (res) from the floor to the surface, less the finger's box (low
+-- corner X0, Z0) grown by half a spacing, as five boxes (below the finger, and four around it up to the surface).
+local function add_water(robot, w, res, X0, Z0)
+  local lo = { (WALL - 1) * M.DX, (WALL - 1) * M.DX, (WALL - 1) * M.DX }
+  local hi = { (res[1] - WALL) * M.DX, w.level, (res[3] - WALL) * M.DX }
+  local h, m = w.spacing, w.spacing / 2
   local klo = { X0 - m, y0() - LENGTH - m, Z0 - m }
   local khi = { X0 + HEIGHT + m, hi[2], Z0 + WIDTH + m }
   local mat = { preset = "water", bulk = w.bulk, visc = w.visc }
@@ -57,11 +81,13 @@ end
 
 function M.build(opts)
   opts = opts or {}
+  local water = opts.water and water_options(opts.water) or nil
   local bulk = opts.bulk or 1.75e9
   local robot = cq.robot { dim = 3 }
   local mesh_size = not opts.msh and (opts.mesh_size or 3) or nil
   local finger = robot:gmsh { path = opts.msh or "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3,
     offset = { 0, 0, 0 }, material = { preset = "dragonskin30", bulk = bulk } }
+  local res, X0, Z0 = layout(water)
   local Y0 = y0()
   for _, p in ipairs(finger.particles) do
     local x = robot.x[p]
@@ -72,18 +98,17 @@ function M.build(opts)
   robot:chamber { wall = wall, max = M.P_MAX }
   local walls = { top = { type = "sticky", thickness = 3 } }
   local dt = opts.dt or M.explicit_dt(bulk)
-  if opts.water then
-    add_water(robot, opts.water)
-    walls.all = { type = "slip", thickness = 3 }
-    local wb = type(opts.water) == "table" and opts.water.bulk or M.WATER.bulk
-    dt = opts.dt or math.min(dt, 0.5 * M.DX / math.sqrt(wb / 1000))
+  if water then
+    add_water(robot, water, res, X0, Z0)
+    walls.all = { type = "slip", thickness = WALL }
+    dt = opts.dt or math.min(dt, 0.5 * M.DX / math.sqrt(water.bulk / 1000))
   end
   local substeps = 1
   if opts.control_dt then
     substeps = math.ceil(opts.control_dt / dt - 1e-9)
     dt = opts.control_dt
   end
-  local world, s = robot:world { res = M.RES, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -9.8, 0 },
+  local world, s = robot:world { res = res, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -9.8, 0 },
     damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads }
   return world, s, #finger.particles -- the finger's particles come first, then the water's

@@ -129,6 +129,15 @@ describe("examples/finger_air_water.lua", function()
   end)
 end)
 
+describe("scenes/finger.lua", function()
+  it("rejects an unknown water option, naming the valid ones", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local ok, err = pcall(require("finger").build, { water = { lo = { 0, 0, 0 } } })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("water.lo is not an option (bulk, visc, spacing, level, gap)", 1, true))
+  end)
+end)
+
 describe("examples/finger_air_water.lua, implicitly", function()
   it("runs the finger at the real bulk modulus with 5 ms substeps (coarse, 0.01 s): the tip bends towards -x", function()
     os.remove("out/finger_air_water.csv")
