@@ -103,19 +103,16 @@ __global__ void CQ_D(cqk_cavity_forces)(CQK_PARTICLES s, CQK_PARAMS m, const cqi
 __global__ void CQ_D(cqk_cavity_force_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cqi_cavity_coef* coef,
                                            const cq_real* gf, cqi_cavity_coef* gcoef, cq_particles g0,
                                            cq_param_grads gp) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x, a = p < s.n ? CQ_D(cavity_of)(&m, p) : -1, n = s.n;
+  int p = blockIdx.x * blockDim.x + threadIdx.x, a = p < s.n ? CQ_D(cavity_of)(&m, p) : -1;
   if (a < 0) return;
   cqi_cavity_coef gk;
   for (int i = 0; i < 3; i++) gk.a[i] = gk.b[i] = gk.c[i] = 0;
-  cq_real gx[D] = {0}, gdA = 0;
-  CQ_D(cavity_force_adj)(&s, &m, p, &coef[a], gf, &gk, gx, &gdA);
+  CQ_D(cavity_particle_force_adj)(&s, &m, p, a, &coef[a], gf, &gk, &g0, &gp);
   for (int i = 0; i < 3; i++) {
     if (gk.a[i] != 0) atomicAdd(&gcoef[a].a[i], gk.a[i]);
     if (gk.b[i] != 0) atomicAdd(&gcoef[a].b[i], gk.b[i]);
     if (gk.c[i] != 0) atomicAdd(&gcoef[a].c[i], gk.c[i]);
   }
-  for (int i = 0; i < D; i++) g0.x[i * n + p] += gx[i];
-  gp.wall_area[p] += gdA;
 }
 
 __global__ void CQ_D(cqk_cavity_coef_adj)(int n_act, const uint8_t* kind, const cqi_cavity_sums* sums,
@@ -128,17 +125,8 @@ __global__ void CQ_D(cqk_cavity_coef_adj)(int n_act, const uint8_t* kind, const 
 __global__ void CQ_D(cqk_cavity_add_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cq_real* u,
                                          const cqi_cavity_sums* gsums, cq_particles g0, cq_param_grads gp,
                                          cq_real* gact) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x, a = p < s.n ? CQ_D(cavity_of)(&m, p) : -1, n = s.n;
-  if (a < 0) return;
-  cq_real gx[D] = {0}, gF[D][D] = {{0}}, gua = 0, gdA = 0;
-  CQ_D(cavity_add_adj)(&s, &m, u, p, a, &gsums[a], gx, gF, &gua, &gdA);
-  for (int i = 0; i < D; i++) {
-    g0.x[i * n + p] += gx[i];
-    for (int j = 0; j < D; j++) g0.F[(i * D + j) * n + p] += gF[i][j];
-  }
-  gp.wall_area[p] += gdA;
-  gp.act_w[p] += gua * u[a];
-  gact[p] += gua * m.act_w[p];
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(cavity_particle_add_adj)(&s, &m, u, p, gsums, &g0, &gp, gact);
 }
 
 /* Block-local scatter (P2G, and G2P's adjoint). The block's particles add into a shared-memory copy of the box of

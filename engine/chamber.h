@@ -290,3 +290,32 @@ CQ_HD void CQ_D(cavity_add_adj)(const cq_particles* s, const cq_params* m, const
   *gdA += t;
   CQ_D(nanson_force_adj)(m, p, s->n, F, u[a] * m->act_w[p], gf, gF, gua, gdA);
 }
+
+/* The per-particle bodies of passes (1) and (3) that both backends run, each thread owning particle p (not in a
+ * cavity: nothing). Pass (1): the coefficient gradients of p's cavity added to gk (a sum over the cavity: the caller
+ * orders or atomically adds it), dL/dx and dL/d(dA) to g0 and gp. Pass (3): p's own gradients under its cavity's
+ * sums' gradients gsums[a] into g0 (x, F), gp (wall_area, act_w) and gact[p]. */
+CQ_HD void CQ_D(cavity_particle_force_adj)(const cq_particles* s, const cq_params* m, int p, int a,
+                                           const cqi_cavity_coef* k, const cq_real* gf, cqi_cavity_coef* gk,
+                                           const cq_particles* g0, const cq_param_grads* gp) {
+  cq_real gx[D] = {0}, gdA = 0;
+  CQ_D(cavity_force_adj)(s, m, p, k, gf, gk, gx, &gdA);
+  for (int i = 0; i < D; i++) g0->x[i * s->n + p] += gx[i];
+  gp->wall_area[p] += gdA;
+}
+
+CQ_HD void CQ_D(cavity_particle_add_adj)(const cq_particles* s, const cq_params* m, const cq_real* u, int p,
+                                         const cqi_cavity_sums* gsums, const cq_particles* g0,
+                                         const cq_param_grads* gp, cq_real* gact) {
+  int a = CQ_D(cavity_of)(m, p), n = s->n;
+  if (a < 0) return;
+  cq_real gx[D] = {0}, gF[D][D] = {{0}}, gua = 0, gdA = 0;
+  CQ_D(cavity_add_adj)(s, m, u, p, a, &gsums[a], gx, gF, &gua, &gdA);
+  for (int i = 0; i < D; i++) {
+    g0->x[i * n + p] += gx[i];
+    for (int j = 0; j < D; j++) g0->F[(i * D + j) * n + p] += gF[i][j];
+  }
+  gp->wall_area[p] += gdA;
+  gp->act_w[p] += gua * u[a];
+  gact[p] += gua * m->act_w[p];
+}

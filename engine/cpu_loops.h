@@ -224,29 +224,13 @@ static int CQ_D(cpu_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, 
   memset(cb->cav_gcoef, 0, sizeof(cqi_cavity_coef) * n_act);
   for (int p = 0; p < n; p++) { /* (1) in particle order: the coefficient gradients are sums */
     int a = CQ_D(cavity_of)(m, p);
-    if (a < 0) continue;
-    cq_real gx[D] = {0}, gdA = 0;
-    CQ_D(cavity_force_adj)(s, m, p, &cb->cav_coef[a], gf, &cb->cav_gcoef[a], gx, &gdA);
-    for (int i = 0; i < D; i++) g0->x[i * n + p] += gx[i];
-    gp->wall_area[p] += gdA;
+    if (a >= 0) CQ_D(cavity_particle_force_adj)(s, m, p, a, &cb->cav_coef[a], gf, &cb->cav_gcoef[a], g0, gp);
   }
   for (int a = 0; a < n_act; a++) /* (2) */
     if (m->act_kind[a] == CQ_ACT_CAVITY)
       CQ_D(cavity_coef_adj)(&cb->cav_sums[a], &cb->cav_coef[a], &cb->cav_gcoef[a], &cb->cav_gsums[a]);
 #pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < n; p++) { /* (3) each particle's own gradients */
-    int a = CQ_D(cavity_of)(m, p);
-    if (a < 0) continue;
-    cq_real gx[D] = {0}, gF[D][D] = {{0}}, gua = 0, gdA = 0;
-    CQ_D(cavity_add_adj)(s, m, u, p, a, &cb->cav_gsums[a], gx, gF, &gua, &gdA);
-    for (int i = 0; i < D; i++) {
-      g0->x[i * n + p] += gx[i];
-      for (int j = 0; j < D; j++) g0->F[(i * D + j) * n + p] += gF[i][j];
-    }
-    gp->wall_area[p] += gdA;
-    gp->act_w[p] += gua * u[a];
-    gact[p] += gua * m->act_w[p];
-  }
+  for (int p = 0; p < n; p++) CQ_D(cavity_particle_add_adj)(s, m, u, p, cb->cav_gsums, g0, gp, gact); /* (3) */
   return CQ_OK;
 }
 

@@ -380,13 +380,14 @@ int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const doub
   return CQ_OK;
 }
 
-/* Boundary velocities are evaluated at the substep's start time. */
+/* How many actuators are closed cavities (their particle forces need the per-cavity correction pass). */
 int cqi_model_cavities(const cqi_model* m) {
   int count = 0;
   for (int a = 0; a < m->n_act; a++) count += m->act_kind[a] == CQ_ACT_CAVITY;
   return count;
 }
 
+/* Boundary velocities are evaluated at the substep's start time. */
 cq_substep cqi_substep_ctx(const cqi_model* m, const int32_t* node_bc_index, const cq_bc* node_bcs, long k) {
   return cqi_substep_piece_ctx(m, node_bc_index, node_bcs, k, 0, 0);
 }
