@@ -82,7 +82,8 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
   { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 40, visc = 0.2 }, "mooney_rivlin+visc" },
   { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.15 } },
   { "ogden", 0, { mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2, bulk = 40 } },
-  { "neohookean", 0, nil, "neohookean, chamber", "chamber" } }
+  { "neohookean", 0, nil, "neohookean, chamber", "chamber" },
+  { "neohookean", 0, nil, "neohookean, cavity", "cavity" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 local function scene_opts(dim, mat, bc, precision, backend)
