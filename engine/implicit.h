@@ -119,7 +119,7 @@ CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) *
 CQ_HD void CQ_D(implicit_stress)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                  const cq_real* v, cq_real* out) {
   CQ_D(cqi_stencil) st;
-  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D] = {{0}}, Fit[D][D], vol[2];
+  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D] = {{0}}, Fit[D][D] = {{0}}, vol[2] = {0, 0}; /* set when lin */
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
   CQ_D(implicit_P)(c, m, p, F, Cm, Fh, P, Fit, vol);
@@ -291,7 +291,7 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
                                      const cq_real* v, const cq_real* lam, cq_particles* gs, const cq_param_grads* gp) {
   int n = s->n;
   CQ_D(cqi_stencil) st;
-  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D] = {{0}}, T[D][D], Lm[D][D], Fit[D][D], vol[2];
+  cq_real F[D][D], Cm[D][D], Fh[D][D], P[D][D] = {{0}}, T[D][D], Lm[D][D], Fit[D][D] = {{0}}, vol[2] = {0, 0};
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
   /* P = the material's P(F_hat) alone here (when implicit.volume = "linear", the linearised volumetric term's share
