@@ -117,7 +117,7 @@ $(BUILD)/bin $(BUILD)/lib $(BUILD)/cuda:
 	mkdir -p $@
 
 # A test-only copy of the engine with one line added to each table of fields.h: a state field J and a differentiable
-# parameter C10 (tests/fields_spec.lua shows that everything else follows from the tables).
+# parameter C10 (tests/engine_spec.lua shows that everything else follows from the tables).
 FIELDS_TEST := $(BUILD)/test-fields
 $(FIELDS_TEST)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) $(BUILD)/lib/cq_ffi.h Makefile
 	rm -rf $(FIELDS_TEST) && mkdir -p $(FIELDS_TEST)/src $(FIELDS_TEST)/lib
