@@ -6,7 +6,8 @@
 -- out/finger_air_water_ratios.csv (a row per pressure: air, water, ratio), the plot out/finger_air_water.png, for
 -- each run the settled finger coloured by von Mises stress (out/finger_air_water/<medium>_p<kPa>.png: the finger
 -- alone, the water hides it) and its state (out/finger_air_water/<medium>_p<kPa>.vtp, water included, for
--- ParaView), and at the highest pressure the motion as frames every 20 ms (out/finger_air_water/<medium>_frames/).
+-- ParaView), its tip's path every 10 ms (out/finger_air_water/<medium>_p<kPa>_tip.csv: displacement from the start,
+-- mm), and at the highest pressure the motion as frames every 20 ms (out/finger_air_water/<medium>_frames/).
 --
 -- Stiffness, stated: explicit integration resolves sound in the stiffest material, so both the silicone's and the
 -- water's bulk moduli are lowered from their real 1.75 GPa and 2.2 GPa to bulk_Pa (2 MPa by default): the
@@ -53,6 +54,7 @@ local function render_finger(world, s, n_finger, path)
     :write(path)
 end
 local FRAME_EVERY = 0.02 -- s
+local TRACK_EVERY = 0.01 -- s: the tip's path, from where it starts, into <medium>_p<kPa>_tip.csv
 
 local results = {} -- results[medium][pressure] = the tip's distance from its rest position (mm)
 for _, medium in ipairs(media) do
@@ -67,10 +69,16 @@ for _, medium in ipairs(media) do
     local frames = p == pressures[#pressures] and OUT .. "/" .. medium .. "_frames" or nil
     if frames then os.execute("mkdir -p " .. frames) end
     local every, nframe = math.max(1, math.floor(FRAME_EVERY / world.dt + 0.5)), 0
+    local track_every, track = math.max(1, math.floor(TRACK_EVERY / world.dt + 0.5)), { "t_s,dx_mm,dy_mm,dz_mm" }
     local clock, drawing = os.time(), 0
     local ok, err = pcall(function()
       for k = 1, steps do
         world:step(s, { p / finger.P_MAX * math.min(1, k * world.dt / RAMP) })
+        if k % track_every == 0 or k == steps then
+          local x = tip()
+          track[#track + 1] = string.format("%.6g,%.6g,%.6g,%.6g", k * world.dt, (x[1] - t0[1]) * 1e3,
+            (x[2] - t0[2]) * 1e3, (x[3] - t0[3]) * 1e3)
+        end
         if frames and (k % every == 0 or k == steps) then
           local c0 = os.time()
           render_finger(world, s, n_finger, string.format("%s/frame_%04d.png", frames, nframe))
@@ -101,6 +109,9 @@ for _, medium in ipairs(media) do
       dist, moved, world.n, world.dt, steps, wall, integrator))
     csv:flush()
     local name = string.format("%s/%s_p%02d", OUT, medium, math.floor(p / 1e3 + 0.5))
+    local f = assert(io.open(name .. "_tip.csv", "w"))
+    f:write(table.concat(track, "\n"), "\n")
+    f:close()
     render_finger(world, s, n_finger, name .. ".png")
     cq.export.vtk { world = world, state = s, path = name .. ".vtp" }
     world:release()

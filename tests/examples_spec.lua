@@ -117,7 +117,7 @@ describe("examples/finger_air_water.lua", function()
     "pictures, frames and VTK", function()
     local files = { "out/finger_air_water.csv", "out/finger_air_water_ratios.csv", "out/finger_air_water.png",
       "out/finger_air_water/water_p20.png", "out/finger_air_water/water_p20.vtp", "out/finger_air_water/air_p20.png",
-      "out/finger_air_water/water_frames/frame_0000.png" }
+      "out/finger_air_water/water_frames/frame_0000.png", "out/finger_air_water/water_p20_tip.csv" }
     for _, f in ipairs(files) do os.remove(f) end
     local r = run_example("examples/finger_air_water.lua", { "6", "0.02", "2e6", "20", "air,water", "2.5" })
     print(string.format("  finger_air_water: 20 kPa for 0.02 s moved the tip %.3f mm in air, %.3f mm in water",
@@ -126,6 +126,11 @@ describe("examples/finger_air_water.lua", function()
     assert.is_true(r.water[20e3] > 0.05)
     assert.is_true(r.water[20e3] < 0.9 * r.air[20e3])
     for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+    local track = {} -- the tip's path: a header, then every 10 ms to 0.02 s, ending where the run's distance says
+    for line in io.lines("out/finger_air_water/water_p20_tip.csv") do track[#track + 1] = line end
+    assert.are.equal("t_s,dx_mm,dy_mm,dz_mm", track[1])
+    assert.are.equal(3, #track)
+    assert.is_truthy(math.abs(tonumber(track[3]:match("^[^,]+")) - 0.02) < 1e-3, track[3])
   end)
 end)
 
