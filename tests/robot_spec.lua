@@ -23,6 +23,16 @@ describe("cq.robot", function()
     assert.are.equal(2, #c)
     assert.is_true((#c[1] == 50 and #c[2] == 16) or (#c[1] == 16 and #c[2] == 50))
   end)
+  it("keeps only the lattice points a box's keep function accepts (one even lattice around a hole)", function()
+    local r = cq.robot { dim = 2 }
+    local hole = function(x) return not (x[1] > 0.03 and x[1] < 0.07 and x[2] > 0.03 and x[2] < 0.07) end
+    local g = r:box { offset = { 0, 0 }, size = { 0.1, 0.1 }, spacing = 0.01, keep = hole }
+    assert.are.equal(100 - 16, g.last - g.first + 1) -- the 4 x 4 points at 0.035 ... 0.065 left out
+    for _, p in ipairs(g.particles) do assert.is_true(hole(r.x[p])) end
+    local ok, msg = pcall(r.box, r, { offset = { 0, 0 }, size = { 0.1, 0.1 }, keep = 1 })
+    assert.is_false(ok)
+    assert.truthy(msg:find("keep must be a function", 1, true), msg)
+  end)
   it("rejects bad arguments with the option, range and value", function()
     local r = cq.robot { dim = 2 }
     local ok, msg = pcall(r.box, r, { offset = { 0, 0 }, size = { 0.1, 0.1 }, material = { nu = 0.5 } })

@@ -10,7 +10,7 @@ require "cq.world" -- declares cq.world's option set
 local M = {}
 local OPTIONS = check.option_set("cq.robot", { "dim" })
 local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing", "count", "material", "velocity", "name",
-  "cavities" })
+  "cavities", "keep" })
 local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name",
   "cavities" })
 local CHAMBER_OPTIONS = check.option_set("robot:chamber", { "wall", "max", "closed" })
@@ -42,8 +42,9 @@ end
 local function material(where, m) return require("cq.materials").resolve(where, m) end
 
 --- Adds a box of particles on a regular lattice: offset (lower corner), size, spacing (default 1/128) or
---- count = particles per axis; material; velocity; cavities (left empty, see Robot:_lattice). Returns the group
---- {first, last, particles = {...}} (with .chambers when it has cavities).
+--- count = particles per axis; material; velocity; cavities (left empty, see Robot:_lattice); keep (a function of a
+--- lattice point's position: false leaves the point out). Returns the group {first, last, particles = {...}} (with
+--- .chambers when it has cavities).
 function Robot:box(opts)
   local where = "robot:box"
   check.options(where, opts, BOX_OPTIONS)
@@ -61,7 +62,10 @@ function Robot:box(opts)
       count[a] = math.max(1, math.floor(opts.size[a] / h + 0.5))
     end
   end
-  return self:_lattice(where, opts, opts.offset, opts.size, count)
+  if opts.keep ~= nil and type(opts.keep) ~= "function" then
+    check.fail(where, "keep must be a function of a point's position returning true to keep it", opts.keep)
+  end
+  return self:_lattice(where, opts, opts.offset, opts.size, count, opts.keep)
 end
 
 -- Places particles at the cell centres of a count[1] x ... lattice over the box offset + [0, size], keeping those
