@@ -23,10 +23,10 @@ function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHE
 -- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
 -- its layer's side.
 -- The tank of water (seed 003 sec. 4.3): a grid narrowed around the finger in x and z, so that its slip walls (3
--- cells, on every side) are the tank's walls and floor (about 38 x 38 mm inside), filled from the floor to level (m, its free surface, below
--- the clamp) with Newtonian water (density 1000, viscosity 1 mPa s) sampled every spacing (m), less the finger's
--- outer box grown by half a spacing. gap (m): the water between the finger and the walls on its -x side (where it
--- bends), its +x side and either z side. bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
+-- cells, on every side) are the tank's walls and floor (about 38 x 38 mm inside), filled from the floor to level (m,
+-- its free surface, below the clamp) with Newtonian water (density 1000, viscosity 1 mPa s) sampled every spacing
+-- (m), less the finger's outer box grown by half a spacing. gap (m): the water between the finger and the walls on
+-- its -x side (where it bends), its +x side and either z side. bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
 -- explicit substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times the
 -- fingertip's speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep
 -- is 40 times longer; implicit substeps take the real one.
@@ -70,7 +70,8 @@ local function add_water(robot, w, res, X0, Z0)
   local khi = { X0 + HEIGHT + m, hi[2], Z0 + WIDTH + m }
   local mat = { preset = "water", bulk = w.bulk, visc = w.visc }
   local function box(a, b)
-    robot:box { offset = a, size = { b[1] - a[1], b[2] - a[2], b[3] - a[3] }, spacing = h, material = mat, name = "water" }
+    robot:box { offset = a, size = { b[1] - a[1], b[2] - a[2], b[3] - a[3] }, spacing = h, material = mat,
+      name = "water" }
   end
   box(lo, { hi[1], klo[2], hi[3] })
   box({ lo[1], klo[2], lo[3] }, { klo[1], hi[2], hi[3] })

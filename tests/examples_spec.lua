@@ -126,11 +126,19 @@ describe("examples/finger_air_water.lua", function()
     assert.is_true(r.water[20e3] > 0.05)
     assert.is_true(r.water[20e3] < 0.9 * r.air[20e3])
     for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
-    local track = {} -- the tip's path: a header, then every 10 ms to 0.02 s, ending where the run's distance says
+    local track = {} -- the tip's path: a header, then every 10 ms to 0.02 s, ending where the run's row says
     for line in io.lines("out/finger_air_water/water_p20_tip.csv") do track[#track + 1] = line end
     assert.are.equal("t_s,dx_mm,dy_mm,dz_mm", track[1])
     assert.are.equal(3, #track)
-    assert.is_truthy(math.abs(tonumber(track[3]:match("^[^,]+")) - 0.02) < 1e-3, track[3])
+    local t, dx, dy, dz = track[3]:match("^([^,]+),([^,]+),([^,]+),([^,]+)$")
+    assert.is_true(math.abs(tonumber(t) - 0.02) < 1e-3, track[3])
+    local from_start -- the run's row: medium,pressure_kPa,dx,dy,dz,distance,from_start_mm,...
+    for line in io.lines("out/finger_air_water.csv") do
+      local field = line:match("^water,20,[^,]*,[^,]*,[^,]*,[^,]*,([^,]*),")
+      if field then from_start = tonumber(field) end
+    end
+    local moved = math.sqrt(tonumber(dx) ^ 2 + tonumber(dy) ^ 2 + tonumber(dz) ^ 2)
+    assert.is_true(from_start > 0 and math.abs(moved - from_start) < 1e-4 * from_start, moved .. " vs " .. from_start)
   end)
 end)
 
