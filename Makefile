@@ -19,9 +19,10 @@ DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
 # robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
 DEB_PACKAGES += gmsh
 # the implicit solve's direct preconditioner (engine/implicit_factor.c, engine/sparse_cholesky.c): METIS (Apache-2.0)
-# orders it, LAPACK/BLAS do its dense work; the serial OpenBLAS takes the BLAS and LAPACK alternatives (serial: the
-# engine's own OpenMP threads are the parallelism, and the factors stay the same whatever they are)
-DEB_PACKAGES += libmetis-dev liblapack-dev libblas-dev libopenblas0-serial
+# orders it, LAPACK/BLAS do its dense work; OpenBLAS's pthread build takes the BLAS and LAPACK alternatives. The engine
+# sets it to one thread (its own OpenMP threads are the parallelism, so the factors stay the same for any thread
+# count); its serial build is not safe to call from two threads at once (see check_blas in sparse_cholesky.c)
+DEB_PACKAGES += libmetis-dev liblapack-dev libblas-dev libopenblas0-pthread
 # parameter studies on a SLURM cluster (cqlua study slurm): tests/study_slurm_spec.lua starts a one-node SLURM with
 # munge here (tests/slurm/cluster.sh); the runner itself needs only sbatch where it submits
 DEB_PACKAGES += slurm-wlm munge

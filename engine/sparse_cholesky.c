@@ -6,16 +6,18 @@
  *   factor     per supernode, children before parents: the frontal matrix from A's blocks and the children's update
  *              matrices (extend-add, in child order), then dpotrf, dtrsm and dsyrk; the panel is kept, the update
  *              matrix handed to the parent. Subtrees run as OpenMP tasks, each front on one thread with its own
- *              workspace, so the factors are the same bit for bit for any thread count
+ *              workspace, so the factors are the same bit for bit for any thread count (where the BLAS is safe to
+ *              call concurrently: see check_blas)
  *   solve      forward and backward substitution by supernodes (dtrsv, dgemv)
  * Fronts and panels are column-major with leading dimension f, the front's order in unknowns. */
 #include "sparse_cholesky.h"
 #include <metis.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* LAPACK and BLAS (Fortran symbols; the system's BLAS, OpenBLAS in the Makefile's packages). */
+/* LAPACK and BLAS (Fortran symbols; the system's BLAS, OpenBLAS's pthread build in the Makefile's packages). */
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
 void dtrsm_(const char* side, const char* uplo, const char* transa, const char* diag, const int* m, const int* n,
             const double* alpha, const double* a, const int* lda, double* b, const int* ldb);
@@ -430,6 +432,22 @@ static int factor_front(cqi_chol* c, const cqi_block_matrix* A, long s) {
   return CQI_CHOL_OK;
 }
 
+/* OpenBLAS, when it is the system's BLAS (weak: absent from other BLASes). Its serial build (0.3.21, Debian's
+ * libopenblas0-serial) is not safe to call from two threads at once: its buffer pool has no lock, and concurrent
+ * dpotrf/dsyrk calls on small fronts now and then return wrong factors (tests/c/cholesky_test.c caught it). Its
+ * OpenMP build threads the calls made outside a parallel region, so the factors would depend on the thread count.
+ * Its pthread build, set to one thread, is safe and deterministic; other BLASes (netlib, BLIS, MKL) are reentrant. */
+int openblas_get_parallel(void) __attribute__((weak));
+void openblas_set_num_threads(int) __attribute__((weak));
+static int blas_concurrent_ok = 1;
+static pthread_once_t blas_checked = PTHREAD_ONCE_INIT;
+static void check_blas(void) {
+  if (!openblas_get_parallel) return;
+  int kind = openblas_get_parallel(); /* 0 serial, 1 pthreads, 2 OpenMP */
+  if (kind == 1 && openblas_set_num_threads) openblas_set_num_threads(1);
+  blas_concurrent_ok = kind == 1;
+}
+
 /* Subtrees cheaper than this many operations run inside their parent's task (a task costs microseconds). */
 #define CQI_CHOL_TASK_FLOPS 2e6
 
@@ -480,7 +498,8 @@ int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads) {
     int st = analyse(c, A);
     if (st != CQI_CHOL_OK) return st;
   }
-  if (threads < 1) threads = 1;
+  pthread_once(&blas_checked, check_blas);
+  if (threads < 1 || !blas_concurrent_ok) threads = 1; /* a BLAS that must not run concurrently: one front at a time */
   int st = workspace(c, threads);
   if (st != CQI_CHOL_OK) {
     drop_workspace(c);
