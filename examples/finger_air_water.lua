@@ -14,7 +14,7 @@
 -- silicone's is still 40 times its shear modulus (Poisson's ratio 0.49) and the water's sound speed (45 m/s) is a
 -- hundred times the fingertip's speed, so both stay nearly incompressible, and the substep is 30 us instead of 1 us.
 -- The water: density 1000, viscosity 1 mPa s, sampled 1.25 times per cell per axis, in a tank whose walls are the
--- grid's (about 38 x 38 mm inside, 12 mm of water on the finger's -x side; scenes/finger.lua, M.WATER).
+-- grid's (40 x 40 mm inside, 14 mm of water on the finger's -x side and 10 mm on its other sides; scenes/finger.lua, M.WATER).
 -- Implicitly (integrator = implicit, a substep dt of milliseconds) the real bulk moduli are affordable: e.g.
 -- `cqlua examples/finger_air_water.lua 3 0.6 1.75e9 5,10,15,20 air 2 implicit 0.005`. A run that fails (the model
 -- stops holding: a chamber wall balloons through the grid at high pressure) is recorded as failed with its message and

@@ -17,20 +17,21 @@ function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHE
 --- without gmsh; replaces mesh_size), bulk (Pa, 1.75e9), damping (1/s, 25: near-critical for the first bending mode,
 --- ~15 rad/s), integrator ("explicit"), dt (the explicit substep by default), control_dt (s: a control step of
 --- ceil(control_dt / dt) substeps; default one substep), implicit (solver options), threads, water (nil: the finger
---- hangs in air; a table: it hangs in a tank of water, see M.WATER).
+--- hangs in air; a table: it hangs in a tank of water, see M.WATER), gravity (m/s^2, 9.8).
 -- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
 -- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
 -- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
 -- its layer's side.
 -- The tank of water (seed 003 sec. 4.3): a grid narrowed around the finger in x and z, so that its slip walls (3
--- cells, on every side) are the tank's walls and floor (about 38 x 38 mm inside), filled from the floor to level (m,
+-- cells, on every side) are the tank's walls and floor (about 40 x 40 mm inside), filled from the floor to level (m,
 -- its free surface, below the clamp) with Newtonian water (density 1000, viscosity 1 mPa s) sampled every spacing
--- (m), less the finger's outer box grown by half a spacing. gap (m): the water between the finger and the walls on
--- its -x side (where it bends), its +x side and either z side. bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
+-- (m; one that divides the finger's 16 x 20 mm sides keeps the water half a spacing from them), less the finger's
+-- outer box. gap (m): the water between the finger and the walls on its -x side (where it bends), its +x side and
+-- either z side (at least; the finger is centred in z). bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the
 -- explicit substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times the
 -- fingertip's speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep
 -- is 40 times longer; implicit substeps take the real one.
-M.WATER = { bulk = 2e6, visc = 1e-3, spacing = M.DX / 1.25, level = 0.125, gap = { 0.012, 0.008, 0.008 } }
+M.WATER = { bulk = 2e6, visc = 1e-3, spacing = M.DX / 1.25, level = 0.125, gap = { 0.014, 0.010, 0.010 } }
 local WALL = 3 -- cells of every wall of the grid
 
 -- The finger's outer box in world coordinates (the mesh is L x H x W = 100 x 16 x 20 mm, posed as below).
@@ -50,34 +51,47 @@ local function water_options(o)
   return w
 end
 
--- The grid's resolution and the finger's outer box's low corner in x and z: in air the full grid, in water (w) the
--- grid whose walls' innermost nodes (WALL - 1 and res - WALL) lie gap from the finger, the slack on its +x side. The
--- water fills the grid up to those nodes (docs/api.md, fluids: water placed a cell inside them creeps into the gap).
-local function layout(w)
-  if not w then return M.RES, 0.11, 0.02 end
-  local function cells(width) return 2 * WALL - 1 + math.ceil(width / M.DX - 1e-9) end
-  local res = { cells(w.gap[1] + HEIGHT + w.gap[2]), M.RES[2], cells(WIDTH + 2 * w.gap[3]) }
-  return res, (WALL - 1) * M.DX + w.gap[1], (WALL - 1) * M.DX + w.gap[3]
+--- The grid and the boxes of a world (m, world coordinates): water nil (the finger in air) or water options (a table
+--- merged over M.WATER). Returns { res, finger_lo, finger_hi (the finger's outer box; its top above the grid),
+--- water_lo, water_hi (water only: the room the water fills, from the walls' innermost nodes up to its level) }. In
+--- water the grid's walls' innermost nodes (WALL - 1 and res - WALL) lie gap from the finger, the slack (cells are
+--- 2.5 mm) on its +x side and shared by its z sides: the water fills the grid up to those nodes (docs/api.md, fluids:
+--- water placed a cell inside them creeps into the gap).
+function M.tank(water)
+  local w = water and water_options(water) or nil
+  local res, X0, Z0 = M.RES, 0.11, 0.02
+  if w then
+    local function cells(width) return 2 * WALL - 1 + math.ceil(width / M.DX - 1e-9) end
+    res = { cells(w.gap[1] + HEIGHT + w.gap[2]), M.RES[2], cells(WIDTH + 2 * w.gap[3]) }
+    local inside_z = (res[3] - 2 * WALL + 1) * M.DX -- between the walls' innermost nodes
+    X0, Z0 = (WALL - 1) * M.DX + w.gap[1], (WALL - 1) * M.DX + (inside_z - WIDTH) / 2
+  end
+  local t = { res = res, finger_lo = { X0, y0() - LENGTH, Z0 }, finger_hi = { X0 + HEIGHT, math.huge, Z0 + WIDTH } }
+  if w then
+    t.water_lo = { (WALL - 1) * M.DX, (WALL - 1) * M.DX, (WALL - 1) * M.DX }
+    t.water_hi = { (res[1] - WALL) * M.DX, w.level, (res[3] - WALL) * M.DX }
+  end
+  return t
 end
 
--- Adds the water w to robot: the grid's interior (res) from the floor to the surface, less the finger's box (low
--- corner X0, Z0) grown by half a spacing, as five boxes (below the finger, and four around it up to the surface).
-local function add_water(robot, w, res, X0, Z0)
-  local lo = { (WALL - 1) * M.DX, (WALL - 1) * M.DX, (WALL - 1) * M.DX }
-  local hi = { (res[1] - WALL) * M.DX, w.level, (res[3] - WALL) * M.DX }
-  local h, m = w.spacing, w.spacing / 2
-  local klo = { X0 - m, y0() - LENGTH - m, Z0 - m }
-  local khi = { X0 + HEIGHT + m, hi[2], Z0 + WIDTH + m }
-  local mat = { preset = "water", bulk = w.bulk, visc = w.visc }
-  local function box(a, b)
-    robot:box { offset = a, size = { b[1] - a[1], b[2] - a[2], b[3] - a[3] }, spacing = h, material = mat,
-      name = "water" }
+-- Adds the water w to robot in tank t (M.tank): the water's room less the finger's box, as one even lattice whose
+-- cells meet the finger's faces in x and z, so that the water's first particles sit half a spacing from every side
+-- face (the box's sides are whole spacings). Lattices that meet the faces unevenly (boxes around the finger each
+-- rounding the spacing to its own size, or one lattice from the tank's corner) push the finger sideways at rest:
+-- docs/benchmarks.md. In y the lattice starts at the floor.
+local function add_water(robot, w, t)
+  local h, lo, hi, flo, fhi = w.spacing, t.water_lo, t.water_hi, t.finger_lo, t.finger_hi
+  local offset, size = {}, {}
+  for a = 1, 3 do
+    offset[a] = a == 2 and lo[a] or flo[a] - math.floor((flo[a] - lo[a]) / h + 1e-9) * h
+    size[a] = math.floor((hi[a] - offset[a]) / h + 1e-9) * h
   end
-  box(lo, { hi[1], klo[2], hi[3] })
-  box({ lo[1], klo[2], lo[3] }, { klo[1], hi[2], hi[3] })
-  box({ khi[1], klo[2], lo[3] }, { hi[1], hi[2], hi[3] })
-  box({ klo[1], klo[2], lo[3] }, { khi[1], hi[2], klo[3] })
-  box({ klo[1], klo[2], khi[3] }, { khi[1], hi[2], hi[3] })
+  local function outside_finger(x)
+    for a = 1, 3 do if x[a] < flo[a] - h / 4 or x[a] > fhi[a] + h / 4 then return true end end
+    return false
+  end
+  robot:box { offset = offset, size = size, spacing = h, material = { preset = "water", bulk = w.bulk, visc = w.visc },
+    name = "water", keep = outside_finger }
 end
 
 function M.build(opts)
@@ -88,8 +102,8 @@ function M.build(opts)
   local mesh_size = not opts.msh and (opts.mesh_size or 3) or nil
   local finger = robot:gmsh { path = opts.msh or "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3,
     offset = { 0, 0, 0 }, material = { preset = "dragonskin30", bulk = bulk } }
-  local res, X0, Z0 = layout(water)
-  local Y0 = y0()
+  local tank = M.tank(opts.water)
+  local X0, Y0, Z0 = tank.finger_lo[1], y0(), tank.finger_lo[3]
   for _, p in ipairs(finger.particles) do
     local x = robot.x[p]
     x[1], x[2], x[3] = X0 + x[2], Y0 - x[1], Z0 + x[3]
@@ -98,9 +112,10 @@ function M.build(opts)
   for i, n in ipairs(wall.normal) do wall.normal[i] = { n[2], -n[1], n[3] } end
   robot:chamber { wall = wall, max = M.P_MAX }
   local walls = { top = { type = "sticky", thickness = 3 } }
+  local gravity = opts.gravity or 9.8
   local dt = opts.dt or M.explicit_dt(bulk)
   if water then
-    add_water(robot, water, res, X0, Z0)
+    add_water(robot, water, tank)
     walls.all = { type = "slip", thickness = WALL }
     dt = opts.dt or math.min(dt, 0.5 * M.DX / math.sqrt(water.bulk / 1000))
   end
@@ -109,7 +124,7 @@ function M.build(opts)
     substeps = math.ceil(opts.control_dt / dt - 1e-9)
     dt = opts.control_dt
   end
-  local world, s = robot:world { res = res, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -9.8, 0 },
+  local world, s = robot:world { res = tank.res, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -gravity, 0 },
     damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads }
   return world, s, #finger.particles -- the finger's particles come first, then the water's

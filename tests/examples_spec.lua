@@ -149,6 +149,35 @@ describe("scenes/finger.lua", function()
     assert.is_false(ok)
     assert.is_truthy(tostring(err):find("water.lo is not an option (bulk, visc, spacing, level, gap)", 1, true))
   end)
+
+  it("fills the tank as one even lattice: the water starts half a spacing from the finger's side faces and from " ..
+    "the walls, and the finger is centred in z", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local finger = require "finger"
+    local h = finger.WATER.spacing
+    local t = finger.tank(true)
+    local world, s, nf = finger.build { mesh_size = 6, bulk = 2e6, water = true }
+    local n = world.n
+    local function pos(i) return { s.x[i], s.x[n + i], s.x[2 * n + i] } end
+    -- per axis a (x, z) and the other b: the water beside the finger (within its span in b, below the surface)
+    for _, ab in ipairs({ { 1, 3 }, { 3, 1 } }) do
+      local a, b = ab[1], ab[2]
+      local below, above, least, most = -math.huge, math.huge, math.huge, -math.huge
+      for i = nf, n - 1 do
+        local x = pos(i)
+        least, most = math.min(least, x[a]), math.max(most, x[a])
+        if x[b] > t.finger_lo[b] and x[b] < t.finger_hi[b] and x[2] > t.finger_lo[2] then
+          if x[a] < t.finger_lo[a] then below = math.max(below, x[a]) end
+          if x[a] > t.finger_hi[a] then above = math.min(above, x[a]) end
+        end
+      end
+      local gaps = { t.finger_lo[a] - below, above - t.finger_hi[a], least - t.water_lo[a], t.water_hi[a] - most }
+      for k, g in ipairs(gaps) do assert.is_true(math.abs(g - h / 2) < 1e-9, "axis " .. a .. " gap " .. k .. ": " .. g) end
+    end
+    local left, right = t.finger_lo[3] - t.water_lo[3], t.water_hi[3] - t.finger_hi[3]
+    assert.is_true(math.abs(left - right) < 1e-12 and left >= finger.WATER.gap[3] - 1e-12, left .. " vs " .. right)
+    world:release()
+  end)
 end)
 
 describe("examples/finger_air_water.lua, implicitly", function()
