@@ -1,9 +1,12 @@
 -- Seed 003 sec. 4.3 and Table 3: the pneumatic finger of scenes/finger.lua pressurised in air and in a tank of
 -- water, at 0, 5, 10, 15 and 20 kPa. For each medium and pressure: ramp the pressure up over 0.1 s, let the finger
--- settle (damped), and record where the fingertip is. Its displacement is measured from where it settles at 0 kPa in
--- the same medium and time (the rest state: gravity, buoyancy and the water's own settling taken out); then the
--- air/water ratio per pressure, as the seed's Table 3 reports it. Writes out/finger_air_water.csv (a row per run),
--- out/finger_air_water_ratios.csv (a row per pressure: air, water, ratio), the plot out/finger_air_water.png, for
+-- settle (damped), and record where the fingertip is. Its displacement is measured two ways: from where it settles
+-- at 0 kPa in the same medium and time (the rest state: the pressure's own effect, with gravity, buoyancy and the
+-- water's own settling taken out), and from where it starts (seed 003 Fig. 6: the distance from its original
+-- position, which keeps the sag under its weight in air and the lift by buoyancy in water); then the air/water ratio
+-- per pressure, as the seed's Table 3 reports it. Writes out/finger_air_water.csv (a row per run),
+-- out/finger_air_water_ratios.csv (a row per pressure: air, water and their ratio, from rest and from the start),
+-- the plot out/finger_air_water.png, for
 -- each run the settled finger coloured by von Mises stress (out/finger_air_water/<medium>_p<kPa>.png: the finger
 -- alone, the water hides it) and its state (out/finger_air_water/<medium>_p<kPa>.vtp, water included, for
 -- ParaView), its tip's path every 10 ms (out/finger_air_water/<medium>_p<kPa>_tip.csv: displacement from the start,
@@ -57,8 +60,9 @@ local FRAME_EVERY = 0.02 -- s
 local TRACK_EVERY = 0.01 -- s: the tip's path, from where it starts, into <medium>_p<kPa>_tip.csv
 
 local results = {} -- results[medium][pressure] = the tip's distance from its rest position (mm)
+local from_start = {} -- from_start[medium][pressure] = the tip's distance from where it started (mm)
 for _, medium in ipairs(media) do
-  results[medium] = {}
+  results[medium], from_start[medium] = {}, {}
   local rest -- the tip at 0 kPa after the same time
   for _, p in ipairs(pressures) do
     local world, s, n_finger = finger.build { mesh_size = mesh_size, bulk = bulk, integrator = integrator, dt = dt,
@@ -101,7 +105,7 @@ for _, medium in ipairs(media) do
     local d = { (t1[1] - rest[1]) * 1e3, (t1[2] - rest[2]) * 1e3, (t1[3] - rest[3]) * 1e3 }
     local dist = math.sqrt(d[1] ^ 2 + d[2] ^ 2 + d[3] ^ 2)
     local moved = math.sqrt((t1[1] - t0[1]) ^ 2 + (t1[2] - t0[2]) ^ 2 + (t1[3] - t0[3]) ^ 2) * 1e3
-    results[medium][p] = dist
+    results[medium][p], from_start[medium][p] = dist, moved
     print(string.format("finger_air_water: %-5s %5.1f kPa: tip %6.2f mm from rest (dx %6.2f, dy %6.2f mm), %6.2f mm " ..
       "from the start; %d particles, substep %.3g s x %d, %d s wall", medium, p / 1e3, dist, d[1], d[2], moved, world.n,
       world.dt, steps, wall))
@@ -122,24 +126,26 @@ end
 csv:close()
 fw:release()
 
--- Table 3: the displacement in air over that in water, per pressure.
-local rows = { "pressure_kPa,air_mm,water_mm,air_over_water" }
+-- Table 3: the displacement in air over that in water, per pressure, from rest and from the start.
+local rows = { "pressure_kPa,air_mm,water_mm,air_over_water,air_from_start_mm,water_from_start_mm," ..
+  "air_over_water_from_start" }
 if results.air and results.water then
-  print("finger_air_water: fingertip displacement from rest (mm) per pressure, as seed 003 Table 3")
-  print("  pressure (kPa)     air   water   air / water")
-  for i = 2, #pressures do
-    local p = pressures[i]
-    local a, w = results.air[p], results.water[p]
+  print("finger_air_water: fingertip displacement (mm) per pressure, as seed 003 Table 3")
+  print("  pressure (kPa)   from rest: air   water   air / water   from the start: air   water   air / water")
+  for _, p in ipairs(pressures) do
+    local a, w, as, ws = results.air[p], results.water[p], from_start.air[p], from_start.water[p]
     if a and w then -- both runs held
-      print(string.format("  %14.0f %7.2f %7.2f %13.2f", p / 1e3, a, w, a / w))
-      rows[#rows + 1] = string.format("%g,%.6g,%.6g,%.6g", p / 1e3, a, w, a / w)
+      local ratio = p > 0 and string.format("%.6g", a / w) or "" -- 0 / 0 at rest
+      print(string.format("  %14.0f %16.2f %7.2f %13s %21.2f %7.2f %13.2f", p / 1e3, a, w, ratio, as, ws, as / ws))
+      rows[#rows + 1] = string.format("%g,%.6g,%.6g,%s,%.6g,%.6g,%.6g", p / 1e3, a, w, ratio, as, ws, as / ws)
     end
   end
   local f = assert(io.open("out/finger_air_water_ratios.csv", "w"))
   f:write(table.concat(rows, "\n"), "\n")
   f:close()
-  cq.plot { csv = "out/finger_air_water_ratios.csv", x = "pressure_kPa", y = { "air_mm", "water_mm" },
-    out = "out/finger_air_water.png", style = "linespoints", title = "PneuNet finger in air and in water",
-    xlabel = "pressure (kPa)", ylabel = "fingertip displacement (mm)" }
+  cq.plot { csv = "out/finger_air_water_ratios.csv", x = "pressure_kPa",
+    y = { "air_mm", "water_mm", "air_from_start_mm", "water_from_start_mm" }, out = "out/finger_air_water.png",
+    style = "linespoints", title = "PneuNet finger in air and in water", xlabel = "pressure (kPa)",
+    ylabel = "fingertip displacement (mm)" }
 end
-return results
+return results, from_start

@@ -139,6 +139,16 @@ describe("examples/finger_air_water.lua", function()
     end
     local moved = math.sqrt(tonumber(dx) ^ 2 + tonumber(dy) ^ 2 + tonumber(dz) ^ 2)
     assert.is_true(from_start > 0 and math.abs(moved - from_start) < 1e-4 * from_start, moved .. " vs " .. from_start)
+    -- the ratios from the start (seed 003 Fig. 6's measure) carry the same water run's distance
+    local ratio_row
+    for line in io.lines("out/finger_air_water_ratios.csv") do
+      if line:match("^20,") then ratio_row = line end
+    end
+    local v = {}
+    for field in ratio_row:gmatch("[^,]+") do v[#v + 1] = tonumber(field) end
+    assert.are.equal(7, #v)
+    assert.is_true(math.abs(v[6] - from_start) < 1e-4 * from_start and math.abs(v[7] - v[5] / v[6]) < 1e-4 * v[7],
+      ratio_row)
   end)
 end)
 
