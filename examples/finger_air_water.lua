@@ -24,6 +24,11 @@
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
 --          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=2] [integrator=explicit] [dt_s]
+--          [presettle_s=0]
+-- presettle_s > 0: each medium's finger first hangs at 0 kPa for that long, and every run of that medium (the rest
+-- run included) starts from that one settled state, so that the water's slow settling (its slosh after gravity is
+-- switched on: docs/benchmarks.md) is common to all of them; settle_s then counts from the pressure's start, and
+-- "from the start" still means from where the finger was built.
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger = require "finger"
@@ -39,6 +44,7 @@ for m in ((arg and arg[5]) or "air,water"):gmatch("[^,]+") do media[#media + 1] 
 local water_spacing = (tonumber(arg and arg[6]) or finger.WATER.spacing * 1e3) * 1e-3
 local integrator = (arg and arg[7]) or "explicit"
 local dt = tonumber(arg and arg[8]) -- the substep; by default the explicit one (half the CFL limit)
+local presettle = tonumber(arg and arg[9]) or 0
 local RAMP, OUT = 0.1, "out/finger_air_water"
 
 os.execute("mkdir -p " .. OUT)
@@ -64,11 +70,23 @@ local from_start = {} -- from_start[medium][pressure] = the tip's distance from 
 for _, medium in ipairs(media) do
   results[medium], from_start[medium] = {}, {}
   local rest -- the tip at 0 kPa after the same time
+  local settled, t0 -- with presettle: the settled state every run starts from, and the tip where it was built
   for _, p in ipairs(pressures) do
     local world, s, n_finger = finger.build { mesh_size = mesh_size, bulk = bulk, integrator = integrator, dt = dt,
       water = medium == "water" and { bulk = bulk, spacing = water_spacing } or nil }
     local tip = finger.tip_of(world, s, n_finger)
-    local t0 = tip()
+    t0 = t0 or tip()
+    if presettle > 0 then
+      if not settled then
+        for _ = 1, math.ceil(presettle / world.dt - 1e-9) do world:step(s, { 0 }) end
+        settled = {} -- the state's fields, copied out (a state belongs to its world, and each run has its own)
+        for f, len in pairs({ x = 3, v = 3, C = 9, F = 9 }) do
+          settled[f] = { len = len * s.n }
+          for i = 0, len * s.n - 1 do settled[f][i] = s[f][i] end
+        end
+      end
+      for f, values in pairs(settled) do for i = 0, values.len - 1 do s[f][i] = values[i] end end
+    end
     local steps = math.ceil(settle / world.dt)
     local frames = p == pressures[#pressures] and OUT .. "/" .. medium .. "_frames" or nil
     if frames then os.execute("mkdir -p " .. frames) end

@@ -202,6 +202,17 @@ describe("examples/finger_air_water.lua, implicitly", function()
     assert.is_true(r.air[10e3] > 0.05)
     assert.is_truthy(rows[#rows]:match("^air,10,%-[%d.e-]+,.*,0%.005,2,%d+,implicit,ok$"))
   end)
+
+  it("presettle: every run starts from the state settled at 0 kPa (0.01 s settled then 0.01 s at rest = 0.02 s at " ..
+    "rest), the tip measured from where the finger was built", function()
+    local _, settled = run_example("examples/finger_air_water.lua", { "6", "0.01", "1.75e9", "10", "air", "2.5",
+      "implicit", "0.005", "0.01" })
+    local _, straight = run_example("examples/finger_air_water.lua", { "6", "0.02", "1.75e9", "10", "air", "2.5",
+      "implicit", "0.005" })
+    local a, b = settled.air[0], straight.air[0]
+    print(string.format("  finger_air_water presettle: rest tip %.6f mm from the start, %.6f mm straight", a, b))
+    assert.is_true(b > 0.05 and math.abs(a - b) < 1e-3 * b, a .. " vs " .. b)
+  end)
 end)
 
 describe("examples/finger_inverse.lua", function()
