@@ -448,6 +448,11 @@ static void check_blas(void) {
   blas_concurrent_ok = kind == 1;
 }
 
+int cqi_chol_concurrent(void) {
+  pthread_once(&blas_checked, check_blas);
+  return blas_concurrent_ok;
+}
+
 /* Subtrees cheaper than this many operations run inside their parent's task (a task costs microseconds). */
 #define CQI_CHOL_TASK_FLOPS 2e6
 
@@ -498,8 +503,7 @@ int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads) {
     int st = analyse(c, A);
     if (st != CQI_CHOL_OK) return st;
   }
-  pthread_once(&blas_checked, check_blas);
-  if (threads < 1 || !blas_concurrent_ok) threads = 1; /* a BLAS that must not run concurrently: one front at a time */
+  if (threads < 1 || !cqi_chol_concurrent()) threads = 1; /* a BLAS not safe concurrently: one front at a time */
   int st = workspace(c, threads);
   if (st != CQI_CHOL_OK) {
     drop_workspace(c);

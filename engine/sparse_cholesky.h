@@ -31,6 +31,9 @@ void cqi_chol_free(cqi_chol* c);
  * Returns CQI_CHOL_OK; CQI_CHOL_NOT_PD when a pivot is not positive (the factors are then invalid); CQI_CHOL_NOMEM;
  * CQI_CHOL_ORDER when METIS fails. */
 int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads);
+/* Whether cqi_chol_factor runs fronts on several threads at once: only where the BLAS is safe to call that way
+ * (sparse_cholesky.c, check_blas); otherwise it factorises on one thread whatever threads says. */
+int cqi_chol_concurrent(void);
 /* x = A^-1 x in place (x: [n][bs], in A's node order), with the factors of the last successful cqi_chol_factor. */
 void cqi_chol_solve(cqi_chol* c, double* x);
 /* Sizes of the last factorisation: entries of L (dense supernode panels) and floating-point operations. */

@@ -17,7 +17,8 @@
 -- silicone's is still 40 times its shear modulus (Poisson's ratio 0.49) and the water's sound speed (45 m/s) is a
 -- hundred times the fingertip's speed, so both stay nearly incompressible, and the substep is 30 us instead of 1 us.
 -- The water: density 1000, viscosity 1 mPa s, sampled 1.25 times per cell per axis, in a tank whose walls are the
--- grid's (40 x 40 mm inside, 14 mm of water on the finger's -x side and 10 mm on its other sides; scenes/finger.lua, M.WATER).
+-- grid's (40 x 40 mm inside, 14 mm of water on the finger's -x side and 10 mm on its other sides;
+-- scenes/finger.lua, M.WATER).
 -- Implicitly (integrator = implicit, a substep dt of milliseconds) the real bulk moduli are affordable: e.g.
 -- `cqlua examples/finger_air_water.lua 3 0.6 1.75e9 5,10,15,20 air 2 implicit 0.005`. A run that fails (the model
 -- stops holding: a chamber wall balloons through the grid at high pressure) is recorded as failed with its message and
@@ -70,7 +71,8 @@ local from_start = {} -- from_start[medium][pressure] = the tip's distance from 
 for _, medium in ipairs(media) do
   results[medium], from_start[medium] = {}, {}
   local rest -- the tip at 0 kPa after the same time
-  local settled, t0 -- with presettle: the settled state every run starts from, and the tip where it was built
+  local settled, t0 -- with presettle: the settled state every run starts from (its world kept until the medium is
+  -- done), and the tip where the finger was built
   for _, p in ipairs(pressures) do
     local world, s, n_finger = finger.build { mesh_size = mesh_size, bulk = bulk, integrator = integrator, dt = dt,
       water = medium == "water" and { bulk = bulk, spacing = water_spacing } or nil }
@@ -79,13 +81,9 @@ for _, medium in ipairs(media) do
     if presettle > 0 then
       if not settled then
         for _ = 1, math.ceil(presettle / world.dt - 1e-9) do world:step(s, { 0 }) end
-        settled = {} -- the state's fields, copied out (a state belongs to its world, and each run has its own)
-        for f, len in pairs({ x = 3, v = 3, C = 9, F = 9 }) do
-          settled[f] = { len = len * s.n }
-          for i = 0, len * s.n - 1 do settled[f][i] = s[f][i] end
-        end
+        settled = s:copy()
       end
-      for f, values in pairs(settled) do for i = 0, values.len - 1 do s[f][i] = values[i] end end
+      s:copy_from(settled) -- a state of the same particles, from the first run's world
     end
     local steps = math.ceil(settle / world.dt)
     local frames = p == pressures[#pressures] and OUT .. "/" .. medium .. "_frames" or nil
@@ -114,7 +112,7 @@ for _, medium in ipairs(media) do
       csv:write(string.format("%s,%g,,,,,,%d,%.6g,%d,%d,%s,\"failed: %s\"\n", medium, p / 1e3, world.n, world.dt,
         steps, wall, integrator, tostring(err):gsub('"', "'"):gsub("\n", " ")))
       csv:flush()
-      world:release()
+      if not (settled and settled.world == world) then world:release() end
       assert(p ~= 0, "finger_air_water: the rest state (0 kPa) failed")
       goto next_pressure
     end
@@ -136,10 +134,11 @@ for _, medium in ipairs(media) do
     f:close()
     render_finger(world, s, n_finger, name .. ".png")
     cq.export.vtk { world = world, state = s, path = name .. ".vtp" }
-    world:release()
+    if not (settled and settled.world == world) then world:release() end
     collectgarbage()
     ::next_pressure::
   end
+  if settled then settled.world:release() end
 end
 csv:close()
 fw:release()

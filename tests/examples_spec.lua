@@ -182,7 +182,9 @@ describe("scenes/finger.lua", function()
         end
       end
       local gaps = { t.finger_lo[a] - below, above - t.finger_hi[a], least - t.water_lo[a], t.water_hi[a] - most }
-      for k, g in ipairs(gaps) do assert.is_true(math.abs(g - h / 2) < 1e-9, "axis " .. a .. " gap " .. k .. ": " .. g) end
+      for k, g in ipairs(gaps) do
+        assert.is_true(math.abs(g - h / 2) < 1e-9, "axis " .. a .. " gap " .. k .. ": " .. g)
+      end
     end
     local left, right = t.finger_lo[3] - t.water_lo[3], t.water_hi[3] - t.finger_hi[3]
     assert.is_true(math.abs(left - right) < 1e-12 and left >= finger.WATER.gap[3] - 1e-12, left .. " vs " .. right)
