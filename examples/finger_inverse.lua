@@ -4,14 +4,20 @@
 -- step from one backward pass over the recorded substeps.
 -- The target is where a reference pressure (a ramp to 12 kPa over 0.3 s, then held) puts the tip at t = reach, so
 -- the problem has an exact answer; the search starts from a constant 5 kPa, and the report is the distance left.
--- Materials as examples/finger_air_water.lua (docs/benchmarks.md): both bulk moduli lowered to 2 MPa, so that the
--- explicit substep is 28 us instead of about 1 us.
+-- Materials as examples/finger_air_water.lua (docs/benchmarks.md): both bulk moduli (finger and water) are bulk_Pa,
+-- by default lowered to 2 MPa, so that the explicit substep is 28 us instead of about 1 us; the implicit integrator
+-- takes the real 1.75e9. water_gap_mm narrows the tank (the water between the finger and each wall; default
+-- scenes/finger.lua's 14/10/10 mm): the implicit substep's cost is that of the tank's grid.
+-- The run keeps a checkpoint (out/finger_inverse.ckpt.json) and the target (out/finger_inverse/target.txt, with the
+-- arguments it belongs to), so an interrupted run continues where it stopped when started again with the same
+-- arguments; the initial guess and the best iteration are measured on the optimisation's own forward passes.
 -- Writes out/finger_inverse.csv (the optimisation log), out/finger_inverse/control.csv (pressure, tip and target
 -- per control step, before and after), out/finger_inverse/{pressure,distance,history}.png and the optimised motion
 -- as frames (out/finger_inverse/frames/). `cqlua examples/finger_inverse.lua plot` redraws the plots from the CSV
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=2] [implicit_substep_s=0.002]
+--          [bulk_Pa=2e6] [water_gap_mm=]
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
@@ -42,10 +48,12 @@ local control_dt = tonumber(A[6]) or 0.02
 local lr = tonumber(A[7]) or 0.05
 local water_spacing = (tonumber(A[8]) or finger.WATER.spacing * 1e3) * 1e-3
 local implicit_dt = tonumber(A[9]) or 2e-3 -- the implicit integrator's substep (the explicit one is the CFL limit's half)
-local BULK, P_MAX = 2e6, finger.P_MAX
+local BULK, P_MAX = tonumber(A[10]) or 2e6, finger.P_MAX
+local gap = tonumber(A[11])
+local water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil }
 
 local world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
-  water = { bulk = BULK, spacing = water_spacing }, integrator = integrator, control_dt = control_dt,
+  water = water, integrator = integrator, control_dt = control_dt,
   dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil }
 local steps = math.floor((reach + hold) / control_dt + 0.5)
 local k_reach = math.floor(reach / control_dt + 0.5)
@@ -79,11 +87,32 @@ for k = 0, steps - 1 do initial[k] = u.v[k] end
 set_u(function(k) return 0.6 * math.min(1, (k + 1) * control_dt / 0.3) end)
 local reference = {}
 for k = 0, steps - 1 do reference[k] = u.v[k] end
-local clock = os.clock()
-run:forward(s0)
-local target = tip_at(run:trajectory(), k_reach)
-print(string.format("finger_inverse: target (%.2f, %.2f, %.2f) mm from the reference run (%.0f s)", target[1] * 1e3,
-  target[2] * 1e3, target[3] * 1e3, os.clock() - clock))
+-- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
+os.execute("mkdir -p " .. OUT)
+local key = {}
+for i = 1, 11 do key[i] = tostring(A[i] or "") end
+key = table.concat(key, " ")
+local target
+local f = io.open(OUT .. "/target.txt")
+if f then
+  local line = f:read("*l") or ""
+  f:close()
+  local k, x, y, z = line:match("^(.-)|(%S+) (%S+) (%S+)$")
+  if k == key then target = { tonumber(x), tonumber(y), tonumber(z) } end
+end
+if not target then
+  local clock = os.clock()
+  run:forward(s0)
+  target = tip_at(run:trajectory(), k_reach)
+  print(string.format("finger_inverse: target (%.2f, %.2f, %.2f) mm from the reference run (%.0f s)", target[1] * 1e3,
+    target[2] * 1e3, target[3] * 1e3, os.clock() - clock))
+  f = assert(io.open(OUT .. "/target.txt", "w"))
+  f:write(string.format("%s|%.17g %.17g %.17g\n", key, target[1], target[2], target[3]))
+  f:close()
+else
+  print(string.format("finger_inverse: target (%.2f, %.2f, %.2f) mm, kept from an earlier run with these arguments",
+    target[1] * 1e3, target[2] * 1e3, target[3] * 1e3))
+end
 set_u(function(k) return initial[k] end)
 
 -- Loss: the mean squared distance (mm^2) of the tip to the target over the states of control steps k_reach..steps.
@@ -105,26 +134,57 @@ local function distances(traj)
   for k = k_reach, steps do worst = math.max(worst, d[k]) end
   return d, worst
 end
-run:forward(s0)
-local d_initial = distances(run:trajectory())
-
-local result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse",
+-- The frames' control steps, and what the best iteration's forward pass leaves of them (the finger's positions, the
+-- tip per control step), so that no forward pass is spent on the report.
+local every = math.max(1, math.floor(0.1 / control_dt + 0.5))
+local function finger_positions(traj, k)
+  local v, x = traj:view("x", k), {}
+  for a = 0, 2 do for i = 0, n_finger - 1 do x[a * n_finger + i] = v[a * world.n + i] end end
+  return x
+end
+local function record(traj)
+  local r = { tips = {}, frames = {} }
+  r.d, r.worst = distances(traj)
+  for k = 0, steps do r.tips[k] = tip_at(traj, k) end
+  for k = 0, steps, every do r.frames[k] = finger_positions(traj, k) end
+  return r
+end
+local d_initial, best
+local CKPT = "out/finger_inverse.ckpt.json" -- resumed only by a run with the same arguments
+local saved = io.open(CKPT)
+if saved then saved:close() saved = require("cq.json").read(CKPT) end
+local result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse", checkpoint = CKPT,
+  resume = (saved and saved.extra and saved.extra.key == key) and "auto" or false,
+  extra = { save = function() return { key = key } end, load = function() end },
   optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, 1 } } }, columns = { "reach_mm", "hold_max_mm" },
-  keep_best = true, checkpoint = false,
-  values = function()
+  keep_best = true,
+  values = function(it, loss)
     local d, worst = distances(run:trajectory())
+    if it == 1 then d_initial = d end
+    if not best or loss < best.loss then
+      best = record(run:trajectory())
+      best.loss = loss
+    end
     return { reach_mm = d[k_reach], hold_max_mm = worst }
   end }
 
--- The optimised run (the best parameters), its CSV and frames.
-run:forward(s0)
-local traj = run:trajectory()
-local d_final, worst = distances(traj)
-os.execute("mkdir -p " .. OUT)
+-- The optimised run (the best parameters), its CSV and frames. A resumed run has not seen every iteration: it runs
+-- the initial guess and the best parameters again.
+if not d_initial or not result.best or best.loss ~= result.best.loss then
+  local kept = {}
+  for k = 0, steps - 1 do kept[k] = u.v[k] end
+  set_u(function(k) return initial[k] end)
+  run:forward(s0)
+  d_initial = distances(run:trajectory())
+  set_u(function(k) return kept[k] end)
+  run:forward(s0)
+  best = record(run:trajectory())
+end
+local d_final, worst = best.d, best.worst
 local csv = assert(io.open(OUT .. "/control.csv", "w"))
 csv:write("k,t_s,p_initial_kPa,p_reference_kPa,p_optimised_kPa,tip_x_mm,tip_y_mm,tip_z_mm,d_initial_mm,d_optimised_mm\n")
 for k = 0, steps do
-  local x, uk = tip_at(traj, k), math.min(k, steps - 1)
+  local x, uk = best.tips[k], math.min(k, steps - 1)
   csv:write(string.format("%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", k, k * control_dt,
     initial[uk] * P_MAX / 1e3, reference[uk] * P_MAX / 1e3, u.v[uk] * P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, x[3] * 1e3,
     d_initial[k], d_final[k]))
@@ -132,10 +192,9 @@ end
 csv:close()
 local fw, fs = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK }
 os.execute("mkdir -p " .. OUT .. "/frames")
-local every = math.max(1, math.floor(0.1 / control_dt + 0.5))
 for k = 0, steps, every do -- the finger alone, coloured by its actuation
-  local v = traj:view("x", k)
-  for a = 0, 2 do for i = 0, n_finger - 1 do fs.x[a * n_finger + i] = v[a * world.n + i] end end
+  local x = best.frames[k]
+  for j = 0, 3 * n_finger - 1 do fs.x[j] = x[j] end
   cq.frames.render_state { world = fw, state = fs, u = { u.v[math.min(k, steps - 1)] }, width = 480, height = 480,
     targets = { target } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
 end
