@@ -89,8 +89,8 @@ local reference = {}
 for k = 0, steps - 1 do reference[k] = u.v[k] end
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
-local key = {}
-for i = 1, 11 do key[i] = tostring(A[i] or "") end
+local key = {} -- every argument but the iteration count, which a resumed run may raise
+for i = 2, 11 do key[i - 1] = tostring(A[i] or "") end
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
