@@ -167,6 +167,7 @@ struct cqi_backend {
   int res[3];        /* grid nodes per axis */
   int threads;       /* CPU threads of the current control step (set_threads; 1 on the GPU) */
   cqi_err* err;      /* where failures are reported (the world's) */
+  long simd_particles; /* particles whose P2G adjoint ran as SIMD lanes (CPU; cq_solver_stats) */
 };
 
 /* Backends this library has: the CPU always; CUDA in the libcq_cuda_* builds (cuda/cuda.cu). Each returns NULL

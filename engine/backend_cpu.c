@@ -17,6 +17,7 @@ typedef struct cpu_backend {
   int threads;          /* threads of the current control step */
   int idle;             /* cores not busy with other processes, at the last probe */
   int fixed;            /* CQ_FIXED_THREADS set: never lower the count (benchmarks of the old behaviour) */
+  int simd;             /* 0 when CQ_SIMD=0: every particle loop runs particle by particle (cpu_loops.h) */
   double probed;        /* time of that probe (s, monotonic); 0 = never */
   int32_t* perm;        /* [n] particles bucketed by slab along axis 0 */
   int32_t* slab_start;  /* [res0 + 2] */
@@ -198,6 +199,7 @@ cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   b->err = err;
   cb->threads = b->threads = 1;
   cb->fixed = getenv("CQ_FIXED_THREADS") != NULL;
+  cb->simd = !(getenv("CQ_SIMD") && strcmp(getenv("CQ_SIMD"), "0") == 0);
   cb->perm = malloc(sizeof(int32_t) * m->n);
   cb->base0 = malloc(sizeof(int32_t) * m->n);
   cb->slab_start = malloc(sizeof(int32_t) * (m->desc.res[0] + 2));

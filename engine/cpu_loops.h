@@ -152,12 +152,63 @@ static int CQ_D(cpu_grid_update_adj)(cqi_backend* b, const cq_substep* c, const 
   return CQ_OK;
 }
 
+/* The P2G adjoint runs in fixed blocks of CQI_LANES particles (by index, so that a particle's path does not depend on
+ * the thread count). A block whose particles share one material with a vectorised path and are all plain
+ * (cqi_variant: a stress actuator or none, no viscosity, incompressibility or volumetric term) runs as one SIMD loop
+ * across its particles, when the substep allows it (explicit, with the stress cache, no user stresses or forces, no
+ * force gradients); any other block runs particle by particle. Both run the same p2g_adj body; the SIMD path's
+ * logarithm (glibc's libmvec) may differ from the scalar one in the last bit. */
+#define CQI_LANES 16
+
+/* The material of particles p0..p1 when they all share it and are plain, else -1. */
+static int CQ_D(plain_block_material)(const cq_params* m, int p0, int p1) {
+  int mat = m->material[p0];
+  for (int p = p0; p < p1; p++) {
+    int act = m->act_id[p];
+    if (m->material[p] != mat || m->visc[p] != 0 || m->inc_p[p] != 0 || m->bulk[p] != 0 ||
+        (act >= 0 && m->act_kind[act] != CQ_ACT_STRESS))
+      return -1;
+  }
+  return mat;
+}
+
+#define CQI_P2G_ADJ_LANES(MAT)                                                                                       \
+  static void CQ_D(p2g_adj_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,             \
+                                        const cq_ctl* ctl, const cq_real* adj, cq_particles* g0,                     \
+                                        const cq_param_grads* gp, const cq_ctl_grads* gc, const cq_real* cache,      \
+                                        int p0) {                                                                    \
+    const cqi_variant v = {CQ_MAT_##MAT, 1, 1};                                                                     \
+    _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                    \
+      CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                                   \
+  }
+CQI_P2G_ADJ_LANES(NEOHOOKEAN)
+#if D == 2 /* the 3D polar decomposition iterates to convergence: no SIMD path */
+CQI_P2G_ADJ_LANES(COROTATED)
+#endif
+#undef CQI_P2G_ADJ_LANES
+
 static int CQ_D(cpu_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                              const cq_ctl* ctl, const cq_real* adj, cq_particles* g0, const cq_param_grads* gp,
                              const cq_ctl_grads* gc, const cq_real* cache) {
   cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(p2g_adj)(c, s, m, ctl, p, adj, g0, gp, gc, cache);
+  const int n = s->n, blocks = (n + CQI_LANES - 1) / CQI_LANES;
+  const int lanes = cb->simd && cache && !ctl->stress && !ctl->force && !gc->force && !c->implicit_elastic;
+  long simd = 0;
+#pragma omp parallel for schedule(static) num_threads(cb->threads) reduction(+ : simd)
+  for (int k = 0; k < blocks; k++) {
+    int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
+    int mat = lanes && p1 - p0 == CQI_LANES ? CQ_D(plain_block_material)(m, p0, p1) : -1;
+    if (mat == CQ_MAT_NEOHOOKEAN) CQ_D(p2g_adj_lanes_NEOHOOKEAN)(c, s, m, ctl, adj, g0, gp, gc, cache, p0);
+#if D == 2
+    else if (mat == CQ_MAT_COROTATED) CQ_D(p2g_adj_lanes_COROTATED)(c, s, m, ctl, adj, g0, gp, gc, cache, p0);
+#endif
+    else {
+      for (int p = p0; p < p1; p++) CQ_D(p2g_adj)(c, s, m, ctl, p, adj, g0, gp, gc, cache);
+      continue;
+    }
+    simd += CQI_LANES;
+  }
+  b->simd_particles += simd;
   return CQ_OK;
 }
 

@@ -36,6 +36,22 @@ typedef double cq_real;
 #define CQ_REAL_EPS 2.220446049250313e-16
 #endif
 
+/* glibc's vector math library (libmvec, which libm links as needed) has SIMD versions of these. Declaring them lets
+ * GCC call them from the CPU's vectorised particle loops (cpu_loops.h); glibc declares them itself only under
+ * -ffast-math. */
+#if !defined(__CUDACC__) && defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((__simd__("notinbranch"))) float logf(float);
+__attribute__((__simd__("notinbranch"))) double log(double);
+#endif
+
+/* CQI_UNROLL before a loop of constant small trip count: unrolled in full, as the vectorised particle loops need
+ * (GCC's vectoriser takes no inner loops). */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define CQI_UNROLL _Pragma("GCC unroll 27")
+#else
+#define CQI_UNROLL
+#endif
+
 /* CQ_HD marks per-particle / per-node bodies that both backends run (one copy of every formula). Always inlined,
  * on the CPU too: the CPU loops then keep a particle's small matrices in registers instead of passing them through
  * memory between calls (GCC left p2g_load and the material functions out of line; inlining them made the seed 004 2D

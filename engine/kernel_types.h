@@ -116,4 +116,19 @@ typedef struct cq_substep {
   int implicit_volume;          /* CQ_VOLUME_*: the implicit solve's volumetric term (implicit.h) */
 } cq_substep;
 
+/* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's
+ * vectorised loops (cpu_loops.h) pass constants, so that once the body is inlined its other paths fold away and the
+ * compiler runs the block as SIMD lanes; every other caller passes CQI_ANY, which decides per particle. */
+typedef struct {
+  int material; /* CQ_MAT_* of every particle of the block, or -1: each particle's own */
+  int plain;    /* 1: each particle has a stress actuator or none, and no viscosity, incompressibility or volumetric
+                 * term; the substep is explicit, without user stresses or forces, and wants no force gradients */
+  int cached;   /* 1: the adjoint has the forward's stress cache */
+} cqi_variant;
+CQ_HD cqi_variant cqi_any(void) {
+  cqi_variant v = {-1, 0, 0};
+  return v;
+}
+#define CQI_ANY cqi_any()
+
 #endif

@@ -43,15 +43,20 @@ CQ_HD void CQ_D(volumetric_P_vjp)(const cq_params* m, int p, const cq_real F[D][
  * volumetric term (the implicit solve may linearise that one itself: implicit.h implicit_P). The dispatch is an
  * if-chain after a range assumption (material ids are validated before every step), so the compiler drops the
  * impossible path. */
-CQ_HD void CQ_D(material_P_terms)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D], int with_bulk) {
-  const unsigned model = m->material[p];
+CQ_HD void CQ_D(material_P_terms_v)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D], int with_bulk,
+                                    cqi_variant v) {
+  const unsigned model = v.material >= 0 ? (unsigned)v.material : m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE(); /* commit rejects other ids */
 #define CQI_CASE(ID, name, doc) \
   if (model == CQ_MAT_##ID) CQ_D(mat_##name##_P)(m, p, F, P); else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
-  if (m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
-  if (with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P)(m, p, F, P);
+  if (!v.plain && m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
+  if (!v.plain && with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P)(m, p, F, P);
+}
+
+CQ_HD void CQ_D(material_P_terms)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D], int with_bulk) {
+  CQ_D(material_P_terms_v)(m, p, F, P, with_bulk, CQI_ANY);
 }
 
 CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
@@ -60,16 +65,21 @@ CQ_HD void CQ_D(material_P)(const cq_params* m, int p, const cq_real F[D][D], cq
 
 /* Vector-Jacobian product of material_P_terms: gF += dL/dF, g->(its parameters) += dL/d(parameter), given gP =
  * dL/dP. */
-CQ_HD void CQ_D(material_P_vjp_terms)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
-                                      cq_real gF[D][D], cq_pgrad* g, int with_bulk) {
-  const unsigned model = m->material[p];
+CQ_HD void CQ_D(material_P_vjp_terms_v)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                        cq_real gF[D][D], cq_pgrad* g, int with_bulk, cqi_variant v) {
+  const unsigned model = v.material >= 0 ? (unsigned)v.material : m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE();
 #define CQI_CASE(ID, name, doc) \
   if (model == CQ_MAT_##ID) CQ_D(mat_##name##_P_vjp)(m, p, F, gP, gF, g); else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
-  if (m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
-  if (with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
+  if (!v.plain && m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
+  if (!v.plain && with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
+}
+
+CQ_HD void CQ_D(material_P_vjp_terms)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
+                                      cq_real gF[D][D], cq_pgrad* g, int with_bulk) {
+  CQ_D(material_P_vjp_terms_v)(m, p, F, gP, gF, g, with_bulk, CQI_ANY);
 }
 
 CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],

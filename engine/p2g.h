@@ -29,10 +29,14 @@ CQ_HD void CQ_D(p2g_cache_io)(CQ_D(cqi_p2g) * q, cq_real* cache, int n, int p, i
     }
 }
 
-/* Loads particle p and computes its stresses, or reads them from cache when cache_in is non-NULL. */
+/* Loads particle p and computes its stresses, or reads them from cache when cache_in is non-NULL. v: the branches
+ * its caller has settled (kernel_types.h; CQI_ANY: none). */
 CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
-                          CQ_D(cqi_p2g) * q, const cq_real* cache_in) {
+                          CQ_D(cqi_p2g) * q, const cq_real* cache_in, cqi_variant v) {
   int n = s->n;
+  const cq_real* ustress = v.plain ? NULL : ctl->stress; /* constants on the vectorised path: their branches fold */
+  const cq_real* uforce = v.plain ? NULL : ctl->force;
+  const cq_real *u = ctl->u, *axis = m->act_axis, *act_w = m->act_w; /* read unconditionally: SIMD lanes mask below */
   for (int a = 0; a < D; a++) {
     q->x[a] = s->x[a * n + p];
     q->v[a] = s->v[a * n + p];
@@ -44,24 +48,24 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   q->m = m->mass[p];
   q->vol0 = m->vol0[p];
   q->act = m->act_id[p];
-  q->act_kind = q->act >= 0 ? m->act_kind[q->act] : -1;
-  cq_real ua = q->ua = q->act >= 0 ? ctl->u[q->act] * m->act_w[p] : 0;
-  q->actuated = q->act_kind == CQ_ACT_STRESS || ctl->stress;
+  q->act_kind = q->act < 0 ? -1 : v.plain ? (int)CQ_ACT_STRESS : (int)m->act_kind[q->act];
+  cq_real ua = q->ua = q->act >= 0 ? u[q->act] * act_w[p] : 0;
+  q->actuated = q->act_kind == CQ_ACT_STRESS || ustress;
   for (int a = 0; a < D; a++) {
-    q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * m->act_axis[a * n + p] : 0) + (ctl->force ? ctl->force[a * n + p] : 0);
-    for (int b = 0; b < D; b++) q->A[a][b] = ctl->stress ? ctl->stress[(a * D + b) * n + p] : 0;
-    if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * m->act_axis[a * n + p];
+    q->f[a] = (q->act_kind == CQ_ACT_FORCE ? ua * axis[a * n + p] : 0) + (uforce ? uforce[a * n + p] : 0);
+    for (int b = 0; b < D; b++) q->A[a][b] = ustress ? ustress[(a * D + b) * n + p] : 0;
+    if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * axis[a * n + p];
   }
   if (q->act_kind == CQ_ACT_CHAMBER || q->act_kind == CQ_ACT_CAVITY) CQ_D(nanson_force)(m, p, n, q->F, ua, q->f);
-  if (cache_in) {
+  if (v.cached || cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
     return;
   }
-  if (c->implicit_elastic) /* eq. 12: the implicit solve takes the elastic stress at F_p(v) */
+  if (!v.plain && c->implicit_elastic) /* eq. 12: the implicit solve takes the elastic stress at F_p(v) */
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) q->P[a][b] = 0;
   else
-    CQ_D(material_P)(m, p, q->F, q->P);
+    CQ_D(material_P_terms_v)(m, p, q->F, q->P, 1, v);
   CQ_D(mmt)(q->P, q->F, q->tau);
   if (q->actuated) { /* tau += F A F^T (eq. 15; A = diag(u axis) for a stress actuator, plus a user tensor) */
     cq_real FA[D][D];
@@ -73,8 +77,9 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
         q->tau[i][j] += t;
       }
   }
-  if (m->visc[p] > 0) { /* viscosity: tau += J mu_v (C + C^T), the Kirchhoff form of mu_v (grad v + grad v^T) */
-    cq_real kv = CQ_D(det)(q->F) * m->visc[p];
+  cq_real visc = v.plain ? 0 : m->visc[p];
+  if (visc > 0) { /* viscosity: tau += J mu_v (C + C^T), the Kirchhoff form of mu_v (grad v + grad v^T) */
+    cq_real kv = CQ_D(det)(q->F) * visc;
     for (int i = 0; i < D; i++)
       for (int j = 0; j < D; j++) q->tau[i][j] += kv * (q->Cm[i][j] + q->Cm[j][i]);
   }
@@ -87,7 +92,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
  * momentum with the force impulse (eq. 16). */
 CQ_HD void CQ_D(p2g_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
                            cq_real* cache_out, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st, cq_real mv[D]) {
-  CQ_D(p2g_load)(c, s, m, ctl, p, q, NULL);
+  CQ_D(p2g_load)(c, s, m, ctl, p, q, NULL, CQI_ANY);
   if (cache_out) CQ_D(p2g_cache_io)(q, cache_out, s->n, p, 1);
   CQ_D(stencil)(c, q->x, st);
   for (int a = 0; a < D; a++) mv[a] = q->m * q->v[a] + c->dt * q->f[a]; /* eq. 16: force impulse */
@@ -137,12 +142,15 @@ CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params
  * particle's actuation gradient gc->u[p] (dL/du of its actuator) and, when gc->force is non-NULL, dL/d(extra
  * particle force) into gc->force ([D][n]). With a user stress (ctl->stress) it adds dL/dA_p = F^T gtau F into
  * gc->stress ([D*D][n], accumulated over the substeps of a control step) when non-NULL. */
-CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
-                         const cq_real* adj, cq_particles* gs, const cq_param_grads* gp, const cq_ctl_grads* gc,
-                         const cq_real* cache) {
+CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
+                           const cq_real* adj, cq_particles* gs, const cq_param_grads* gp, const cq_ctl_grads* gc,
+                           const cq_real* cache, cqi_variant v) {
   int n = s->n;
+  const cq_real* ustress = v.plain ? NULL : ctl->stress; /* as in p2g_load */
+  cq_real* gforce = v.plain ? NULL : gc->force;
+  const cq_real *u = ctl->u, *axis = m->act_axis, *act_w = m->act_w; /* as in p2g_load */
   CQ_D(cqi_p2g) q;
-  CQ_D(p2g_load)(c, s, m, ctl, p, &q, cache);
+  CQ_D(p2g_load)(c, s, m, ctl, p, &q, cache, v);
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};
@@ -150,7 +158,8 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    const cq_real* g = adj + node * (D + 1);
+    cq_real g[D + 1]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
+    for (int a = 0; a <= D; a++) g[a] = adj[node * (D + 1) + a];
     cq_real contrib = q.m * g[D]; /* d(node mass)/dw */
     for (int a = 0; a < D; a++) {
       cq_real t = mv[a];
@@ -189,7 +198,7 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   CQ_D(mtm)(gtau, q.P, gF);
   cq_real ga = 0; /* dL/d(u act_w): split into dL/du and dL/dact_w below */
   if (q.act_kind == CQ_ACT_FORCE)
-    for (int d = 0; d < D; d++) ga += gf[d] * m->act_axis[d * n + p];
+    for (int d = 0; d < D; d++) ga += gf[d] * axis[d * n + p];
   if (q.act_kind == CQ_ACT_CHAMBER || q.act_kind == CQ_ACT_CAVITY)
     CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
@@ -205,31 +214,32 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     CQ_D(mtm)(q.F, gtau, t1);
     CQ_D(mm)(t1, q.F, gA);
     if (q.act_kind == CQ_ACT_STRESS) /* A_dd = u act_w axis_d: dL/d(u act_w) = sum_d (dL/dA)_dd axis_d */
-      for (int d = 0; d < D; d++) ga += gA[d][d] * m->act_axis[d * n + p];
-    if (gc->stress && ctl->stress)
+      for (int d = 0; d < D; d++) ga += gA[d][d] * axis[d * n + p];
+    if (gc->stress && ustress)
       for (int i = 0; i < D; i++)
         for (int j = 0; j < D; j++) gc->stress[(i * D + j) * n + p] += gA[i][j];
   }
   if (q.act >= 0) {
-    g.act_w = ga * ctl->u[q.act];
-    ga *= m->act_w[p];
+    g.act_w = ga * u[q.act];
+    ga *= act_w[p];
   }
   gc->u[p] = ga;
-  if (gc->force)
-    for (int a = 0; a < D; a++) gc->force[a * n + p] = gf[a];
-  if (!c->implicit_elastic) CQ_D(material_P_vjp)(m, p, q.F, gP, gF, &g);
+  if (gforce)
+    for (int a = 0; a < D; a++) gforce[a * n + p] = gf[a];
+  if (v.plain || !c->implicit_elastic) CQ_D(material_P_vjp_terms_v)(m, p, q.F, gP, gF, &g, 1, v);
   cq_real gCv[D][D] = {{0}}; /* viscosity: tau += J mu_v (C + C^T) */
-  if (m->visc[p] > 0) {
+  cq_real visc = v.plain ? 0 : m->visc[p];
+  if (visc > 0) {
     cq_real A[D][D], sym = 0;
     cq_real J = CQ_D(inv_t)(q.F, A);
     for (int i = 0; i < D; i++)
       for (int j = 0; j < D; j++) {
         sym += gtau[i][j] * (q.Cm[i][j] + q.Cm[j][i]);
-        gCv[i][j] = J * m->visc[p] * (gtau[i][j] + gtau[j][i]);
+        gCv[i][j] = J * visc * (gtau[i][j] + gtau[j][i]);
       }
     g.visc = J * sym;
     for (int i = 0; i < D; i++)
-      for (int j = 0; j < D; j++) gF[i][j] += m->visc[p] * sym * J * A[i][j]; /* dJ = J F^-T : dF */
+      for (int j = 0; j < D; j++) gF[i][j] += visc * sym * J * A[i][j]; /* dJ = J F^-T : dF */
   }
   g.mass = gm;
 #define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
@@ -243,4 +253,10 @@ CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
       gs->F[(a * D + b) * n + p] += gF[a][b];
     }
   }
+}
+
+CQ_HD void CQ_D(p2g_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
+                         const cq_real* adj, cq_particles* gs, const cq_param_grads* gp, const cq_ctl_grads* gc,
+                         const cq_real* cache) {
+  CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, gs, gp, gc, cache, CQI_ANY);
 }

@@ -11,7 +11,7 @@
   static void cauchy_##DIM(const cq_substep* c, const cq_particles* s, const cq_params* m,         \
                            const cq_ctl* ctl, int p, double* out) {                                \
     cqi_p2g_##DIM q;                                                                               \
-    p2g_load_##DIM(c, s, m, ctl, p, &q, NULL);                                                     \
+    p2g_load_##DIM(c, s, m, ctl, p, &q, NULL, CQI_ANY);                                           \
     double J = (double)det_##DIM(q.F);                                                             \
     for (int i = 0; i < DIM; i++)                                                                  \
       for (int j = 0; j < DIM; j++) out[(long)(i * DIM + j) * s->n + p] = (double)q.tau[i][j] / J; \

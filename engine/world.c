@@ -249,7 +249,8 @@ int cq_world_blowup(const cq_world* w, cq_blowup* out) {
 
 int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset) {
   *out = w->sim.stats;
-  if (reset) memset(&w->sim.stats, 0, sizeof w->sim.stats);
+  out->simd_particles = w->be->simd_particles;
+  if (reset) memset(&w->sim.stats, 0, sizeof w->sim.stats), w->be->simd_particles = 0;
   return CQ_OK;
 }
 

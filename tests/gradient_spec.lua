@@ -29,6 +29,12 @@ local materials = {
   -- wall particle to every other through the walls' sums
   { name = "neohookean, cavity", model = "neohookean", act2 = "cavity", strain = 0.1,
     kinds = { "E", "wall_area" }, bcs = { "slip", "moving" } },
+  -- only stress actuators: the P2G adjoint of each full block of 16 particles runs as SIMD lanes on the CPU
+  -- (engine/cpu_loops.h; simd = the dimensions that have the path)
+  { name = "neohookean, stress only (SIMD)", model = "neohookean", act2 = "stress", kinds = { "E", "nu" },
+    bcs = { "friction", "moving" }, simd = { [2] = true, [3] = true } },
+  { name = "corotated, stress only (SIMD)", model = "corotated", act2 = "stress", kinds = { "E", "nu" },
+    bcs = { "friction", "moving" }, simd = { [2] = true } },
 }
 local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
 local TOL = 1e-6
@@ -60,6 +66,9 @@ for _, dim in ipairs { 2, 3 } do
           end
           print(string.format("  %dD %-26s rel. errors: %s", dim, name, table.concat(line, " ")))
           assert.is_true(worst <= TOL, string.format("worst relative error %.3e > %.0e", worst, TOL))
+          if mat.simd and mat.simd[dim] then
+            assert.is_true(w:solver_stats().simd_particles > 0, "the SIMD path did not run")
+          end
         end)
       end
     end
@@ -82,4 +91,34 @@ describe("checkpointing", function()
     assert.are.equal(120, full.memo:stored_states())
     assert.is_true(ck.memo:stored_states() <= 2 * math.ceil(math.sqrt(120)) + 1)
   end)
+end)
+
+describe("the CPU's SIMD lanes (engine/cpu_loops.h)", function()
+  local ffi = require "ffi"
+  pcall(ffi.cdef, "int setenv(const char*, const char*, int);")
+  -- The gradients of one problem with the SIMD path on or off (CQ_SIMD is read when a world's backend is made).
+  local function gradients(dim, simd)
+    ffi.C.setenv("CQ_SIMD", simd and "1" or "0", 1)
+    local ok, w, s0 = pcall(G.scene, { dim = dim, material = "neohookean", act2 = "stress", bc = "friction" })
+    ffi.C.setenv("CQ_SIMD", "1", 1)
+    assert(ok, w)
+    local P = G.problem(w, s0, 100)
+    P.loss()
+    local g = P.backward()
+    return g, w:solver_stats().simd_particles, w.n
+  end
+  for _, dim in ipairs { 2, 3 } do
+    it(dim .. "D: the same gradients as particle by particle, to the vector logarithm's last bits", function()
+      local g1, n1, n = gradients(dim, true)
+      local g0, n0 = gradients(dim, false)
+      local full = math.floor(n / 16) * 16 -- particles in full blocks: every one of them runs as a lane
+      assert.are.equal(0, n0)
+      assert.are.equal(0, n1 % full)
+      assert.is_true(n1 > 0)
+      local diff, big = G.max_grad_diff(g1, g0, 100)
+      print(string.format("  %dD: %d of %d particles in lanes; max |SIMD - scalar| %.2e of max |gradient| %.2e", dim,
+        full, n, diff, big))
+      assert.is_true(diff <= 1e-10 * big, string.format("SIMD and scalar gradients differ by %.3e", diff))
+    end)
+  end
 end)

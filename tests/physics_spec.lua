@@ -302,26 +302,38 @@ describe("energy of an elastic block bouncing on a floor", function()
 end)
 
 describe("determinism", function()
-  it("gives bit-identical states and gradients with 1 and 2 threads", function()
-    local G = require "tests._grad"
-    local out = {}
-    for _, threads in ipairs { 1, 2 } do
-      local w, s0 = G.scene { dim = 3, bc = "friction", threads = threads }
-      local P = G.problem(w, s0, 60)
-      local L = P.loss()
-      local g = P.backward()
-      out[threads] = { L = L, g = g, x = P.memo.state:get("x", 7) }
-    end
-    local same = out[1].L == out[2].L and out[1].x[1] == out[2].x[1]
-    local ndiff = 0
-    for _, kind in ipairs { "x", "v", "C", "F", unpack(G.param_kinds) } do
-      for i, a in pairs(out[1].g[kind]) do if a ~= out[2].g[kind][i] then ndiff = ndiff + 1 end end
-    end
-    print(string.format("  loss 1 thread %.17g, 2 threads %.17g; differing gradient entries: %d", out[1].L, out[2].L,
-      ndiff))
-    assert.is_true(same)
-    assert.are.equal(0, ndiff)
-  end)
+  -- the third and fourth scenes have only stress actuators: their P2G adjoint runs as SIMD lanes (engine/cpu_loops.h)
+  for _, cfg in ipairs { { dim = 3 }, { dim = 2 }, { dim = 2, act2 = "stress" }, { dim = 3, act2 = "stress" } } do
+    local name = string.format("%dD%s", cfg.dim, cfg.act2 and ", stress actuators only (SIMD lanes)" or "")
+    it("gives bit-identical states and gradients with 1 and 2 threads, " .. name, function()
+      local G = require "tests._grad"
+      local out = {}
+      for _, threads in ipairs { 1, 2 } do
+        -- CQ_FIXED_THREADS: 2 threads even when other processes keep the cores busy (the backend would take 1)
+        local ffi = require "ffi"
+        pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
+        local had = os.getenv("CQ_FIXED_THREADS")
+        ffi.C.setenv("CQ_FIXED_THREADS", "1", 1)
+        local ok, w, s0 = pcall(G.scene, { dim = cfg.dim, act2 = cfg.act2, bc = "friction", threads = threads })
+        if not had then ffi.C.unsetenv("CQ_FIXED_THREADS") end
+        assert(ok, w)
+        local P = G.problem(w, s0, 60)
+        local L = P.loss()
+        local g = P.backward()
+        out[threads] = { L = L, g = g, x = P.memo.state:get("x", 7), simd = w:solver_stats().simd_particles }
+      end
+      local same = out[1].L == out[2].L and out[1].x[1] == out[2].x[1]
+      local ndiff = 0
+      for _, kind in ipairs { "x", "v", "C", "F", unpack(G.param_kinds) } do
+        for i, a in pairs(out[1].g[kind]) do if a ~= out[2].g[kind][i] then ndiff = ndiff + 1 end end
+      end
+      print(string.format("  loss 1 thread %.17g, 2 threads %.17g; differing gradient entries: %d; SIMD lanes %d", out[1].L,
+        out[2].L, ndiff, out[1].simd))
+      assert.is_true(same)
+      assert.are.equal(0, ndiff)
+      if cfg.act2 then assert.is_true(out[1].simd > 0 and out[1].simd == out[2].simd) end
+    end)
+  end
 end)
 
 describe("walls", function()
