@@ -28,7 +28,14 @@ typedef struct cpu_backend {
   double* layer_sum;    /* [res0] partial sums of grid_dot */
   cqi_cavity_sums *cav_sums, *cav_gsums; /* [n_act] the cavities' sums over their walls, and their gradients */
   cqi_cavity_coef *cav_coef, *cav_gcoef; /* [n_act] their corrections' coefficients, and their gradients */
+  cq_real *p2g_mv, *p2g_stress; /* P2G's first pass (cpu_loops.h): momenta [D][n], stresses [3 D^2][n] (no cache) */
 } cpu_backend;
+
+/* A scratch array of len reals in *slot, allocated on first use (a backend's particle count never changes). */
+static cq_real* cpu_scratch(cq_real** slot, long len) {
+  if (!*slot) *slot = malloc(sizeof(cq_real) * (size_t)(len > 0 ? len : 1));
+  return *slot;
+}
 
 #define D 2
 #include "cpu_loops.h"
@@ -45,6 +52,7 @@ static void cpu_destroy(cqi_backend* b) {
   free(cb->base0);
   free(cb->layer_sum);
   free(cb->cav_sums), free(cb->cav_gsums), free(cb->cav_coef), free(cb->cav_gcoef);
+  free(cb->p2g_mv), free(cb->p2g_stress);
   free(cb);
 }
 

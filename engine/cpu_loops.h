@@ -6,6 +6,27 @@
 
 #define CQI_SLAB 3 /* cells per slab: 2 keeps same-color slabs disjoint; 3 also tolerates a base cell off by one */
 
+/* SIMD lanes: the particle loops without scatters (G2P, P2G's stress pass, the P2G adjoint) run in fixed blocks of
+ * CQI_LANES particles by index. A block whose particles all take the same branches runs the shared body with those branches settled as
+ * constants (cqi_variant, kernel_types.h) in an `omp simd` loop, which GCC vectorises across the particles; other
+ * blocks run particle by particle. Blocks are fixed by particle index, so each particle takes the same path whatever
+ * the thread count; the two paths compute the same formulas, and differ at most in the last bits of a logarithm
+ * (glibc's libmvec, cq_real.h). CQ_SIMD=0 turns the lanes off; world:solver_stats().simd_particles counts the P2G
+ * adjoint's. */
+#define CQI_LANES 16
+
+/* The material of particles p0..p1 when they all share it and are plain, else -1. */
+static int CQ_D(plain_block_material)(const cq_params* m, int p0, int p1) {
+  int mat = m->material[p0];
+  for (int p = p0; p < p1; p++) {
+    int act = m->act_id[p];
+    if (m->material[p] != mat || m->visc[p] != 0 || m->inc_p[p] != 0 || m->bulk[p] != 0 ||
+        (act >= 0 && m->act_kind[act] != CQ_ACT_STRESS))
+      return -1;
+  }
+  return mat;
+}
+
 /* The check result with the smaller key (check, particle) wins: see cqi_check. */
 static inline long CQ_D(check_key)(int check, int p, int n) { return check == CQ_CHECK_OK ? LONG_MAX : (long)check * n + p; }
 static inline void CQ_D(check_from_key)(long key, int n, int after, cqi_check* bad) {
@@ -111,10 +132,40 @@ static int CQ_D(cpu_grid_clear)(cqi_backend* b, cq_real* g) {
   return CQ_OK;
 }
 
+/* P2G in two passes (p2g.h, p2g_store): each particle's stresses and momentum by blocks, as SIMD lanes where the
+ * block is plain (the P2G adjoint's rule below, without the cache), then the scatter slab by slab. */
+#define CQI_P2G_LANES(MAT)                                                                                           \
+  static void CQ_D(p2g_store_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,           \
+                                          const cq_ctl* ctl, cq_real* stress, cq_real* mv, int p0) {                 \
+    const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                                  \
+    _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, v);  \
+  }
+CQI_P2G_LANES(NEOHOOKEAN)
+#if D == 2 /* as for the adjoint */
+CQI_P2G_LANES(COROTATED)
+#endif
+#undef CQI_P2G_LANES
+
 static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                          const cq_ctl* ctl, cq_real* grid, cq_real* cache) {
   cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(p2g)(c, s, m, ctl, p, grid, cache))
+  const int n = s->n, blocks = (n + CQI_LANES - 1) / CQI_LANES;
+  cq_real* mv = cpu_scratch(&cb->p2g_mv, (long)D * n);
+  cq_real* stress = cache ? cache : cpu_scratch(&cb->p2g_stress, 3L * D * D * n);
+  if (!mv || !stress) return cqi_errorf(b->err, CQ_ERR_NOMEM, "out of memory for P2G's scratch (%d particles)", n);
+  const int lanes = cb->simd && !ctl->stress && !ctl->force && !c->implicit_elastic;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int k = 0; k < blocks; k++) {
+    int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
+    int mat = lanes && p1 - p0 == CQI_LANES ? CQ_D(plain_block_material)(m, p0, p1) : -1;
+    if (mat == CQ_MAT_NEOHOOKEAN) CQ_D(p2g_store_lanes_NEOHOOKEAN)(c, s, m, ctl, stress, mv, p0);
+#if D == 2
+    else if (mat == CQ_MAT_COROTATED) CQ_D(p2g_store_lanes_COROTATED)(c, s, m, ctl, stress, mv, p0);
+#endif
+    else
+      for (int p = p0; p < p1; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, CQI_ANY);
+  }
+  CQI_FOR_SLABS(cb, CQ_D(p2g_scatter_stored)(c, s, m, p, stress, mv, grid))
   return CQ_OK;
 }
 
@@ -124,15 +175,41 @@ static int CQ_D(cpu_grid_update)(cqi_backend* b, const cq_substep* c, const cq_r
   return CQ_OK;
 }
 
+/* G2P of a block of CQI_LANES particles without fluids (no projection of F) in an explicit substep, as SIMD lanes;
+ * the particle checks follow, particle by particle (their branches keep GCC from vectorising them). Returns the
+ * smallest check key. */
+static long CQ_D(g2p_lanes)(const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* gridv, int p0) {
+  const cqi_variant v = {-1, 1, 0, 1};
+#pragma omp simd
+  for (int p = p0; p < p0 + CQI_LANES; p++) CQ_D(g2p_v)(c, s, m, p, gridv, v);
+  long key = LONG_MAX;
+  for (int p = p0; p < p0 + CQI_LANES; p++) {
+    long k = CQ_D(check_key)(CQ_D(particle_check)(c, s, p), p, s->n);
+    if (k < key) key = k;
+  }
+  return key;
+}
+
 static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* gridv,
                          cqi_check* bad) {
   cpu_backend* cb = (cpu_backend*)b;
-  const int n = s->n;
+  const int n = s->n, blocks = (n + CQI_LANES - 1) / CQI_LANES;
+  const int lanes = cb->simd && !c->implicit_elastic;
   long key = LONG_MAX;
 #pragma omp parallel for schedule(static) num_threads(cb->threads) reduction(min : key)
-  for (int p = 0; p < n; p++) {
-    long k = CQ_D(check_key)(CQ_D(g2p)(c, s, m, p, gridv), p, n);
-    if (k < key) key = k;
+  for (int k = 0; k < blocks; k++) {
+    int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
+    int fluid = 0;
+    for (int p = p0; p < p1 && lanes; p++) fluid |= m->material[p] == CQ_MAT_FLUID;
+    if (lanes && !fluid && p1 - p0 == CQI_LANES) {
+      long kb = CQ_D(g2p_lanes)(c, s, m, gridv, p0);
+      if (kb < key) key = kb;
+      continue;
+    }
+    for (int p = p0; p < p1; p++) {
+      long kp = CQ_D(check_key)(CQ_D(g2p)(c, s, m, p, gridv), p, n);
+      if (kp < key) key = kp;
+    }
   }
   CQ_D(check_from_key)(key, n, 1, bad);
   return CQ_OK;
@@ -152,32 +229,19 @@ static int CQ_D(cpu_grid_update_adj)(cqi_backend* b, const cq_substep* c, const 
   return CQ_OK;
 }
 
-/* The P2G adjoint runs in fixed blocks of CQI_LANES particles (by index, so that a particle's path does not depend on
- * the thread count). A block whose particles share one material with a vectorised path and are all plain
- * (cqi_variant: a stress actuator or none, no viscosity, incompressibility or volumetric term) runs as one SIMD loop
- * across its particles, when the substep allows it (explicit, with the stress cache, no user stresses or forces, no
- * force gradients); any other block runs particle by particle. Both run the same p2g_adj body; the SIMD path's
- * logarithm (glibc's libmvec) may differ from the scalar one in the last bit. */
-#define CQI_LANES 16
+/* The P2G adjoint runs in fixed blocks of CQI_LANES particles (so that a particle's path does not depend on the
+ * thread count). A block whose particles share one material with a vectorised path and are all plain (cqi_variant:
+ * a stress actuator or none, no viscosity, incompressibility or volumetric term) runs as one SIMD loop across its
+ * particles, when the substep allows it (explicit, with the stress cache, no user stresses or forces, no force
+ * gradients); any other block runs particle by particle. */
 
-/* The material of particles p0..p1 when they all share it and are plain, else -1. */
-static int CQ_D(plain_block_material)(const cq_params* m, int p0, int p1) {
-  int mat = m->material[p0];
-  for (int p = p0; p < p1; p++) {
-    int act = m->act_id[p];
-    if (m->material[p] != mat || m->visc[p] != 0 || m->inc_p[p] != 0 || m->bulk[p] != 0 ||
-        (act >= 0 && m->act_kind[act] != CQ_ACT_STRESS))
-      return -1;
-  }
-  return mat;
-}
 
 #define CQI_P2G_ADJ_LANES(MAT)                                                                                       \
   static void CQ_D(p2g_adj_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,             \
                                         const cq_ctl* ctl, const cq_real* adj, cq_particles* g0,                     \
                                         const cq_param_grads* gp, const cq_ctl_grads* gc, const cq_real* cache,      \
                                         int p0) {                                                                    \
-    const cqi_variant v = {CQ_MAT_##MAT, 1, 1};                                                                     \
+    const cqi_variant v = {CQ_MAT_##MAT, 1, 1, 0};                                                                  \
     _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                    \
       CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                                   \
   }

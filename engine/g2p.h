@@ -79,9 +79,10 @@ CQ_HD void CQ_D(linear_volume_scale_adj)(const cq_substep* c, const cq_real F[D]
 
 /* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
  * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F (then the material's projection, material.h),
- * x = x + dt v. Returns
- * particle_check of the new state. */
-CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, int p, const cq_real* gridv) {
+ * x = x + dt v. Returns particle_check of the new state (CQ_CHECK_OK when vr.deferred_check: the caller checks).
+ * vr.plain (kernel_types.h): no projection of F and no implicit volume rescaling in the block. */
+CQ_HD int CQ_D(g2p_v)(const cq_substep* c, cq_particles* s, const cq_params* m, int p, const cq_real* gridv,
+                      cqi_variant vr) {
   int n = s->n;
   cq_real x[D], v[D] = {0}, B[D][D] = {{0}}, F[D][D];
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
@@ -90,7 +91,8 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    const cq_real* vi = gridv + node * (D + 1);
+    cq_real vi[D]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
+    for (int a = 0; a < D; a++) vi[a] = gridv[node * (D + 1) + a];
     for (int a = 0; a < D; a++) {
       v[a] += w * vi[a];
       for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
@@ -112,15 +114,20 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
       s->C[(a * D + b) * n + p] = Cn[a][b];
     }
   }
-  if (CQ_D(implicit_linear_volume)(c, m, p)) {
+  if (!vr.plain && CQ_D(implicit_linear_volume)(c, m, p)) {
     cq_real sc = CQ_D(linear_volume_scale)(c, F, Cn, Fn);
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) Fn[a][b] *= sc;
   }
-  CQ_D(material_project_F)(m, p, Fn); /* fluids: F -> J^(1/d) I */
+  if (!vr.plain) CQ_D(material_project_F)(m, p, Fn); /* fluids: F -> J^(1/d) I */
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) s->F[(a * D + b) * n + p] = Fn[a][b];
+  if (vr.deferred_check) return CQ_CHECK_OK;
   return CQ_D(check_values)(c, x, v, Cn, Fn); /* on the values still in registers */
+}
+
+CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, int p, const cq_real* gridv) {
+  return CQ_D(g2p_v)(c, s, m, p, gridv, CQI_ANY);
 }
 
 /* Adjoint, first half: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->F

@@ -124,9 +124,10 @@ typedef struct {
   int plain;    /* 1: each particle has a stress actuator or none, and no viscosity, incompressibility or volumetric
                  * term; the substep is explicit, without user stresses or forces, and wants no force gradients */
   int cached;   /* 1: the adjoint has the forward's stress cache */
+  int deferred_check; /* 1: G2P leaves the particle's checks to its caller (particle_check after the loop) */
 } cqi_variant;
 CQ_HD cqi_variant cqi_any(void) {
-  cqi_variant v = {-1, 0, 0};
+  cqi_variant v = {-1, 0, 0, 0};
   return v;
 }
 #define CQI_ANY cqi_any()

@@ -124,6 +124,34 @@ CQ_HD void CQ_D(p2g_scatter)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const
   }
 }
 
+/* Forward in two passes (the CPU's, cpu_loops.h): first each particle's stresses into cache (P, tau, G as
+ * p2g_cache_io) and its momentum with the force impulse into mv ([D][n]), with no writes shared between particles
+ * (so a block of them can run as SIMD lanes); then p2g_scatter_stored, which adds what the particle gives its
+ * stencil nodes. Together they do what p2g does. */
+CQ_HD void CQ_D(p2g_store)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
+                           cq_real* cache, cq_real* mv, cqi_variant v) {
+  CQ_D(cqi_p2g) q;
+  CQ_D(p2g_load)(c, s, m, ctl, p, &q, NULL, v);
+  CQ_D(p2g_cache_io)(&q, cache, s->n, p, 1);
+  for (int a = 0; a < D; a++) mv[a * s->n + p] = q.m * q.v[a] + c->dt * q.f[a]; /* eq. 16: force impulse */
+}
+
+CQ_HD void CQ_D(p2g_scatter_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                    const cq_real* cache, const cq_real* mv, cq_real* grid) {
+  int n = s->n;
+  CQ_D(cqi_p2g) q; /* p2g_scatter reads m and G */
+  cq_real x[D], mvp[D];
+  q.m = m->mass[p];
+  for (int a = 0; a < D; a++) {
+    x[a] = s->x[a * n + p];
+    mvp[a] = mv[a * n + p];
+    for (int b = 0; b < D; b++) q.G[a][b] = cache[(long)(2 * D * D + a * D + b) * n + p];
+  }
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  CQ_D(p2g_scatter)(c, &q, &st, mvp, grid);
+}
+
 /* Forward: scatter mass and momentum of particle p into grid. The caller makes sure no other thread writes the same
  * nodes at the same time. cache_out (may be NULL) receives the stresses. (The CUDA backend also has a block-local
  * variant built on p2g_begin and p2g_node: cuda/cuda_loops.cuh.) */
