@@ -215,11 +215,45 @@ static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, c
   return CQ_OK;
 }
 
+/* The G2P adjoint of CQI_LANES consecutive particles pp[0..] of a slab without fluids, in an explicit substep: their
+ * terms as SIMD lanes (g2p_adj_terms), then the scatter particle by particle in slab order, so that every node gets
+ * the same sums in the same order as from g2p_adj. */
+#define CQI_STENCIL_NODES (D == 2 ? 9 : 27)
+static void CQ_D(g2p_adj_chunk)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* gridv,
+                                const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1,
+                                const int32_t* pp) {
+  const cqi_variant v = {-1, 1, 0, 0};
+  long idx[CQI_STENCIL_NODES * CQI_LANES];
+  cq_real add[CQI_STENCIL_NODES * D * CQI_LANES];
+#pragma omp simd
+  for (int l = 0; l < CQI_LANES; l++)
+    CQ_D(g2p_adj_terms)(c, s, m, pp[l], gridv, g1, g0, C1, v, idx + l, add + l, CQI_LANES);
+  for (int l = 0; l < CQI_LANES; l++)
+    for (int k = 0; k < CQI_STENCIL_NODES; k++) {
+      cq_real* ai = adj + idx[k * CQI_LANES + l] * (D + 1);
+      for (int a = 0; a < D; a++) ai[a] += add[(k * D + a) * CQI_LANES + l];
+    }
+}
+#undef CQI_STENCIL_NODES
+
 static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                              const cq_real* gridv, const cq_particles* g1, cq_particles* g0, cq_real* adj,
                              const cq_real* C1) {
   cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(g2p_adj)(c, s, m, p, gridv, g1, g0, adj, C1))
+  const int lanes = cb->simd && !c->implicit_elastic;
+  for (int color = 0; color < 2; color++) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(cb->threads)
+    for (int k = color; k < cb->n_slabs; k += 2) {
+      int j = cb->slab_start[k], end = cb->slab_start[k + 1];
+      for (; lanes && j + CQI_LANES <= end; j += CQI_LANES) {
+        int fluid = 0;
+        for (int l = 0; l < CQI_LANES; l++) fluid |= m->material[cb->perm[j + l]] == CQ_MAT_FLUID;
+        if (fluid) break;
+        CQ_D(g2p_adj_chunk)(c, s, m, gridv, g1, g0, adj, C1, cb->perm + j);
+      }
+      for (; j < end; j++) CQ_D(g2p_adj)(c, s, m, cb->perm[j], gridv, g1, g0, adj, C1);
+    }
+  }
   return CQ_OK;
 }
 

@@ -133,9 +133,10 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
 /* Adjoint, first half: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->F
  * (P2G's adjoint adds to it later) and gives the particle's stencil, dL/dv and dL/dC (eqs. A47, A50) and the
  * start of dL/dx. Cnext (may be NULL) is C of the state after the step; without it C^{n+1} is gathered again. */
-CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                               const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
-                               CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D], cq_real gx[D]) {
+CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                 const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
+                                 CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D], cq_real gx[D],
+                                 cqi_variant vr) {
   int n = s->n;
   cq_real x[D], F[D][D], B[D][D] = {{0}};
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
@@ -153,7 +154,8 @@ CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const
     CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];
       long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-      const cq_real* vi = gridv + node * (D + 1);
+      cq_real vi[D]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
+      for (int a = 0; a < D; a++) vi[a] = gridv[node * (D + 1) + a];
       for (int a = 0; a < D; a++)
         for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
     }
@@ -166,9 +168,9 @@ CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const
     gv[a] = g1->v[a * n + p] + c->dt * gx[a]; /* eq. A47 */
     for (int b = 0; b < D; b++) gF1[a][b] = g1->F[(a * D + b) * n + p];
   }
-  int lin = CQ_D(implicit_linear_volume)(c, m, p);
+  int lin = !vr.plain && CQ_D(implicit_linear_volume)(c, m, p);
   cq_real gF0[D][D] = {{0}}, gC_diag = 0; /* the linear volume's rescaling: its shares of dL/dF^n and dL/dC^{n+1} */
-  if (lin || CQ_D(material_projects_F)(m, p)) { /* through the projections, back to the updated F_u = (I + dt C) F */
+  if (lin || (!vr.plain && CQ_D(material_projects_F)(m, p))) { /* through the projections, back to the updated F_u = (I + dt C) F */
     cq_real Fu[D][D], Fs[D][D], sc = 1;
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) {
@@ -197,6 +199,12 @@ CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const
     }
 }
 
+CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                               const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
+                               CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D], cq_real gx[D]) {
+  CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, g0, Cnext, st_out, gv, gC, gx, CQI_ANY);
+}
+
 /* Adjoint, per stencil node at offset off: the particle's dL/d(node velocity) (eq. A54) into out[D], and the node's
  * share of dL/dx into gx; returns the node's grid index. */
 CQ_HD long CQ_D(g2p_adj_node)(const cq_substep* c, const CQ_D(cqi_stencil) * st, const int off[3],
@@ -205,7 +213,8 @@ CQ_HD long CQ_D(g2p_adj_node)(const cq_substep* c, const CQ_D(cqi_stencil) * st,
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
   cq_real w, gw[D], dpos[D];
   long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
-  const cq_real* vi = gridv + node * (D + 1);
+  cq_real vi[D]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
+  for (int a = 0; a < D; a++) vi[a] = gridv[node * (D + 1) + a];
   cq_real dv = 0; /* dL/dw through v and C */
   for (int a = 0; a < D; a++) {
     cq_real gCd = 0;
@@ -233,6 +242,25 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     cq_real add[D];
     cq_real* ai = adj + CQ_D(g2p_adj_node)(c, &st, off, gridv, gv, gC, gx, add) * (D + 1);
     for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&ai[a], add[a]);
+  }
+  for (int a = 0; a < D; a++) g0->x[a * s->n + p] = gx[a];
+}
+
+/* Adjoint without the scatter (the CPU's SIMD lanes, cpu_loops.h): what g2p_adj adds to each stencil node, node k's
+ * grid index into idx[k * stride] and its D terms into add[(k * D + a) * stride], in CQI_FOR_STENCIL's order; the
+ * caller adds them to adj. Writes g0->x and g0->F as g2p_adj does. */
+CQ_HD void CQ_D(g2p_adj_terms)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                               const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
+                               cqi_variant vr, long* idx, cq_real* add, int stride) {
+  CQ_D(cqi_stencil) st;
+  cq_real gv[D], gC[D][D], gx[D];
+  CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, g0, Cnext, &st, gv, gC, gx, vr);
+  int k = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real out[D];
+    idx[k * stride] = CQ_D(g2p_adj_node)(c, &st, off, gridv, gv, gC, gx, out);
+    for (int a = 0; a < D; a++) add[(k * D + a) * stride] = out[a];
+    k++;
   }
   for (int a = 0; a < D; a++) g0->x[a * s->n + p] = gx[a];
 }
