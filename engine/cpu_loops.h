@@ -146,6 +146,23 @@ CQI_P2G_LANES(COROTATED)
 #endif
 #undef CQI_P2G_LANES
 
+/* The scatter of CQI_LANES consecutive particles pp[0..] of a slab: their node terms as SIMD lanes
+ * (p2g_terms_stored), then the additions particle by particle in slab order, the same sums in the same order as
+ * p2g_scatter_stored. */
+static void CQ_D(p2g_scatter_chunk)(const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                    const cq_real* stress, const cq_real* mv, cq_real* grid, const int32_t* pp) {
+  enum { NODES = D == 2 ? 9 : 27 };
+  long idx[NODES * CQI_LANES];
+  cq_real add[NODES * (D + 1) * CQI_LANES];
+#pragma omp simd
+  for (int l = 0; l < CQI_LANES; l++) CQ_D(p2g_terms_stored)(c, s, m, pp[l], stress, mv, idx + l, add + l, CQI_LANES);
+  for (int l = 0; l < CQI_LANES; l++)
+    for (int k = 0; k < NODES; k++) {
+      cq_real* g = grid + idx[k * CQI_LANES + l] * (D + 1);
+      for (int a = 0; a <= D; a++) g[a] += add[(k * (D + 1) + a) * CQI_LANES + l];
+    }
+}
+
 static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                          const cq_ctl* ctl, cq_real* grid, cq_real* cache) {
   cpu_backend* cb = (cpu_backend*)b;
@@ -165,7 +182,15 @@ static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles
     else
       for (int p = p0; p < p1; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, CQI_ANY);
   }
-  CQI_FOR_SLABS(cb, CQ_D(p2g_scatter_stored)(c, s, m, p, stress, mv, grid))
+  for (int color = 0; color < 2; color++) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(cb->threads)
+    for (int k = color; k < cb->n_slabs; k += 2) {
+      int j = cb->slab_start[k], end = cb->slab_start[k + 1];
+      for (; cb->simd && j + CQI_LANES <= end; j += CQI_LANES)
+        CQ_D(p2g_scatter_chunk)(c, s, m, stress, mv, grid, cb->perm + j);
+      for (; j < end; j++) CQ_D(p2g_scatter_stored)(c, s, m, cb->perm[j], stress, mv, grid);
+    }
+  }
   return CQ_OK;
 }
 
@@ -218,23 +243,22 @@ static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, c
 /* The G2P adjoint of CQI_LANES consecutive particles pp[0..] of a slab without fluids, in an explicit substep: their
  * terms as SIMD lanes (g2p_adj_terms), then the scatter particle by particle in slab order, so that every node gets
  * the same sums in the same order as from g2p_adj. */
-#define CQI_STENCIL_NODES (D == 2 ? 9 : 27)
 static void CQ_D(g2p_adj_chunk)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* gridv,
                                 const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1,
                                 const int32_t* pp) {
+  enum { NODES = D == 2 ? 9 : 27 };
   const cqi_variant v = {-1, 1, 0, 0};
-  long idx[CQI_STENCIL_NODES * CQI_LANES];
-  cq_real add[CQI_STENCIL_NODES * D * CQI_LANES];
+  long idx[NODES * CQI_LANES];
+  cq_real add[NODES * D * CQI_LANES];
 #pragma omp simd
   for (int l = 0; l < CQI_LANES; l++)
     CQ_D(g2p_adj_terms)(c, s, m, pp[l], gridv, g1, g0, C1, v, idx + l, add + l, CQI_LANES);
   for (int l = 0; l < CQI_LANES; l++)
-    for (int k = 0; k < CQI_STENCIL_NODES; k++) {
+    for (int k = 0; k < NODES; k++) {
       cq_real* ai = adj + idx[k * CQI_LANES + l] * (D + 1);
       for (int a = 0; a < D; a++) ai[a] += add[(k * D + a) * CQI_LANES + l];
     }
 }
-#undef CQI_STENCIL_NODES
 
 static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                              const cq_real* gridv, const cq_particles* g1, cq_particles* g0, cq_real* adj,

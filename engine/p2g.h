@@ -136,20 +136,45 @@ CQ_HD void CQ_D(p2g_store)(const cq_substep* c, const cq_particles* s, const cq_
   for (int a = 0; a < D; a++) mv[a * s->n + p] = q.m * q.v[a] + c->dt * q.f[a]; /* eq. 16: force impulse */
 }
 
-CQ_HD void CQ_D(p2g_scatter_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                                    const cq_real* cache, const cq_real* mv, cq_real* grid) {
+/* What p2g_store left of particle p: q's m and G (all p2g_node reads), its stencil and mv. */
+CQ_HD void CQ_D(p2g_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                            const cq_real* cache, const cq_real* mv, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st,
+                            cq_real mvp[D]) {
   int n = s->n;
-  CQ_D(cqi_p2g) q; /* p2g_scatter reads m and G */
-  cq_real x[D], mvp[D];
-  q.m = m->mass[p];
+  cq_real x[D];
+  q->m = m->mass[p];
   for (int a = 0; a < D; a++) {
     x[a] = s->x[a * n + p];
     mvp[a] = mv[a * n + p];
-    for (int b = 0; b < D; b++) q.G[a][b] = cache[(long)(2 * D * D + a * D + b) * n + p];
+    for (int b = 0; b < D; b++) q->G[a][b] = cache[(long)(2 * D * D + a * D + b) * n + p];
   }
+  CQ_D(stencil)(c, x, st);
+}
+
+CQ_HD void CQ_D(p2g_scatter_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                    const cq_real* cache, const cq_real* mv, cq_real* grid) {
+  CQ_D(cqi_p2g) q;
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  cq_real mvp[D];
+  CQ_D(p2g_stored)(c, s, m, p, cache, mv, &q, &st, mvp);
   CQ_D(p2g_scatter)(c, &q, &st, mvp, grid);
+}
+
+/* p2g_scatter_stored without the scatter (the CPU's SIMD lanes): node k's grid index into idx[k * stride] and its
+ * D + 1 terms into add[(k * (D + 1) + a) * stride], in CQI_FOR_STENCIL's order. */
+CQ_HD void CQ_D(p2g_terms_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                  const cq_real* cache, const cq_real* mv, long* idx, cq_real* add, int stride) {
+  CQ_D(cqi_p2g) q;
+  CQ_D(cqi_stencil) st;
+  cq_real mvp[D];
+  CQ_D(p2g_stored)(c, s, m, p, cache, mv, &q, &st, mvp);
+  int k = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real out[D + 1];
+    idx[k * stride] = CQ_D(p2g_node)(c, &q, &st, mvp, off, out);
+    for (int a = 0; a <= D; a++) add[(k * (D + 1) + a) * stride] = out[a];
+    k++;
+  }
 }
 
 /* Forward: scatter mass and momentum of particle p into grid. The caller makes sure no other thread writes the same
