@@ -237,4 +237,18 @@ function M.assert_every_kind_checked(common, cases, what)
   for _, k in ipairs(M.kinds) do assert.is_true(checked[k], k .. " is in no " .. what .. "'s list") end
 end
 
+--- fn() with the environment variable name set to value (nil: unset) while it runs, for the settings the engine
+--- reads when a world is made (CQ_SIMD, CQ_FIXED_THREADS); returns fn's results, and raises its error after restoring.
+function M.with_env(name, value, fn)
+  local ffi = require "ffi"
+  pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
+  local old = os.getenv(name)
+  local function set(v) if v then ffi.C.setenv(name, v, 1) else ffi.C.unsetenv(name) end end
+  set(value)
+  local out = { pcall(fn) }
+  set(old)
+  if not out[1] then error(out[2], 0) end
+  return unpack(out, 2)
+end
+
 return M

@@ -94,14 +94,11 @@ describe("checkpointing", function()
 end)
 
 describe("the CPU's SIMD lanes (engine/cpu_loops.h)", function()
-  local ffi = require "ffi"
-  pcall(ffi.cdef, "int setenv(const char*, const char*, int);")
   -- The gradients of one problem with the SIMD path on or off (CQ_SIMD is read when a world's backend is made).
   local function gradients(dim, simd)
-    ffi.C.setenv("CQ_SIMD", simd and "1" or "0", 1)
-    local ok, w, s0 = pcall(G.scene, { dim = dim, material = "neohookean", act2 = "stress", bc = "friction" })
-    ffi.C.setenv("CQ_SIMD", "1", 1)
-    assert(ok, w)
+    local w, s0 = G.with_env("CQ_SIMD", simd and "1" or "0", function()
+      return G.scene { dim = dim, material = "neohookean", act2 = "stress", bc = "friction" }
+    end)
     local P = G.problem(w, s0, 100)
     P.loss()
     local g = P.backward()

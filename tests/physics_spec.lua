@@ -310,13 +310,9 @@ describe("determinism", function()
       local out = {}
       for _, threads in ipairs { 1, 2 } do
         -- CQ_FIXED_THREADS: 2 threads even when other processes keep the cores busy (the backend would take 1)
-        local ffi = require "ffi"
-        pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
-        local had = os.getenv("CQ_FIXED_THREADS")
-        ffi.C.setenv("CQ_FIXED_THREADS", "1", 1)
-        local ok, w, s0 = pcall(G.scene, { dim = cfg.dim, act2 = cfg.act2, bc = "friction", threads = threads })
-        if not had then ffi.C.unsetenv("CQ_FIXED_THREADS") end
-        assert(ok, w)
+        local w, s0 = G.with_env("CQ_FIXED_THREADS", "1", function()
+          return G.scene { dim = cfg.dim, act2 = cfg.act2, bc = "friction", threads = threads }
+        end)
         local P = G.problem(w, s0, 60)
         local L = P.loss()
         local g = P.backward()
