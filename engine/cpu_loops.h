@@ -7,13 +7,29 @@
 #define CQI_SLAB 3 /* cells per slab: 2 keeps same-color slabs disjoint; 3 also tolerates a base cell off by one */
 
 /* SIMD lanes: the particle loops without scatters (G2P, P2G's stress pass, the P2G adjoint) run in fixed blocks of
- * CQI_LANES particles by index. A block whose particles all take the same branches runs the shared body with those branches settled as
- * constants (cqi_variant, kernel_types.h) in an `omp simd` loop, which GCC vectorises across the particles; other
- * blocks run particle by particle. Blocks are fixed by particle index, so each particle takes the same path whatever
- * the thread count; the two paths compute the same formulas, and differ at most in the last bits of a logarithm
- * (glibc's libmvec, cq_real.h). CQ_SIMD=0 turns the lanes off; world:solver_stats().simd_particles counts the P2G
- * adjoint's. */
+ * CQI_LANES particles by index; the scatters (P2G's, the G2P adjoint's) compute their node terms per chunk of
+ * CQI_LANES particles of a slab and add them in slab order. A block whose particles all take the same branches runs
+ * the shared body with those branches settled as constants (cqi_variant, kernel_types.h) in an `omp simd` loop,
+ * which GCC vectorises across the particles; other blocks run particle by particle. Blocks are fixed by particle
+ * index (chunks by the slab order), so each particle takes the same path whatever the thread count; the two paths
+ * compute the same formulas and differ at most in the last bits of a logarithm (glibc's libmvec, cq_real.h).
+ * CQ_SIMD=0 turns the lanes off; world:solver_stats().simd_particles counts the P2G adjoint's. */
 #define CQI_LANES 16
+
+/* The materials whose stress bodies run as lanes (each gets its own instantiation below); the 3D polar decomposition
+ * iterates to convergence, so 3D corotated has none. */
+#if D == 2
+#define CQI_LANE_MATERIALS(X) X(NEOHOOKEAN) X(COROTATED)
+#else
+#define CQI_LANE_MATERIALS(X) X(NEOHOOKEAN)
+#endif
+
+/* 1 when a particle of the block (indices p0.. or, with pp, pp[0..]) is a fluid: G2P then projects its F. */
+static int CQ_D(lanes_have_fluid)(const cq_params* m, const int32_t* pp, int p0) {
+  int fluid = 0;
+  for (int l = 0; l < CQI_LANES; l++) fluid |= m->material[pp ? pp[l] : p0 + l] == CQ_MAT_FLUID;
+  return fluid;
+}
 
 /* The material of particles p0..p1 when they all share it and are plain, else -1. */
 static int CQ_D(plain_block_material)(const cq_params* m, int p0, int p1) {
@@ -140,10 +156,7 @@ static int CQ_D(cpu_grid_clear)(cqi_backend* b, cq_real* g) {
     const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                                  \
     _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, v);  \
   }
-CQI_P2G_LANES(NEOHOOKEAN)
-#if D == 2 /* as for the adjoint */
-CQI_P2G_LANES(COROTATED)
-#endif
+CQI_LANE_MATERIALS(CQI_P2G_LANES)
 #undef CQI_P2G_LANES
 
 /* The scatter of CQI_LANES consecutive particles pp[0..] of a slab: their node terms as SIMD lanes
@@ -175,12 +188,10 @@ static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles
   for (int k = 0; k < blocks; k++) {
     int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
     int mat = lanes && p1 - p0 == CQI_LANES ? CQ_D(plain_block_material)(m, p0, p1) : -1;
-    if (mat == CQ_MAT_NEOHOOKEAN) CQ_D(p2g_store_lanes_NEOHOOKEAN)(c, s, m, ctl, stress, mv, p0);
-#if D == 2
-    else if (mat == CQ_MAT_COROTATED) CQ_D(p2g_store_lanes_COROTATED)(c, s, m, ctl, stress, mv, p0);
-#endif
-    else
-      for (int p = p0; p < p1; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, CQI_ANY);
+#define CQI_CASE(MAT) if (mat == CQ_MAT_##MAT) CQ_D(p2g_store_lanes_##MAT)(c, s, m, ctl, stress, mv, p0); else
+    CQI_LANE_MATERIALS(CQI_CASE)
+#undef CQI_CASE
+    for (int p = p0; p < p1; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, CQI_ANY);
   }
   for (int color = 0; color < 2; color++) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cb->threads)
@@ -224,9 +235,7 @@ static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, c
 #pragma omp parallel for schedule(static) num_threads(cb->threads) reduction(min : key)
   for (int k = 0; k < blocks; k++) {
     int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
-    int fluid = 0;
-    for (int p = p0; p < p1 && lanes; p++) fluid |= m->material[p] == CQ_MAT_FLUID;
-    if (lanes && !fluid && p1 - p0 == CQI_LANES) {
+    if (lanes && p1 - p0 == CQI_LANES && !CQ_D(lanes_have_fluid)(m, NULL, p0)) {
       long kb = CQ_D(g2p_lanes)(c, s, m, gridv, p0);
       if (kb < key) key = kb;
       continue;
@@ -269,12 +278,8 @@ static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_parti
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cb->threads)
     for (int k = color; k < cb->n_slabs; k += 2) {
       int j = cb->slab_start[k], end = cb->slab_start[k + 1];
-      for (; lanes && j + CQI_LANES <= end; j += CQI_LANES) {
-        int fluid = 0;
-        for (int l = 0; l < CQI_LANES; l++) fluid |= m->material[cb->perm[j + l]] == CQ_MAT_FLUID;
-        if (fluid) break;
+      for (; lanes && j + CQI_LANES <= end && !CQ_D(lanes_have_fluid)(m, cb->perm + j, 0); j += CQI_LANES)
         CQ_D(g2p_adj_chunk)(c, s, m, gridv, g1, g0, adj, C1, cb->perm + j);
-      }
       for (; j < end; j++) CQ_D(g2p_adj)(c, s, m, cb->perm[j], gridv, g1, g0, adj, C1);
     }
   }
@@ -287,13 +292,9 @@ static int CQ_D(cpu_grid_update_adj)(cqi_backend* b, const cq_substep* c, const 
   return CQ_OK;
 }
 
-/* The P2G adjoint runs in fixed blocks of CQI_LANES particles (so that a particle's path does not depend on the
- * thread count). A block whose particles share one material with a vectorised path and are all plain (cqi_variant:
- * a stress actuator or none, no viscosity, incompressibility or volumetric term) runs as one SIMD loop across its
- * particles, when the substep allows it (explicit, with the stress cache, no user stresses or forces, no force
- * gradients); any other block runs particle by particle. */
-
-
+/* The P2G adjoint: a block whose particles share one of CQI_LANE_MATERIALS and are all plain (cqi_variant: a stress
+ * actuator or none, no viscosity, incompressibility or volumetric term) runs as lanes when the substep allows it
+ * (explicit, with the stress cache, no user stresses or forces, no force gradients). */
 #define CQI_P2G_ADJ_LANES(MAT)                                                                                       \
   static void CQ_D(p2g_adj_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,             \
                                         const cq_ctl* ctl, const cq_real* adj, cq_particles* g0,                     \
@@ -303,10 +304,7 @@ static int CQ_D(cpu_grid_update_adj)(cqi_backend* b, const cq_substep* c, const 
     _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                    \
       CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                                   \
   }
-CQI_P2G_ADJ_LANES(NEOHOOKEAN)
-#if D == 2 /* the 3D polar decomposition iterates to convergence: no SIMD path */
-CQI_P2G_ADJ_LANES(COROTATED)
-#endif
+CQI_LANE_MATERIALS(CQI_P2G_ADJ_LANES)
 #undef CQI_P2G_ADJ_LANES
 
 static int CQ_D(cpu_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
@@ -320,15 +318,15 @@ static int CQ_D(cpu_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_parti
   for (int k = 0; k < blocks; k++) {
     int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
     int mat = lanes && p1 - p0 == CQI_LANES ? CQ_D(plain_block_material)(m, p0, p1) : -1;
-    if (mat == CQ_MAT_NEOHOOKEAN) CQ_D(p2g_adj_lanes_NEOHOOKEAN)(c, s, m, ctl, adj, g0, gp, gc, cache, p0);
-#if D == 2
-    else if (mat == CQ_MAT_COROTATED) CQ_D(p2g_adj_lanes_COROTATED)(c, s, m, ctl, adj, g0, gp, gc, cache, p0);
-#endif
-    else {
-      for (int p = p0; p < p1; p++) CQ_D(p2g_adj)(c, s, m, ctl, p, adj, g0, gp, gc, cache);
-      continue;
-    }
-    simd += CQI_LANES;
+#define CQI_CASE(MAT)                                                               \
+  if (mat == CQ_MAT_##MAT) {                                                        \
+    CQ_D(p2g_adj_lanes_##MAT)(c, s, m, ctl, adj, g0, gp, gc, cache, p0);           \
+    simd += CQI_LANES;                                                              \
+    continue;                                                                       \
+  }
+    CQI_LANE_MATERIALS(CQI_CASE)
+#undef CQI_CASE
+    for (int p = p0; p < p1; p++) CQ_D(p2g_adj)(c, s, m, ctl, p, adj, g0, gp, gc, cache);
   }
   b->simd_particles += simd;
   return CQ_OK;
@@ -542,3 +540,5 @@ static int CQ_D(cpu_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const 
   return CQ_OK;
 }
 #undef CQI_SLAB
+
+#undef CQI_LANE_MATERIALS

@@ -88,6 +88,11 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
 }
 
+/* The particle's momentum with the force impulse (eq. 16), into mv[a * stride]. */
+CQ_HD void CQ_D(p2g_momentum)(const cq_substep* c, const CQ_D(cqi_p2g) * q, cq_real* mv, int stride) {
+  for (int a = 0; a < D; a++) mv[a * stride] = q->m * q->v[a] + c->dt * q->f[a];
+}
+
 /* Forward, first half: loads particle p and its stresses (into cache_out when non-NULL), its stencil and its
  * momentum with the force impulse (eq. 16). */
 CQ_HD void CQ_D(p2g_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
@@ -95,7 +100,7 @@ CQ_HD void CQ_D(p2g_begin)(const cq_substep* c, const cq_particles* s, const cq_
   CQ_D(p2g_load)(c, s, m, ctl, p, q, NULL, CQI_ANY);
   if (cache_out) CQ_D(p2g_cache_io)(q, cache_out, s->n, p, 1);
   CQ_D(stencil)(c, q->x, st);
-  for (int a = 0; a < D; a++) mv[a] = q->m * q->v[a] + c->dt * q->f[a]; /* eq. 16: force impulse */
+  CQ_D(p2g_momentum)(c, q, mv, 1);
 }
 
 /* Forward, per stencil node (eqs. 5-6): what the particle adds to the node at offset off, out[D + 1] = momentum w (m v
@@ -127,13 +132,14 @@ CQ_HD void CQ_D(p2g_scatter)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const
 /* Forward in two passes (the CPU's, cpu_loops.h): first each particle's stresses into cache (P, tau, G as
  * p2g_cache_io) and its momentum with the force impulse into mv ([D][n]), with no writes shared between particles
  * (so a block of them can run as SIMD lanes); then p2g_scatter_stored, which adds what the particle gives its
- * stencil nodes. Together they do what p2g does. */
+ * stencil nodes into grid (the caller keeps writers of the same nodes apart). The CUDA backend runs the same
+ * bodies as p2g_begin, p2g_node and p2g_scatter (cuda/cuda_loops.cuh). */
 CQ_HD void CQ_D(p2g_store)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
                            cq_real* cache, cq_real* mv, cqi_variant v) {
   CQ_D(cqi_p2g) q;
   CQ_D(p2g_load)(c, s, m, ctl, p, &q, NULL, v);
   CQ_D(p2g_cache_io)(&q, cache, s->n, p, 1);
-  for (int a = 0; a < D; a++) mv[a * s->n + p] = q.m * q.v[a] + c->dt * q.f[a]; /* eq. 16: force impulse */
+  CQ_D(p2g_momentum)(c, &q, mv + p, s->n);
 }
 
 /* What p2g_store left of particle p: q's m and G (all p2g_node reads), its stencil and mv. */
@@ -177,18 +183,6 @@ CQ_HD void CQ_D(p2g_terms_stored)(const cq_substep* c, const cq_particles* s, co
   }
 }
 
-/* Forward: scatter mass and momentum of particle p into grid. The caller makes sure no other thread writes the same
- * nodes at the same time. cache_out (may be NULL) receives the stresses. (The CUDA backend also has a block-local
- * variant built on p2g_begin and p2g_node: cuda/cuda_loops.cuh.) */
-CQ_HD void CQ_D(p2g)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
-                     cq_real* grid, cq_real* cache_out) {
-  CQ_D(cqi_p2g) q;
-  CQ_D(cqi_stencil) st;
-  cq_real mv[D];
-  CQ_D(p2g_begin)(c, s, m, ctl, p, cache_out, &q, &st, mv);
-  CQ_D(p2g_scatter)(c, &q, &st, mv, grid);
-}
-
 /* Adjoint: gather dL/d(momentum, mass) of the nodes (adj, stride D+1) into particle p. cache (may be NULL) holds
  * the stresses stored by p2g of the same state.
  * Writes gv, gC of state n (gs->v, gs->C), adds to gs->x and gs->F and to the parameter gradients gp, writes the
@@ -207,7 +201,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, q.x, &st);
   cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};
-  for (int a = 0; a < D; a++) mv[a] = q.m * q.v[a] + c->dt * q.f[a];
+  CQ_D(p2g_momentum)(c, &q, mv, 1);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
