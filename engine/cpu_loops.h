@@ -159,6 +159,11 @@ static int CQ_D(cpu_grid_clear)(cqi_backend* b, cq_real* g) {
 CQI_LANE_MATERIALS(CQI_P2G_LANES)
 #undef CQI_P2G_LANES
 
+/* A stencil row: the 3 nodes along the grid's contiguous last axis (CQI_FOR_STENCIL's innermost offset, stride 1),
+ * whose D + 1 reals each lie one after another, so the scatters add a row as one vector of CQI_ROW reals (each node
+ * still gets its terms particle by particle, in the same order). */
+#define CQI_ROW (3 * (D + 1))
+
 /* The scatter of CQI_LANES consecutive particles pp[0..] of a slab: their node terms as SIMD lanes
  * (p2g_terms_stored), then the additions particle by particle in slab order, the same sums in the same order as
  * p2g_scatter_stored. */
@@ -170,9 +175,12 @@ static void CQ_D(p2g_scatter_chunk)(const cq_substep* c, const cq_particles* s, 
 #pragma omp simd
   for (int l = 0; l < CQI_LANES; l++) CQ_D(p2g_terms_stored)(c, s, m, pp[l], stress, mv, idx + l, add + l, CQI_LANES);
   for (int l = 0; l < CQI_LANES; l++)
-    for (int k = 0; k < NODES; k++) {
-      cq_real* g = grid + idx[k * CQI_LANES + l] * (D + 1);
-      for (int a = 0; a <= D; a++) g[a] += add[(k * (D + 1) + a) * CQI_LANES + l];
+    for (int r = 0; r < NODES / 3; r++) {
+      cq_real t[CQI_ROW];
+      for (int j = 0; j < CQI_ROW; j++) t[j] = add[(3 * r * (D + 1) + j) * CQI_LANES + l];
+      cq_real* g = grid + idx[3 * r * CQI_LANES + l] * (D + 1);
+#pragma omp simd
+      for (int j = 0; j < CQI_ROW; j++) g[j] += t[j];
     }
 }
 

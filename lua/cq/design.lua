@@ -332,6 +332,7 @@ function Design:_mixer(op, inner)
     check.fail("psi.controller", "inner must be a controller (a table with act and params, e.g. cq.pulses)", inner, 3)
   end
   local m, K, width, xi, gxi = op.m, op.K, op.width, op.xi, op.gxi
+  local yv, yg = ffi.new("double[?]", m), ffi.new("double[?]", m) -- the output node's storage, reused every step
   return {
     params = inner.params,
     act = function(_, t, obs, k)
@@ -340,7 +341,7 @@ function Design:_mixer(op, inner)
         check.raise(string.format("psi.controller: the inner controller must give %d signals (outputs), gave %s", K,
           type(uh) == "table" and tostring(uh.n) or type(uh)))
       end
-      local y = t:const(m)
+      local y = t:_over(m, yv, yg)
       for i = 0, m - 1 do
         local sum = 0
         for j = 0, K - 1 do sum = sum + xi[i * width + j] * uh.v[j] end

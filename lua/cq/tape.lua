@@ -122,6 +122,16 @@ function Tape:const(values)
   return x
 end
 
+-- A const(n) node over the caller's arrays v and g (g zeroed), for an op run every control step that keeps its
+-- storage instead of allocating two arrays per call (cq.design's mixer: two per-particle arrays per control step,
+-- forward and backward, were most of a topology rollout's garbage). Valid until the op's next call.
+function Tape:_over(n, v, g)
+  ffi.fill(g, 8 * n)
+  local x = { n = n, v = v, g = g }
+  self.nodes[#self.nodes + 1] = x
+  return x
+end
+
 --- Uses a parameter as a leaf: its gradient is accumulated into the parameter.
 function Tape:use(p)
   if not is_node(p) or p.g == nil then check.fail("cq.tape:use", "p must be a cq.param", p) end
