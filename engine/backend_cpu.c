@@ -195,6 +195,10 @@ static const cqi_backend_ops cpu_ops = {
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
+  if ((double)m->n_nodes * (m->dim + 1) > 2147483647.0) /* the kernels' 32-bit node indices (cqi_node) */
+    return cqi_errorf(err, CQ_ERR_ARG, "res: the CPU backend holds at most 2^31 - 1 grid values (dim + 1 per node); "
+                      "this grid has %ld nodes, %.4g values: lower res or use the CUDA backend", m->n_nodes,
+                      (double)m->n_nodes * (m->dim + 1)), NULL;
   cpu_backend* cb = calloc(1, sizeof *cb);
   if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), NULL;
   cqi_backend* b = &cb->base;

@@ -35,14 +35,14 @@ CQ_HD void CQ_D(stencil)(const cq_substep* c, const cq_real xp[D], CQ_D(cqi_sten
 #endif
 
 /* Stencil node at offset off[]: its grid index, weight, weight gradient and dpos = x_i - x_p. */
-CQ_HD long CQ_D(stencil_node)(const cq_substep* c, const CQ_D(cqi_stencil) * s, const int off[3], cq_real* w,
-                              cq_real gw[D], cq_real dpos[D]) {
+CQ_HD cqi_node CQ_D(stencil_node)(const cq_substep* c, const CQ_D(cqi_stencil) * s, const int off[3], cq_real* w,
+                                  cq_real gw[D], cq_real dpos[D]) {
   cq_real ww = 1;
-  long idx = 0;
+  cqi_node idx = 0;
   for (int a = 0; a < D; a++) {
     ww *= s->w[a][off[a]];
     dpos[a] = ((cq_real)off[a] - s->fx[a]) * c->dx;
-    idx += (long)(s->base[a] + off[a]) * c->stride[a];
+    idx += (cqi_node)(s->base[a] + off[a]) * (cqi_node)c->stride[a];
   }
   for (int a = 0; a < D; a++) {
     cq_real g = s->dw[a][off[a]];

@@ -170,7 +170,7 @@ CQI_LANE_MATERIALS(CQI_P2G_LANES)
 static void CQ_D(p2g_scatter_chunk)(const cq_substep* c, const cq_particles* s, const cq_params* m,
                                     const cq_real* stress, const cq_real* mv, cq_real* grid, const int32_t* pp) {
   enum { NODES = D == 2 ? 9 : 27 };
-  long idx[NODES * CQI_LANES];
+  cqi_node idx[NODES * CQI_LANES];
   cq_real add[NODES * (D + 1) * CQI_LANES];
 #pragma omp simd
   for (int l = 0; l < CQI_LANES; l++) CQ_D(p2g_terms_stored)(c, s, m, pp[l], stress, mv, idx + l, add + l, CQI_LANES);
@@ -265,7 +265,7 @@ static void CQ_D(g2p_adj_chunk)(const cq_substep* c, const cq_particles* s, cons
                                 const int32_t* pp) {
   enum { NODES = D == 2 ? 9 : 27 };
   const cqi_variant v = {-1, 1, 0, 0};
-  long idx[NODES * CQI_LANES];
+  cqi_node idx[NODES * CQI_LANES];
   cq_real add[NODES * D * CQI_LANES];
 #pragma omp simd
   for (int l = 0; l < CQI_LANES; l++)

@@ -90,7 +90,7 @@ CQ_HD int CQ_D(g2p_v)(const cq_substep* c, cq_particles* s, const cq_params* m, 
   CQ_D(stencil)(c, x, &st);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     cq_real vi[D]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
     for (int a = 0; a < D; a++) vi[a] = gridv[node * (D + 1) + a];
     for (int a = 0; a < D; a++) {
@@ -153,7 +153,7 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
   } else {
     CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];
-      long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+      cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
       cq_real vi[D]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
       for (int a = 0; a < D; a++) vi[a] = gridv[node * (D + 1) + a];
       for (int a = 0; a < D; a++)
@@ -207,12 +207,12 @@ CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const
 
 /* Adjoint, per stencil node at offset off: the particle's dL/d(node velocity) (eq. A54) into out[D], and the node's
  * share of dL/dx into gx; returns the node's grid index. */
-CQ_HD long CQ_D(g2p_adj_node)(const cq_substep* c, const CQ_D(cqi_stencil) * st, const int off[3],
-                              const cq_real* gridv, const cq_real gv[D], const cq_real gC[D][D], cq_real gx[D],
-                              cq_real out[D]) {
+CQ_HD cqi_node CQ_D(g2p_adj_node)(const cq_substep* c, const CQ_D(cqi_stencil) * st, const int off[3],
+                                  const cq_real* gridv, const cq_real gv[D], const cq_real gC[D][D], cq_real gx[D],
+                                  cq_real out[D]) {
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
   cq_real w, gw[D], dpos[D];
-  long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
+  cqi_node node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
   cq_real vi[D]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
   for (int a = 0; a < D; a++) vi[a] = gridv[node * (D + 1) + a];
   cq_real dv = 0; /* dL/dw through v and C */
@@ -251,7 +251,7 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
  * caller adds them to adj. Writes g0->x and g0->F as g2p_adj does. */
 CQ_HD void CQ_D(g2p_adj_terms)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
-                               cqi_variant vr, long* idx, cq_real* add, int stride) {
+                               cqi_variant vr, cqi_node* idx, cq_real* add, int stride) {
   CQ_D(cqi_stencil) st;
   cq_real gv[D], gC[D][D], gx[D];
   CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, g0, Cnext, &st, gv, gC, gx, vr);

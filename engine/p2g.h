@@ -105,10 +105,10 @@ CQ_HD void CQ_D(p2g_begin)(const cq_substep* c, const cq_particles* s, const cq_
 
 /* Forward, per stencil node (eqs. 5-6): what the particle adds to the node at offset off, out[D + 1] = momentum w (m v
  * + dt f + G dpos) and mass w m; returns the node's grid index. */
-CQ_HD long CQ_D(p2g_node)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const CQ_D(cqi_stencil) * st,
-                          const cq_real mv[D], const int off[3], cq_real out[D + 1]) {
+CQ_HD cqi_node CQ_D(p2g_node)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const CQ_D(cqi_stencil) * st,
+                              const cq_real mv[D], const int off[3], cq_real out[D + 1]) {
   cq_real w, gw[D], dpos[D];
-  long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
+  cqi_node node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
   for (int a = 0; a < D; a++) {
     cq_real t = mv[a];
     for (int b = 0; b < D; b++) t += q->G[a][b] * dpos[b];
@@ -169,7 +169,7 @@ CQ_HD void CQ_D(p2g_scatter_stored)(const cq_substep* c, const cq_particles* s, 
 /* p2g_scatter_stored without the scatter (the CPU's SIMD lanes): node k's grid index into idx[k * stride] and its
  * D + 1 terms into add[(k * (D + 1) + a) * stride], in CQI_FOR_STENCIL's order. */
 CQ_HD void CQ_D(p2g_terms_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                                  const cq_real* cache, const cq_real* mv, long* idx, cq_real* add, int stride) {
+                                  const cq_real* cache, const cq_real* mv, cqi_node* idx, cq_real* add, int stride) {
   CQ_D(cqi_p2g) q;
   CQ_D(cqi_stencil) st;
   cq_real mvp[D];
@@ -204,7 +204,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   CQ_D(p2g_momentum)(c, &q, mv, 1);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     cq_real g[D + 1]; /* indexed loads: gathers on the vectorised path (cpu_loops.h) */
     for (int a = 0; a <= D; a++) g[a] = adj[node * (D + 1) + a];
     cq_real contrib = q.m * g[D]; /* d(node mass)/dw */
