@@ -571,6 +571,7 @@ static const cqi_backend_ops cuda_ops = {
     NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
     cuda_host_alloc, cuda_host_free,
     cuda_shared_alloc, cuda_shared_free,
+    NULL, NULL, NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

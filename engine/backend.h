@@ -157,6 +157,14 @@ typedef struct cqi_backend_ops {
    * and out once per control step. shared_alloc zeroes, and returns NULL when it cannot. */
   void* (*shared_alloc)(size_t bytes);
   void (*shared_free)(void* p);
+
+  /* A substep's P2G kept for its adjoint, so that the backward pass runs neither prepare nor P2G again (the memo's
+   * records, integrator.h cqi_kept; NULL where a backend has none: it recomputes them). keep_bytes: the size of a
+   * record of what the last prepare set (active region, slab order) and of grid's active region; keep writes that
+   * record (host memory) from grid (P2G's momentum and mass); restore sets prepare's results and grid from one. */
+  size_t (*keep_bytes)(cqi_backend* b);
+  int (*keep)(cqi_backend* b, const cq_real* grid, void* record);
+  int (*restore)(cqi_backend* b, cq_real* grid, const void* record);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -18,6 +18,7 @@ typedef struct cpu_backend {
   int idle;             /* cores not busy with other processes, at the last probe */
   int fixed;            /* CQ_FIXED_THREADS set: never lower the count (benchmarks of the old behaviour) */
   int simd;             /* 0 when CQ_SIMD=0: every particle loop runs particle by particle (cpu_loops.h) */
+  int keep;             /* 0 when CQ_KEEP=0: no kept P2G records (every adjoint substep recomputes P2G) */
   double probed;        /* time of that probe (s, monotonic); 0 = never */
   int32_t* perm;        /* [n] particles bucketed by slab along axis 0 */
   int32_t* slab_start;  /* [res0 + 2] */
@@ -137,6 +138,63 @@ static int cpu_set_threads(cqi_backend* b, int max_threads) {
 static int cpu_grid_clear(cqi_backend* b, cq_real* grid) { return CQI_BY_DIM(b, cpu_grid_clear, grid); }
 CQI_DIM_DISPATCH(cpu)
 
+/* Kept P2G records (backend.h keep): the head, slab_start[n_slabs + 1] and perm[n] (int32), then the grid's active
+ * region row by row along the contiguous last axis (D + 1 reals per node), 8-byte aligned. */
+typedef struct {
+  int lo[3], hi[3], n_slabs;
+  cq_substep region_ctx;
+} cpu_kept_head;
+
+static size_t cpu_kept_grid_offset(const cpu_backend* cb, int n) {
+  size_t off = sizeof(cpu_kept_head) + sizeof(int32_t) * ((size_t)cb->n_slabs + 1 + (size_t)n);
+  return (off + 7) & ~(size_t)7;
+}
+
+/* Calls row(grid offset, reals) for each row of the active region along the last axis. */
+#define CPU_FOR_REGION_ROWS(cb, D, row)                                                                      do {                                                                                                         const long* st_ = (cb)->region_ctx.stride;                                                                 long len_ = (long)((cb)->hi[D - 1] - (cb)->lo[D - 1] + 1) * (D + 1);                                       for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++)                                                          for (int i1 = D == 3 ? (cb)->lo[1] : 0; i1 <= (D == 3 ? (cb)->hi[1] : 0); i1++) {                            long node_ = i0 * st_[0] + (D == 3 ? i1 * st_[1] : 0) + (long)(cb)->lo[D - 1] * st_[D - 1];                row(node_ * (D + 1), len_);                                                                               }                                                                                                      } while (0)
+
+static size_t cpu_keep_bytes(cqi_backend* b) {
+  cpu_backend* cb = (cpu_backend*)b;
+  if (!cb->keep) return 0;
+  size_t nodes = 1;
+  for (int a = 0; a < b->dim; a++) nodes *= (size_t)(cb->hi[a] - cb->lo[a] + 1);
+  return cpu_kept_grid_offset(cb, b->n) + sizeof(cq_real) * (size_t)(b->dim + 1) * nodes;
+}
+
+static int cpu_keep(cqi_backend* b, const cq_real* grid, void* record) {
+  cpu_backend* cb = (cpu_backend*)b;
+  int D = b->dim, n = b->n;
+  cpu_kept_head* h = record;
+  memcpy(h->lo, cb->lo, sizeof h->lo), memcpy(h->hi, cb->hi, sizeof h->hi);
+  h->n_slabs = cb->n_slabs, h->region_ctx = cb->region_ctx;
+  int32_t* ints = (int32_t*)(h + 1);
+  memcpy(ints, cb->slab_start, sizeof(int32_t) * (cb->n_slabs + 1));
+  memcpy(ints + cb->n_slabs + 1, cb->perm, sizeof(int32_t) * n);
+  cq_real* out = (cq_real*)((char*)record + cpu_kept_grid_offset(cb, n));
+#define CPU_KEEP_ROW(off, len) (memcpy(out, grid + (off), sizeof(cq_real) * (len)), out += (len))
+  if (D == 2) CPU_FOR_REGION_ROWS(cb, 2, CPU_KEEP_ROW);
+  else CPU_FOR_REGION_ROWS(cb, 3, CPU_KEEP_ROW);
+#undef CPU_KEEP_ROW
+  return CQ_OK;
+}
+
+static int cpu_restore(cqi_backend* b, cq_real* grid, const void* record) {
+  cpu_backend* cb = (cpu_backend*)b;
+  int D = b->dim, n = b->n;
+  const cpu_kept_head* h = record;
+  memcpy(cb->lo, h->lo, sizeof h->lo), memcpy(cb->hi, h->hi, sizeof h->hi);
+  cb->n_slabs = h->n_slabs, cb->region_ctx = h->region_ctx;
+  const int32_t* ints = (const int32_t*)(h + 1);
+  memcpy(cb->slab_start, ints, sizeof(int32_t) * (cb->n_slabs + 1));
+  memcpy(cb->perm, ints + cb->n_slabs + 1, sizeof(int32_t) * n);
+  const cq_real* in = (const cq_real*)((const char*)record + cpu_kept_grid_offset(cb, n));
+#define CPU_RESTORE_ROW(off, len) (memcpy(grid + (off), in, sizeof(cq_real) * (len)), in += (len))
+  if (D == 2) CPU_FOR_REGION_ROWS(cb, 2, CPU_RESTORE_ROW);
+  else CPU_FOR_REGION_ROWS(cb, 3, CPU_RESTORE_ROW);
+#undef CPU_RESTORE_ROW
+  return CQ_OK;
+}
+
 /* Serial: a fixed summation order per actuator. */
 static int cpu_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* gact, double* gu) {
   for (int p = 0; p < b->n; p++)
@@ -192,6 +250,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_implicit_slots, cpu_implicit_blocks,
     NULL, NULL, /* host memory is the backend's: plain calloc and free */
     NULL, NULL, /* and the kernels use every state in place */
+    cpu_keep_bytes, cpu_keep, cpu_restore,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
@@ -212,6 +271,7 @@ cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   cb->threads = b->threads = 1;
   cb->fixed = getenv("CQ_FIXED_THREADS") != NULL;
   cb->simd = !(getenv("CQ_SIMD") && strcmp(getenv("CQ_SIMD"), "0") == 0);
+  cb->keep = !(getenv("CQ_KEEP") && strcmp(getenv("CQ_KEEP"), "0") == 0);
   cb->perm = malloc(sizeof(int32_t) * m->n);
   cb->base0 = malloc(sizeof(int32_t) * m->n);
   cb->slab_start = malloc(sizeof(int32_t) * (m->desc.res[0] + 2));

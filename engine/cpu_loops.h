@@ -302,15 +302,22 @@ static int CQ_D(cpu_grid_update_adj)(cqi_backend* b, const cq_substep* c, const 
 
 /* The P2G adjoint: a block whose particles share one of CQI_LANE_MATERIALS and are all plain (cqi_variant: a stress
  * actuator or none, no viscosity, incompressibility or volumetric term) runs as lanes when the substep allows it
- * (explicit, with the stress cache, no user stresses or forces, no force gradients). */
+ * (explicit, no user stresses or forces, no force gradients): with the stress cache of a recomputed P2G, or
+ * evaluating the stresses itself where the memo kept the substep's P2G (no cache). */
 #define CQI_P2G_ADJ_LANES(MAT)                                                                                       \
   static void CQ_D(p2g_adj_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,             \
                                         const cq_ctl* ctl, const cq_real* adj, cq_particles* g0,                     \
                                         const cq_param_grads* gp, const cq_ctl_grads* gc, const cq_real* cache,      \
                                         int p0) {                                                                    \
-    const cqi_variant v = {CQ_MAT_##MAT, 1, 1, 0};                                                                  \
-    _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                    \
-      CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                                   \
+    if (cache) {                                                                                                     \
+      const cqi_variant v = {CQ_MAT_##MAT, 1, 1, 0};                                                                \
+      _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                  \
+        CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                                 \
+    } else {                                                                                                         \
+      const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                                \
+      _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                  \
+        CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, NULL, v);                                                  \
+    }                                                                                                                \
   }
 CQI_LANE_MATERIALS(CQI_P2G_ADJ_LANES)
 #undef CQI_P2G_ADJ_LANES
@@ -320,7 +327,7 @@ static int CQ_D(cpu_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_parti
                              const cq_ctl_grads* gc, const cq_real* cache) {
   cpu_backend* cb = (cpu_backend*)b;
   const int n = s->n, blocks = (n + CQI_LANES - 1) / CQI_LANES;
-  const int lanes = cb->simd && cache && !ctl->stress && !ctl->force && !gc->force && !c->implicit_elastic;
+  const int lanes = cb->simd && !ctl->stress && !ctl->force && !gc->force && !c->implicit_elastic;
   long simd = 0;
 #pragma omp parallel for schedule(static) num_threads(cb->threads) reduction(+ : simd)
   for (int k = 0; k < blocks; k++) {

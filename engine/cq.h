@@ -104,6 +104,7 @@ typedef struct cq_solver_stats {
   long splits;    /* substeps (or halves of them) redone as two halves after a failed attempt */
   double factor_seconds; /* wall time spent assembling and factorising them */
   long simd_particles; /* particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h) */
+  long kept_substeps;  /* adjoint substeps that took their P2G from the memo's records instead of recomputing it */
 } cq_solver_stats;
 
 int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */

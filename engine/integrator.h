@@ -3,7 +3,20 @@
  * a backend. */
 #ifndef CQ_INTEGRATOR_H
 #define CQ_INTEGRATOR_H
+#include <stdlib.h>
 #include "backend.h"
+
+/* A slot of the memo's records of substeps' P2G (backend ops keep/restore), in host memory: buf (cap bytes) holds
+ * relative substep r of recording rec when r >= 0. Before it runs a substep forward or its adjoint, the memo points
+ * sim->kept at the substep's slot with want_r and want_rec set; the integrator fills it forward (cqi_keep_store)
+ * and uses it in the adjoint when it holds that substep (cqi_keep_restore). *total counts the bytes of all slots,
+ * which stay within budget (a slot that would pass it is left empty, and the adjoint recomputes). */
+typedef struct cqi_kept {
+  void* buf;
+  size_t cap;
+  long r, rec, want_r, want_rec;
+  size_t *total, budget;
+} cqi_kept;
 
 /* What an integrator works with. */
 typedef struct cqi_sim {
@@ -13,7 +26,38 @@ typedef struct cqi_sim {
   cqi_err* err;               /* where failures are reported */
   void* ws;                   /* the integrator's own workspace (grid vectors, ...), in backend memory */
   cq_solver_stats stats;      /* the implicit solves' work (cq_world_solver_stats) */
+  cqi_kept* kept;             /* the memo's record slot for the substep being run (NULL: none) */
 } cqi_sim;
+
+/* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
+ * and the backend can. */
+static inline void cqi_keep_store(cqi_sim* sim, const cq_real* grid) {
+  cqi_kept* k = sim->kept;
+  const cqi_backend_ops* op = sim->be->ops;
+  if (!k || !op->keep) return;
+  k->r = -1;
+  size_t bytes = op->keep_bytes(sim->be); /* 0: none (CQ_KEEP=0) */
+  if (bytes == 0) return;
+  if (bytes > k->cap) {
+    if (*k->total + (bytes - k->cap) > k->budget) return;
+    void* p = realloc(k->buf, bytes);
+    if (!p) return;
+    *k->total += bytes - k->cap;
+    k->buf = p, k->cap = bytes;
+  }
+  if (op->keep(sim->be, grid, k->buf) == CQ_OK) k->r = k->want_r, k->rec = k->want_rec;
+}
+
+/* 1 when sim->kept holds the substep being undone: prepare's results and grid (P2G's momentum and mass) are then
+ * restored from it; 0 when the adjoint must recompute them. */
+static inline int cqi_keep_restore(cqi_sim* sim, cq_real* grid) {
+  cqi_kept* k = sim->kept;
+  const cqi_backend_ops* op = sim->be->ops;
+  int ok = k && k->r >= 0 && k->r == k->want_r && k->rec == k->want_rec && op->restore &&
+           op->restore(sim->be, grid, k->buf) == CQ_OK;
+  sim->stats.kept_substeps += ok;
+  return ok;
+}
 
 /* Outputs of an adjoint substep: parameter gradients (B, accumulated), dL/du of this control step (host, [n_act],
  * accumulated) and dL/d(user force) and dL/d(user stress) (B, accumulated; NULL = not wanted). */

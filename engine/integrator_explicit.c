@@ -71,12 +71,14 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
+  cqi_keep_store(sim, ws->grid); /* before the update in place: the adjoint needs the momentum and mass */
   TRY(op->grid_update(be, &c, ws->grid, ws->grid)); /* in place: momentum -> velocity */
   TRY(op->g2p(be, &c, s, &sim->view->params, ws->grid, bad));
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
 }
 
-/* Recomputes the forward grid from s (caching P2G's stresses), then runs G2P, grid and P2G adjoints. */
+/* Restores the forward grid from the memo's record of this substep, or recomputes it from s (caching P2G's
+ * stresses), then runs G2P, grid and P2G adjoints (P2G's adjoint evaluates the stresses itself when restored). */
 static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
                                 const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
   explicit_ws* ws = sim->ws;
@@ -84,20 +86,25 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   const cqi_backend_ops* op = be->ops;
   TRY(alloc_backward(sim));
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
-  cqi_check bad;
-  TRY(op->prepare(be, &c, s, 0, &bad));
-  if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
   cq_ctl kc = *ctl;
-  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
-  /* forward grid */
-  TRY(op->grid_clear(be, ws->grid));
-  TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
+  const cq_real* cache = NULL;
+  if (cqi_keep_restore(sim, ws->grid)) {
+    TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
+  } else { /* the forward grid again */
+    cqi_check bad;
+    TRY(op->prepare(be, &c, s, 0, &bad));
+    if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
+    TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
+    TRY(op->grid_clear(be, ws->grid));
+    TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
+    cache = ws->cache;
+  }
   TRY(op->grid_update(be, &c, ws->grid, ws->grid_v));
   /* adjoints in reverse: G2P (scatter), grid, P2G (gather) */
   TRY(op->grid_clear(be, ws->grid_adj));
   TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
-  return cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, ws->cache, ws->gact, ws->gfext, g0, out);
+  return cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, ws->gfext, g0, out);
 }
 
 const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,

@@ -1,7 +1,8 @@
 /* The memo: a recorded run with O(sqrt(N)) checkpointing (seed 000 sec. 3.6) and the backward pass over it.
  * Forward stores the state every K substeps; backward recomputes one segment of K substeps at a time from its
- * checkpoint and runs the integrator's adjoint substeps in reverse. The grid is never stored: each adjoint substep
- * rebuilds it. Checkpoints and gradients live in backend memory; what Lua sees (the current state, the recomputed
+ * checkpoint and runs the integrator's adjoint substeps in reverse. Each substep's P2G (grid and slab order) is kept
+ * in host records (integrator.h cqi_kept) where the backend can and the budget allows, so the adjoint substep need
+ * not rebuild the grid: every substep's when every state is kept, else the recomputed segment's. Checkpoints and gradients live in backend memory; what Lua sees (the current state, the recomputed
  * state, dL/dstate, parameter and control gradients) are host buffers whose addresses never change. */
 #include <limits.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 /* Auto mode stores every substep's state when that takes at most this many bytes, or a quarter of the backend's
  * free memory where it has its own (a GPU): no recomputation in the backward pass. */
 #define CQ_MEMO_FULL_BUDGET (256.0 * 1024 * 1024)
+/* The kept P2G records take at most this many bytes, or an eighth of the machine's memory if less. */
+#define CQ_MEMO_KEEP_BUDGET (512.0 * 1024 * 1024)
 
 /* The record and gradient of one per-particle control field (force, stress). */
 typedef struct {
@@ -54,7 +57,20 @@ struct cq_memo {
   double* gact;      /* host [max_steps][n_act] dL/du */
   cq_param_grads gp_b; /* (B) dL/dparameter, per differentiable parameter */
   cq_param_grads gp;   /* host views of the same (equal on host-memory backends and when shared) */
+  /* kept P2G records (integrator.h): one slot per substep when K = 1, else one per substep of a segment */
+  cqi_kept* kept;      /* [n_kept] (NULL: the backend keeps none) */
+  long n_kept;
+  size_t kept_total;   /* bytes held by the slots */
+  long rec;            /* recording number (memo:begin), which tells a slot's record from an earlier recording's */
 };
+
+/* The record slot for relative substep r, set up to hold it (NULL when the backend keeps no records). */
+static cqi_kept* kept_slot(cq_memo* m, long r) {
+  if (!m->kept) return NULL;
+  cqi_kept* k = &m->kept[m->K == 1 ? r : r % m->K];
+  k->want_r = r, k->want_rec = m->rec;
+  return k;
+}
 
 static void* backend_alloc(cq_memo* m, size_t count, size_t size) {
   if (count > SIZE_MAX / (size ? size : 1) / 2) return NULL;
@@ -106,6 +122,8 @@ void cq_memo_free(cq_memo* m) {
       grad_free(m, m->ctl[f].grad_b, m->ctl[f].grad);
     }
   }
+  for (long i = 0; m->kept && i < m->n_kept; i++) free(m->kept[i].buf);
+  free(m->kept);
   free(m->act);
   free(m->gact);
   free(m->u_step);
@@ -192,6 +210,14 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
                       "memo: out of memory for %d steps of %d particles (%ld stored states of %.3g MB; lower steps "
                       "or set checkpoint_every)", max_steps, n, m->n_ckpt, S / 1e6), NULL;
   }
+  if (m->be->ops->keep) { /* no records is not an error: the adjoint substeps then rebuild the grid */
+    double mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE), budget = CQ_MEMO_KEEP_BUDGET;
+    if (mem > 0 && mem / 8 < budget) budget = mem / 8;
+    m->n_kept = m->K == 1 ? N : m->K;
+    if ((m->kept = calloc((size_t)m->n_kept, sizeof(cqi_kept))))
+      for (long i = 0; i < m->n_kept; i++)
+        m->kept[i] = (cqi_kept){NULL, 0, -1, -1, -1, -1, &m->kept_total, (size_t)budget};
+  }
   m->seg_loaded = -1;
   m->pos = -1;
   return m;
@@ -203,6 +229,7 @@ int cq_memo_begin(cq_memo* m, const cq_state* s0) {
   cq_state_copy(m->cur, s0);
   m->sub0 = s0->substep;
   m->steps = 0;
+  m->rec++;
   m->seg_loaded = -1;
   m->pos = -1;
   m->checked = 0;
@@ -308,7 +335,9 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
     if (r % m->K == 0 && (st = be->ops->copy(be, m->ckpt + (r / m->K) * m->len, m->cur_b, S)) != CQ_OK) break;
     /* one substep at a time: checkpoints fall between them */
     if ((st = cqi_poll_interrupt(w, "the recording", step, j, m->b)) != CQ_OK) break;
+    w->sim.kept = m->K == 1 ? kept_slot(m, r) : NULL; /* every substep's record only when every state is kept */
     st = w->integ->substep(&w->sim, &p, &ctl, k0 + j, !m->checked, &bad); /* the recording's own output was checked */
+    w->sim.kept = NULL;
     if (st == CQ_OK) m->cur->substep = k0 + j + 1, m->checked = 1;
   }
   st = cqi_batch_end(w, batched, st, &bad);
@@ -431,7 +460,9 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
       if ((*status = load_control(m, (int)((q - 1) / m->b), &ctl)) != CQ_OK) return NULL;
       cq_particles p = cqi_particles_view(dst, w->model.n, w->model.dim);
       cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
+      w->sim.kept = kept_slot(m, q - 1);
       *status = w->integ->substep(&w->sim, &p, &ctl, m->sub0 + q - 1, 0, &bad);
+      w->sim.kept = NULL;
       if (*status != CQ_OK) {
         if (bad.check != CQ_CHECK_OK)
           cqi_errorf(&w->err, CQ_ERR_STATE, "backward: recomputing substep %ld failed the %s check (particle %d); was "
@@ -464,7 +495,9 @@ static int adjoint_substeps(cq_memo* m, int k, int* cur) {
     if ((st = cqi_poll_interrupt(w, "the backward pass", k + 1, r - (long)k * m->b, m->b)) != CQ_OK) return st;
     cq_particles s = cqi_particles_view(sblock, n, D), s1 = cqi_particles_view(nblock, n, D);
     cq_particles g1 = cqi_particles_view(m->gb[*cur], n, D), g0 = cqi_particles_view(m->gb[1 - *cur], n, D);
+    w->sim.kept = kept_slot(m, r);
     st = w->integ->substep_adj(&w->sim, &s, &s1, &ctl, m->sub0 + r, &g1, &g0, &out);
+    w->sim.kept = NULL;
     if (st != CQ_OK) return st;
     *cur = 1 - *cur;
     if (r == (long)k * m->b) { /* a copy, not a download: it need not wait for the device (the step's end does) */

@@ -93,6 +93,38 @@ describe("checkpointing", function()
   end)
 end)
 
+describe("the memo's kept P2G records (engine/memo.c, integrator.h cqi_kept)", function()
+  -- The gradients of one problem whose adjoint substeps take P2G from the memo's records, or recompute it
+  -- (CQ_KEEP=0, read when a world's backend is made), with every state kept or checkpointed (every 4th substep).
+  local function run(dim, keep, every)
+    local w, s0 = G.with_env("CQ_KEEP", keep and "1" or "0", function()
+      return G.scene { dim = dim, material = "neohookean", act2 = "stress", bc = "friction" }
+    end)
+    local P = G.problem(w, s0, 60, every)
+    local L = P.loss()
+    w:solver_stats(true)
+    local g = P.backward()
+    return L, g, w:solver_stats().kept_substeps
+  end
+  for _, dim in ipairs { 2, 3 } do
+    it(dim .. "D: the same gradients as recomputing P2G, every substep's record used when every state is kept", function()
+      local L0, g0, k0 = run(dim, false)
+      local L1, g1, k1 = run(dim, true)
+      local L2, g2, k2 = run(dim, true, 4)
+      assert.are.equal(L0, L1)
+      assert.are.equal(L0, L2)
+      local d1, big = G.max_grad_diff(g1, g0, 60)
+      local d2 = G.max_grad_diff(g2, g0, 60)
+      print(string.format("  %dD: adjoint substeps from records: %d (every state kept), %d (checkpointed), %d " ..
+        "(CQ_KEEP=0); max |difference| %.2e and %.2e of max |gradient| %.2e", dim, k1, k2, k0, d1, d2, big))
+      assert.are.equal(0, k0)
+      assert.are.equal(60, k1) -- G.problem: one substep per step
+      assert.are.equal(45, k2) -- the last substep of each segment of 4 has no record: it is not recomputed
+      assert.is_true(d1 <= 1e-12 * big and d2 <= 1e-12 * big)
+    end)
+  end
+end)
+
 describe("the CPU's SIMD lanes (engine/cpu_loops.h)", function()
   -- The gradients of one problem with the SIMD path on or off (CQ_SIMD is read when a world's backend is made).
   local function gradients(dim, simd)

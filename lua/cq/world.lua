@@ -196,7 +196,8 @@ end
 --- The implicit integrator's work since the world was made or last reset (reset = true zeroes it after reading):
 --- substeps, newton, cg (Newton directions' CG iterations), halvings (line search), adjoint_cg (backward solves),
 --- factorizations (Hessians factorised by implicit.precond = "factor") and factor_seconds (their wall time); and
---- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h).
+--- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h);
+--- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/memo.c) instead of recomputing it.
 function World:solver_stats(reset)
   if reset ~= nil and type(reset) ~= "boolean" then
     check.fail("world:solver_stats", "reset must be true, false or nil", reset)
@@ -206,7 +207,7 @@ function World:solver_stats(reset)
   return { substeps = tonumber(st.substeps), newton = tonumber(st.newton), cg = tonumber(st.cg),
     halvings = tonumber(st.halvings), adjoint_cg = tonumber(st.adjoint_cg),
     factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds, splits = tonumber(st.splits),
-    simd_particles = tonumber(st.simd_particles) }
+    simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps) }
 end
 
 function World:__tostring()
