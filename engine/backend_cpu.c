@@ -142,7 +142,7 @@ CQI_DIM_DISPATCH(cpu)
  * region row by row along the contiguous last axis (D + 1 reals per node), 8-byte aligned. */
 typedef struct {
   int lo[3], hi[3], n_slabs;
-  cq_substep region_ctx;
+  cq_substep region_ctx; /* whole, as prepare sets it; the grid loops read only its strides */
 } cpu_kept_head;
 
 static size_t cpu_kept_grid_offset(const cpu_backend* cb, int n) {
@@ -151,7 +151,16 @@ static size_t cpu_kept_grid_offset(const cpu_backend* cb, int n) {
 }
 
 /* Calls row(grid offset, reals) for each row of the active region along the last axis. */
-#define CPU_FOR_REGION_ROWS(cb, D, row)                                                                      do {                                                                                                         const long* st_ = (cb)->region_ctx.stride;                                                                 long len_ = (long)((cb)->hi[D - 1] - (cb)->lo[D - 1] + 1) * (D + 1);                                       for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++)                                                          for (int i1 = D == 3 ? (cb)->lo[1] : 0; i1 <= (D == 3 ? (cb)->hi[1] : 0); i1++) {                            long node_ = i0 * st_[0] + (D == 3 ? i1 * st_[1] : 0) + (long)(cb)->lo[D - 1] * st_[D - 1];                row(node_ * (D + 1), len_);                                                                               }                                                                                                      } while (0)
+#define CPU_FOR_REGION_ROWS(cb, D, row)                                                                \
+  do {                                                                                                   \
+    const long* st_ = (cb)->region_ctx.stride;                                                           \
+    long len_ = (long)((cb)->hi[D - 1] - (cb)->lo[D - 1] + 1) * (D + 1);                                 \
+    for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++)                                                  \
+      for (int i1 = D == 3 ? (cb)->lo[1] : 0; i1 <= (D == 3 ? (cb)->hi[1] : 0); i1++) {                  \
+        long node_ = i0 * st_[0] + (D == 3 ? i1 * st_[1] : 0) + (long)(cb)->lo[D - 1] * st_[D - 1];      \
+        row(node_ * (D + 1), len_);                                                                      \
+      }                                                                                                  \
+  } while (0)
 
 static size_t cpu_keep_bytes(cqi_backend* b) {
   cpu_backend* cb = (cpu_backend*)b;

@@ -53,7 +53,7 @@ static inline void cqi_keep_store(cqi_sim* sim, const cq_real* grid) {
 static inline int cqi_keep_restore(cqi_sim* sim, cq_real* grid) {
   cqi_kept* k = sim->kept;
   const cqi_backend_ops* op = sim->be->ops;
-  int ok = k && k->r >= 0 && k->r == k->want_r && k->rec == k->want_rec && op->restore &&
+  int ok = k && k->r == k->want_r && k->rec == k->want_rec && op->restore &&
            op->restore(sim->be, grid, k->buf) == CQ_OK;
   sim->stats.kept_substeps += ok;
   return ok;

@@ -1,5 +1,6 @@
 /* The explicit MLS-MPM substep (seed 000 eqs. 4-11, 15-17) and its adjoint (Appendix A.2), composed of backend
- * primitives: prepare, P2G, grid update, G2P forward; the same forward recomputed, then the adjoints in reverse. */
+ * primitives: prepare, P2G, grid update, G2P forward; backward, the forward's grid (restored from the memo's record
+ * of the substep, or recomputed), then the adjoints in reverse. */
 #include <stdlib.h>
 #include "integrator.h"
 

@@ -2,8 +2,9 @@
  * Forward stores the state every K substeps; backward recomputes one segment of K substeps at a time from its
  * checkpoint and runs the integrator's adjoint substeps in reverse. Each substep's P2G (grid and slab order) is kept
  * in host records (integrator.h cqi_kept) where the backend can and the budget allows, so the adjoint substep need
- * not rebuild the grid: every substep's when every state is kept, else the recomputed segment's. Checkpoints and gradients live in backend memory; what Lua sees (the current state, the recomputed
- * state, dL/dstate, parameter and control gradients) are host buffers whose addresses never change. */
+ * not rebuild the grid: every substep's when every state is kept, else the recomputed segment's. Checkpoints and
+ * gradients live in backend memory; what Lua sees (the current state, the recomputed state, dL/dstate, parameter and
+ * control gradients) are host buffers whose addresses never change. */
 #include <limits.h>
 #include <stdio.h>
 #include <math.h>
@@ -16,7 +17,7 @@
 /* Auto mode stores every substep's state when that takes at most this many bytes, or a quarter of the backend's
  * free memory where it has its own (a GPU): no recomputation in the backward pass. */
 #define CQ_MEMO_FULL_BUDGET (256.0 * 1024 * 1024)
-/* The kept P2G records take at most this many bytes, or an eighth of the machine's memory if less. */
+/* Each memo's kept P2G records take at most this many bytes, or an eighth of the machine's memory if less. */
 #define CQ_MEMO_KEEP_BUDGET (512.0 * 1024 * 1024)
 
 /* The record and gradient of one per-particle control field (force, stress). */
@@ -64,8 +65,9 @@ struct cq_memo {
   long rec;            /* recording number (memo:begin), which tells a slot's record from an earlier recording's */
 };
 
-/* The record slot for relative substep r, set up to hold it (NULL when the backend keeps no records). */
-static cqi_kept* kept_slot(cq_memo* m, long r) {
+/* The record slot for relative substep r, its want_r / want_rec set to ask for that substep's record (NULL when the
+ * backend keeps no records). */
+static cqi_kept* kept_slot_for(cq_memo* m, long r) {
   if (!m->kept) return NULL;
   cqi_kept* k = &m->kept[m->K == 1 ? r : r % m->K];
   k->want_r = r, k->want_rec = m->rec;
@@ -335,7 +337,7 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
     if (r % m->K == 0 && (st = be->ops->copy(be, m->ckpt + (r / m->K) * m->len, m->cur_b, S)) != CQ_OK) break;
     /* one substep at a time: checkpoints fall between them */
     if ((st = cqi_poll_interrupt(w, "the recording", step, j, m->b)) != CQ_OK) break;
-    w->sim.kept = m->K == 1 ? kept_slot(m, r) : NULL; /* every substep's record only when every state is kept */
+    w->sim.kept = m->K == 1 ? kept_slot_for(m, r) : NULL; /* every substep's record only when every state is kept */
     st = w->integ->substep(&w->sim, &p, &ctl, k0 + j, !m->checked, &bad); /* the recording's own output was checked */
     w->sim.kept = NULL;
     if (st == CQ_OK) m->cur->substep = k0 + j + 1, m->checked = 1;
@@ -460,7 +462,7 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
       if ((*status = load_control(m, (int)((q - 1) / m->b), &ctl)) != CQ_OK) return NULL;
       cq_particles p = cqi_particles_view(dst, w->model.n, w->model.dim);
       cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
-      w->sim.kept = kept_slot(m, q - 1);
+      w->sim.kept = kept_slot_for(m, q - 1);
       *status = w->integ->substep(&w->sim, &p, &ctl, m->sub0 + q - 1, 0, &bad);
       w->sim.kept = NULL;
       if (*status != CQ_OK) {
@@ -495,7 +497,7 @@ static int adjoint_substeps(cq_memo* m, int k, int* cur) {
     if ((st = cqi_poll_interrupt(w, "the backward pass", k + 1, r - (long)k * m->b, m->b)) != CQ_OK) return st;
     cq_particles s = cqi_particles_view(sblock, n, D), s1 = cqi_particles_view(nblock, n, D);
     cq_particles g1 = cqi_particles_view(m->gb[*cur], n, D), g0 = cqi_particles_view(m->gb[1 - *cur], n, D);
-    w->sim.kept = kept_slot(m, r);
+    w->sim.kept = kept_slot_for(m, r);
     st = w->integ->substep_adj(&w->sim, &s, &s1, &ctl, m->sub0 + r, &g1, &g0, &out);
     w->sim.kept = NULL;
     if (st != CQ_OK) return st;
