@@ -139,7 +139,7 @@ static int cpu_grid_clear(cqi_backend* b, cq_real* grid) { return CQI_BY_DIM(b, 
 CQI_DIM_DISPATCH(cpu)
 
 /* Kept P2G records (backend.h keep): the head, slab_start[n_slabs + 1] and perm[n] (int32), then the grid's active
- * region row by row along the contiguous last axis (D + 1 reals per node), 8-byte aligned. */
+ * region node by node (cpu_region_copy), 8-byte aligned. */
 typedef struct {
   int lo[3], hi[3], n_slabs;
   cq_substep region_ctx; /* whole, as prepare sets it; the grid loops read only its strides */
@@ -150,18 +150,6 @@ static size_t cpu_kept_grid_offset(const cpu_backend* cb, int n) {
   return (off + 7) & ~(size_t)7;
 }
 
-/* Calls row(grid offset, reals) for each row of the active region along the last axis. */
-#define CPU_FOR_REGION_ROWS(cb, D, row)                                                                \
-  do {                                                                                                   \
-    const long* st_ = (cb)->region_ctx.stride;                                                           \
-    long len_ = (long)((cb)->hi[D - 1] - (cb)->lo[D - 1] + 1) * (D + 1);                                 \
-    for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++)                                                  \
-      for (int i1 = D == 3 ? (cb)->lo[1] : 0; i1 <= (D == 3 ? (cb)->hi[1] : 0); i1++) {                  \
-        long node_ = i0 * st_[0] + (D == 3 ? i1 * st_[1] : 0) + (long)(cb)->lo[D - 1] * st_[D - 1];      \
-        row(node_ * (D + 1), len_);                                                                      \
-      }                                                                                                  \
-  } while (0)
-
 static size_t cpu_keep_bytes(cqi_backend* b) {
   cpu_backend* cb = (cpu_backend*)b;
   if (!cb->keep) return 0;
@@ -170,37 +158,31 @@ static size_t cpu_keep_bytes(cqi_backend* b) {
   return cpu_kept_grid_offset(cb, b->n) + sizeof(cq_real) * (size_t)(b->dim + 1) * nodes;
 }
 
-static int cpu_keep(cqi_backend* b, const cq_real* grid, void* record) {
-  cpu_backend* cb = (cpu_backend*)b;
-  int D = b->dim, n = b->n;
-  cpu_kept_head* h = record;
-  memcpy(h->lo, cb->lo, sizeof h->lo), memcpy(h->hi, cb->hi, sizeof h->hi);
-  h->n_slabs = cb->n_slabs, h->region_ctx = cb->region_ctx;
+/* Writes a record from prepare's results and grid (store), or sets them from one. */
+static void cpu_kept_io(cpu_backend* cb, cq_real* grid, char* record, int store) {
+  int n = cb->base.n;
+  cpu_kept_head* h = (cpu_kept_head*)record;
+  if (store) {
+    memcpy(h->lo, cb->lo, sizeof h->lo), memcpy(h->hi, cb->hi, sizeof h->hi);
+    h->n_slabs = cb->n_slabs, h->region_ctx = cb->region_ctx;
+  } else {
+    memcpy(cb->lo, h->lo, sizeof h->lo), memcpy(cb->hi, h->hi, sizeof h->hi);
+    cb->n_slabs = h->n_slabs, cb->region_ctx = h->region_ctx;
+  }
   int32_t* ints = (int32_t*)(h + 1);
-  memcpy(ints, cb->slab_start, sizeof(int32_t) * (cb->n_slabs + 1));
-  memcpy(ints + cb->n_slabs + 1, cb->perm, sizeof(int32_t) * n);
-  cq_real* out = (cq_real*)((char*)record + cpu_kept_grid_offset(cb, n));
-#define CPU_KEEP_ROW(off, len) (memcpy(out, grid + (off), sizeof(cq_real) * (len)), out += (len))
-  if (D == 2) CPU_FOR_REGION_ROWS(cb, 2, CPU_KEEP_ROW);
-  else CPU_FOR_REGION_ROWS(cb, 3, CPU_KEEP_ROW);
-#undef CPU_KEEP_ROW
+  size_t slabs = sizeof(int32_t) * (cb->n_slabs + 1), perm = sizeof(int32_t) * n;
+  if (store) memcpy(ints, cb->slab_start, slabs), memcpy(ints + cb->n_slabs + 1, cb->perm, perm);
+  else memcpy(cb->slab_start, ints, slabs), memcpy(cb->perm, ints + cb->n_slabs + 1, perm);
+  CQI_BY_DIM(&cb->base, cpu_region_copy, grid, (cq_real*)(record + cpu_kept_grid_offset(cb, n)), store);
+}
+
+static int cpu_keep(cqi_backend* b, const cq_real* grid, void* record) {
+  cpu_kept_io((cpu_backend*)b, (cq_real*)grid, record, 1); /* grid is only read */
   return CQ_OK;
 }
 
 static int cpu_restore(cqi_backend* b, cq_real* grid, const void* record) {
-  cpu_backend* cb = (cpu_backend*)b;
-  int D = b->dim, n = b->n;
-  const cpu_kept_head* h = record;
-  memcpy(cb->lo, h->lo, sizeof h->lo), memcpy(cb->hi, h->hi, sizeof h->hi);
-  cb->n_slabs = h->n_slabs, cb->region_ctx = h->region_ctx;
-  const int32_t* ints = (const int32_t*)(h + 1);
-  memcpy(cb->slab_start, ints, sizeof(int32_t) * (cb->n_slabs + 1));
-  memcpy(cb->perm, ints + cb->n_slabs + 1, sizeof(int32_t) * n);
-  const cq_real* in = (const cq_real*)((const char*)record + cpu_kept_grid_offset(cb, n));
-#define CPU_RESTORE_ROW(off, len) (memcpy(grid + (off), in, sizeof(cq_real) * (len)), in += (len))
-  if (D == 2) CPU_FOR_REGION_ROWS(cb, 2, CPU_RESTORE_ROW);
-  else CPU_FOR_REGION_ROWS(cb, 3, CPU_RESTORE_ROW);
-#undef CPU_RESTORE_ROW
+  cpu_kept_io((cpu_backend*)b, grid, (char*)record, 0); /* record is only read */
   return CQ_OK;
 }
 

@@ -141,6 +141,22 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
       }                                                                               \
   }
 
+/* Copies the active region of grid into packed (node by node in region order, D + 1 reals each) when store, else
+ * back: the grid part of a kept P2G record (backend_cpu.c cpu_kept_io). */
+static void CQ_D(cpu_region_copy)(cqi_backend* b, cq_real* grid, cq_real* packed, int store) {
+  cpu_backend* cb = (cpu_backend*)b;
+  cq_substep c = cb->region_ctx;
+  long n1 = cb->hi[1] - cb->lo[1] + 1, n2 = D == 3 ? cb->hi[D - 1] - cb->lo[D - 1] + 1 : 1;
+  CQI_FOR_REGION(cb, c, {
+    long q = ((long)(i[0] - cb->lo[0]) * n1 + (i[1] - cb->lo[1])) * n2 + (D == 3 ? i[2] - cb->lo[D - 1] : 0);
+    q *= D + 1;
+    for (int a = 0; a <= D; a++) {
+      if (store) packed[q + a] = grid[node * (D + 1) + a];
+      else grid[node * (D + 1) + a] = packed[q + a];
+    }
+  })
+}
+
 static int CQ_D(cpu_grid_clear)(cqi_backend* b, cq_real* g) {
   cpu_backend* cb = (cpu_backend*)b;
   cq_substep c = cb->region_ctx;

@@ -100,7 +100,6 @@ typedef struct cq_bc {
   cq_real vel[3]; /* boundary velocity at the current time (moving walls) */
 } cq_bc;
 
-/* Everything a substep's kernels need besides the arrays. */
 /* A grid node's index in the particle kernels. 32 bits on the CPU: its SIMD lanes then gather grid values with one
  * instruction of 16 32-bit indices instead of two of 8 64-bit ones (the CPU backend refuses grids of more than 2^31
  * reals, backend_cpu.c); 64 bits on CUDA, whose grids may be larger. */
@@ -110,6 +109,7 @@ typedef long cqi_node;
 typedef int cqi_node;
 #endif
 
+/* Everything a substep's kernels need besides the arrays. */
 typedef struct cq_substep {
   int res[3];                   /* grid nodes per axis */
   long stride[3];               /* node index = i*stride[0] + j*stride[1] (+ k*stride[2]) */
