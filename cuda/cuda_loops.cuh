@@ -397,6 +397,19 @@ __global__ void CQ_D(cqk_implicit_hvp)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAM
   if (p < s.n) CQ_D(implicit_hvp)(&c, &s, &m, p, v, dir, out);
 }
 
+/* The averaged volumetric term (engine/volumetric.h): sums scattered with atomics, pressures gathered. */
+__global__ void CQ_D(cqk_vol_sums)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, int diff,
+                                   cq_real* sums) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_sum)(&c, &s, &m, p, v, diff, sums);
+}
+
+__global__ void CQ_D(cqk_vol_pressure)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
+                                       const cq_real* dsums, cq_real* out) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_pressure)(&c, &s, &m, p, sums, dsums, out);
+}
+
 __global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -623,6 +636,20 @@ static int CQ_D(cuda_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq
                                    const cq_real* v, const cq_real* dir, cq_real* out) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_implicit_hvp), s->n, *c, *s, *m, v, dir, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                               const cq_real* v, int diff, cq_real* sums) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_sums), s->n, *c, *s, *m, v, diff, sums);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                   const cq_real* sums, const cq_real* dsums, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_pressure), s->n, *c, *s, *m, sums, dsums, out);
   return CQ_OK;
 }
 

@@ -137,7 +137,8 @@ typedef struct cqi_backend_ops {
   /* The direct preconditioner's assembly (implicit_factor.c), for host-memory backends (NULL elsewhere):
    * implicit_slots numbers the nodes with mass in a fixed order into slot[n_nodes] (-1 elsewhere) and *count;
    * implicit_blocks adds every particle's elastic Hessian blocks at v (implicit.h implicit_blocks) into blocks and
-   * nbr ([count][5^D][D][D] and [count][5^D], zero and -1 on entry). */
+   * nbr ([count][5^D][D][D] and [count][5^D], zero and -1 on entry), and with c->vol_averaged the groups' volumetric
+   * blocks (volumetric.h vol_blocks_node; c->vol_sums at this substep). */
   int (*implicit_slots)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, int32_t* slot, long* count);
   int (*implicit_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                          const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks);
@@ -165,6 +166,15 @@ typedef struct cqi_backend_ops {
   size_t (*keep_bytes)(cqi_backend* b);
   int (*keep)(cqi_backend* b, const cq_real* grid, void* record);
   int (*restore)(cqi_backend* b, cq_real* grid, const void* record);
+
+  /* The averaged volumetric term (volumetric.h): vol_sums adds each particle's (V0 K, V0 (J - 1), V0) into its group
+   * node of sums (a grid vector; J - 1 from det F when v is NULL, else Jl - 1 at the grid velocities v; diff: only
+   * V0 dJl along v); vol_pressure then writes out[p] = its group's pressure K_g (J_g - 1) (with dsums, the diff sums:
+   * its differential). */
+  int (*vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
+                  int diff, cq_real* sums);
+  int (*vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                      const cq_real* sums, const cq_real* dsums, cq_real* out);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

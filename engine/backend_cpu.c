@@ -30,6 +30,7 @@ typedef struct cpu_backend {
   cqi_cavity_sums *cav_sums, *cav_gsums; /* [n_act] the cavities' sums over their walls, and their gradients */
   cqi_cavity_coef *cav_coef, *cav_gcoef; /* [n_act] their corrections' coefficients, and their gradients */
   cq_real *p2g_mv, *p2g_stress; /* P2G's first pass (cpu_loops.h): momenta [D][n], stresses [3 D^2][n] (no cache) */
+  cq_real* vol_a;               /* [n_nodes][3^D][D] the averaged volumetric term's a_g (volumetric.h), when factored */
 } cpu_backend;
 
 /* A scratch array of len reals in *slot, allocated on first use (a backend's particle count never changes). */
@@ -53,7 +54,7 @@ static void cpu_destroy(cqi_backend* b) {
   free(cb->base0);
   free(cb->layer_sum);
   free(cb->cav_sums), free(cb->cav_gsums), free(cb->cav_coef), free(cb->cav_gcoef);
-  free(cb->p2g_mv), free(cb->p2g_stress);
+  free(cb->p2g_mv), free(cb->p2g_stress), free(cb->vol_a);
   free(cb);
 }
 
@@ -242,6 +243,7 @@ static const cqi_backend_ops cpu_ops = {
     NULL, NULL, /* host memory is the backend's: plain calloc and free */
     NULL, NULL, /* and the kernels use every state in place */
     cpu_keep_bytes, cpu_keep, cpu_restore,
+    cpu_vol_sums, cpu_vol_pressure,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

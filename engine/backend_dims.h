@@ -91,5 +91,13 @@
   static int P##_implicit_bc_adj(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,      \
                                  cq_real* g) {                                                                      \
     return CQI_BY_DIM(b, P##_implicit_bc_adj, c, vstar, v, g);                                                     \
+  }                                                                                                               \
+  static int P##_vol_sums(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,          \
+                          const cq_real* v, int diff, cq_real* sums) {                                             \
+    return CQI_BY_DIM(b, P##_vol_sums, c, s, m, v, diff, sums);                                                    \
+  }                                                                                                               \
+  static int P##_vol_pressure(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
+                              const cq_real* sums, const cq_real* dsums, cq_real* out) {                           \
+    return CQI_BY_DIM(b, P##_vol_pressure, c, s, m, sums, dsums, out);                                             \
   }
 #endif

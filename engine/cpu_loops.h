@@ -538,6 +538,39 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
                                      const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
   cpu_backend* cb = (cpu_backend*)b;
   CQI_FOR_SLABS(cb, CQ_D(implicit_blocks)(c, s, m, p, v, slot, nbr, blocks))
+  if (!c->vol_averaged) return CQ_OK;
+  enum { CQI_VOL_NS = D == 3 ? 27 : 9 }; /* stencil nodes */
+  /* the groups' volumetric blocks: a_g scattered like P2G, then the group nodes one by one (a group writes the
+   * blocks of its whole stencil, so neighbouring groups would race) */
+  cq_real* a = cpu_scratch(&cb->vol_a, b->n_nodes * CQI_VOL_NS * D);
+  if (!a) return cqi_errorf(b->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory for the averaged "
+                            "volumetric term's blocks (%ld nodes)", b->n_nodes);
+  cq_substep rc = cb->region_ctx;
+  CQI_FOR_REGION(cb, rc, { for (int k = 0; k < CQI_VOL_NS * D; k++) a[node * CQI_VOL_NS * D + k] = 0; })
+  CQI_FOR_SLABS(cb, CQ_D(vol_gradient_sum)(c, s, m, p, a))
+  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++)
+    for (int i1 = cb->lo[1]; i1 <= cb->hi[1]; i1++)
+      for (int i2 = D == 3 ? cb->lo[2] : 0; i2 <= (D == 3 ? cb->hi[2] : 0); i2++) {
+        long node = i0 * c->stride[0] + i1 * c->stride[1] + (D == 3 ? i2 * c->stride[2] : 0);
+        CQ_D(vol_blocks_node)(c, node, c->vol_sums, a, slot, blocks);
+      }
+  return CQ_OK;
+}
+
+/* The averaged volumetric term (volumetric.h): its sums scattered like P2G (each node's in a fixed particle order,
+ * so they are the same for any thread count), its pressures gathered particle by particle. */
+static int CQ_D(cpu_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                              const cq_real* v, int diff, cq_real* sums) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(vol_sum)(c, s, m, p, v, diff, sums))
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                  const cq_real* sums, const cq_real* dsums, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(vol_pressure)(c, s, m, p, sums, dsums, out);
   return CQ_OK;
 }
 

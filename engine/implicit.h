@@ -50,17 +50,22 @@ CQ_HD void CQ_D(implicit_linear_P)(const cq_substep* c, const cq_params* m, int 
                                    const cq_real Cm[D][D], cq_real Fit[D][D], cq_real vol[2], cq_real P[D][D]) {
   cq_real J = CQ_D(inv_t)(F, Fit), tr = 0;
   for (int a = 0; a < D; a++) tr += Cm[a][a];
-  cq_real Jl = J * (1 + c->dt * tr), k = m->bulk[p] * (Jl - 1) * J;
+  cq_real Jl = J * (1 + c->dt * tr);
+  cq_real pr = c->vol_averaged ? c->vol_p[p] + CQ_D(vol_own_bulk)(m, p) * (Jl - 1) /* volumetric.h */
+                               : m->bulk[p] * (Jl - 1);
+  cq_real k = pr * J;
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) P[a][b] += k * Fit[a][b];
   vol[0] = J;
   vol[1] = Jl;
 }
 
-/* Its differential at fixed F: dP += K J^2 (F^-T : dF_hat) F^-T (a constant, symmetric operator). */
-CQ_HD void CQ_D(implicit_linear_dP)(const cq_params* m, int p, cq_real J, const cq_real Fit[D][D],
+/* Its differential at fixed F: dP += K J^2 (F^-T : dF_hat) F^-T (a constant, symmetric operator); averaged
+ * (volumetric.h): dP += dp_g J F^-T, the group pressure's differential along the product's direction. */
+CQ_HD void CQ_D(implicit_linear_dP)(const cq_substep* c, const cq_params* m, int p, cq_real J, const cq_real Fit[D][D],
                                     const cq_real dF[D][D], cq_real dP[D][D]) {
-  cq_real k = m->bulk[p] * J * J * CQ_D(ddot)(Fit, dF);
+  cq_real Fd = CQ_D(ddot)(Fit, dF);
+  cq_real k = c->vol_averaged ? c->vol_dp[p] * J + CQ_D(vol_own_bulk)(m, p) * J * J * Fd : m->bulk[p] * J * J * Fd;
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) dP[a][b] += k * Fit[a][b];
 }
@@ -93,7 +98,7 @@ CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, con
   CQ_D(implicit_material_dP)(m, p, Fh, dF, dP, lin);
   if (lin) {
     cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit);
-    CQ_D(implicit_linear_dP)(m, p, J, Fit, dF, dP);
+    CQ_D(implicit_linear_dP)(c, m, p, J, Fit, dF, dP);
   }
 }
 
@@ -153,7 +158,8 @@ CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const 
  * slot[j]. A = dP/dF of the material's terms (D^2 vector-Jacobian products with unit tensors; major symmetry: rows
  * are columns) with its negative eigenvalues clamped to 0 (symeig.h cqi_psd_project; seed 003's Mooney-Rivlin
  * silicone is indefinite under the finger's compression, and an indefinite sum cannot be Cholesky-factorised),
- * plus the linearised volumetric term's K J^2 F^-T (x) F^-T, semi-definite already. So the matrix is definite
+ * plus the linearised volumetric term's K J^2 F^-T (x) F^-T, semi-definite already (volumetric = "averaged": the
+ * particle's own share K_s here, its group's rank-one blocks added per group node, volumetric.h). So the matrix is definite
  * (the masses) and close to the true Hessian, which CG still applies matrix-free. */
 #define CQI_FACTOR_OFFSETS (D == 3 ? 125 : 25)
 CQ_HD void CQ_D(implicit_blocks)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
@@ -170,8 +176,9 @@ CQ_HD void CQ_D(implicit_blocks)(const cq_substep* c, const cq_particles* s, con
     for (int q = 0; q < D * D; q++) A[r][q] = row[q / D][q % D];
   }
   cqi_psd_project(D * D, A);
-  if (lin) {
-    cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit), k = m->bulk[p] * J * J;
+  if (lin) { /* averaged: the particle's own share here, its group's added per group node (volumetric.h) */
+    cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit);
+    cq_real k = (c->vol_averaged ? CQ_D(vol_own_bulk)(m, p) : m->bulk[p]) * J * J;
     for (int r = 0; r < D * D; r++)
       for (int q = 0; q < D * D; q++) A[r][q] += k * Fit[r / D][r % D] * Fit[q / D][q % D];
   }

@@ -27,6 +27,10 @@ typedef struct cqi_sim {
   void* ws;                   /* the integrator's own workspace (grid vectors, ...), in backend memory */
   cq_solver_stats stats;      /* the implicit solves' work (cq_world_solver_stats) */
   cqi_kept* kept;             /* the memo's record slot for the substep being run (NULL: none) */
+  /* volumetric = "averaged" (volumetric.h, volumetric.c), in backend memory, allocated when first needed: the group
+   * sums (grid vectors: at the last state or velocities, and along the last Hessian product's direction) and the
+   * per-particle group pressures and their differentials ([n]) */
+  cq_real *vol_sums, *vol_dsums, *vol_p, *vol_dp;
 } cqi_sim;
 
 /* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
@@ -127,6 +131,16 @@ static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* ba
                     "(particle %d); was the world changed after recording?", k + 1,
                     cq_name(CQ_LIST_CHECK, bad->check, NULL), bad->particle + 1);
 }
+
+/* The averaged volumetric term of a substep (volumetric.c; c->vol_averaged set): cqi_vol_update computes the groups'
+ * sums at the state s (v NULL: J = det F, the explicit step) or at the grid velocities v (the implicit solve's Jl)
+ * and each particle's group pressure, and points c->vol_sums and c->vol_p at them; cqi_vol_direction computes the
+ * pressures' differential along the grid vector dir (for a Hessian product at the velocities of the last update)
+ * into c->vol_dp. The backend's active region must be the substep's (after prepare). */
+int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v);
+int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* dir);
+/* The error of a backward pass through the averaged term, whose adjoint is not written yet. */
+int cqi_vol_no_adjoint(cqi_sim* sim);
 
 /* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
 #define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;

@@ -68,6 +68,7 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   TRY(op->prepare(be, &c, s, fresh, bad)); /* a state out of the previous G2P was checked there */
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
+  if (c.vol_averaged) TRY(cqi_vol_update(sim, &c, s, NULL)); /* the groups' pressures, for P2G's stress */
   cq_ctl kc = *ctl;
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
@@ -85,8 +86,9 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   explicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   const cqi_backend_ops* op = be->ops;
-  TRY(alloc_backward(sim));
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  if (c.vol_averaged) return cqi_vol_no_adjoint(sim);
+  TRY(alloc_backward(sim));
   cq_ctl kc = *ctl;
   const cq_real* cache = NULL;
   if (cqi_keep_restore(sim, ws->grid)) {

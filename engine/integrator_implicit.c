@@ -119,8 +119,10 @@ static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, co
                     double* el_norm) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
+  cq_substep cv = *c;
+  if (cv.vol_averaged) TRY(cqi_vol_update(sim, &cv, s, v)); /* the groups' pressures at v (volumetric.h) */
   TRY(be->ops->grid_clear(be, g));
-  TRY(be->ops->implicit_stress(be, c, s, &sim->view->params, v, g));
+  TRY(be->ops->implicit_stress(be, &cv, s, &sim->view->params, v, g));
   if (el_norm) {
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, g));
     TRY(be->ops->grid_norm_inf(be, g, el_norm));
@@ -133,8 +135,10 @@ static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, co
 static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* x,
                          cq_real* out) {
   cqi_backend* be = sim->be;
+  cq_substep cv = *c;
+  if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, x)); /* the groups' pressures' differential along x */
   TRY(be->ops->grid_clear(be, out));
-  TRY(be->ops->implicit_hvp(be, c, s, &sim->view->params, v, x, out));
+  TRY(be->ops->implicit_hvp(be, &cv, s, &sim->view->params, v, x, out));
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
@@ -197,7 +201,10 @@ static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
   ws->factored = 0;
   if (!ws->factor) return CQ_OK;
   int ok;
-  TRY(cqi_factor_update(ws->factor, sim, c, s, ws->v, ws->vstar, ws->q, &ok));
+  cq_substep cv = *c;
+  cv.vol_sums = sim->vol_sums; /* averaged: the groups' sums of the last gradient (their V0 K and V0 do not change
+                                * within the substep) */
+  TRY(cqi_factor_update(ws->factor, sim, &cv, s, ws->v, ws->vstar, ws->q, &ok));
   ws->factored = ok;
   return CQ_OK;
 }
@@ -539,6 +546,7 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
 
 static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+  if (sim->model->desc.volumetric == CQ_VOLUMETRIC_AVERAGED) return cqi_vol_no_adjoint(sim);
   TRY(alloc_backward(sim));
   return piece_adj(sim, s, s1, ctl, k, 0, 0, g1, g0, out);
 }

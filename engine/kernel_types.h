@@ -123,6 +123,10 @@ typedef struct cq_substep {
   const cq_bc* node_bcs;        /* explicit node boundary conditions (terrain, obstacles) */
   int implicit_elastic;         /* 1: P2G leaves the elastic stress out, the implicit solve (implicit.h) owns it */
   int implicit_volume;          /* CQ_VOLUME_*: the implicit solve's volumetric term (implicit.h) */
+  int vol_averaged;             /* 1: the bulk term on the per-node averaged J (volumetric.h) */
+  const cq_real* vol_sums;      /* averaged: [n_nodes][D+1] each node's sums (V0 K, V0 (J - 1), V0) (volumetric.h) */
+  const cq_real* vol_p;         /* averaged: [n] the pressure K_g (J_g - 1) of each particle's node */
+  const cq_real* vol_dp;        /* averaged: [n] its differential along a Hessian product's direction */
 } cq_substep;
 
 /* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's

@@ -46,6 +46,12 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
                       d->implicit_precond);
   if (d->implicit_volume != CQ_VOLUME_EXACT && d->implicit_volume != CQ_VOLUME_LINEAR)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.volume must be 0 (linear) or 1 (exact) (got %d)", d->implicit_volume);
+  if (d->volumetric != CQ_VOLUMETRIC_PARTICLE && d->volumetric != CQ_VOLUMETRIC_AVERAGED)
+    return cqi_errorf(e, CQ_ERR_ARG, "volumetric must be 0 (particle) or 1 (averaged) (got %d)", d->volumetric);
+  if (d->volumetric == CQ_VOLUMETRIC_AVERAGED && d->integrator == CQ_INTEGRATOR_IMPLICIT &&
+      d->implicit_volume == CQ_VOLUME_EXACT)
+    return cqi_errorf(e, CQ_ERR_ARG, "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
+                      "integrator (the averaged term is not implemented on the exact det F_p(v))");
   if (d->implicit_max_split < -1 || d->implicit_max_split > 30)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_split must be in [-1, 30] (-1: none, 0: the default) (got %d)",
                       d->implicit_max_split);
@@ -423,5 +429,6 @@ cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_inde
   c.node_bc_index = m->node_bc_index ? node_bc_index : NULL;
   c.node_bcs = node_bcs;
   c.implicit_volume = d->implicit_volume;
+  c.vol_averaged = d->volumetric == CQ_VOLUMETRIC_AVERAGED;
   return c;
 }

@@ -64,7 +64,10 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   if (!v.plain && c->implicit_elastic) /* eq. 12: the implicit solve takes the elastic stress at F_p(v) */
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) q->P[a][b] = 0;
-  else
+  else if (!v.plain && c->vol_averaged) { /* the bulk term on the group's J (volumetric.h) */
+    CQ_D(material_P_terms_v)(m, p, q->F, q->P, 0, v);
+    if (m->bulk[p] > 0) CQ_D(vol_averaged_P)(m, p, c->vol_p[p], q->F, q->P);
+  } else
     CQ_D(material_P_terms_v)(m, p, q->F, q->P, 1, v);
   CQ_D(mmt)(q->P, q->F, q->tau);
   if (q->actuated) { /* tau += F A F^T (eq. 15; A = diag(u axis) for a stress actuator, plus a user tensor) */

@@ -20,6 +20,32 @@ CQI_CAUCHY(2)
 CQI_CAUCHY(3)
 #undef CQI_CAUCHY
 
+/* volumetric = "averaged": the groups' pressures of state s (volumetric.h), serial on the host, into sub->vol_p
+ * (*sums and *pr malloc'd, freed by the caller). A particle outside the grid is an error, as in a step. */
+#define CQI_HOST_VOL(DIM)                                                                                      \
+  static int host_vol_##DIM(cq_world* w, cq_substep* sub, const cq_particles* s, const cq_params* prm,        \
+                            cq_real** sums, cq_real** pr) {                                                    \
+    const cqi_model* m = &w->model;                                                                          \
+    *sums = calloc((size_t)m->n_nodes * (DIM + 1), sizeof(cq_real));                                          \
+    *pr = malloc(sizeof(cq_real) * (size_t)s->n);                                                             \
+    if (!*sums || !*pr) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");       \
+    for (int p = 0; p < s->n; p++)                                                                           \
+      for (int a = 0; a < DIM; a++) {                                                                        \
+        double b = floor((double)s->x[a * s->n + p] / m->desc.dx - 0.5);                                    \
+        if (!(b >= 0 && b <= m->desc.res[a] - 3))                                                            \
+          return cqi_errorf(&w->err, CQ_ERR_STATE, "particle %d is outside the grid (x[%d] = %g)", p + 1,    \
+                            a + 1, (double)s->x[a * s->n + p]);                                               \
+      }                                                                                                      \
+    for (int p = 0; p < s->n; p++) vol_sum_##DIM(sub, s, prm, p, NULL, 0, *sums);                             \
+    for (int p = 0; p < s->n; p++) vol_pressure_##DIM(sub, s, prm, p, *sums, NULL, *pr);                      \
+    sub->vol_sums = *sums;                                                                                   \
+    sub->vol_p = *pr;                                                                                        \
+    return CQ_OK;                                                                                            \
+  }
+CQI_HOST_VOL(2)
+CQI_HOST_VOL(3)
+#undef CQI_HOST_VOL
+
 /* A control array (doubles, may be NULL) in working precision; CQ_OK, or an error naming the first non-finite
  * entry. *out is malloc'd (NULL when src is NULL). */
 static int to_real(cq_world* w, const char* name, const double* src, long len, cq_real** out) {
@@ -43,24 +69,27 @@ int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double*
     if (st != CQ_OK) return st;
   }
   int n = m->n, D = m->dim;
-  cq_real *u = NULL, *stress = NULL;
+  cq_real *u = NULL, *stress = NULL, *vsums = NULL, *vp = NULL;
   int st = to_real(w, "u", c ? c->u : NULL, m->n_act, &u);
   if (st == CQ_OK) st = to_real(w, "stress", c ? c->stress : NULL, (long)D * D * n, &stress);
   if (st == CQ_OK && !u && !(u = calloc((size_t)(m->n_act > 0 ? m->n_act : 1), sizeof(cq_real))))
     st = cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");
+  cq_params prm = cqi_model_params(m);
+  cq_substep sub = cqi_substep_ctx(m, NULL, NULL, s->substep);
+  cq_particles parts = s->p;
+  if (st == CQ_OK && sub.vol_averaged)
+    st = D == 2 ? host_vol_2(w, &sub, &parts, &prm, &vsums, &vp) : host_vol_3(w, &sub, &parts, &prm, &vsums, &vp);
   if (st == CQ_OK) {
-    cq_params prm = cqi_model_params(m);
     cq_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
     ctl.u = u;
     ctl.stress = stress;
-    cq_substep sub = cqi_substep_ctx(m, NULL, NULL, s->substep);
-    cq_particles parts = s->p;
     if (D == 2)
       for (int p = 0; p < n; p++) cauchy_2(&sub, &parts, &prm, &ctl, p, out);
     else
       for (int p = 0; p < n; p++) cauchy_3(&sub, &parts, &prm, &ctl, p, out);
   }
+  free(vsums), free(vp);
   free(u); /* the converted actuation or the zeros */
   free(stress);
   if (st == CQ_OK) w->err.msg[0] = 0;

@@ -25,7 +25,10 @@
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
 --          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=2] [integrator=explicit] [dt_s]
---          [presettle_s=0]
+--          [presettle_s=0] [volumetric=particle]
+-- volumetric = averaged: the silicone's bulk term on the volume-averaged J of each grid node's particles, which
+-- removes the volumetric locking that makes the finger at the real bulk modulus several times too stiff
+-- (docs/benchmarks.md, "Volumetric locking").
 -- presettle_s > 0: each medium's finger first hangs at 0 kPa for that long, and every run of that medium (the rest
 -- run included) starts from that one settled state, so that the water's slow settling (its slosh after gravity is
 -- switched on: docs/benchmarks.md) is common to all of them; settle_s then counts from the pressure's start, and
@@ -46,6 +49,7 @@ local water_spacing = (tonumber(arg and arg[6]) or finger.WATER.spacing * 1e3) *
 local integrator = (arg and arg[7]) or "explicit"
 local dt = tonumber(arg and arg[8]) -- the substep; by default the explicit one (half the CFL limit)
 local presettle = tonumber(arg and arg[9]) or 0
+local volumetric = (arg and arg[10]) or "particle" -- "averaged": no volumetric locking (docs/api.md)
 local RAMP, OUT = 0.1, "out/finger_air_water"
 
 os.execute("mkdir -p " .. OUT)
@@ -75,6 +79,7 @@ for _, medium in ipairs(media) do
   -- done), and the tip where the finger was built
   for _, p in ipairs(pressures) do
     local world, s, n_finger = finger.build { mesh_size = mesh_size, bulk = bulk, integrator = integrator, dt = dt,
+      volumetric = volumetric,
       water = medium == "water" and { bulk = bulk, spacing = water_spacing } or nil }
     local tip = finger.tip_of(world, s, n_finger)
     t0 = t0 or tip()

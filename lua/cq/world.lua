@@ -12,7 +12,7 @@ M.World = World
 
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
-  "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit" })
+  "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
   "max_split" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
@@ -107,6 +107,9 @@ function M.new(opts)
   -- CQ_THREADS: the default a study's runner gives each run (cq.study), so that its workers share the cores
   d.threads = check.integer(where, "threads", opts.threads or tonumber(os.getenv("CQ_THREADS") or "") or 0, 0, MAX_THREADS)
   d.integrator = registry.INTEGRATOR[integrator]
+  -- engine/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, or on J averaged per node (volumetric.h)
+  d.volumetric = check.oneof(where, "volumetric", opts.volumetric or "particle", { "particle", "averaged" })
+    == "averaged" and 1 or 0
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
     if type(io) ~= "table" then

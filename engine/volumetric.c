@@ -1,0 +1,46 @@
+/* The averaged volumetric term's per-substep work (engine/volumetric.h has the math): the groups' sums and each
+ * particle's group pressure, composed of two backend primitives for both integrators. */
+#include "integrator.h"
+
+/* The buffers, allocated on first use (a world's particle and node counts never change). */
+static int vol_buffers(cqi_sim* sim) {
+  cqi_backend* be = sim->be;
+  if (sim->vol_dp) return CQ_OK;
+  size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1), pb = sizeof(cq_real) * be->n;
+  sim->vol_sums = be->ops->alloc(be, gb);
+  sim->vol_dsums = be->ops->alloc(be, gb);
+  sim->vol_p = be->ops->alloc(be, pb);
+  sim->vol_dp = be->ops->alloc(be, pb); /* last: marks the buffers complete */
+  if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_p || !sim->vol_dp)
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric = \"averaged\": out of memory for the group sums (%ld "
+                      "nodes)", be->n_nodes);
+  return CQ_OK;
+}
+
+int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v) {
+  cqi_backend* be = sim->be;
+  int st = vol_buffers(sim);
+  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_sums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, v, 0, sim->vol_sums);
+  if (st == CQ_OK) st = be->ops->vol_pressure(be, c, s, &sim->view->params, sim->vol_sums, NULL, sim->vol_p);
+  c->vol_sums = sim->vol_sums;
+  c->vol_p = sim->vol_p;
+  return st;
+}
+
+int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* dir) {
+  cqi_backend* be = sim->be;
+  int st = be->ops->grid_clear(be, sim->vol_dsums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, dir, 1, sim->vol_dsums);
+  if (st == CQ_OK)
+    st = be->ops->vol_pressure(be, c, s, &sim->view->params, sim->vol_sums, sim->vol_dsums, sim->vol_dp);
+  c->vol_sums = sim->vol_sums;
+  c->vol_p = sim->vol_p;
+  c->vol_dp = sim->vol_dp;
+  return st;
+}
+
+int cqi_vol_no_adjoint(cqi_sim* sim) {
+  return cqi_errorf(sim->err, CQ_ERR_ARG, "backward: volumetric = \"averaged\" has no adjoint yet (the forward runs "
+                    "with both integrators; gradients need volumetric = \"particle\")");
+}

@@ -1,0 +1,156 @@
+/* The averaged volumetric term (world option volumetric = "averaged"): nearly incompressible solids without
+ * volumetric locking. With one volume constraint per particle and about two particles per cell, a material whose bulk
+ * modulus is 1e4 times its shear modulus locks: the grid's velocities cannot keep every particle's J near 1 and
+ * bend, so the body is far too stiff and its settled shape depends on the path (docs/benchmarks.md, "Volumetric
+ * locking"). Here the particles that share a stencil (the same base node: those nearest to one grid node) form a
+ * group g, and the bulk term is taken on the group's volume-averaged J:
+ *   E_vol = sum_g V_g (K_g / 2) (J_g - 1)^2,   V_g = sum_{p in g} V0_p,   J_g - 1 = sum V0_p (J_p - 1) / V_g,
+ *   K_g = sum V0_p (K_p - K_s,p) / V_g,
+ * one constraint per node against D velocity components per node (a mixed formulation with a pressure constant
+ * over each group, as Q2-P0 elements). Its stress on particle p is P = p_g J_p F_p^-T with p_g = K_g (J_g - 1): the
+ * particle's own K_p (J_p - 1) replaced by its group's pressure (all but a share K_s of K_p: vol_own_bulk). It derives from an energy, so the implicit solve's
+ * Hessian stays symmetric (F-bar's is not). J_p is det F_p in the explicit step and the linearised
+ * Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve (implicit.volume = "linear", implicit.h). Particles without a
+ * bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
+
+/* The share of particle p's bulk modulus K that stays on its own J: K_s = min(K, M), M the P-wave modulus of its
+ * model (about its shear stiffness). The isochoric models (Mooney-Rivlin, Yeoh, Ogden) have no other stiffness
+ * against one particle's volume changing while its group's stays, and without it those volumes drift apart step
+ * after step until a particle inverts; a K_s of the order of the shear modulus does not lock. A fluid keeps all of
+ * its K (its pressure is its particle's own: it has no shear stiffness to lock). The group takes K - K_s. */
+CQ_HD cq_real CQ_D(vol_own_bulk)(const cq_params* m, int p) {
+  cq_real K = m->bulk[p];
+  if (m->material[p] == CQ_MAT_FLUID) return K;
+  cq_real M = CQ_D(material_modulus)(m, p) - K;
+  return M < K ? M : K;
+}
+
+/* Particle p's bulk modulus on its group's J (0: it takes no part in the groups). */
+CQ_HD cq_real CQ_D(vol_group_bulk)(const cq_params* m, int p) {
+  return m->bulk[p] > 0 ? m->bulk[p] - CQ_D(vol_own_bulk)(m, p) : 0;
+}
+
+/* Particle p's group: the base node of its stencil (bspline.h stencil). */
+CQ_HD cqi_node CQ_D(vol_group)(const cq_substep* c, const cq_particles* s, int p) {
+  cqi_node g = 0;
+  for (int a = 0; a < D; a++) {
+    int b = (int)cq_floor(s->x[a * s->n + p] * c->inv_dx - (cq_real)0.5);
+    g += (cqi_node)b * (cqi_node)c->stride[a];
+  }
+  return g;
+}
+
+/* J_p - 1 for the sums: det F_p - 1 when v is NULL (the explicit step), else Jl_p - 1 at the grid velocities v;
+ * diff: the differential of Jl_p along the grid vector v instead, J_p dt tr C_p(v). tr C_p(v) = kC sum_i w v_i.dpos. */
+CQ_HD cq_real CQ_D(vol_strain)(const cq_substep* c, const cq_particles* s, int p, const cq_real* v, int diff) {
+  int n = s->n;
+  cq_real F[D][D], x[D];
+  for (int a = 0; a < D; a++) {
+    x[a] = s->x[a * n + p];
+    for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  }
+  cq_real J = CQ_D(det)(F);
+  if (!v) return J - 1;
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  cq_real tr = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) tr += w * v[node * (D + 1) + a] * dpos[a];
+  }
+  cq_real rate = c->dt * 4 * c->inv_dx * c->inv_dx * tr;
+  return diff ? J * rate : (J - 1) + J * rate;
+}
+
+/* Scatter of particle p into its group's sums (D + 1 >= 3 reals per node): (V0 K, V0 (J - 1), V0); diff: only
+ * V0 dJ into the second. */
+CQ_HD void CQ_D(vol_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* v,
+                         int diff, cq_real* sums) {
+  cq_real Kg = CQ_D(vol_group_bulk)(m, p);
+  if (!(Kg > 0)) return;
+  cq_real V0 = m->vol0[p], e = CQ_D(vol_strain)(c, s, p, v, diff);
+  cq_real* g = sums + CQ_D(vol_group)(c, s, p) * (D + 1);
+  CQ_SCATTER_ADD(&g[1], V0 * e);
+  if (diff) return;
+  CQ_SCATTER_ADD(&g[0], V0 * Kg);
+  CQ_SCATTER_ADD(&g[2], V0);
+}
+
+/* Gather: out[p] = p_g = K_g (J_g - 1) of particle p's group from sums; with dsums (the diff sums), its differential
+ * K_g dJ_g. 0 for a particle without a bulk term. */
+CQ_HD void CQ_D(vol_pressure)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                              const cq_real* sums, const cq_real* dsums, cq_real* out) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) {
+    out[p] = 0;
+    return;
+  }
+  cqi_node g = CQ_D(vol_group)(c, s, p) * (D + 1);
+  cq_real V = sums[g + 2], K = sums[g] / V;
+  out[p] = K * (dsums ? dsums[g + 1] : sums[g + 1]) / V;
+}
+
+/* P += (p_g + K_s (J - 1)) J F^-T: the averaged bulk term's stress on particle p with deformation gradient F, its
+ * group's pressure p_g plus its own share K_s. */
+CQ_HD void CQ_D(vol_averaged_P)(const cq_params* m, int p, cq_real pg, const cq_real F[D][D], cq_real P[D][D]) {
+  cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit), k = (pg + CQ_D(vol_own_bulk)(m, p) * (J - 1)) * J;
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) P[a][b] += k * Fit[a][b];
+}
+
+/* The direct preconditioner's share of the averaged term (implicit_factor.c): with a_g[i] = sum_{p in g} V0_p
+ * dJl_p/dv_i = sum V0_p J_p dt kC w_ip dpos_ip (the group's stencil is each of its particles'), the Hessian of E_vol
+ * is sum_g (K_g / V_g) a_g a_g^T. First the particles' scatter of a_g, NS D reals per group node (stencil node j,
+ * axis b at [j D + b]) ... */
+CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, cq_real* a) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
+  int n = s->n;
+  cq_real F[D][D], x[D];
+  for (int k = 0; k < D; k++) {
+    x[k] = s->x[k * n + p];
+    for (int b = 0; b < D; b++) F[k][b] = s->F[(k * D + b) * n + p];
+  }
+  cq_real scale = m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  cq_real* ag = a + CQ_D(vol_group)(c, s, p) * (CQ_NN * D);
+  int j = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int b = 0; b < D; b++) CQ_SCATTER_ADD(&ag[j * D + b], scale * w * dpos[b]);
+    j++;
+  }
+}
+
+/* ... then each group node g with particles adds (K_g / V_g) a_g[i] a_g[j]^T to the block (i, j) of every pair of its
+ * stencil nodes that have slots (offset code o as implicit_blocks: axis a in [-2, 2] weighted 5^a). */
+CQ_HD void CQ_D(vol_blocks_node)(const cq_substep* c, long node, const cq_real* sums, const cq_real* a,
+                                 const int32_t* slot, double* blocks) {
+  const cq_real* sg = sums + node * (D + 1);
+  if (!(sg[2] > 0)) return;
+  const cq_real* ag = a + node * (CQ_NN * D);
+  double coef = (double)sg[0] / ((double)sg[2] * (double)sg[2]);
+  long at[CQ_NN];
+  int co[CQ_NN][D], j = 0;
+  CQI_FOR_STENCIL(off) {
+    long k = node;
+    for (int b = 0; b < D; b++) {
+      k += off[b] * c->stride[b];
+      co[j][b] = off[b];
+    }
+    at[j++] = k;
+  }
+  for (int i = 0; i < CQ_NN; i++) {
+    int si = slot[at[i]];
+    if (si < 0) continue;
+    for (int k = 0; k < CQ_NN; k++) {
+      if (slot[at[k]] < 0) continue;
+      int o = 0;
+      for (int b = D - 1; b >= 0; b--) o = o * 5 + (co[k][b] - co[i][b] + 2);
+      double* blk = blocks + ((long)si * (D == 3 ? 125 : 25) + o) * D * D;
+      for (int r = 0; r < D; r++)
+        for (int q = 0; q < D; q++) blk[r * D + q] += coef * (double)ag[i * D + r] * (double)ag[k * D + q];
+    }
+  }
+}
