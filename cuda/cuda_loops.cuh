@@ -410,6 +410,18 @@ __global__ void CQ_D(cqk_vol_pressure)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAM
   if (p < s.n) CQ_D(vol_pressure)(&c, &s, &m, p, sums, dsums, out);
 }
 
+__global__ void CQ_D(cqk_vol_adj_sums)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* g_pg,
+                                       const cq_real* lam, cq_real* gsums) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_adj_sum)(&c, &s, &m, p, g_pg, lam, gsums);
+}
+
+__global__ void CQ_D(cqk_vol_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* gsums,
+                                  cq_real* gJ, cq_particles gs, cq_param_grads gp) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_adj)(&c, &s, &m, p, v, gsums, gJ, &gs, &gp);
+}
+
 __global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -650,6 +662,21 @@ static int CQ_D(cuda_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq
                                    const cq_real* sums, const cq_real* dsums, cq_real* out) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_vol_pressure), s->n, *c, *s, *m, sums, dsums, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                   const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_adj_sums), s->n, *c, *s, *m, g_pg, lam, gsums);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                              const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,
+                              const cq_param_grads* gp) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_adj), s->n, *c, *s, *m, v, gsums, gJ, *gs, *gp);
   return CQ_OK;
 }
 

@@ -175,6 +175,14 @@ typedef struct cqi_backend_ops {
                   int diff, cq_real* sums);
   int (*vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                       const cq_real* sums, const cq_real* dsums, cq_real* out);
+  /* Its adjoint: vol_adj_sums adds each particle's dL/d(group pressure) (g_pg[p], or from the implicit adjoint's
+   * multipliers lam when g_pg is NULL) into its group node of gsums (slot 0); vol_adj then gives each particle its
+   * share through the group's sums c->vol_sums (at v as in vol_sums): vol0 and bulk gradients into gp, dL/d(J - 1)
+   * into gJ[p], or through det F into gs->F when gJ is NULL. */
+  int (*vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                      const cq_real* g_pg, const cq_real* lam, cq_real* gsums);
+  int (*vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
+                 const cq_real* gsums, cq_real* gJ, cq_particles* gs, const cq_param_grads* gp);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -99,5 +99,14 @@
   static int P##_vol_pressure(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
                               const cq_real* sums, const cq_real* dsums, cq_real* out) {                           \
     return CQI_BY_DIM(b, P##_vol_pressure, c, s, m, sums, dsums, out);                                             \
+  }                                                                                                               \
+  static int P##_vol_adj_sums(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
+                              const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {                           \
+    return CQI_BY_DIM(b, P##_vol_adj_sums, c, s, m, g_pg, lam, gsums);                                            \
+  }                                                                                                               \
+  static int P##_vol_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,           \
+                         const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,                    \
+                         const cq_param_grads* gp) {                                                               \
+    return CQI_BY_DIM(b, P##_vol_adj, c, s, m, v, gsums, gJ, gs, gp);                                              \
   }
 #endif

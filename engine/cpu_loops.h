@@ -566,6 +566,22 @@ static int CQ_D(cpu_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_part
   return CQ_OK;
 }
 
+static int CQ_D(cpu_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                  const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(vol_adj_sum)(c, s, m, p, g_pg, lam, gsums))
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                             const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,
+                             const cq_param_grads* gp) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(vol_adj)(c, s, m, p, v, gsums, gJ, gs, gp);
+  return CQ_OK;
+}
+
 static int CQ_D(cpu_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                   const cq_real* sums, const cq_real* dsums, cq_real* out) {
   cpu_backend* cb = (cpu_backend*)b;

@@ -306,10 +306,11 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   int lin = CQ_D(implicit_linear_volume)(c, m, p);
   CQ_D(material_P_terms)(m, p, Fh, P, !lin);
   CQ_D(mmt)(P, F, T);
+  cq_real Ks = c->vol_averaged ? CQ_D(vol_own_bulk)(m, p) : m->bulk[p], pg = c->vol_averaged ? c->vol_p[p] : 0;
   if (lin) {
     cq_real Pl[D][D] = {{0}};
     CQ_D(implicit_linear_P)(c, m, p, F, Cm, Fit, vol, Pl);
-    for (int a = 0; a < D; a++) T[a][a] += m->bulk[p] * (vol[1] - 1) * vol[0];
+    for (int a = 0; a < D; a++) T[a][a] += (pg + Ks * (vol[1] - 1)) * vol[0];
   }
   CQ_D(implicit_load)(c, s, p, lam, &st, F, Lm); /* C_p(lam) = kC sum_i w lam_i dpos^T */
   cq_real dt = c->dt, vol0 = m->vol0[p];
@@ -328,15 +329,19 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   CQ_D(mm)(gT, F, gP);
   CQ_D(mtm)(gT, P, gF);
   CQ_D(material_P_vjp_terms)(m, p, Fh, gP, gFh, &g, !lin);
-  cq_real gC_lin = 0; /* the linearised term: L = K (Jl - 1) J q, q = tr(gT), Jl = J (1 + dt tr C), J = det F */
+  /* the linearised term: L = K (Jl - 1) J q, q = tr(gT), Jl = J (1 + dt tr C), J = det F; averaged (volumetric.h):
+   * L = (p_g + K_s (Jl - 1)) J q at fixed p_g, plus dL/dJl through the groups (c->vol_gJ, vol_adj) */
+  cq_real gC_lin = 0;
   if (lin) {
-    cq_real q = 0, J = vol[0], Jl = vol[1], K = m->bulk[p];
+    cq_real q = 0, J = vol[0], Jl = vol[1], gJl = c->vol_averaged ? c->vol_gJ[p] : 0;
     for (int a = 0; a < D; a++) q += gT[a][a];
-    g.bulk += (Jl - 1) * J * q;
-    cq_real kF = K * q * (2 * Jl - 1) * J; /* dL/dJ (through J and Jl = J (1 + dt tr C)) times dJ/dF = J F^-T */
+    if (c->vol_averaged) CQ_D(vol_bulk_adj)(m, p, (Jl - 1) * J * q, 0, &g);
+    else g.bulk += (Jl - 1) * J * q;
+    /* dL/dJ (through J and Jl = J (1 + dt tr C)) times dJ/dF = J F^-T; dJl/dF = Jl F^-T */
+    cq_real kF = (pg + Ks * (2 * Jl - 1)) * q * J + gJl * Jl;
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) gF[a][b] += kF * Fit[a][b];
-    gC_lin = K * J * J * c->dt * q; /* dL/dC = K J^2 dt q I */
+    gC_lin = (Ks * J * q + gJl) * J * c->dt; /* dL/dC = (K J^2 q + dL/dJl J) dt I */
   }
   /* F_hat = F + dt C F: gF += (I + dt C)^T gFh, gC = dt gFh F^T */
   for (int a = 0; a < D; a++)

@@ -31,6 +31,7 @@ typedef struct cqi_sim {
    * sums (grid vectors: at the last state or velocities, and along the last Hessian product's direction) and the
    * per-particle group pressures and their differentials ([n]) */
   cq_real *vol_sums, *vol_dsums, *vol_p, *vol_dp;
+  cq_real *vol_gsums, *vol_g; /* backward: the groups' sums of dL/d(pressure) and per-particle gradients */
 } cqi_sim;
 
 /* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
@@ -139,8 +140,12 @@ static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* ba
  * into c->vol_dp. The backend's active region must be the substep's (after prepare). */
 int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v);
 int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* dir);
-/* The error of a backward pass through the averaged term, whose adjoint is not written yet. */
-int cqi_vol_no_adjoint(cqi_sim* sim);
+/* The groups' adjoint of a substep (c->vol_sums and vol_p of its forward, from cqi_vol_update). Explicit (lam NULL,
+ * v NULL): after P2G's adjoint wrote dL/d(group pressure) into sim->vol_g, each particle's share into g0->F and gp.
+ * Implicit: from the multipliers lam at the converged velocities v, before implicit_stress_adj: dL/dJl into
+ * sim->vol_g, pointed to by c->vol_gJ, and the parameters' shares into gp. */
+int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
+                    cq_particles* g0, const cq_param_grads* gp);
 
 /* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
 #define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;

@@ -86,17 +86,18 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   explicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   const cqi_backend_ops* op = be->ops;
-  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
-  if (c.vol_averaged) return cqi_vol_no_adjoint(sim);
   TRY(alloc_backward(sim));
+  cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   cq_ctl kc = *ctl;
   const cq_real* cache = NULL;
   if (cqi_keep_restore(sim, ws->grid)) {
+    if (c.vol_averaged) TRY(cqi_vol_update(sim, &c, s, NULL));
     TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   } else { /* the forward grid again */
     cqi_check bad;
     TRY(op->prepare(be, &c, s, 0, &bad));
     if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
+    if (c.vol_averaged) TRY(cqi_vol_update(sim, &c, s, NULL));
     TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
     TRY(op->grid_clear(be, ws->grid));
     TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
@@ -107,7 +108,9 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   TRY(op->grid_clear(be, ws->grid_adj));
   TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
-  return cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, ws->gfext, g0, out);
+  c.vol_g = sim->vol_g; /* averaged: P2G's adjoint writes dL/d(group pressure) there, then the groups' adjoint */
+  TRY(cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, ws->gfext, g0, out));
+  return c.vol_averaged ? cqi_vol_adjoint(sim, &c, s, NULL, NULL, g0, out->gp) : CQ_OK;
 }
 
 const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,

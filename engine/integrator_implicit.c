@@ -491,11 +491,17 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
   TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k));         /* lam = -H^-1 Pi dL/dv, in d */
-  TRY(op->implicit_stress_adj(be, c, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
+  cq_substep cv = *c; /* averaged: the groups' pressures at v and their adjoint (volumetric.h) */
+  if (cv.vol_averaged) {
+    TRY(cqi_vol_update(sim, &cv, s, ws->v));
+    TRY(cqi_vol_adjoint(sim, &cv, s, ws->v, ws->d, NULL, out->gp));
+  }
+  TRY(op->implicit_stress_adj(be, &cv, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
   /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A lam), where (I - Pi) m lam = 0; then v0's grid update
    * (with the boundaries) back to P2G's grid, and v* and m there too */
   TRY(lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
-  TRY(op->implicit_hvp(be, c, s, &sim->view->params, ws->v, ws->d, ws->g));
+  if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, ws->d));
+  TRY(op->implicit_hvp(be, &cv, s, &sim->view->params, ws->v, ws->d, ws->g));
   TRY(lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->vt));
   TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
@@ -546,7 +552,6 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
 
 static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
-  if (sim->model->desc.volumetric == CQ_VOLUMETRIC_AVERAGED) return cqi_vol_no_adjoint(sim);
   TRY(alloc_backward(sim));
   return piece_adj(sim, s, s1, ctl, k, 0, 0, g1, g0, out);
 }

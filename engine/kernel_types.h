@@ -127,6 +127,8 @@ typedef struct cq_substep {
   const cq_real* vol_sums;      /* averaged: [n_nodes][D+1] each node's sums (V0 K, V0 (J - 1), V0) (volumetric.h) */
   const cq_real* vol_p;         /* averaged: [n] the pressure K_g (J_g - 1) of each particle's node */
   const cq_real* vol_dp;        /* averaged: [n] its differential along a Hessian product's direction */
+  cq_real* vol_g;               /* averaged, backward: [n] dL/d(group pressure) out of the explicit P2G adjoint */
+  const cq_real* vol_gJ;        /* averaged, backward: [n] dL/dJl_p through the groups, into the implicit adjoint */
 } cq_substep;
 
 /* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's

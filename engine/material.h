@@ -19,6 +19,7 @@
  *   CQ_D(mat_<name>_P)(m, p, F, P)               first Piola-Kirchhoff stress P(F)
  *   CQ_D(mat_<name>_P_vjp)(m, p, F, gP, gF, g)   gF += gP : dP/dF, g->param += gP : dP/dparam (its own parameters)
  *   CQ_D(mat_<name>_modulus)(m, p)               P-wave modulus M (stress units): wave speed sqrt(M vol0 / mass)
+ *   CQ_D(mat_<name>_modulus_vjp)(m, p, gM, g)    g->param += gM dM/dparam (volumetric.h's own share depends on M)
  *   CQ_D(mat_<name>_check)(m, p, why, len)       host only: 1 if its parameters are valid, else 0 and the reason */
 
 /* The volumetric term (K/2)(J - 1)^2 with K = the particle's bulk modulus, through the 3D helpers. */
@@ -109,6 +110,25 @@ CQ_HD cq_real CQ_D(material_modulus)(const cq_params* m, int p) {
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   return M + CQ_D(incompressible_modulus)(m, p) + m->bulk[p];
+}
+
+/* P-wave modulus of particle p's model alone (without its incompressibility and volumetric terms), and its gradient:
+ * g->(the model's parameters) += gM dM/d(parameter). */
+CQ_HD cq_real CQ_D(material_model_modulus)(const cq_params* m, int p) {
+  const unsigned model = m->material[p];
+#define CQI_CASE(ID, name, doc) \
+  if (model == CQ_MAT_##ID) return CQ_D(mat_##name##_modulus)(m, p);
+  CQ_MATERIALS(CQI_CASE)
+#undef CQI_CASE
+  return 0;
+}
+
+CQ_HD void CQ_D(material_model_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {
+  const unsigned model = m->material[p];
+#define CQI_CASE(ID, name, doc) \
+  if (model == CQ_MAT_##ID) CQ_D(mat_##name##_modulus_vjp)(m, p, gM, g); else
+  CQ_MATERIALS(CQI_CASE) {}
+#undef CQI_CASE
 }
 
 /* Host only: 1 if particle p's model parameters are valid, else 0 with the reason in why. */

@@ -38,6 +38,11 @@ CQ_HD void CQ_D(mat_corotated_P_vjp)(const cq_params* m, int p, const cq_real F[
 }
 
 CQ_HD cq_real CQ_D(mat_corotated_modulus)(const cq_params* m, int p) { return cqi_lame_modulus(m->E[p], m->nu[p]); }
+/* Its gradient: g->E, g->nu += gM dM/d(E, nu). */
+CQ_HD void CQ_D(mat_corotated_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {
+  cqi_lame l = cqi_lame_from(m->E[p], m->nu[p]);
+  cqi_lame_vjp(&l, 2 * gM, gM, &g->E, &g->nu);
+}
 
 /* E and nu are range-checked by their fields.h rows; nothing else to check. */
 static inline int CQ_D(mat_corotated_check)(const cq_params* m, int p, char* why, int len) { return 1; }

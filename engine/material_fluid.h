@@ -14,6 +14,7 @@ CQ_HD void CQ_D(mat_fluid_P_vjp)(const cq_params* m, int p, const cq_real F[D][D
 
 /* No shear stiffness: the bulk term adds K to the P-wave modulus. */
 CQ_HD cq_real CQ_D(mat_fluid_modulus)(const cq_params* m, int p) { return 0; }
+CQ_HD void CQ_D(mat_fluid_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {}
 
 /* The reset F -> J^(1/d) I after the G2P update, and its adjoint: the gradient w.r.t. the reset F (g, in place)
  * becomes the gradient w.r.t. the updated F (Fu): g -> (tr(g) r / d) Fu^-T, r = J^(1/d). */

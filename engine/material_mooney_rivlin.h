@@ -30,6 +30,12 @@ CQ_HD cq_real CQ_D(mat_mooney_rivlin_modulus)(const cq_params* m, int p) {
   return (cq_real)(8.0 / 3.0) * (m->c10[p] + m->c01[p]);
 }
 
+/* Its gradient: g->c10, g->c01 += gM dM/d(c10, c01). */
+CQ_HD void CQ_D(mat_mooney_rivlin_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {
+  g->c10 += (cq_real)(8.0 / 3.0) * gM;
+  g->c01 += (cq_real)(8.0 / 3.0) * gM;
+}
+
 static inline int CQ_D(mat_mooney_rivlin_check)(const cq_params* m, int p, char* why, int len) {
   if (!(m->c10[p] >= 0 && m->c01[p] >= 0 && m->c10[p] + m->c01[p] > 0)) {
     snprintf(why, len, "c10 and c01 must be >= 0 with c10 + c01 > 0 (got c10 = %g, c01 = %g)", (double)m->c10[p],

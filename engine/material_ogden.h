@@ -155,6 +155,14 @@ CQ_HD cq_real CQ_D(mat_ogden_modulus)(const cq_params* m, int p) {
   return (cq_real)(2.0 / 3.0) * (m->mu1[p] * m->alpha1[p] + m->mu2[p] * m->alpha2[p] + m->mu3[p] * m->alpha3[p]);
 }
 
+/* Its gradient: g->mu_k, g->alpha_k += gM dM/d(mu_k, alpha_k). */
+CQ_HD void CQ_D(mat_ogden_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {
+  const cq_real k = (cq_real)(2.0 / 3.0) * gM;
+  g->mu1 += k * m->alpha1[p], g->alpha1 += k * m->mu1[p];
+  g->mu2 += k * m->alpha2[p], g->alpha2 += k * m->mu2[p];
+  g->mu3 += k * m->alpha3[p], g->alpha3 += k * m->mu3[p];
+}
+
 /* Each term with mu_k != 0 needs alpha_k != 0 and mu_k alpha_k > 0 (a positive shear modulus from every term, the
  * usual sufficient condition for stability); at least one such term; bulk > 0. */
 static inline int CQ_D(mat_ogden_check)(const cq_params* m, int p, char* why, int len) {

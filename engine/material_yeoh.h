@@ -37,6 +37,11 @@ CQ_HD void CQ_D(mat_yeoh_P_vjp)(const cq_params* m, int p, const cq_real F[D][D]
  * C20, C30 > 0 at large strain is not in the stable time step (docs/api.md). */
 CQ_HD cq_real CQ_D(mat_yeoh_modulus)(const cq_params* m, int p) { return (cq_real)(8.0 / 3.0) * m->c10[p]; }
 
+/* Its gradient: g->c10 += gM dM/dc10. */
+CQ_HD void CQ_D(mat_yeoh_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {
+  g->c10 += (cq_real)(8.0 / 3.0) * gM;
+}
+
 static inline int CQ_D(mat_yeoh_check)(const cq_params* m, int p, char* why, int len) {
   if (!(m->c10[p] > 0)) {
     snprintf(why, len, "c10 must be > 0 (got %g)", (double)m->c10[p]);

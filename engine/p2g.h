@@ -276,7 +276,11 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   gc->u[p] = ga;
   if (gforce)
     for (int a = 0; a < D; a++) gforce[a * n + p] = gf[a];
-  if (v.plain || !c->implicit_elastic) CQ_D(material_P_vjp_terms_v)(m, p, q.F, gP, gF, &g, 1, v);
+  if (v.plain || !c->implicit_elastic) {
+    int avg = !v.plain && c->vol_averaged; /* the bulk term on the group's J (volumetric.h) */
+    CQ_D(material_P_vjp_terms_v)(m, p, q.F, gP, gF, &g, !avg, v);
+    if (avg && m->bulk[p] > 0) CQ_D(vol_averaged_P_vjp)(m, p, c->vol_p[p], q.F, gP, gF, &g, &c->vol_g[p]);
+  }
   cq_real gCv[D][D] = {{0}}; /* viscosity: tau += J mu_v (C + C^T) */
   cq_real visc = v.plain ? 0 : m->visc[p];
   if (visc > 0) {

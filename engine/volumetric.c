@@ -9,9 +9,11 @@ static int vol_buffers(cqi_sim* sim) {
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1), pb = sizeof(cq_real) * be->n;
   sim->vol_sums = be->ops->alloc(be, gb);
   sim->vol_dsums = be->ops->alloc(be, gb);
+  sim->vol_gsums = be->ops->alloc(be, gb);
   sim->vol_p = be->ops->alloc(be, pb);
+  sim->vol_g = be->ops->alloc(be, pb);
   sim->vol_dp = be->ops->alloc(be, pb); /* last: marks the buffers complete */
-  if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_p || !sim->vol_dp)
+  if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_gsums || !sim->vol_p || !sim->vol_g || !sim->vol_dp)
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric = \"averaged\": out of memory for the group sums (%ld "
                       "nodes)", be->n_nodes);
   return CQ_OK;
@@ -40,7 +42,13 @@ int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const 
   return st;
 }
 
-int cqi_vol_no_adjoint(cqi_sim* sim) {
-  return cqi_errorf(sim->err, CQ_ERR_ARG, "backward: volumetric = \"averaged\" has no adjoint yet (the forward runs "
-                    "with both integrators; gradients need volumetric = \"particle\")");
+int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
+                    cq_particles* g0, const cq_param_grads* gp) {
+  cqi_backend* be = sim->be;
+  const cq_params* m = &sim->view->params;
+  int st = be->ops->grid_clear(be, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, lam ? NULL : sim->vol_g, lam, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj(be, c, s, m, v, sim->vol_gsums, lam ? sim->vol_g : NULL, g0, gp);
+  c->vol_gJ = sim->vol_g;
+  return st;
 }

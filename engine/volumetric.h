@@ -21,8 +21,21 @@
 CQ_HD cq_real CQ_D(vol_own_bulk)(const cq_params* m, int p) {
   cq_real K = m->bulk[p];
   if (m->material[p] == CQ_MAT_FLUID) return K;
-  cq_real M = CQ_D(material_modulus)(m, p) - K;
+  cq_real M = CQ_D(material_model_modulus)(m, p);
   return M < K ? M : K;
+}
+
+/* The gradients of K_s and K_g = K - K_s (g_Ks, g_Kg) into particle p's parameters: bulk, or the model's own through
+ * M where K_s = M. */
+CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g_Kg, cq_pgrad* g) {
+  cq_real K = m->bulk[p];
+  if (!(K > 0)) return;
+  g->bulk += g_Kg;
+  cq_real gs = g_Ks - g_Kg;
+  if (m->material[p] != CQ_MAT_FLUID && CQ_D(material_model_modulus)(m, p) < K)
+    CQ_D(material_model_modulus_vjp)(m, p, gs, g);
+  else
+    g->bulk += gs;
 }
 
 /* Particle p's bulk modulus on its group's J (0: it takes no part in the groups). */
@@ -96,6 +109,73 @@ CQ_HD void CQ_D(vol_averaged_P)(const cq_params* m, int p, cq_real pg, const cq_
   cq_real Fit[D][D], J = CQ_D(inv_t)(F, Fit), k = (pg + CQ_D(vol_own_bulk)(m, p) * (J - 1)) * J;
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) P[a][b] += k * Fit[a][b];
+}
+
+/* Its adjoint at fixed p_g (the explicit P2G adjoint): gF += gP : dP/dF, the own share's parameter gradients into g,
+ * and *g_pg = gP : dP/dp_g = J gP : F^-T. With A = F^-T, P = k A, k = (p_g + K_s (J - 1)) J: dk/dJ =
+ * p_g + K_s (2J - 1), dJ = J A : dF, dA = -A dF^T A. */
+CQ_HD void CQ_D(vol_averaged_P_vjp)(const cq_params* m, int p, cq_real pg, const cq_real F[D][D],
+                                    const cq_real gP[D][D], cq_real gF[D][D], cq_pgrad* g, cq_real* g_pg) {
+  cq_real A[D][D], J = CQ_D(inv_t)(F, A), Ks = CQ_D(vol_own_bulk)(m, p);
+  cq_real k = (pg + Ks * (J - 1)) * J, gA = CQ_D(ddot)(gP, A), gJ = gA * (pg + Ks * (2 * J - 1));
+  *g_pg = gA * J;
+  CQ_D(vol_bulk_adj)(m, p, gA * (J - 1) * J, 0, g);
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < D; j++) {
+      cq_real t = 0;
+      for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++) t += A[i][a] * gP[b][a] * A[b][j];
+      gF[i][j] += -k * t + gJ * J * A[i][j];
+    }
+}
+
+/* ---- The groups' adjoint (backward): G_g = sum over the group of dL/dp_g of its particles, then each particle's
+ * share through p_g = S0 S1 / S2^2 (S = the group's sums) ----
+ * Scatter: gsums[g][0] += dL/dp_g of particle p: g_pg[p] (explicit), or, with lam (the implicit adjoint's
+ * multipliers; g_pg NULL), V0 J dt tr C_p(lam): the implicit gradient's share p_g J dt V0 tr C_p(v) differentiated
+ * against lam. */
+CQ_HD void CQ_D(vol_adj_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                             const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
+  cq_real G = g_pg ? g_pg[p] : m->vol0[p] * CQ_D(vol_strain)(c, s, p, lam, 1);
+  CQ_SCATTER_ADD(&gsums[CQ_D(vol_group)(c, s, p) * (D + 1)], G);
+}
+
+/* Gather: particle p's gradients through its group's sums (c->vol_sums at the forward's J: det F when v is NULL,
+ * else Jl at v): dL/dvol0 and dL/d(K, the model's modulus) into gp, and dL/d(J_p - 1) into gJ[p] (implicit: its
+ * adjoint takes it through Jl = J (1 + dt tr C)) or, when gJ is NULL, through J = det F into gs->F. */
+CQ_HD void CQ_D(vol_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* v,
+                         const cq_real* gsums, cq_real* gJ, cq_particles* gs, const cq_param_grads* gp) {
+  cq_real Kg = CQ_D(vol_group_bulk)(m, p);
+  if (!(Kg > 0)) {
+    if (gJ) gJ[p] = 0;
+    return;
+  }
+  cqi_node node = CQ_D(vol_group)(c, s, p) * (D + 1);
+  const cq_real* S = c->vol_sums + node;
+  cq_real G = gsums[node], S2 = S[2], dS0 = G * S[1] / (S2 * S2), dS1 = G * S[0] / (S2 * S2);
+  cq_real dS2 = -2 * G * S[0] * S[1] / (S2 * S2 * S2), V0 = m->vol0[p], e = CQ_D(vol_strain)(c, s, p, v, 0);
+  cq_pgrad g;
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(g.name = 0;)
+  CQ_PARAM_FIELDS(CQI_ZERO)
+#undef CQI_ZERO
+  g.vol0 = dS0 * Kg + dS1 * e + dS2;
+  CQ_D(vol_bulk_adj)(m, p, 0, dS0 * V0, &g);
+#define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
+  CQ_PARAM_FIELDS(CQI_ACCUMULATE)
+#undef CQI_ACCUMULATE
+  cq_real ge = dS1 * V0;
+  if (gJ) {
+    gJ[p] = ge;
+    return;
+  }
+  int n = s->n;
+  cq_real F[D][D], A[D][D];
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  cq_real J = CQ_D(inv_t)(F, A);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) gs->F[(a * D + b) * n + p] += ge * J * A[a][b];
 }
 
 /* The direct preconditioner's share of the averaged term (implicit_factor.c): with a_g[i] = sum_{p in g} V0_p

@@ -83,10 +83,10 @@ static void release_backend_buffers(cq_world* w) {
   cqi_backend* be = w->be;
   if (!be) return;
   if (w->integ && w->sim.ws) w->integ->destroy(&w->sim);
-  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_p, w->sim.vol_dp};
-  for (int i = 0; i < 4; i++)
+  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p, w->sim.vol_g, w->sim.vol_dp};
+  for (int i = 0; i < 6; i++)
     if (vol[i]) be->ops->release(be, vol[i]);
-  w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_p = w->sim.vol_dp = NULL;
+  w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
   if (!be->ops->host_memory) {
 #define CQI_FREE(name, shape, doc) \
   if (w->ctl.b_##name) be->ops->release(be, w->ctl.b_##name);
@@ -111,7 +111,7 @@ static int attach_backend(cq_world* w, cqi_backend* be) {
   w->sim.view = &w->view;
   w->sim.err = &w->err;
   w->sim.ws = NULL;
-  w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_p = w->sim.vol_dp = NULL;
+  w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
   if (be->ops->host_memory) {
 #define CQI_ALIAS(name, shape, doc) w->ctl.b_##name = w->ctl.host_##name;
     CQ_CONTROL_FIELDS(CQI_ALIAS)

@@ -400,6 +400,14 @@ local cases = {
     volume = "linear", strain = 0.1, kinds = { "E", "bulk" } },
   { dim = 2, name = "fluid+visc, linear volume, slip walls", bc = "slip", material = "fluid",
     params = { bulk = STIFF, visc = 0.05 }, volume = "linear", kinds = { "bulk", "visc" } },
+  -- volumetric = "averaged" (engine/volumetric.h): the groups' pressures in the gradient, their differentials in the
+  -- Hessian and the adjoint's solve, their adjoint into x, F, vol0, bulk and (through each particle's own share
+  -- K_s = its model's P-wave modulus) the model's parameters
+  { dim = 2, name = "mooney_rivlin, averaged bulk, friction walls", bc = "friction", material = "mooney_rivlin",
+    params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = 30 * STIFF }, volumetric = "averaged", common = true,
+    kinds = { "c10", "c01", "bulk" } },
+  { dim = 3, name = "neohookean+bulk, averaged bulk, sticky walls", bc = "sticky", params = { bulk = 10 * STIFF },
+    volumetric = "averaged", common = true, kinds = { "E", "nu", "bulk" } },
 }
 
 describe("the implicit gradient cases", function()
@@ -413,7 +421,7 @@ describe("implicit gradients (implicit function theorem) vs central differences"
     it(case.dim .. "D " .. case.name .. ", " .. STEPS .. " steps above 5x the explicit dt", function()
       local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
         material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain,
-        volume = case.volume }
+        volume = case.volume, volumetric = case.volumetric }
       local ratio = DT / w:stable_dt()
       assert.is_true(ratio > 5)
       local P = G.problem(w, s0, STEPS)
