@@ -251,4 +251,14 @@ function M.with_env(name, value, fn)
   return unpack(out, 2)
 end
 
+--- The entries of x, v, C and F in which two states of the same 2D or 3D world differ (a thread-count test's count).
+function M.state_diffs(a, b, dim)
+  local ndiff = 0
+  for _, f in ipairs { "x", "v", "C", "F" } do
+    local len = (f == "x" or f == "v") and dim or dim * dim
+    for i = 0, len * a.n - 1 do if a[f][i] ~= b[f][i] then ndiff = ndiff + 1 end end
+  end
+  return ndiff
+end
+
 return M

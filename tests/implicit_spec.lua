@@ -254,11 +254,7 @@ describe("implicit integrator", function()
         out[threads], used[threads] = s, w:threads_used()
       end
       assert.are.same({ 1, 2 }, used)
-      local ndiff = 0
-      for _, f in ipairs { "x", "v", "C", "F" } do
-        local len = (f == "x" or f == "v") and 2 or 4
-        for i = 0, len * out[1].n - 1 do if out[1][f][i] ~= out[2][f][i] then ndiff = ndiff + 1 end end
-      end
+      local ndiff = G.state_diffs(out[1], out[2], 2)
       print("  differing state entries between 1 and 2 threads: " .. ndiff)
       assert.are.equal(0, ndiff)
     end)
