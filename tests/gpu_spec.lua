@@ -83,12 +83,13 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
   { "yeoh", 0, { c10 = 4, c20 = 3, c30 = 5, bulk = 40 } }, { "fluid", 0, { bulk = 35, visc = 0.15 } },
   { "ogden", 0, { mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2, bulk = 40 } },
   { "neohookean", 0, nil, "neohookean, chamber", "chamber" },
-  { "neohookean", 0, nil, "neohookean, cavity", "cavity" } }
+  { "neohookean", 0, nil, "neohookean, cavity", "cavity" },
+  { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 150 }, "mooney_rivlin, averaged bulk", nil, "averaged" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 local function scene_opts(dim, mat, bc, precision, backend)
   return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
-    moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5] }
+    moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5], volumetric = mat[6] }
 end
 
 describe("backend selection", function()
@@ -195,6 +196,8 @@ local IMPLICIT_CASES = {
     name = "mooney_rivlin+visc, friction walls" },
   { dim = 2, bc = "friction", moving = true, act2 = "chamber", strain = 0.1,
     name = "neohookean, chamber, moving friction floor" },
+  { dim = 2, bc = "friction", material = "mooney_rivlin", params = { c10 = 375, c01 = 150, bulk = 9e4 },
+    volumetric = "averaged", name = "mooney_rivlin, averaged bulk, friction walls" },
 }
 describe("CUDA vs CPU, implicit integrator, f64", function()
   for _, case in ipairs(IMPLICIT_CASES) do
