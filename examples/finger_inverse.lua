@@ -17,7 +17,9 @@
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=2] [implicit_substep_s=0.002]
---          [bulk_Pa=2e6] [water_gap_mm=]
+--          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle]
+-- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
+-- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
@@ -50,10 +52,11 @@ local water_spacing = (tonumber(A[8]) or finger.WATER.spacing * 1e3) * 1e-3
 local implicit_dt = tonumber(A[9]) or 2e-3 -- the implicit integrator's substep (the explicit one is the CFL limit's half)
 local BULK, P_MAX = tonumber(A[10]) or 2e6, finger.P_MAX
 local gap = tonumber(A[11])
+local volumetric = A[12] or "particle"
 local water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil }
 
 local world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
-  water = water, integrator = integrator, control_dt = control_dt,
+  water = water, integrator = integrator, control_dt = control_dt, volumetric = volumetric,
   dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil }
 local steps = math.floor((reach + hold) / control_dt + 0.5)
 local k_reach = math.floor(reach / control_dt + 0.5)
@@ -90,7 +93,7 @@ for k = 0, steps - 1 do reference[k] = u.v[k] end
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 11 do key[i - 1] = tostring(A[i] or "") end
+for i = 2, 12 do key[i - 1] = tostring(A[i] or "") end
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
