@@ -1,15 +1,15 @@
 /* The averaged volumetric term (world option volumetric = "averaged"): nearly incompressible solids without
  * volumetric locking. With one volume constraint per particle and about two particles per cell, a material whose bulk
  * modulus is 1e4 times its shear modulus locks: the grid's velocities cannot keep every particle's J near 1 and
- * bend, so the body is far too stiff and its settled shape depends on the path (docs/benchmarks.md, "Volumetric
- * locking"). Here the particles that share a stencil (the same base node: those nearest to one grid node) form a
- * group g, and the bulk term is taken on the group's volume-averaged J:
+ * bend, so the body is far too stiff (a cantilever 7x in 2D; docs/benchmarks.md, "Issue 11: volumetric locking").
+ * Here the particles that share a stencil (the same base node: those nearest to one grid node) form a group g, and
+ * the bulk term is taken on the group's volume-averaged J:
  *   E_vol = sum_g V_g (K_g / 2) (J_g - 1)^2,   V_g = sum_{p in g} V0_p,   J_g - 1 = sum V0_p (J_p - 1) / V_g,
  *   K_g = sum V0_p (K_p - K_s,p) / V_g,
  * one constraint per node against D velocity components per node (a mixed formulation with a pressure constant
  * over each group, as Q2-P0 elements). Its stress on particle p is P = p_g J_p F_p^-T with p_g = K_g (J_g - 1): the
- * particle's own K_p (J_p - 1) replaced by its group's pressure (all but a share K_s of K_p: vol_own_bulk). It derives from an energy, so the implicit solve's
- * Hessian stays symmetric (F-bar's is not). J_p is det F_p in the explicit step and the linearised
+ * particle's own K_p (J_p - 1) replaced by its group's pressure (all but a share K_s of K_p: vol_own_bulk). It
+ * derives from an energy, so the implicit solve's Hessian stays symmetric (F-bar's is not). J_p is det F_p in the explicit step and the linearised
  * Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve (implicit.volume = "linear", implicit.h). Particles without a
  * bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
 

@@ -28,7 +28,7 @@
 --          [presettle_s=0] [volumetric=particle]
 -- volumetric = averaged: the silicone's bulk term on the volume-averaged J of each grid node's particles, which
 -- removes the volumetric locking that makes the finger at the real bulk modulus several times too stiff
--- (docs/benchmarks.md, "Volumetric locking").
+-- (docs/benchmarks.md, "Issue 11: volumetric locking").
 -- presettle_s > 0: each medium's finger first hangs at 0 kPa for that long, and every run of that medium (the rest
 -- run included) starts from that one settled state, so that the water's slow settling (its slosh after gravity is
 -- switched on: docs/benchmarks.md) is common to all of them; settle_s then counts from the pressure's start, and
