@@ -1,7 +1,7 @@
 /* Constitutive models: dispatch over the material registry (registry.h, CQ_MATERIALS) to one header per model, plus
  * the optional incompressibility term of seed 000 eq. 14 and the volumetric term (bulk/2)(J - 1)^2 (isochoric.h)
  * that any model can carry. Included once per dimension by
- * kernels.h (no include guard). Adding a material: write material_<name>.h with the four functions below, add its
+ * kernels.h (no include guard). Adding a material: write material_<name>.h with the five functions below, add its
  * line to CQ_MATERIALS and its #include here (docs/architecture.md). */
 #include <stdio.h> /* snprintf in the host-only checks */
 #include "isochoric.h"
