@@ -115,6 +115,10 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
 /* Calls body for every node (flat index `node`, coordinates i[]) of the active region, parallel over axis 0. */
 #define CQI_FOR_REGION(cb, c, body)                                                          \
   _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)")                   \
+  CQI_FOR_REGION_SERIAL(cb, c, body)
+
+/* The same, on one thread in region order (where the node passes write each other's data, or their order counts). */
+#define CQI_FOR_REGION_SERIAL(cb, c, body)                                                   \
   for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++) {                                      \
     int i[3] = {i0, 0, 0};                                                                   \
     for (i[1] = (cb)->lo[1]; i[1] <= (cb)->hi[1]; i[1]++) {                                  \
@@ -524,12 +528,9 @@ static int CQ_D(cpu_implicit_slots)(cqi_backend* b, const cq_substep* c, const c
   cpu_backend* cb = (cpu_backend*)b;
   for (long k = 0; k < b->n_nodes; k++) slot[k] = -1;
   long n = 0;
-  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++)
-    for (int i1 = cb->lo[1]; i1 <= cb->hi[1]; i1++)
-      for (int i2 = D == 3 ? cb->lo[2] : 0; i2 <= (D == 3 ? cb->hi[2] : 0); i2++) {
-        long node = i0 * c->stride[0] + i1 * c->stride[1] + (D == 3 ? i2 * c->stride[2] : 0);
-        if (vstar[node * (D + 1) + D] > 0) slot[node] = (int32_t)n++;
-      }
+  CQI_FOR_REGION_SERIAL(cb, *c, {
+    if (vstar[node * (D + 1) + D] > 0) slot[node] = (int32_t)n++;
+  })
   *count = n;
   return CQ_OK;
 }
@@ -548,12 +549,7 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
   cq_substep rc = cb->region_ctx;
   CQI_FOR_REGION(cb, rc, { for (int k = 0; k < CQI_VOL_NS * D; k++) a[node * CQI_VOL_NS * D + k] = 0; })
   CQI_FOR_SLABS(cb, CQ_D(vol_gradient_sum)(c, s, m, p, a))
-  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++)
-    for (int i1 = cb->lo[1]; i1 <= cb->hi[1]; i1++)
-      for (int i2 = D == 3 ? cb->lo[2] : 0; i2 <= (D == 3 ? cb->hi[2] : 0); i2++) {
-        long node = i0 * c->stride[0] + i1 * c->stride[1] + (D == 3 ? i2 * c->stride[2] : 0);
-        CQ_D(vol_blocks_node)(c, node, c->vol_sums, a, slot, blocks);
-      }
+  CQI_FOR_REGION_SERIAL(cb, *c, CQ_D(vol_blocks_node)(c, node, c->vol_sums, a, slot, blocks));
   return CQ_OK;
 }
 

@@ -53,15 +53,20 @@ CQ_HD cqi_node CQ_D(vol_group)(const cq_substep* c, const cq_particles* s, int p
   return g;
 }
 
-/* J_p - 1 for the sums: det F_p - 1 when v is NULL (the explicit step), else Jl_p - 1 at the grid velocities v;
- * diff: the differential of Jl_p along the grid vector v instead, J_p dt tr C_p(v). tr C_p(v) = kC sum_i w v_i.dpos. */
-CQ_HD cq_real CQ_D(vol_strain)(const cq_substep* c, const cq_particles* s, int p, const cq_real* v, int diff) {
+/* Particle p's position and deformation gradient. */
+CQ_HD void CQ_D(vol_load)(const cq_particles* s, int p, cq_real x[D], cq_real F[D][D]) {
   int n = s->n;
-  cq_real F[D][D], x[D];
   for (int a = 0; a < D; a++) {
     x[a] = s->x[a * n + p];
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
   }
+}
+
+/* J_p - 1 for the sums: det F_p - 1 when v is NULL (the explicit step), else Jl_p - 1 at the grid velocities v;
+ * diff: the differential of Jl_p along the grid vector v instead, J_p dt tr C_p(v). tr C_p(v) = kC sum_i w v_i.dpos. */
+CQ_HD cq_real CQ_D(vol_strain)(const cq_substep* c, const cq_particles* s, int p, const cq_real* v, int diff) {
+  cq_real F[D][D], x[D];
+  CQ_D(vol_load)(s, p, x, F);
   cq_real J = CQ_D(det)(F);
   if (!v) return J - 1;
   CQ_D(cqi_stencil) st;
@@ -116,17 +121,12 @@ CQ_HD void CQ_D(vol_averaged_P)(const cq_params* m, int p, cq_real pg, const cq_
  * p_g + K_s (2J - 1), dJ = J A : dF, dA = -A dF^T A. */
 CQ_HD void CQ_D(vol_averaged_P_vjp)(const cq_params* m, int p, cq_real pg, const cq_real F[D][D],
                                     const cq_real gP[D][D], cq_real gF[D][D], cq_pgrad* g, cq_real* g_pg) {
-  cq_real A[D][D], J = CQ_D(inv_t)(F, A), Ks = CQ_D(vol_own_bulk)(m, p);
-  cq_real k = (pg + Ks * (J - 1)) * J, gA = CQ_D(ddot)(gP, A), gJ = gA * (pg + Ks * (2 * J - 1));
+  cq_real A[D][D], AgA[D][D], gA, J = CQ_D(inv_t_adj_parts)(F, gP, A, AgA, &gA), Ks = CQ_D(vol_own_bulk)(m, p);
+  cq_real k = (pg + Ks * (J - 1)) * J, gJ = gA * (pg + Ks * (2 * J - 1));
   *g_pg = gA * J;
   CQ_D(vol_bulk_adj)(m, p, gA * (J - 1) * J, 0, g);
   for (int i = 0; i < D; i++)
-    for (int j = 0; j < D; j++) {
-      cq_real t = 0;
-      for (int a = 0; a < D; a++)
-        for (int b = 0; b < D; b++) t += A[i][a] * gP[b][a] * A[b][j];
-      gF[i][j] += -k * t + gJ * J * A[i][j];
-    }
+    for (int j = 0; j < D; j++) gF[i][j] += -k * AgA[i][j] + gJ * J * A[i][j];
 }
 
 /* ---- The groups' adjoint (backward): G_g = sum over the group of dL/dp_g of its particles, then each particle's
@@ -169,13 +169,11 @@ CQ_HD void CQ_D(vol_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     gJ[p] = ge;
     return;
   }
-  int n = s->n;
-  cq_real F[D][D], A[D][D];
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  cq_real F[D][D], A[D][D], x[D];
+  CQ_D(vol_load)(s, p, x, F);
   cq_real J = CQ_D(inv_t)(F, A);
   for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) gs->F[(a * D + b) * n + p] += ge * J * A[a][b];
+    for (int b = 0; b < D; b++) gs->F[(a * D + b) * s->n + p] += ge * J * A[a][b];
 }
 
 /* The direct preconditioner's share of the averaged term (implicit_factor.c): with a_g[i] = sum_{p in g} V0_p
@@ -184,12 +182,8 @@ CQ_HD void CQ_D(vol_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
  * axis b at [j D + b]) ... */
 CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, cq_real* a) {
   if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
-  int n = s->n;
   cq_real F[D][D], x[D];
-  for (int k = 0; k < D; k++) {
-    x[k] = s->x[k * n + p];
-    for (int b = 0; b < D; b++) F[k][b] = s->F[(k * D + b) * n + p];
-  }
+  CQ_D(vol_load)(s, p, x, F);
   cq_real scale = m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, x, &st);

@@ -251,13 +251,23 @@ function M.with_env(name, value, fn)
   return unpack(out, 2)
 end
 
---- The entries of x, v, C and F in which two states of the same 2D or 3D world differ (a thread-count test's count).
-function M.state_diffs(a, b, dim)
+--- Runs run(threads) -> world, state (the world made and stepped) with 1 and then 2 threads, with CQ_FIXED_THREADS
+--- set (2 threads even when other jobs keep the cores busy: the CPU backend reads it when a world is made); checks
+--- that both thread counts ran and returns the number of state entries (x, v, C, F) on which the two runs differ.
+function M.thread_state_diffs(run)
+  local out, used = {}, {}
+  for _, threads in ipairs { 1, 2 } do
+    local w, s = M.with_env("CQ_FIXED_THREADS", "1", function() return run(threads) end)
+    out[threads], used[threads] = s, w:threads_used()
+    out.dim = w.dim
+  end
+  require("luassert").are.same({ 1, 2 }, used)
   local ndiff = 0
   for _, f in ipairs { "x", "v", "C", "F" } do
-    local len = (f == "x" or f == "v") and dim or dim * dim
-    for i = 0, len * a.n - 1 do if a[f][i] ~= b[f][i] then ndiff = ndiff + 1 end end
+    local len = (f == "x" or f == "v") and out.dim or out.dim * out.dim
+    for i = 0, len * out[1].n - 1 do if out[1][f][i] ~= out[2][f][i] then ndiff = ndiff + 1 end end
   end
+  print("  differing state entries between 1 and 2 threads: " .. ndiff)
   return ndiff
 end
 
