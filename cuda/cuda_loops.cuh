@@ -26,7 +26,7 @@ __global__ void CQ_D(cqk_prepare)(CQK_PARTICLES s, CQK_SUBSTEP c, int check_all,
     int b[D], check = check_all ? CQ_D(particle_check)(&c, &s, p) : CQ_CHECK_OK;
     for (int a = 0; a < D && check == CQ_CHECK_OK; a++) {
       cq_real xa = s.x[a * n + p], va = s.v[a * n + p];
-      cq_real g = xa * c.inv_dx - (cq_real)0.5;
+      cq_real g = cq_cell_coord(xa, c.dx, c.inv_dx);
       if (!isfinite(xa) || !isfinite(va)) check = CQ_CHECK_NONFINITE;
       else if (!(g >= 0 && g < c.res[a] - 2)) check = CQ_CHECK_OUTSIDE;
       b[a] = check == CQ_CHECK_OK ? (int)g : 0;

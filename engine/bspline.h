@@ -10,9 +10,8 @@ typedef struct {
 
 CQ_HD void CQ_D(stencil)(const cq_substep* c, const cq_real xp[D], CQ_D(cqi_stencil) * s) {
   for (int a = 0; a < D; a++) {
-    cq_real g = xp[a] * c->inv_dx;
-    int b = (int)cq_floor(g - (cq_real)0.5);
-    cq_real f = g - (cq_real)b;
+    int b = (int)cq_floor(cq_cell_coord(xp[a], c->dx, c->inv_dx));
+    cq_real f = xp[a] * c->inv_dx - (cq_real)b; /* 0.5 <= f < 1.5, up to its rounding at an edge */
     s->base[a] = b;
     s->fx[a] = f;
     s->w[a][0] = (cq_real)0.5 * ((cq_real)1.5 - f) * ((cq_real)1.5 - f);

@@ -70,7 +70,7 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
       for (int a = 0; a < D && check == CQ_CHECK_OK; a++) {
         cq_real xa = s->x[a * n + p], va = s->v[a * n + p];
         if (!isfinite(xa) || !isfinite(va)) { check = CQ_CHECK_NONFINITE; break; }
-        cq_real g = xa * inv_dx - (cq_real)0.5;
+        cq_real g = cq_cell_coord(xa, c->dx, inv_dx);
         if (!(g >= 0 && g < c->res[a] - 2)) { check = CQ_CHECK_OUTSIDE; break; }
         int base = (int)g;
         if (a == 0) cb->base0[p] = base;

@@ -62,6 +62,13 @@ __attribute__((__simd__("notinbranch"))) double log(double);
 #define CQ_HD static inline __attribute__((always_inline))
 #endif
 
+/* A particle coordinate in cells from the first node of its stencil: the base node is its floor (bspline.h), the
+ * outside checks test its range. The subtraction comes before the product so that no compiler can fuse them into one
+ * FMA: every kernel, on every backend, then gives a particle exactly between two base nodes the same one. (With
+ * x * inv_dx - 0.5, fused in one loop and not in another, a lattice particle on that edge fell into one averaged
+ * volumetric group when the sums were taken and another when they were read: a group of zero volume, NaN.) */
+CQ_HD cq_real cq_cell_coord(cq_real x, cq_real dx, cq_real inv_dx) { return (x - (cq_real)0.5 * dx) * inv_dx; }
+
 /* For a max that propagates NaN: 1 when v should replace the running maximum m (v larger, or v NaN, and m not
  * already NaN). */
 CQ_HD int cqi_max_wins(double v, double m) { return m == m && (v > m || v != v); }

@@ -11,7 +11,7 @@ CQ_HD int CQ_D(check_values)(const cq_substep* c, const cq_real x[D], const cq_r
   for (int a = 0; a < D; a++) {
     sum += x[a] + v[a];
     speed2 += v[a] * v[a];
-    cq_real g = x[a] * c->inv_dx - (cq_real)0.5; /* the base cell test of the next substep's stencil */
+    cq_real g = cq_cell_coord(x[a], c->dx, c->inv_dx); /* the base cell test of the next substep's stencil */
     outside |= !(g >= 0 && g < c->res[a] - 2);
     for (int b = 0; b < D; b++) sum += C[a][b] + F[a][b];
   }

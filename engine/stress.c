@@ -31,7 +31,7 @@ CQI_CAUCHY(3)
     if (!*sums || !*pr) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");       \
     for (int p = 0; p < s->n; p++)                                                                           \
       for (int a = 0; a < DIM; a++) {                                                                        \
-        double b = floor((double)s->x[a * s->n + p] / m->desc.dx - 0.5);                                    \
+        double b = floor((double)cq_cell_coord(s->x[a * s->n + p], sub->dx, sub->inv_dx));                  \
         if (!(b >= 0 && b <= m->desc.res[a] - 3))                                                            \
           return cqi_errorf(&w->err, CQ_ERR_STATE, "particle %d is outside the grid (x[%d] = %g)", p + 1,    \
                             a + 1, (double)s->x[a * s->n + p]);                                               \

@@ -47,7 +47,7 @@ CQ_HD cq_real CQ_D(vol_group_bulk)(const cq_params* m, int p) {
 CQ_HD cqi_node CQ_D(vol_group)(const cq_substep* c, const cq_particles* s, int p) {
   cqi_node g = 0;
   for (int a = 0; a < D; a++) {
-    int b = (int)cq_floor(s->x[a * s->n + p] * c->inv_dx - (cq_real)0.5);
+    int b = (int)cq_floor(cq_cell_coord(s->x[a * s->n + p], c->dx, c->inv_dx)); /* as the stencil's */
     g += (cqi_node)b * (cqi_node)c->stride[a];
   }
   return g;
