@@ -1,12 +1,19 @@
 /* The per-particle and per-node pieces of the implicit grid update (seed 003 sec. 2.3, eq. 12), which
  * integrator_implicit.c minimises over the grid velocities v of the nodes with mass:
- *   E(v) = sum_i m_i/(2 dt) |v_i - v*_i|^2 + (1/dt) sum_p V_p^0 Psi(F_p(v)),   F_p(v) = (I + dt C_p(v)) F_p,
+ *   E(v) = sum_i m_i/(2 dt damp) |v_i - v*_i|^2 + (1/dt) sum_p V_p^0 Psi(F_p(v)),   F_p(v) = (I + dt C_p(v)) F_p,
  * with v*_i the grid velocity of the explicit update without the elastic stress (APIC momentum, gravity, damping,
- * forces, actuation stress) and C_p(v) = kC sum_i w_ip v_i dpos_ip^T, kC = 4/dx^2 (the G2P gather of eq. 10).
+ * forces, actuation stress), C_p(v) = kC sum_i w_ip v_i dpos_ip^T, kC = 4/dx^2 (the G2P gather of eq. 10), and
+ * damp = exp(-damping dt) (implicit_inertia: the seed's eq. 12 has no damping, damp = 1).
  * Everything here is dt E (momentum units), so that
- *   grad_i = m_i (v_i - v*_i) + sum_p V_p^0 dt kC w_ip P(F_p(v)) F_p^T dpos_ip
+ *   grad_i = (m_i / damp) (v_i - v*_i) + sum_p V_p^0 dt kC w_ip P(F_p(v)) F_p^T dpos_ip
  * is the explicit update's momentum balance with the stress taken at F_p(v) instead of F_p. Included once per
  * dimension by kernels.h. */
+
+/* The inertia term's mass of a node, m_i / damp (vstar: (v*[D], m_i)). The explicit step damps its whole update,
+ * v = damp (v^n + dt (f_ext + f_int) / m); with m_i / damp here the solve's minimum is that same update with f_int
+ * at F_p(v), so a body at rest balances its whole load. (With m_i alone it balanced damp f_ext: a pressurised
+ * sphere settled 20 % short of the exact inflation at 5 ms steps and damping 40/s, tools/sphere_inflation.lua.) */
+CQ_HD cq_real CQ_D(implicit_inertia)(const cq_substep* c, const cq_real* vstar) { return vstar[D] / c->damp; }
 
 /* Particle p's stencil and F_p, and C_p(gv) of a grid vector gv (stride D+1). */
 CQ_HD void CQ_D(implicit_load)(const cq_substep* c, const cq_particles* s, int p, const cq_real* gv,
@@ -253,12 +260,15 @@ CQ_HD void CQ_D(implicit_project_node)(const cq_substep* c, long node, const int
   }
 }
 
-/* y += m x (x may be NULL: projection only), then the projection above: the inertia term of grad (dt E) and of its
- * Hessian, m_i (v_i - v*_i) and m_i d_i. */
+/* y += (m / damp) x (x may be NULL: projection only), then the projection above: the inertia term of grad (dt E) and
+ * of its Hessian, (m_i / damp) (v_i - v*_i) and (m_i / damp) d_i. */
 CQ_HD void CQ_D(implicit_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar, const cq_real* x,
                                cq_real* y) {
   if (x)
-    for (int a = 0; a < D; a++) y[a] += vstar[D] * x[a];
+  {
+    cq_real m = CQ_D(implicit_inertia)(c, vstar);
+    for (int a = 0; a < D; a++) y[a] += m * x[a];
+  }
   CQ_D(implicit_project_node)(c, node, i, vstar, y);
 }
 
@@ -266,7 +276,7 @@ CQ_HD void CQ_D(implicit_node)(const cq_substep* c, long node, const int i[D], c
  * the Hessian, which spans nodes whose masses differ by orders of magnitude at a body's edge); 0 without mass. */
 CQ_HD void CQ_D(implicit_precond_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar,
                                        const cq_real* x, cq_real* y) {
-  cq_real m = vstar[D];
+  cq_real m = CQ_D(implicit_inertia)(c, vstar);
   for (int a = 0; a < D; a++) y[a] = m > 0 ? x[a] / m : 0;
   CQ_D(implicit_project_node)(c, node, i, vstar, y);
 }
@@ -379,17 +389,17 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   }
 }
 
-/* Adds lam . d(m_i (v_i - v*_i))/d(P2G's momentum and mass of node i) to out = (dL/dp[D], dL/dm): v* = the explicit
- * grid update of (p, m) without boundaries (grid.h grid_node, so c must be a context without boundaries, as the one
- * that built v*), through grid_node_adj with dL/dv* = -m lam, plus dL/dm = lam . (v - v*) directly. vstar: (v*[D],
- * m). Nodes without mass add 0. */
+/* Adds lam . d((m_i / damp) (v_i - v*_i))/d(P2G's momentum and mass of node i) to out = (dL/dp[D], dL/dm): v* = the
+ * explicit grid update of (p, m) without boundaries (grid.h grid_node, so c must be a context without boundaries, as
+ * the one that built v*), through grid_node_adj with dL/dv* = -(m / damp) lam, plus dL/dm = lam . (v - v*) / damp
+ * directly. vstar: (v*[D], m). Nodes without mass add 0. */
 CQ_HD void CQ_D(implicit_node_adj)(const cq_substep* c, long node, const int i[D], const cq_real* mp,
                                    const cq_real* vstar, const cq_real* v, const cq_real* lam, cq_real* out) {
-  cq_real m = vstar[D], g[D + 1], gm = 0;
+  cq_real m = CQ_D(implicit_inertia)(c, vstar), g[D + 1], gm = 0;
   if (!(m > 0)) return;
   for (int a = 0; a < D; a++) {
     g[a] = -m * lam[a];
-    gm += lam[a] * (v[a] - vstar[a]);
+    gm += lam[a] * (v[a] - vstar[a]) / c->damp;
   }
   CQ_D(grid_node_adj)(c, node, i, mp, g);
   for (int a = 0; a < D; a++) out[a] += g[a];

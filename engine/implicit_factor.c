@@ -147,7 +147,7 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
     for (int o = 0; o < nb; o++) {
       int32_t j = f->nbr[i * nb + o];
       if (j < 0) continue;
-      double m = o == center ? (double)vstar[f->node[i] * (D + 1) + D] : 0;
+      double m = o == center ? (double)vstar[f->node[i] * (D + 1) + D] / (double)c->damp : 0; /* implicit_inertia */
       k_block(D, f->proj + i * D * D, f->blocks + (i * nb + o) * D * D, f->proj + (long)j * D * D, m);
     }
   sim->stats.factorizations++;

@@ -32,6 +32,10 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->substeps < 1) return cqi_errorf(e, CQ_ERR_ARG, "substeps must be >= 1 (got %d)", d->substeps);
   if (!(d->damping >= 0) || !isfinite(d->damping))
     return cqi_errorf(e, CQ_ERR_ARG, "damping must be finite and >= 0 (got %g)", d->damping);
+  if (d->damping * (d->dt / d->substeps) > 80) /* exp(-80): the damped update, and the implicit inertia m / damp */
+    return cqi_errorf(e, CQ_ERR_ARG, "damping * dt (per substep) must be <= 80: a substep would keep exp(-%g) of the "
+                      "velocity (got damping %g, dt %g)", d->damping * (d->dt / d->substeps), d->damping,
+                      d->dt / d->substeps);
   if (d->n < 1) return cqi_errorf(e, CQ_ERR_ARG, "n must be >= 1 (got %d)", d->n);
   if (d->n_actuators < 0) return cqi_errorf(e, CQ_ERR_ARG, "n_actuators must be >= 0 (got %d)", d->n_actuators);
   if (d->threads < 0 || d->threads > CQ_MAX_THREADS)

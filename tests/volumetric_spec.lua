@@ -1,7 +1,7 @@
 -- The averaged volumetric term (world option volumetric = "averaged", engine/volumetric.h): a nearly incompressible
--- cantilever does not lock (its sag matches Timoshenko's beam and does not change when the bulk modulus grows 100-fold,
--- where the particle term sags 7x too little; in 3D it matches Euler-Bernoulli's plus shear, the particle term 2.5x
--- too little), explicit and implicit steps agree at a small dt, the CPU results are
+-- cantilever does not lock (its sag matches Timoshenko's beam within 7 % and does not change when the bulk modulus grows 100-fold,
+-- where the particle term sags 7x too little; in 3D it is within 20 % of Euler-Bernoulli's plus shear for a short
+-- beam, the particle term 2.4x too little), explicit and implicit steps agree at a small dt, the CPU results are
 -- bit-identical for 1 and 2 threads, world:stress reports the groups' pressure, checkpointed gradients equal full-memory
 -- ones, and bad options say so. Its gradients are FD-checked in tests/gradient_spec.lua and tests/implicit_spec.lua.
 --
@@ -51,7 +51,9 @@ describe("the averaged volumetric term", function()
     local beam = 3 * 10 * L ^ 4 / (8 * MU * H * H) + 10 * L * L / (2 * (5 / 6) * MU)
     print(string.format("  sag (mm): averaged %.3f at bulk/shear 1e4, %.3f at 100; particle %.3f at 1e4; Timoshenko %.3f",
       1e3 * avg4, 1e3 * avg2, 1e3 * part4, 1e3 * beam))
-    assert.is_true(math.abs(avg4 / beam - 1) < 0.05)
+    -- +5.3 % here, +4.9 % on a grid twice as fine: the rest is the beam theory's (no root rotation at the clamp of a
+    -- beam 8 heights long), not the discretisation's
+    assert.is_true(math.abs(avg4 / beam - 1) < 0.07)
     assert.is_true(math.abs(avg4 / avg2 - 1) < 0.08) -- nu from 0.495 to 0.49995 changes E' by 1 %; the groups' own
     -- volume modes are softer at the lower ratio
     assert.is_true(part4 < beam / 4) -- the locking this option removes
@@ -80,9 +82,9 @@ describe("the averaged volumetric term", function()
     local beam = 10 * L ^ 4 / (2 * MU * H * H) + 10 * L * L / (2 * (5 / 6) * MU)
     print(string.format("  3D sag (mm): averaged %.3f, particle %.3f; Euler-Bernoulli + shear %.3f", 1e3 * avg,
       1e3 * part, 1e3 * beam))
-    -- 8 particles across, the clamp's position within a cell; the settled sag also depends on the path MPM's F took:
-    -- 1.86 mm at these 10 ms steps, 2.09 mm at 4 ms (docs/benchmarks.md)
-    assert.is_true(math.abs(avg / beam - 1) < 0.1)
+    -- +17 %: a beam 4 heights long, where Euler-Bernoulli's theory plus shear leaves out the clamp's root rotation and
+    -- warping, 8 particles across and the clamp's position within a cell; the same 2.27 mm at 4 ms steps
+    assert.is_true(math.abs(avg / beam - 1) < 0.2)
     assert.is_true(part < beam / 2)
   end)
 
@@ -172,6 +174,32 @@ describe("the averaged volumetric term", function()
       assert.is_true(maxabs > 0)
     end)
   end
+
+  -- A lattice centred on a cell's middle puts particles exactly between two base nodes. Every kernel must put such a
+  -- particle in the same group (cq_real.h cq_cell_coord): with x * inv_dx - 0.5, fused into an FMA in one loop and
+  -- not in another, the sums went to one group and the pressures came from another, an empty one (0 / 0, NaN).
+  it("puts a particle on the edge between two groups in one group in every kernel (3D ball on a cell's middle)", function()
+    for _, integrator in ipairs { "explicit", "implicit" } do
+      local res, dx = 21, 2.5e-3
+      local c = { res / 2 * dx, res / 2 * dx, res / 2 * dx }
+      local r = cq.robot { dim = 3 }
+      r:ball { center = c, radius = 0.013, spacing = dx / 2, -- 21 particles across: odd, so on the edges
+        material = { preset = "dragonskin30", bulk = 4.8e7 } }
+      local w, s = r:world { res = { res, res, res }, dx = dx, dt = integrator == "explicit" and 1e-6 or 1e-3,
+        gravity = { 0, -10, 0 }, integrator = integrator, volumetric = "averaged", threads = 1 }
+      local on_edge = 0
+      for p = 0, w.n - 1 do
+        local g = s.x[p] / dx - 0.5
+        if math.abs(g - math.floor(g + 0.5)) < 1e-9 then on_edge = on_edge + 1 end
+      end
+      assert.is_true(on_edge > w.n / 4) -- the case this checks
+      for _ = 1, 3 do w:step(s) end
+      local vmax = 0
+      for i = 0, 3 * w.n - 1 do vmax = math.max(vmax, math.abs(s.v[i])) end
+      print(string.format("  %s: %d of %d particles on an edge; fastest after 3 steps %.3g", integrator, on_edge, w.n, vmax))
+      assert.is_true(vmax < 0.1) -- it falls under gravity, nothing more
+    end
+  end)
 
   it("names a bad option and the exact implicit volume", function()
     E.has(E.err_of(cantilever, { volumetric = "mean", ratio = 100 }), "volumetric", "particle", "averaged", "mean")
