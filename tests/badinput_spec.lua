@@ -137,6 +137,8 @@ describe("non-finite numbers are refused with the option named", function()
     has(err_of(cq.world, { n = 4, dx = math.huge }), "cq.world: dx must be finite")
     has(err_of(cq.world, { n = 4, dt = math.huge }), "cq.world: dt must be finite")
     has(err_of(cq.world, { n = 4, dt = 0 / 0 }), "dt must be a number")
+    has(err_of(cq.world, { n = 4, dt = 0.01, substeps = 2, damping = 2e4 }), "cq.world:",
+      "damping * dt (per substep) must be <= 80", "exp(-100)", "damping 20000, dt 0.005")
     has(err_of(cq.world, { n = 4, gravity = { 0, -math.huge } }), "gravity[2] must be a finite number")
     has(err_of(cq.world, { n = 4, walls = { floor = { velocity = { math.huge, 0 } } } }), "velocity[1] must be a finite number")
     has(err_of(cq.world, { n = 4, walls = { floor = { oscillation = { amplitude = { 0, 1 }, omega = math.huge } } } }),
