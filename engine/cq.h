@@ -54,7 +54,7 @@ typedef struct cq_world_desc {
   double dt;               /* control step (> 0); each substep is dt / substeps */
   int substeps;            /* substeps per control step (>= 1) */
   double gravity[3];       /* acceleration */
-  double damping;          /* velocity damping rate (>= 0): v *= exp(-damping dt_sub) each substep */
+  double damping;          /* velocity damping rate (>= 0): v *= exp(-damping dt_sub) each substep (implicit.h: drag) */
   int n;                   /* particles (>= 1) */
   int n_actuators;         /* >= 0 */
   int threads;             /* CPU threads, in [0, CQ_MAX_THREADS]: 0 = the idle cores, N = at most N (see README) */
