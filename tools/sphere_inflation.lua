@@ -14,7 +14,7 @@ local cq = require "cq"
 local now = require("cq.clock").now
 
 local o = { A = 10, B = 13, h = 1.25, kPa = "5,10,15,20", bulk = 1e3, volumetric = "averaged", dt = 5e-3, T = 1,
-  integrator = "implicit", threads = 1, damping = 40, trace = 0, c10 = 1.19e3, c01 = 23.028e3 }
+  integrator = "implicit", threads = 1, damping = 40, trace = 0, precond = "auto", tol = 0, c10 = 1.19e3, c01 = 23.028e3 }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then error("sphere_inflation: unknown argument " .. a, 0) end
@@ -63,7 +63,7 @@ local function run(kPa)
   r:chamber { wall = g.chambers.cavity, max = p }
   local w, s = r:world { res = { res, res, res }, dx = dx, dt = o.dt, gravity = { 0, 0, 0 }, damping = o.damping,
     integrator = o.integrator, threads = o.threads, volumetric = o.volumetric,
-    implicit = o.integrator == "implicit" and { volume = "linear" } or nil }
+    implicit = o.integrator == "implicit" and { volume = "linear", precond = o.precond, tol = o.tol } or nil }
   local n = w.n
   local R3 = {}
   for i = 0, n - 1 do
