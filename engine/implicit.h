@@ -264,11 +264,9 @@ CQ_HD void CQ_D(implicit_project_node)(const cq_substep* c, long node, const int
  * of its Hessian, (m_i / damp) (v_i - v*_i) and (m_i / damp) d_i. */
 CQ_HD void CQ_D(implicit_node)(const cq_substep* c, long node, const int i[D], const cq_real* vstar, const cq_real* x,
                                cq_real* y) {
+  cq_real m = CQ_D(implicit_inertia)(c, vstar);
   if (x)
-  {
-    cq_real m = CQ_D(implicit_inertia)(c, vstar);
     for (int a = 0; a < D; a++) y[a] += m * x[a];
-  }
   CQ_D(implicit_project_node)(c, node, i, vstar, y);
 }
 

@@ -25,7 +25,7 @@ function M.scene(opts)
     substeps = opts.substeps or 1, gravity = dim == 2 and { 0, -6 } or { 0, -6, 0 }, n = n, n_actuators = 2,
     precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
     backend = opts.backend or "cpu", -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
-    integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric }
+    integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric, damping = opts.damping }
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
   w:fill("E", function(p) return (opts.E or 30) * (1 + 0.2 * prand(p, 1)) end)
