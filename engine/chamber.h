@@ -33,6 +33,15 @@ CQ_HD void CQ_D(nanson_force)(const cq_params* m, int p, int n, const cq_real F[
     for (int b = 0; b < D; b++) f[a] += ua * dA * cof[a][b] * m->act_axis[b * n + p];
 }
 
+/* Its differential along dF: df += ua dA dcof(F)[dF] N. */
+CQ_HD void CQ_D(nanson_force_jvp)(const cq_params* m, int p, int n, const cq_real F[D][D], const cq_real dF[D][D],
+                                  cq_real ua, cq_real df[D]) {
+  cq_real dcof[D][D] = {{0}}, dA = m->wall_area[p];
+  CQ_D(cofactor_jvp)(F, dF, dcof);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) df[a] += ua * dA * dcof[a][b] * m->act_axis[b * n + p];
+}
+
 /* Its adjoint given gf = dL/df: gF += dL/dF (through cof), *gua += dL/d(ua), *gdA += dL/d(dA). */
 CQ_HD void CQ_D(nanson_force_adj)(const cq_params* m, int p, int n, const cq_real F[D][D], cq_real ua,
                                   const cq_real gf[D], cq_real gF[D][D], cq_real* gua, cq_real* gdA) {

@@ -109,9 +109,40 @@ CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, con
   }
 }
 
-/* out_i += dt kC V0 w_ip S F^T dpos_ip for a stress S (P or its differential): grad F_p(v) transposed. */
+/* The chamber pressure inside the solve (implicit.pressure = "implicit", the default): a chamber or cavity wall
+ * particle's Nanson force f_p(F) = u act_w dA cof(F) N (chamber.h) is taken at F_p(v), so grad_i above gains
+ * -dt sum_p w_ip f_p(F_p(v)). Taken at F_p instead (lagged, as the explicit step does), the load trails the walls it
+ * inflates: steps of a few ms ran away at pressures the explicit step holds (a sphere past 8 kPa at 2.5 ms,
+ * tools/sphere_inflation.lua). This follower load has no potential here (the particles' Nanson forces are not the
+ * gradient of a discrete volume), so its Jacobian K = -dt sum_p w_ip df_p/dv is not symmetric: the Hessian products
+ * take its symmetric part (K + K^T)/2 for Newton's conjugate-gradient directions (a quasi-Newton step; the residual
+ * is the full gradient, so the converged velocities are exact) and K^T for the adjoint, which then solves with the
+ * true transposed Jacobian (integrator_implicit.c). The cavities' net-force correction stays at F_p (fext). */
+
+/* Whether the solve takes particle p's chamber pressure (c->implicit_pressure and p a chamber or cavity wall); then
+ * *ua = its actuation u act_w. */
+CQ_HD int CQ_D(implicit_wall)(const cq_substep* c, const cq_params* m, int p, cq_real* ua) {
+  int a = m->act_id[p];
+  if (!c->implicit_pressure || a < 0 || (m->act_kind[a] != CQ_ACT_CHAMBER && m->act_kind[a] != CQ_ACT_CAVITY))
+    return 0;
+  *ua = c->pressure_u[a] * m->act_w[p];
+  return 1;
+}
+
+/* out = sum_i w_ip gv_i, a grid vector gv (stride D+1) at particle p. */
+CQ_HD void CQ_D(implicit_gather)(const cq_substep* c, const CQ_D(cqi_stencil) * st, const cq_real* gv, cq_real out[D]) {
+  for (int a = 0; a < D; a++) out[a] = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) out[a] += w * gv[node * (D + 1) + a];
+  }
+}
+
+/* out_i += w_ip (dt kC V0 S F^T dpos_ip + f) for a stress S (P or its differential: grad F_p(v) transposed) and a
+ * particle force term f (NULL: none). */
 CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0, const cq_real S[D][D],
-                                  const cq_real F[D][D], cq_real* out) {
+                                  const cq_real F[D][D], const cq_real* f, cq_real* out) {
   cq_real T[D][D];
   CQ_D(mmt)(S, F, T);
   cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt * vol0;
@@ -122,12 +153,13 @@ CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) *
     for (int a = 0; a < D; a++) {
       cq_real t = 0;
       for (int b = 0; b < D; b++) t += T[a][b] * dpos[b];
-      CQ_SCATTER_ADD(&g[a], k * w * t);
+      CQ_SCATTER_ADD(&g[a], w * (k * t + (f ? f[a] : 0)));
     }
   }
 }
 
-/* Elastic part of grad (dt E) from particle p at grid velocities v: out_i += V0 dt kC w P(F_p(v)) F_p^T dpos. */
+/* Elastic part of grad (dt E) from particle p at grid velocities v: out_i += V0 dt kC w P(F_p(v)) F_p^T dpos, and a
+ * chamber wall's -dt w f_p(F_p(v)). */
 CQ_HD void CQ_D(implicit_stress)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                  const cq_real* v, cq_real* out) {
   CQ_D(cqi_stencil) st;
@@ -135,12 +167,20 @@ CQ_HD void CQ_D(implicit_stress)(const cq_substep* c, const cq_particles* s, con
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
   CQ_D(implicit_P)(c, m, p, F, Cm, Fh, P, Fit, vol);
-  CQ_D(implicit_scatter)(c, &st, m->vol0[p], P, F, out);
+  cq_real ua, f[D] = {0};
+  int wall = CQ_D(implicit_wall)(c, m, p, &ua);
+  if (wall) {
+    CQ_D(nanson_force)(m, p, s->n, Fh, ua, f);
+    for (int a = 0; a < D; a++) f[a] *= -c->dt;
+  }
+  CQ_D(implicit_scatter)(c, &st, m->vol0[p], P, F, wall ? f : NULL, out);
 }
 
 /* Elastic part of the Hessian of dt E at v applied to the grid vector dir: dF = dt C_p(dir) F_p, dP = dP/dF : dF,
  * out_i += V0 dt kC w dP F_p^T dpos. dP comes from the material's vector-Jacobian product: every model here derives
- * from an energy, so dP/dF has major symmetry and gP : dP/dF with gP = dF is dP/dF : dF. */
+ * from an energy, so dP/dF has major symmetry and gP : dP/dF with gP = dF is dP/dF : dF. A chamber wall adds the
+ * pressure's K dir (-dt w df_p, df_p = f_p's differential along dF) and K^T dir (dir's gather y_p through f_p's
+ * adjoint: dF_p(v)/dv transposed of -dt G, G = d(y_p . f_p)/dF), weighted as c->pressure_product asks. */
 CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* v,
                               const cq_real* dir, cq_real* out) {
   CQ_D(cqi_stencil) st;
@@ -155,7 +195,20 @@ CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const 
       dF[a][b] = t;
     }
   CQ_D(implicit_dP)(c, m, p, F, Fh, dF, dP);
-  CQ_D(implicit_scatter)(c, &st, m->vol0[p], dP, F, out);
+  cq_real ua;
+  if (!CQ_D(implicit_wall)(c, m, p, &ua)) {
+    CQ_D(implicit_scatter)(c, &st, m->vol0[p], dP, F, NULL, out);
+    return;
+  }
+  int sym = c->pressure_product == CQI_PRODUCT_SYM;
+  cq_real aN = sym ? (cq_real)0.5 : 0, aT = sym ? (cq_real)0.5 : 1, df[D] = {0}, y[D], G[D][D] = {{0}}, unused = 0;
+  CQ_D(nanson_force_jvp)(m, p, s->n, Fh, dF, ua, df);
+  for (int a = 0; a < D; a++) df[a] *= -c->dt * aN;
+  CQ_D(implicit_gather)(c, &st, dir, y);
+  CQ_D(nanson_force_adj)(m, p, s->n, Fh, ua, y, G, &unused, &unused);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) dP[a][b] = m->vol0[p] * dP[a][b] - aT * c->dt * G[a][b];
+  CQ_D(implicit_scatter)(c, &st, 1, dP, F, df, out);
 }
 
 /* The projected (positive semi-definite) Newton matrix of dt E assembled for the direct preconditioner
@@ -294,9 +347,10 @@ CQ_HD void CQ_D(implicit_bc_node)(const cq_substep* c, long node, const int i[D]
 /* ---- Adjoint (implicit function theorem; integrator_implicit.c composes it) ----
  * The converged v = v0 + delta, delta free (Pi delta = delta), solves Pi grad(dt E)(v; theta) = 0, where v0 is the
  * boundary-projected v* whose constrained components (I - Pi) v0 the solve keeps. With dL/dv given, lam =
- * -H^-1 Pi dL/dv (H = Pi A Pi, A the Hessian of dt E, symmetric) gives dL/dtheta = lam . d grad(dt E)/d theta for
+ * -H^-T Pi dL/dv (H = Pi A Pi, A the Jacobian of grad (dt E): the Hessian, symmetric, unless the solve takes chamber
+ * pressure) gives dL/dtheta = lam . d grad(dt E)/d theta for
  * every input theta of the gradient (the particles' x, F and parameters: implicit_stress_adj; the P2G grid's momentum
- * and mass through v* and m: implicit_node_adj) and dL/dv0 = (I - Pi)(dL/dv + A lam). */
+ * and mass through v* and m: implicit_node_adj) and dL/dv0 = (I - Pi)(dL/dv + A^T lam). */
 
 /* lam . d(implicit_stress of particle p)/d(x_p, F_p, parameters) at the grid velocities v, the grid vector lam held:
  * with T = P(F_hat) F^T and L_p = dt V0 T : C_p(lam) (the particle's share of lam . grad), adds dL_p/dx_p (through
@@ -337,6 +391,20 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   CQ_D(mm)(gT, F, gP);
   CQ_D(mtm)(gT, P, gF);
   CQ_D(material_P_vjp_terms)(m, p, Fh, gP, gFh, &g, !lin);
+  /* a chamber wall: L_p also has -dt lam_p . f_p(F_hat), lam_p = sum_i w lam_i (fl = -dt f_p for the weights) */
+  cq_real ua, fl[D] = {0};
+  if (CQ_D(implicit_wall)(c, m, p, &ua)) {
+    cq_real lp[D], gf[D], gua = 0;
+    CQ_D(implicit_gather)(c, &st, lam, lp);
+    CQ_D(nanson_force)(m, p, n, Fh, ua, fl);
+    for (int a = 0; a < D; a++) {
+      fl[a] *= -dt;
+      gf[a] = -dt * lp[a];
+    }
+    CQ_D(nanson_force_adj)(m, p, n, Fh, ua, gf, gFh, &gua, &g.wall_area);
+    g.act_w += gua * c->pressure_u[m->act_id[p]];
+    c->pressure_gu[p] += gua * m->act_w[p];
+  }
   /* the linearised term: L = K (Jl - 1) J q, q = tr(gT), Jl = J (1 + dt tr C), J = det F; averaged (volumetric.h):
    * L = (p_g + K_s (Jl - 1)) J q at fixed p_g, plus dL/dJl through the groups (c->vol_gJ, vol_adj) */
   cq_real gC_lin = 0;
@@ -369,14 +437,16 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
     long node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     const cq_real* vi = v + node * (D + 1);
     const cq_real* li = lam + node * (D + 1);
-    cq_real dw = 0, back[D] = {0}; /* dL/dw, and sum over a of (gCm^T v_i + gLm^T lam_i) */
-    for (int a = 0; a < D; a++)
+    cq_real dw = 0, back[D] = {0}, dl = 0; /* dL/dw (kC dw + dl), and sum over a of (gCm^T v_i + gLm^T lam_i) */
+    for (int a = 0; a < D; a++) {
+      dl += li[a] * fl[a];
       for (int b = 0; b < D; b++) {
         cq_real t = vi[a] * gCm[a][b] + li[a] * gLm[a][b];
         dw += t * dpos[b];
         back[b] += t;
       }
-    for (int a = 0; a < D; a++) gx[a] += kC * (gw[a] * dw - w * back[a]);
+    }
+    for (int a = 0; a < D; a++) gx[a] += kC * (gw[a] * dw - w * back[a]) + gw[a] * dl;
   }
 #define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
   CQ_PARAM_FIELDS(CQI_ACCUMULATE)

@@ -106,17 +106,18 @@ static inline int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq
 
 /* The adjoint of P2G and of what feeds it, shared by every integrator: dL/d(P2G's grid) in adj (the grid momentum
  * and mass) into g0 and the parameter gradients (p2g_adj; cache: the forward P2G's stresses or NULL), each
- * particle's dL/du (gact, B scratch [n]) reduced per actuator into out->gu, and through the extra forces of
+ * particle's dL/du (gact, B scratch [n]; plus gact_more [n] unless NULL) reduced per actuator into out->gu, and through the extra forces of
  * cqi_extra_forces (kc->force != NULL): the cavities into x, F, their parameters and u, the cables into x and u, the
  * user's force into out->gforce (gfext: B scratch [D][n]). ctl is the step's control, kc the control P2G ran
  * with. */
 static inline int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl,
                               const cq_ctl* kc, const cq_real* adj, const cq_real* cache, cq_real* gact,
-                              cq_real* gfext, cq_particles* g0, const cqi_adj_out* out) {
+                              const cq_real* gact_more, cq_real* gfext, cq_particles* g0, const cqi_adj_out* out) {
   cqi_backend* be = sim->be;
   const cqi_backend_ops* op = be->ops;
   cq_ctl_grads gc = {gact, kc->force ? gfext : NULL, out->gstress};
   int st = op->p2g_adj(be, c, s, &sim->view->params, kc, adj, g0, out->gp, &gc, cache);
+  if (st == CQ_OK && gact_more) st = op->axpy(be, be->n, 1, gact_more, gact); /* the implicit pressure's dL/du */
   if (st == CQ_OK && kc->force && sim->view->n_cavities > 0) /* adds to each particle's dL/du before its sum */
     st = op->cavity_forces_adj(be, sim->view, s, ctl->u, gfext, g0, out->gp, gact);
   if (st == CQ_OK && be->n_act > 0) st = op->act_grad(be, sim->view->params.act_id, gact, out->gu);

@@ -4,9 +4,10 @@
  * per-node pieces are in implicit.h; this file only composes backend primitives and scalars.
  *
  * What the solve treats implicitly: the elastic stress P(F) of every material (with its incompressibility and bulk
- * terms). What it treats as fixed over the substep, evaluated at the start state as the explicit step does: gravity,
- * damping, force actuators, chamber pressure, cables, the user's force, the actuation stress F A F^T and the viscous
- * stress (so a viscous material keeps its viscous time step limit). */
+ * terms) and the chamber walls' pressure (implicit.pressure = "implicit", implicit.h). What it treats as fixed over
+ * the substep, evaluated at the start state as the explicit step does: gravity, damping, force actuators, the
+ * cavities' net-force correction, cables, the user's force, the actuation stress F A F^T and the viscous stress (so a
+ * viscous material keeps its viscous time step limit). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ typedef struct {
   cq_real* u0;    /* [n_act] zero actuation (Newton's start point) */
   cq_real* gfext; /* [D][n] their gradient (backward) */
   cq_real* gact;  /* [n] dL/du of each particle's actuator (backward) */
+  cq_real* gpress; /* [n] its share through the implicit chamber pressure (backward) */
   double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
   double tol;
   int max_newton, max_cg;
@@ -92,7 +94,7 @@ static void implicit_destroy(cqi_sim* sim) {
   if (!ws) return;
   cqi_backend* be = sim->be;
   cq_real* bufs[] = {ws->grid, ws->vstar, ws->v,    ws->g,    ws->d,     ws->r,    ws->p, ws->q,  ws->hp,
-                     ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->u0};
+                     ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->gpress, ws->u0};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
   for (int l = 0; l < MAX_LEVELS; l++) {
@@ -328,11 +330,23 @@ static int solve_velocities(cqi_sim* sim, const cq_substep* c, const cq_particle
   return newton(sim, c, s, k);
 }
 
-/* The context of piece j of 2^level of substep k (the whole substep at level 0), for the implicit solve. */
-static cq_substep piece_ctx(cqi_sim* sim, long k, long j, int level) {
+/* Whether the solve takes chamber pressure (implicit.pressure = "implicit" and a chamber or cavity actuator). */
+static int implicit_pressure(const cqi_sim* sim) {
+  const cqi_model* m = sim->model;
+  if (m->desc.implicit_pressure != CQ_PRESSURE_IMPLICIT) return 0;
+  for (int a = 0; a < m->n_act; a++)
+    if (m->act_kind[a] == CQ_ACT_CHAMBER || m->act_kind[a] == CQ_ACT_CAVITY) return 1;
+  return 0;
+}
+
+/* The context of piece j of 2^level of substep k (the whole substep at level 0) under the control ctl, for the
+ * implicit solve. */
+static cq_substep piece_ctx(cqi_sim* sim, const cq_ctl* ctl, long k, long j, int level) {
   implicit_ws* ws = sim->ws;
   cq_substep c = cqi_substep_piece_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k, j, level);
   c.implicit_elastic = 1;
+  c.implicit_pressure = implicit_pressure(sim);
+  c.pressure_u = ctl->u;
   ws->piece = j, ws->level = level;
   return c;
 }
@@ -394,7 +408,7 @@ static int piece_forward(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long 
     TRY(level_buffer(sim, &ws->keep[level]));
     TRY(copy_state(sim, ws->keep[level], s->x));
   }
-  cq_substep c = piece_ctx(sim, k, j, level);
+  cq_substep c = piece_ctx(sim, ctl, k, j, level);
   *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0, 0};
   int st = piece_once(sim, &c, s, ctl, k, bad);
   bad->split = level;
@@ -455,20 +469,79 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
   return CQ_OK;
 }
 
+/* x = A^-T b for the projected Jacobian A of grad (dt E) at ws->v, which the implicit chamber pressure makes
+ * non-symmetric (implicit.h), and b = sign * rhs (rhs projected): BiCGStab (van der Vorst 1992, right-preconditioned
+ * as cg_direction's) from x = 0 on the transposed products (c->pressure_product = CQI_PRODUCT_T), until ||r||_2 <= tol
+ * ||b||_2 as in cg_solve, within max_cg iterations of two products each. Uses r, g (the shadow residual), p, q (A p^),
+ * z (p^), vt (s^) and hp (A s^). */
+static int bicgstab_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
+                          cq_real* x, long k) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
+  double rho = 1, alpha = 1, omega = 1, rr, bb, rho1, rv, ts, tt;
+  TRY(be->ops->grid_clear(be, x));
+  TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
+  TRY(lincomb(be, ws->g, 1, ws->r, 0, ws->r));
+  TRY(be->ops->grid_clear(be, ws->p));
+  TRY(be->ops->grid_clear(be, ws->q));
+  TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+  bb = rr;
+  const char* why = NULL;
+  for (int it = 0; rr > tol * tol * bb; it++) {
+    if (it == ws->max_cg) why = "max_cg iterations";
+    else {
+      TRY(be->ops->grid_dot(be, ws->g, ws->r, &rho1));
+      if (!(rho1 != 0) || !(omega != 0)) why = "a breakdown (r0 . r = 0)";
+    }
+    if (why)
+      return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
+                        "implicit chamber pressure's non-symmetric Jacobian) did not converge: %s, ||r|| / ||b|| = "
+                        "%.3g (tol %g); raise implicit.max_cg or use a smaller dt", k + 1, why, sqrt(rr / bb), tol);
+    sim->stats.adjoint_cg++;
+    double beta = (rho1 / rho) * (alpha / omega);
+    TRY(be->ops->grid_axpy(be, (cq_real)-omega, ws->q, ws->p)); /* p = r + beta (p - omega v) */
+    TRY(lincomb(be, ws->z, 1, ws->r, (cq_real)beta, ws->p));
+    TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
+    TRY(precondition(sim, c, ws->p, ws->z));
+    TRY(hessian_times(sim, c, s, ws->v, ws->z, ws->q));
+    TRY(be->ops->grid_dot(be, ws->g, ws->q, &rv));
+    if (!(rv != 0)) return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve "
+                                      "(BiCGStab) broke down (r0 . A p = 0)", k + 1);
+    alpha = rho1 / rv;
+    TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->z, x));
+    TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->q, ws->r)); /* s */
+    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+    if (rr <= tol * tol * bb) break;
+    TRY(precondition(sim, c, ws->r, ws->vt));
+    TRY(hessian_times(sim, c, s, ws->v, ws->vt, ws->hp));
+    TRY(be->ops->grid_dot(be, ws->hp, ws->r, &ts));
+    TRY(be->ops->grid_dot(be, ws->hp, ws->hp, &tt));
+    omega = tt > 0 ? ts / tt : 0;
+    TRY(be->ops->grid_axpy(be, (cq_real)omega, ws->vt, x));
+    TRY(be->ops->grid_axpy(be, (cq_real)-omega, ws->hp, ws->r));
+    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
+    rho = rho1;
+  }
+  return CQ_OK;
+}
+
 static int alloc_backward(cqi_sim* sim) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   if (ws->gact) return CQ_OK;
   ws->gfext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
+  ws->gpress = be->ops->alloc(be, sizeof(cq_real) * be->n);
   ws->gact = be->ops->alloc(be, sizeof(cq_real) * be->n); /* last: marks the backward buffers complete */
-  if (!ws->gfext || !ws->gact) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the backward pass");
+  if (!ws->gfext || !ws->gpress || !ws->gact) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the backward pass");
   return CQ_OK;
 }
 
 /* Adjoint of one piece (the whole substep when it was not split) by the implicit function theorem (implicit.h
  * explains the algebra), after piece_solve recomputed its forward up to the converged velocities in ws->v (P2G, v*,
  * v0, the Newton solve: deterministic, so the same v); s1 is the piece's output. In reverse: G2P's adjoint at the
- * velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -H^-1 Pi dL/dv (cg_solve),
+ * velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -A^-T Pi dL/dv (cg_solve;
+ * bicgstab_solve when the chamber pressure makes A non-symmetric),
  * lam's pull-back through the elastic scatter into x, F and the parameters (implicit_stress_adj), the constrained
  * components of v0 (usually the boundaries' velocities, but a friction floor moving along a wall gives a corner node
  * a velocity that depends on v*) through v0's grid update, and m (v - v*) into the P2G grid (implicit_node_adj); from
@@ -490,14 +563,20 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->implicit_bc_adj(be, c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
   TRY(lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
-  TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k));         /* lam = -H^-1 Pi dL/dv, in d */
-  cq_substep cv = *c; /* averaged: the groups' pressures at v and their adjoint (volumetric.h) */
+  cq_substep cv = *c; /* the transposed products; averaged: the groups' pressures at v, their adjoint (volumetric.h) */
+  cv.pressure_product = CQI_PRODUCT_T;
+  if (c->implicit_pressure) TRY(bicgstab_solve(sim, &cv, s, -1, ws->tmp, ws->d, k)); /* lam = -A^-T Pi dL/dv */
+  else TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k));                               /* A = H symmetric */
+  if (c->implicit_pressure) {
+    TRY(op->zero(be, ws->gpress, sizeof(cq_real) * be->n));
+    cv.pressure_gu = ws->gpress;
+  }
   if (cv.vol_averaged) {
     TRY(cqi_vol_update(sim, &cv, s, ws->v));
     TRY(cqi_vol_adjoint(sim, &cv, s, ws->v, ws->d, NULL, out->gp));
   }
   TRY(op->implicit_stress_adj(be, &cv, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
-  /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A lam), where (I - Pi) m lam = 0; then v0's grid update
+  /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A^T lam), where (I - Pi) m lam = 0; then v0's grid update
    * (with the boundaries) back to P2G's grid, and v* and m there too */
   TRY(lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
   if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, ws->d));
@@ -508,7 +587,8 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->grid_update_adj(be, c, ws->grid, ws->g));
   cq_substep free_c = without_walls(c);
   TRY(op->implicit_node_adj(be, &free_c, ws->grid, ws->vstar, ws->v, ws->d, ws->g));
-  return cqi_p2g_adj(sim, c, s, ctl, kc, ws->g, NULL, ws->gact, ws->gfext, g0, out);
+  return cqi_p2g_adj(sim, c, s, ctl, kc, ws->g, NULL, ws->gact, c->implicit_pressure ? ws->gpress : NULL, ws->gfext,
+                     g0, out);
 }
 
 /* Adjoint of piece j of 2^level of substep k from s (its input) to s1 (its output; NULL: not at hand), g1 = dL/ds1
@@ -521,7 +601,7 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   int n = be->n, D = be->dim, can_split = level < ws->max_split;
-  cq_substep c = piece_ctx(sim, k, j, level);
+  cq_substep c = piece_ctx(sim, ctl, k, j, level);
   cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
   cq_ctl kc;
   int st = piece_solve(sim, &c, s, ctl, k, &bad, &kc);

@@ -110,6 +110,9 @@ typedef int cqi_node;
 #endif
 
 /* Everything a substep's kernels need besides the arrays. */
+/* Which product of the implicit pressure's Jacobian K the solve's Hessian products take (implicit.h): Newton's
+ * directions its symmetric part (K + K^T)/2, so that conjugate gradients apply; the adjoint K^T. */
+enum { CQI_PRODUCT_SYM = 0, CQI_PRODUCT_T = 1 };
 typedef struct cq_substep {
   int res[3];                   /* grid nodes per axis */
   long stride[3];               /* node index = i*stride[0] + j*stride[1] (+ k*stride[2]) */
@@ -123,6 +126,10 @@ typedef struct cq_substep {
   const cq_bc* node_bcs;        /* explicit node boundary conditions (terrain, obstacles) */
   int implicit_elastic;         /* 1: P2G leaves the elastic stress out, the implicit solve (implicit.h) owns it */
   int implicit_volume;          /* CQ_VOLUME_*: the implicit solve's volumetric term (implicit.h) */
+  int implicit_pressure;        /* 1: P2G leaves the chamber walls' pressure out, the implicit solve takes it at F_p(v) */
+  int pressure_product;         /* the solve's products with the pressure's (non-symmetric) Jacobian K: CQI_PRODUCT_* */
+  const cq_real* pressure_u;    /* implicit_pressure: [n_act] the actuation u (B) */
+  cq_real* pressure_gu;         /* implicit_pressure, backward: [n] dL/du of each wall particle, added (B) */
   int vol_averaged;             /* 1: the bulk term on the per-node averaged J (volumetric.h) */
   const cq_real* vol_sums;      /* averaged: [n_nodes][D+1] each node's sums (V0 K, V0 (J - 1), V0) (volumetric.h) */
   const cq_real* vol_p;         /* averaged: [n] the pressure K_g (J_g - 1) of each particle's node */

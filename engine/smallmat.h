@@ -77,6 +77,21 @@ CQ_HD void CQ_D(cofactor_vjp)(const cq_real A[D][D], const cq_real gcof[D][D], c
     }
 #endif
 }
+/* dcof += d cof(A)[dA], the differential of cof along dA (2D: cof is linear, cof(dA)). */
+CQ_HD void CQ_D(cofactor_jvp)(const cq_real A[D][D], const cq_real dA[D][D], cq_real dcof[D][D]) {
+#if D == 2
+  dcof[0][0] += dA[1][1];
+  dcof[0][1] -= dA[1][0];
+  dcof[1][0] -= dA[0][1];
+  dcof[1][1] += dA[0][0];
+#else
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+      dcof[i][j] += dA[i1][j1] * A[i2][j2] + A[i1][j1] * dA[i2][j2] - dA[i1][j2] * A[i2][j1] - A[i1][j2] * dA[i2][j1];
+    }
+#endif
+}
 /* A^{-T}; returns det(A). The caller checks det != 0 where it matters. */
 CQ_HD cq_real CQ_D(inv_t)(const cq_real A[D][D], cq_real out[D][D]) {
   cq_real J = CQ_D(det)(A);

@@ -104,6 +104,38 @@ describe("implicit integrator", function()
     assert.is_true(worst / disp < 0.02)
   end)
 
+  -- The chamber pressure inside the solve (implicit.pressure = "implicit", the default: the walls' Nanson force at
+  -- F_p(v)) against the pressure lagged at the substep's start F_p (the explicit step's, and seed 003's): the same 2D
+  -- finger at its real bulk modulus (volumetric = "averaged"), 2 kPa ramped over 0.1 s, at 2.5 ms substeps (6,700x
+  -- the explicit limit). In the solve the tip settles (it moves 0.8 mm between 0.3 and 1 s, and ends 0.9 mm from where
+  -- 1 ms substeps put it, 1.6 mm from 250 us); lagged it keeps bending, 9.4 mm further over the same time
+  -- (tools/finger2d_dt.lua).
+  it("2D: the chamber pressure in the solve lets a finger at its real bulk modulus settle at 2.5 ms substeps", function()
+    local function tip_path(pressure)
+      local r = cq.robot { dim = 2 }
+      local g = r:gmsh { path = "scenes/finger2d.geo", offset = { 0.01, 0.2 }, scale = 1e-3, mesh_size = 1.5,
+        material = { preset = "dragonskin30", bulk = 1.75e9 } }
+      r:chamber { wall = g.chambers.chamber, max = 20e3 }
+      local w, s = r:world { res = { 64, 128 }, dx = 2.5e-3, dt = 5e-3, substeps = 2, gravity = { 0, -9.8 },
+        damping = 25, walls = { left = { type = "sticky", thickness = 6 } }, threads = 1, integrator = "implicit",
+        volumetric = "averaged", implicit = { pressure = pressure } }
+      local maxx, tip = -1, {}
+      for p = 0, s.n - 1 do maxx = math.max(maxx, s.x[p]) end
+      for p = 0, s.n - 1 do if s.x[p] > maxx - 3e-3 then tip[#tip + 1] = p + 1 end end
+      local y0, at = s:mean("x", tip)[2], {}
+      for k = 1, 200 do
+        w:step(s, { 0.1 * math.min(1, k * 5e-3 / 0.1) })
+        if k == 60 or k == 200 then at[#at + 1] = 1e3 * (s:mean("x", tip)[2] - y0) end
+      end
+      return at
+    end
+    local solve, lagged = tip_path("implicit"), tip_path("lagged")
+    print(string.format("  tip dy (mm) at 0.3 s and 1 s: in the solve %.2f, %.2f; lagged %.2f, %.2f", solve[1],
+      solve[2], lagged[1], lagged[2]))
+    assert.is_true(solve[1] < -30 and math.abs(solve[2] - solve[1]) < 2.5)
+    assert.is_true(lagged[2] - lagged[1] < -5) -- what the solve's pressure fixes: the lagged load's creep
+  end)
+
   it("lands a stiff square at 50x the explicit stable dt, which the explicit integrator refuses; energy never grows", function()
     local dt = 50 * stable_dt()
     local msg = E.err_of(cube, "explicit", dt)
@@ -147,6 +179,11 @@ describe("implicit integrator", function()
   it("rejects an unknown volume treatment, naming the choices", function()
     E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { volume = "mixed" } }), "implicit.volume", "linear, exact",
       "mixed")
+  end)
+
+  it("rejects an unknown chamber pressure treatment, naming the choices", function()
+    E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { pressure = "explicit" } }), "implicit.pressure",
+      "implicit, lagged", "explicit")
   end)
 
   -- implicit.volume = "linear" against "exact" on a nearly incompressible Mooney-Rivlin beam (bulk / shear = 1000)

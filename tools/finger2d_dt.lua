@@ -3,13 +3,13 @@
 -- peak and at T, and the wall time. The accuracy / cost study of docs/benchmarks.md ("Issue 11").
 --
 -- usage: build/bin/cqlua tools/finger2d_dt.lua [runs=implicit:5e-3,implicit:1e-3] [kPa=2] [T=1] [bulk=1.75e9]
---          [mesh=1.5] [volumetric=averaged] [damping=25] [ramp=0.1]
+--          [mesh=1.5] [volumetric=averaged] [damping=25] [ramp=0.1] [pressure=implicit|lagged] [ivolume=linear|exact]
 --   runs  integrator:substep pairs; explicit:0 is half the explicit CFL limit
 local cq = require "cq"
 local now = require("cq.clock").now
 
 local o = { runs = "implicit:5e-3,implicit:1e-3", kPa = 2, T = 1, bulk = 1.75e9, mesh = 1.5, volumetric = "averaged",
-  damping = 25, ramp = 0.1 }
+  damping = 25, ramp = 0.1, pressure = "implicit", ivolume = "linear" }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then error("finger2d_dt: unknown argument " .. a, 0) end
@@ -26,7 +26,7 @@ local function run(integrator, dt)
   r:chamber { wall = g.chambers.chamber, max = 20e3 }
   local w, s = r:world { res = { 64, 128 }, dx = DX, dt = CONTROL, substeps = substeps, gravity = { 0, -9.8 },
     damping = o.damping, walls = { left = { type = "sticky", thickness = 6 } }, threads = 1, integrator = integrator,
-    volumetric = o.volumetric }
+    volumetric = o.volumetric, implicit = integrator == "implicit" and { pressure = o.pressure, volume = o.ivolume } or nil }
   local maxx, tip = -1, {}
   for p = 0, s.n - 1 do maxx = math.max(maxx, s.x[p]) end
   for p = 0, s.n - 1 do if s.x[p] > maxx - 3e-3 then tip[#tip + 1] = p + 1 end end

@@ -7,14 +7,15 @@
 -- stable), in the finger's units (mm, kPa) and at its sampling (walls a few particles thick).
 --
 -- usage: build/bin/cqlua tools/sphere_inflation.lua [A=10] [B=13] [h=1.25] [kPa=5,10,15,20] [bulk=1e3]
---          [volumetric=averaged] [dt=5e-3] [T=1] [integrator=implicit] [threads=1]
+--          [volumetric=averaged] [dt=5e-3] [T=1] [integrator=implicit] [threads=1] [pressure=implicit|lagged]
 --   A, B  inner and outer radius (mm); h the particle spacing (mm; the grid's dx is 2 h, as the finger's 2.5 mm)
 --   bulk  bulk / shear modulus
 local cq = require "cq"
 local now = require("cq.clock").now
 
 local o = { A = 10, B = 13, h = 1.25, kPa = "5,10,15,20", bulk = 1e3, volumetric = "averaged", dt = 5e-3, T = 1,
-  integrator = "implicit", threads = 1, damping = 40, trace = 0, precond = "auto", tol = 0, c10 = 1.19e3, c01 = 23.028e3 }
+  integrator = "implicit", threads = 1, damping = 40, trace = 0, precond = "auto", tol = 0,
+  pressure = "implicit", closed = 1, ivolume = "linear", c10 = 1.19e3, c01 = 23.028e3 }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then error("sphere_inflation: unknown argument " .. a, 0) end
@@ -60,10 +61,11 @@ local function run(kPa)
   local g = r:ball { center = c, radius = B, spacing = h,
     material = { model = "mooney_rivlin", c10 = C10, c01 = C01, bulk = o.bulk * MU, density = RHO },
     cavities = { { center = c, radius = A, name = "cavity" } } }
-  r:chamber { wall = g.chambers.cavity, max = p }
+  r:chamber { wall = g.chambers.cavity, max = p, closed = o.closed == 1 }
   local w, s = r:world { res = { res, res, res }, dx = dx, dt = o.dt, gravity = { 0, 0, 0 }, damping = o.damping,
     integrator = o.integrator, threads = o.threads, volumetric = o.volumetric,
-    implicit = o.integrator == "implicit" and { volume = "linear", precond = o.precond, tol = o.tol } or nil }
+    implicit = o.integrator == "implicit" and { volume = o.ivolume, precond = o.precond, tol = o.tol,
+      pressure = o.pressure } or nil }
   local n = w.n
   local R3 = {}
   for i = 0, n - 1 do

@@ -14,7 +14,7 @@ local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
-  "max_split" })
+  "max_split", "pressure" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
@@ -113,7 +113,7 @@ function M.new(opts)
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
     if type(io) ~= "table" then
-      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond, volume, max_split}", io)
+      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond, volume, max_split, pressure}", io)
     end
     check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
     d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
@@ -123,6 +123,8 @@ function M.new(opts)
       { "auto", "mass", "factor" })]
     d.implicit_volume = check.oneof(where, "implicit.volume", io.volume or "linear", { "linear", "exact" }) == "exact"
       and 1 or 0
+    d.implicit_pressure = check.oneof(where, "implicit.pressure", io.pressure or "implicit", { "implicit", "lagged" })
+      == "lagged" and 1 or 0
     local split = check.integer(where, "implicit.max_split", io.max_split or 6, 0, 30)
     d.implicit_max_split = split == 0 and -1 or split -- the engine's 0 is its default, -1 none
   end
