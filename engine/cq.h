@@ -65,7 +65,7 @@ typedef struct cq_world_desc {
   int implicit_precond;    /* implicit: CQ_PRECOND_* (0 = auto: factor where the backend can assemble, else mass) */
   int implicit_volume;     /* implicit: CQ_VOLUME_* (how eq. 12 takes the volumetric term; implicit.h) */
   int implicit_max_split;  /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
-  int implicit_pressure;   /* implicit: CQ_PRESSURE_* (chamber pressure at F_p(v) inside the solve, or lagged at F_p) */
+  int implicit_pressure;   /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
   int volumetric;          /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
   cq_wall_desc walls[6];
 } cq_world_desc;
@@ -95,7 +95,7 @@ enum { CQ_PRECOND_AUTO = 0, CQ_PRECOND_MASS = 1, CQ_PRECOND_FACTOR = 2 };
  * J_p (1 + dt tr C_p(v)), which G2P then stores as det F (linear, the default: quadratic in v, so Newton is not held
  * back by a bulk modulus far above the shear modulus; implicit.h, g2p.h), or at J = det F_p(v) (exact). */
 enum { CQ_VOLUME_LINEAR = 0, CQ_VOLUME_EXACT = 1 };
-enum { CQ_PRESSURE_IMPLICIT = 0, CQ_PRESSURE_LAGGED = 1 };
+enum { CQ_PRESSURE_LAGGED = 0, CQ_PRESSURE_IMPLICIT = 1 };
 /* The bulk term (K/2)(J - 1)^2 of each particle on its own J (particle, the default), or on the volume-averaged J of
  * the particles nearest to one grid node (averaged: no volumetric locking of nearly incompressible solids;
  * engine/volumetric.h). */

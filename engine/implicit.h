@@ -109,11 +109,11 @@ CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, con
   }
 }
 
-/* The chamber pressure inside the solve (implicit.pressure = "implicit", the default): a chamber or cavity wall
- * particle's Nanson force f_p(F) = u act_w dA cof(F) N (chamber.h) is taken at F_p(v), so grad_i above gains
- * -dt sum_p w_ip f_p(F_p(v)). Taken at F_p instead (lagged, as the explicit step does), the load trails the walls it
- * inflates: steps of a few ms ran away at pressures the explicit step holds (a sphere past 8 kPa at 2.5 ms,
- * tools/sphere_inflation.lua). This follower load has no potential here (the particles' Nanson forces are not the
+/* The chamber pressure inside the solve (implicit.pressure = "implicit"; the default, "lagged", leaves it to P2G at
+ * F_p as the explicit step takes it): a chamber or cavity wall particle's Nanson force f_p(F) = u act_w dA cof(F) N
+ * (chamber.h) is taken at F_p(v), so grad_i above gains -dt sum_p w_ip f_p(F_p(v)). Lagged, the load trails the walls
+ * it inflates: the 2D finger keeps bending at 2.5 ms substeps, and settles with the load here (tests/implicit_spec.lua);
+ * but a thin-walled sphere runs away at 1 ms with it and holds lagged (docs/benchmarks.md), hence the default. This follower load has no potential here (the particles' Nanson forces are not the
  * gradient of a discrete volume), so its Jacobian K = -dt sum_p w_ip df_p/dv is not symmetric: the Hessian products
  * take its symmetric part (K + K^T)/2 for Newton's conjugate-gradient directions (a quasi-Newton step; the residual
  * is the full gradient, so the converged velocities are exact) and K^T for the adjoint, which then solves with the

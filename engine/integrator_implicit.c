@@ -4,9 +4,9 @@
  * per-node pieces are in implicit.h; this file only composes backend primitives and scalars.
  *
  * What the solve treats implicitly: the elastic stress P(F) of every material (with its incompressibility and bulk
- * terms) and the chamber walls' pressure (implicit.pressure = "implicit", implicit.h). What it treats as fixed over
- * the substep, evaluated at the start state as the explicit step does: gravity, damping, force actuators, the
- * cavities' net-force correction, cables, the user's force, the actuation stress F A F^T and the viscous stress (so a
+ * terms) and, with implicit.pressure = "implicit", the chamber walls' pressure (implicit.h). What it treats as fixed over
+ * the substep, evaluated at the start state as the explicit step does: gravity, damping, force actuators, by
+ * default the chamber pressure, the cavities' net-force correction, cables, the user's force, the actuation stress F A F^T and the viscous stress (so a
  * viscous material keeps its viscous time step limit). */
 #include <math.h>
 #include <stdio.h>

@@ -57,7 +57,7 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
                       "integrator (the averaged term is not implemented on the exact det F_p(v))");
   if (d->implicit_pressure != CQ_PRESSURE_IMPLICIT && d->implicit_pressure != CQ_PRESSURE_LAGGED)
-    return cqi_errorf(e, CQ_ERR_ARG, "implicit.pressure must be 0 (implicit) or 1 (lagged) (got %d)",
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.pressure must be 0 (lagged) or 1 (implicit) (got %d)",
                       d->implicit_pressure);
   if (d->implicit_max_split < -1 || d->implicit_max_split > 30)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_split must be in [-1, 30] (-1: none, 0: the default) (got %d)",

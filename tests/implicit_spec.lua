@@ -104,8 +104,7 @@ describe("implicit integrator", function()
     assert.is_true(worst / disp < 0.02)
   end)
 
-  -- The chamber pressure inside the solve (implicit.pressure = "implicit", the default: the walls' Nanson force at
-  -- F_p(v)) against the pressure lagged at the substep's start F_p (the explicit step's, and seed 003's): the same 2D
+  -- The chamber pressure inside the solve (implicit.pressure = "implicit": the walls' Nanson force at F_p(v)) against the pressure lagged at the substep's start F_p (the explicit step's, and seed 003's): the same 2D
   -- finger at its real bulk modulus (volumetric = "averaged"), 2 kPa ramped over 0.1 s, at 2.5 ms substeps (6,700x
   -- the explicit limit). In the solve the tip settles (it moves 0.8 mm between 0.3 and 1 s, and ends 0.9 mm from where
   -- 1 ms substeps put it, 1.6 mm from 250 us); lagged it keeps bending, 9.4 mm further over the same time
@@ -183,7 +182,7 @@ describe("implicit integrator", function()
 
   it("rejects an unknown chamber pressure treatment, naming the choices", function()
     E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { pressure = "explicit" } }), "implicit.pressure",
-      "implicit, lagged", "explicit")
+      "lagged, implicit", "explicit")
   end)
 
   -- implicit.volume = "linear" against "exact" on a nearly incompressible Mooney-Rivlin beam (bulk / shear = 1000)
@@ -376,7 +375,7 @@ end)
 local STIFF, DT, STEPS, TOL = 3000, 5e-3, 20, 1e-6
 local function implicit_scene(o)
   o.integrator, o.E, o.dt = "implicit", STIFF, o.dt or DT
-  o.implicit = { tol = 1e-12, volume = o.volume }
+  o.implicit = { tol = 1e-12, volume = o.volume, pressure = o.pressure }
   return G.scene(o)
 end
 -- Newton stops anywhere below tol, so a loss carries noise of ~1e-14 relative: the FD ladder starts at larger steps
@@ -400,10 +399,14 @@ local cases = {
     params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = STIFF }, kinds = { "c10", "c01", "bulk" } },
   -- a chamber actuator, and a friction floor moving along the left wall: the corner nodes keep a velocity that
   -- depends on v* (the kept components of the solve's start), which the adjoint carries back through the walls
-  { dim = 2, name = "neohookean, chamber, moving friction floor", bc = "friction", moving = true, act2 = "chamber",
-    strain = 0.1, kinds = { "E", "nu", "wall_area" } },
-  { dim = 3, name = "neohookean, cavity, slip walls", bc = "slip", act2 = "cavity", strain = 0.1,
-    kinds = { "E", "wall_area" } },
+  -- (the chamber pressure inside the solve, implicit.pressure = "implicit": its non-symmetric Jacobian's transpose in
+  -- the adjoint's BiCGStab, its pull-back into F, x, u, act_w and wall_area; and lagged, P2G's, in 2D)
+  { dim = 2, name = "neohookean, chamber in the solve, moving friction floor", bc = "friction", moving = true,
+    act2 = "chamber", pressure = "implicit", strain = 0.1, kinds = { "E", "nu", "wall_area" } },
+  { dim = 2, name = "neohookean, chamber lagged, moving friction floor", bc = "friction", moving = true,
+    act2 = "chamber", pressure = "lagged", strain = 0.1, kinds = { "wall_area" } },
+  { dim = 3, name = "neohookean, cavity in the solve, slip walls", bc = "slip", act2 = "cavity", pressure = "implicit",
+    strain = 0.1, kinds = { "E", "wall_area" } },
   -- (pinned to the exact volume: with the linear one this scene's trajectory passes within 1e-5 of a separate wall's
   -- switch, where the loss jumps; the gradient there still matches differences at h = 1e-6, -34.399935 / -34.399934)
   { dim = 2, name = "yeoh, exact volume, separate walls", bc = "separate", material = "yeoh", volume = "exact",
@@ -447,7 +450,7 @@ describe("implicit gradients (implicit function theorem) vs central differences"
     it(case.dim .. "D " .. case.name .. ", " .. STEPS .. " steps above 5x the explicit dt", function()
       local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
         material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain,
-        volume = case.volume, volumetric = case.volumetric, damping = case.damping }
+        volume = case.volume, volumetric = case.volumetric, damping = case.damping, pressure = case.pressure }
       local ratio = DT / w:stable_dt()
       assert.is_true(ratio > 5)
       local P = G.problem(w, s0, STEPS)

@@ -3,13 +3,13 @@
 -- peak and at T, and the wall time. The accuracy / cost study of docs/benchmarks.md ("Issue 11").
 --
 -- usage: build/bin/cqlua tools/finger2d_dt.lua [runs=implicit:5e-3,implicit:1e-3] [kPa=2] [T=1] [bulk=1.75e9]
---          [mesh=1.5] [volumetric=averaged] [damping=25] [ramp=0.1] [pressure=implicit|lagged] [ivolume=linear|exact]
+--          [mesh=1.5] [volumetric=averaged] [damping=25] [ramp=0.1] [pressure=lagged|implicit] [ivolume=linear|exact]
 --   runs  integrator:substep pairs; explicit:0 is half the explicit CFL limit
 local cq = require "cq"
 local now = require("cq.clock").now
 
 local o = { runs = "implicit:5e-3,implicit:1e-3", kPa = 2, T = 1, bulk = 1.75e9, mesh = 1.5, volumetric = "averaged",
-  damping = 25, ramp = 0.1, pressure = "implicit", ivolume = "linear" }
+  damping = 25, ramp = 0.1, pressure = "lagged", ivolume = "linear" }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then error("finger2d_dt: unknown argument " .. a, 0) end

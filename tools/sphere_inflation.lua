@@ -7,7 +7,8 @@
 -- stable), in the finger's units (mm, kPa) and at its sampling (walls a few particles thick).
 --
 -- usage: build/bin/cqlua tools/sphere_inflation.lua [A=10] [B=13] [h=1.25] [kPa=5,10,15,20] [bulk=1e3]
---          [volumetric=averaged] [dt=5e-3] [T=1] [integrator=implicit] [threads=1] [pressure=implicit|lagged]
+--          [volumetric=averaged] [dt=5e-3] [T=1] [integrator=implicit] [threads=1] [pressure=lagged|implicit]
+--          [closed=1 (0: an open chamber, no net-force correction)] [ivolume=linear|exact] [trace=0 (steps between lines)]
 --   A, B  inner and outer radius (mm); h the particle spacing (mm; the grid's dx is 2 h, as the finger's 2.5 mm)
 --   bulk  bulk / shear modulus
 local cq = require "cq"
@@ -15,7 +16,7 @@ local now = require("cq.clock").now
 
 local o = { A = 10, B = 13, h = 1.25, kPa = "5,10,15,20", bulk = 1e3, volumetric = "averaged", dt = 5e-3, T = 1,
   integrator = "implicit", threads = 1, damping = 40, trace = 0, precond = "auto", tol = 0,
-  pressure = "implicit", closed = 1, ivolume = "linear", c10 = 1.19e3, c01 = 23.028e3 }
+  pressure = "lagged", closed = 1, ivolume = "linear", c10 = 1.19e3, c01 = 23.028e3 }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then error("sphere_inflation: unknown argument " .. a, 0) end

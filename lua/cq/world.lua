@@ -123,8 +123,8 @@ function M.new(opts)
       { "auto", "mass", "factor" })]
     d.implicit_volume = check.oneof(where, "implicit.volume", io.volume or "linear", { "linear", "exact" }) == "exact"
       and 1 or 0
-    d.implicit_pressure = check.oneof(where, "implicit.pressure", io.pressure or "implicit", { "implicit", "lagged" })
-      == "lagged" and 1 or 0
+    d.implicit_pressure = check.oneof(where, "implicit.pressure", io.pressure or "lagged", { "lagged", "implicit" })
+      == "implicit" and 1 or 0
     local split = check.integer(where, "implicit.max_split", io.max_split or 6, 0, 30)
     d.implicit_max_split = split == 0 and -1 or split -- the engine's 0 is its default, -1 none
   end
