@@ -112,9 +112,10 @@ CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, con
 /* The chamber pressure inside the solve (implicit.pressure = "implicit"; the default, "lagged", leaves it to P2G at
  * F_p as the explicit step takes it): a chamber or cavity wall particle's Nanson force f_p(F) = u act_w dA cof(F) N
  * (chamber.h) is taken at F_p(v), so grad_i above gains -dt sum_p w_ip f_p(F_p(v)). Lagged, the load trails the walls
- * it inflates: the 2D finger keeps bending at 2.5 ms substeps, and settles with the load here (tests/implicit_spec.lua);
- * but a thin-walled sphere runs away at 1 ms with it and holds lagged (docs/benchmarks.md), hence the default. This follower load has no potential here (the particles' Nanson forces are not the
- * gradient of a discrete volume), so its Jacobian K = -dt sum_p w_ip df_p/dv is not symmetric: the Hessian products
+ * it inflates: the 2D finger keeps bending at 2.5 ms substeps, and settles with the load here
+ * (tests/implicit_spec.lua); but a thin-walled sphere runs away at 1 ms with it and holds lagged (docs/benchmarks.md),
+ * hence the default. This follower load has no potential here (the particles' Nanson forces are not the gradient of
+ * a discrete volume), so its Jacobian K = -dt sum_p w_ip df_p/dv is not symmetric: the Hessian products
  * take its symmetric part (K + K^T)/2 for Newton's conjugate-gradient directions (a quasi-Newton step; the residual
  * is the full gradient, so the converged velocities are exact) and K^T for the adjoint, which then solves with the
  * true transposed Jacobian (integrator_implicit.c). The cavities' net-force correction stays at F_p (fext). */
@@ -123,8 +124,7 @@ CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, con
  * *ua = its actuation u act_w. */
 CQ_HD int CQ_D(implicit_wall)(const cq_substep* c, const cq_params* m, int p, cq_real* ua) {
   int a = m->act_id[p];
-  if (!c->implicit_pressure || a < 0 || (m->act_kind[a] != CQ_ACT_CHAMBER && m->act_kind[a] != CQ_ACT_CAVITY))
-    return 0;
+  if (!c->implicit_pressure || a < 0 || !cqi_pressure_kind(m->act_kind[a])) return 0;
   *ua = c->pressure_u[a] * m->act_w[p];
   return 1;
 }

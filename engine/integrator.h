@@ -106,10 +106,10 @@ static inline int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq
 
 /* The adjoint of P2G and of what feeds it, shared by every integrator: dL/d(P2G's grid) in adj (the grid momentum
  * and mass) into g0 and the parameter gradients (p2g_adj; cache: the forward P2G's stresses or NULL), each
- * particle's dL/du (gact, B scratch [n]; plus gact_more [n] unless NULL) reduced per actuator into out->gu, and through the extra forces of
- * cqi_extra_forces (kc->force != NULL): the cavities into x, F, their parameters and u, the cables into x and u, the
- * user's force into out->gforce (gfext: B scratch [D][n]). ctl is the step's control, kc the control P2G ran
- * with. */
+ * particle's dL/du (gact, B scratch [n]; plus gact_more [n] unless NULL: the implicit chamber pressure's) reduced
+ * per actuator into out->gu, and through the extra forces of cqi_extra_forces (kc->force != NULL): the cavities into
+ * x, F, their parameters and u, the cables into x and u, the user's force into out->gforce (gfext: B scratch [D][n]).
+ * ctl is the step's control, kc the control P2G ran with. */
 static inline int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl,
                               const cq_ctl* kc, const cq_real* adj, const cq_real* cache, cq_real* gact,
                               const cq_real* gact_more, cq_real* gfext, cq_particles* g0, const cqi_adj_out* out) {

@@ -4,10 +4,10 @@
  * per-node pieces are in implicit.h; this file only composes backend primitives and scalars.
  *
  * What the solve treats implicitly: the elastic stress P(F) of every material (with its incompressibility and bulk
- * terms) and, with implicit.pressure = "implicit", the chamber walls' pressure (implicit.h). What it treats as fixed over
- * the substep, evaluated at the start state as the explicit step does: gravity, damping, force actuators, by
- * default the chamber pressure, the cavities' net-force correction, cables, the user's force, the actuation stress F A F^T and the viscous stress (so a
- * viscous material keeps its viscous time step limit). */
+ * terms) and, with implicit.pressure = "implicit", the chamber walls' pressure (implicit.h). What it treats as fixed
+ * over the substep, evaluated at the start state as the explicit step does: gravity, damping, force actuators, by
+ * default the chamber pressure, the cavities' net-force correction, cables, the user's force, the actuation stress
+ * F A F^T and the viscous stress (so a viscous material keeps its viscous time step limit). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,7 +335,7 @@ static int implicit_pressure(const cqi_sim* sim) {
   const cqi_model* m = sim->model;
   if (m->desc.implicit_pressure != CQ_PRESSURE_IMPLICIT) return 0;
   for (int a = 0; a < m->n_act; a++)
-    if (m->act_kind[a] == CQ_ACT_CHAMBER || m->act_kind[a] == CQ_ACT_CAVITY) return 1;
+    if (cqi_pressure_kind(m->act_kind[a])) return 1;
   return 0;
 }
 
@@ -533,7 +533,8 @@ static int alloc_backward(cqi_sim* sim) {
   ws->gfext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
   ws->gpress = be->ops->alloc(be, sizeof(cq_real) * be->n);
   ws->gact = be->ops->alloc(be, sizeof(cq_real) * be->n); /* last: marks the backward buffers complete */
-  if (!ws->gfext || !ws->gpress || !ws->gact) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the backward pass");
+  if (!ws->gfext || !ws->gpress || !ws->gact)
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the backward pass");
   return CQ_OK;
 }
 

@@ -110,6 +110,9 @@ typedef int cqi_node;
 #endif
 
 /* Everything a substep's kernels need besides the arrays. */
+/* Whether an actuator kind pushes its particles by chamber pressure (Nanson's force, chamber.h): chamber and cavity. */
+CQ_HD int cqi_pressure_kind(int kind) { return kind == CQ_ACT_CHAMBER || kind == CQ_ACT_CAVITY; }
+
 /* Which product of the implicit pressure's Jacobian K the solve's Hessian products take (implicit.h): Newton's
  * directions its symmetric part (K + K^T)/2, so that conjugate gradients apply; the adjoint K^T. */
 enum { CQI_PRODUCT_SYM = 0, CQI_PRODUCT_T = 1 };
@@ -126,7 +129,7 @@ typedef struct cq_substep {
   const cq_bc* node_bcs;        /* explicit node boundary conditions (terrain, obstacles) */
   int implicit_elastic;         /* 1: P2G leaves the elastic stress out, the implicit solve (implicit.h) owns it */
   int implicit_volume;          /* CQ_VOLUME_*: the implicit solve's volumetric term (implicit.h) */
-  int implicit_pressure;        /* 1: P2G leaves the chamber walls' pressure out, the implicit solve takes it at F_p(v) */
+  int implicit_pressure;        /* 1: the implicit solve takes the chamber walls' pressure at F_p(v), P2G none */
   int pressure_product;         /* the solve's products with the pressure's (non-symmetric) Jacobian K: CQI_PRODUCT_* */
   const cq_real* pressure_u;    /* implicit_pressure: [n_act] the actuation u (B) */
   cq_real* pressure_gu;         /* implicit_pressure, backward: [n] dL/du of each wall particle, added (B) */

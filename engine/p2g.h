@@ -57,7 +57,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * axis[a * n + p];
   }
   /* chamber pressure at F_p; the implicit solve takes it at F_p(v) instead (implicit.h) */
-  if ((q->act_kind == CQ_ACT_CHAMBER || q->act_kind == CQ_ACT_CAVITY) && !c->implicit_pressure)
+  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure)
     CQ_D(nanson_force)(m, p, n, q->F, ua, q->f);
   if (v.cached || cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
@@ -251,7 +251,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   cq_real ga = 0; /* dL/d(u act_w): split into dL/du and dL/dact_w below */
   if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * axis[d * n + p];
-  if ((q.act_kind == CQ_ACT_CHAMBER || q.act_kind == CQ_ACT_CAVITY) && !c->implicit_pressure)
+  if (cqi_pressure_kind(q.act_kind) && !c->implicit_pressure)
     CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];
