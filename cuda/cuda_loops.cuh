@@ -416,6 +416,12 @@ __global__ void CQ_D(cqk_vol_adj_sums)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAM
   if (p < s.n) CQ_D(vol_adj_sum)(&c, &s, &m, p, g_pg, lam, gsums);
 }
 
+__global__ void CQ_D(cqk_vol_strain_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* gJ,
+                                          cq_real* out) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_strain_adj)(&c, &s, &m, p, gJ, out);
+}
+
 __global__ void CQ_D(cqk_vol_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* gsums,
                                   cq_real* gJ, cq_particles gs, cq_param_grads gp) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -669,6 +675,13 @@ static int CQ_D(cuda_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq
                                    const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_vol_adj_sums), s->n, *c, *s, *m, g_pg, lam, gsums);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
+                                     const cq_params* m, const cq_real* gJ, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_strain_adj), s->n, *c, *s, *m, gJ, out);
   return CQ_OK;
 }
 

@@ -183,6 +183,9 @@ typedef struct cqi_backend_ops {
                       const cq_real* g_pg, const cq_real* lam, cq_real* gsums);
   int (*vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
                  const cq_real* gsums, cq_real* gJ, cq_particles* gs, const cq_param_grads* gp);
+  /* vol_strain_adj adds each particle's dL/dJl (gJ[p]) into the grid vector out through Jl's grid velocities. */
+  int (*vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                        const cq_real* gJ, cq_real* out);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -108,5 +108,9 @@
                          const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,                    \
                          const cq_param_grads* gp) {                                                               \
     return CQI_BY_DIM(b, P##_vol_adj, c, s, m, v, gsums, gJ, gs, gp);                                              \
+  }                                                                                                               \
+  static int P##_vol_strain_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,    \
+                                const cq_real* gJ, cq_real* out) {                                                 \
+    return CQI_BY_DIM(b, P##_vol_strain_adj, c, s, m, gJ, out);                                                    \
   }
 #endif

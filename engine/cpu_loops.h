@@ -562,6 +562,13 @@ static int CQ_D(cpu_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_part
   return CQ_OK;
 }
 
+static int CQ_D(cpu_vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                    const cq_real* gJ, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(vol_strain_adj)(c, s, m, p, gJ, out))
+  return CQ_OK;
+}
+
 static int CQ_D(cpu_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                   const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
   cpu_backend* cb = (cpu_backend*)b;

@@ -21,7 +21,10 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
   X(x, CQ_SHAPE_VEC, CQ_INIT_ZERO, "position (length)")                               \
   X(v, CQ_SHAPE_VEC, CQ_INIT_ZERO, "velocity (length/time)")                          \
   X(C, CQ_SHAPE_MAT, CQ_INIT_ZERO, "APIC affine velocity matrix, row-major (1/time)") \
-  X(F, CQ_SHAPE_MAT, CQ_INIT_IDENTITY, "deformation gradient, row-major (-)")
+  X(F, CQ_SHAPE_MAT, CQ_INIT_IDENTITY, "deformation gradient, row-major (-)")                                     \
+  X(pg, CQ_SHAPE_SCALAR, CQ_INIT_ZERO,                                                                              \
+    "implicit, volumetric = averaged: the pressure K_g (J_g - 1) of the particle's group at the last substep's "  \
+    "converged velocities (stress), the next substep's lagged pressure (implicit.h E_geo); other steps keep it")
 
 /* Model parameters per particle, read-only during a step.
  * X(name, ctype, type, shape, differentiable, default, lo, hi, bounds, doc). Differentiable ones get a gradient

@@ -52,7 +52,35 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
  * in v: a step's rotations (det(I + dt C) = 1 + O(|dt C|^2) for a rotation) cost no volumetric energy, which
  * otherwise dominates eq. 12 and stalls Newton when K >> mu (silicone, water). */
 
-/* The linearised term's P as a function of F_hat, K (Jl - 1) J F^-T, added to P. Out: Fit = F^-T, vol = (J, Jl). */
+/* The lagged pressure's geometric term, part of implicit.volume = "linear". Linearising the volume also drops the
+ * pressure's geometric (initial-stress) stiffness: the exact term's T = P F^T is K (J_hat - 1) J_hat (I + A)^-T
+ * with A = dt C_p(v), the linear one's K (Jl - 1) J I, which does not turn with the particle. Without it a stressed
+ * particle's spin costs nothing while its deviatoric stress still turns with it, and a stressed free surface runs
+ * away at millisecond steps (an inflated sphere: docs/benchmarks.md, "the pressure's geometric stiffness"). So the
+ * solve adds E_geo = V0 pi0 J I2(A), I2(A) = ((tr A)^2 - tr(A^2)) / 2 (det(I + A) - 1 - tr A to second order; exact
+ * in 2D), with pi0 the particle's pressure K (J - 1) at the start of the substep, or averaged (volumetric.h) its
+ * group's at the last substep's converged velocities (the state's pg: a group's J at det F is no measure of it, since
+ * only the groups' J are held near 1 and the particles regroup between substeps) plus K_s (J - 1): lagged, so E_geo
+ * is quadratic in v and its stiffness O(pi0), not O(K).
+ * Its share of T = P F^T is pi0 J (tr A I - A^T). */
+CQ_HD cq_real CQ_D(implicit_lagged_pressure)(const cq_substep* c, const cq_params* m, int p, cq_real J) {
+  return c->vol_averaged ? c->vol_p0[p] + CQ_D(vol_own_bulk)(m, p) * (J - 1) : m->bulk[p] * (J - 1);
+}
+
+/* P += k (tr A I - A^T) F^-T: E_geo's stress for k = pi0 J and A = dt C_p(v), its differential for dA. */
+CQ_HD void CQ_D(implicit_geo_P)(cq_real k, const cq_real A[D][D], const cq_real Fit[D][D], cq_real P[D][D]) {
+  cq_real tr = 0;
+  for (int a = 0; a < D; a++) tr += A[a][a];
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      cq_real t = 0;
+      for (int q = 0; q < D; q++) t += ((a == q ? tr : 0) - A[q][a]) * Fit[q][b];
+      P[a][b] += k * t;
+    }
+}
+
+/* The linearised term's P as a function of F_hat, K (Jl - 1) J F^-T, and E_geo's, added to P. Out: Fit = F^-T,
+ * vol = (J, Jl). */
 CQ_HD void CQ_D(implicit_linear_P)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],
                                    const cq_real Cm[D][D], cq_real Fit[D][D], cq_real vol[2], cq_real P[D][D]) {
   cq_real J = CQ_D(inv_t)(F, Fit), tr = 0;
@@ -60,21 +88,33 @@ CQ_HD void CQ_D(implicit_linear_P)(const cq_substep* c, const cq_params* m, int 
   cq_real Jl = J * (1 + c->dt * tr);
   cq_real pr = c->vol_averaged ? c->vol_p[p] + CQ_D(vol_own_bulk)(m, p) * (Jl - 1) /* volumetric.h */
                                : m->bulk[p] * (Jl - 1);
-  cq_real k = pr * J;
+  cq_real k = pr * J, A[D][D];
   for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) P[a][b] += k * Fit[a][b];
+    for (int b = 0; b < D; b++) {
+      P[a][b] += k * Fit[a][b];
+      A[a][b] = c->dt * Cm[a][b];
+    }
+  CQ_D(implicit_geo_P)(CQ_D(implicit_lagged_pressure)(c, m, p, J) * J, A, Fit, P);
   vol[0] = J;
   vol[1] = Jl;
 }
 
 /* Its differential at fixed F: dP += K J^2 (F^-T : dF_hat) F^-T (a constant, symmetric operator); averaged
- * (volumetric.h): dP += dp_g J F^-T, the group pressure's differential along the product's direction. */
+ * (volumetric.h): dP += dp_g J F^-T, the group pressure's differential along the product's direction; and E_geo's
+ * at dA = dF_hat F^-1 (constant and symmetric too). */
 CQ_HD void CQ_D(implicit_linear_dP)(const cq_substep* c, const cq_params* m, int p, cq_real J, const cq_real Fit[D][D],
                                     const cq_real dF[D][D], cq_real dP[D][D]) {
   cq_real Fd = CQ_D(ddot)(Fit, dF);
   cq_real k = c->vol_averaged ? c->vol_dp[p] * J + CQ_D(vol_own_bulk)(m, p) * J * J * Fd : m->bulk[p] * J * J * Fd;
+  cq_real dA[D][D];
   for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) dP[a][b] += k * Fit[a][b];
+    for (int b = 0; b < D; b++) {
+      dP[a][b] += k * Fit[a][b];
+      cq_real t = 0;
+      for (int q = 0; q < D; q++) t += dF[a][q] * Fit[b][q];
+      dA[a][b] = t;
+    }
+  CQ_D(implicit_geo_P)(CQ_D(implicit_lagged_pressure)(c, m, p, J) * J, dA, Fit, dP);
 }
 
 /* The stress of eq. 12 at F_hat: P(F_hat) of the material, with the linearised volumetric term when it applies
@@ -369,10 +409,17 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   CQ_D(material_P_terms)(m, p, Fh, P, !lin);
   CQ_D(mmt)(P, F, T);
   cq_real Ks = c->vol_averaged ? CQ_D(vol_own_bulk)(m, p) : m->bulk[p], pg = c->vol_averaged ? c->vol_p[p] : 0;
+  cq_real pi0 = 0, geo[D][D] = {{0}}; /* E_geo (lin): T += pi0 J geo, geo = tr A I - A^T, A = dt C_p(v) */
   if (lin) {
-    cq_real Pl[D][D] = {{0}};
+    cq_real Pl[D][D] = {{0}}, trA = 0;
     CQ_D(implicit_linear_P)(c, m, p, F, Cm, Fit, vol, Pl);
-    for (int a = 0; a < D; a++) T[a][a] += (pg + Ks * (vol[1] - 1)) * vol[0];
+    pi0 = CQ_D(implicit_lagged_pressure)(c, m, p, vol[0]);
+    for (int a = 0; a < D; a++) trA += c->dt * Cm[a][a];
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) {
+        geo[a][b] = (a == b ? trA : 0) - c->dt * Cm[b][a];
+        T[a][b] += pi0 * vol[0] * geo[a][b] + (a == b ? (pg + Ks * (vol[1] - 1)) * vol[0] : 0);
+      }
   }
   CQ_D(implicit_load)(c, s, p, lam, &st, F, Lm); /* C_p(lam) = kC sum_i w lam_i dpos^T */
   cq_real dt = c->dt, vol0 = m->vol0[p];
@@ -406,15 +453,27 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
     c->pressure_gu[p] += gua * m->act_w[p];
   }
   /* the linearised term: L = K (Jl - 1) J q, q = tr(gT), Jl = J (1 + dt tr C), J = det F; averaged (volumetric.h):
-   * L = (p_g + K_s (Jl - 1)) J q at fixed p_g, plus dL/dJl through the groups (c->vol_gJ, vol_adj) */
-  cq_real gC_lin = 0;
+   * L = (p_g + K_s (Jl - 1)) J q at fixed p_g, plus dL/dJl through the groups (c->vol_gJ, vol_adj). E_geo:
+   * L = pi0 J (gT : geo), pi0 = p0 + K_s (J - 1) (p0 = 0, K_s = K for the particle term) */
+  cq_real gC_lin = 0, gC_geo[D][D] = {{0}};
   if (lin) {
-    cq_real q = 0, J = vol[0], Jl = vol[1], gJl = c->vol_averaged ? c->vol_gJ[p] : 0;
-    for (int a = 0; a < D; a++) q += gT[a][a];
-    if (c->vol_averaged) CQ_D(vol_bulk_adj)(m, p, (Jl - 1) * J * q, 0, &g);
-    else g.bulk += (Jl - 1) * J * q;
-    /* dL/dJ (through J and Jl = J (1 + dt tr C)) times dJ/dF = J F^-T; dJl/dF = Jl F^-T */
-    cq_real kF = (pg + Ks * (2 * Jl - 1)) * q * J + gJl * Jl;
+    cq_real q = 0, J = vol[0], Jl = vol[1], gJl = c->vol_averaged ? c->vol_gJ[p] : 0, gg = 0;
+    for (int a = 0; a < D; a++) {
+      q += gT[a][a];
+      for (int b = 0; b < D; b++) gg += gT[a][b] * geo[a][b];
+    }
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) gC_geo[a][b] = dt * pi0 * J * ((a == b ? q : 0) - gT[b][a]);
+    /* dL/dK_s: the linear term's and E_geo's; dL/dp0 = gg J through the groups at det F (c->vol_g0) */
+    cq_real gKs = (Jl - 1) * J * q + gg * J * (J - 1);
+    if (c->vol_averaged) {
+      CQ_D(vol_bulk_adj)(m, p, gKs, 0, &g);
+      c->vol_g0[p] += gg * J;
+    } else {
+      g.bulk += gKs;
+    }
+    /* dL/dJ (through J and Jl = J (1 + dt tr C), and E_geo's pi0 J) times dJ/dF = J F^-T; dJl/dF = Jl F^-T */
+    cq_real kF = (pg + Ks * (2 * Jl - 1)) * q * J + gJl * Jl + gg * (pi0 + Ks * J) * J;
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) gF[a][b] += kF * Fit[a][b];
     gC_lin = (Ks * J * q + gJl) * J * c->dt; /* dL/dC = (K J^2 q + dL/dJl J) dt I */
@@ -428,7 +487,7 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
         u += dt * gFh[a][k] * F[b][k];
       }
       gF[a][b] += t;
-      gCm[a][b] = u + (a == b ? gC_lin : 0);
+      gCm[a][b] = u + (a == b ? gC_lin : 0) + gC_geo[a][b];
     }
   /* C_p(y) = kC sum_i w_i y_i dpos_i^T for y = v (gradient gCm) and y = lam (gLm); dpos = x_i - x_p */
   cq_real kC = 4 * c->inv_dx * c->inv_dx, gx[D] = {0};

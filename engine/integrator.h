@@ -32,6 +32,7 @@ typedef struct cqi_sim {
    * per-particle group pressures and their differentials ([n]) */
   cq_real *vol_sums, *vol_dsums, *vol_p, *vol_dp;
   cq_real *vol_gsums, *vol_g; /* backward: the groups' sums of dL/d(pressure) and per-particle gradients */
+  cq_real* vol_gJs; /* implicit backward: [n] dL/dJl_p through the output state's pg (cqi_vol_state_adjoint) */
 } cqi_sim;
 
 /* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
@@ -147,6 +148,14 @@ int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const 
  * sim->vol_g, pointed to by c->vol_gJ, and the parameters' shares into gp. */
 int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
                     cq_particles* g0, const cq_param_grads* gp);
+/* The implicit step's output pg (the groups' pressures at the converged velocities v; the next substep's lagged
+ * pressure, implicit.h E_geo): cqi_vol_state writes it into s1->pg (s the input state, c->vol_p / vol_sums from
+ * cqi_vol_update at v). Its adjoint, with g_pg = dL/ds1->pg: the parameters' shares into gp, dL/dv into gv (a grid
+ * vector: the implicit adjoint's right-hand side) and dL/dJl per particle into sim->vol_gJs, whose shares in F and x
+ * implicit_stress_adj adds with the solve's (c->vol_gJ: cqi_vol_adjoint adds vol_gJs there). */
+int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1);
+int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* g_pg,
+                          const cq_param_grads* gp, cq_real* gv);
 
 /* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
 #define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;

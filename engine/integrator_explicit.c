@@ -107,6 +107,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   /* adjoints in reverse: G2P (scatter), grid, P2G (gather) */
   TRY(op->grid_clear(be, ws->grid_adj));
   TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
+  TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* the implicit step's pg passes through */
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
   c.vol_g = sim->vol_g; /* averaged: P2G's adjoint writes dL/d(group pressure) there, then the groups' adjoint */
   TRY(cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, NULL, ws->gfext, g0, out));

@@ -354,22 +354,26 @@ static cq_substep piece_ctx(cqi_sim* sim, const cq_ctl* ctl, long k, long j, int
 /* A piece's start: prepare and the solve, up to the converged velocities in ws->v. prepare checks the input in full
  * whether or not it is fresh: a particle too fast for this piece's dt splits it (retryable), and the decision must
  * not depend on where the input came from, so that a recomputation makes it again. */
-static int piece_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl, long k,
+static int piece_solve(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_ctl* ctl, long k,
                        cqi_check* bad, cq_ctl* kc) {
   TRY(sim->be->ops->prepare(sim->be, c, s, 1, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
+  c->vol_p0 = s->pg; /* averaged: the groups' pressures of the last substep, E_geo's (implicit.h) */
   return solve_velocities(sim, c, s, ctl, k, kc);
 }
 
 /* One piece in place: the solve, the walls' laws and G2P (its particle checks into bad). */
-static int piece_once(cqi_sim* sim, const cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k,
+static int piece_once(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k,
                       cqi_check* bad) {
   implicit_ws* ws = sim->ws;
   const cqi_backend_ops* op = sim->be->ops;
   cq_ctl kc;
   TRY(piece_solve(sim, c, s, ctl, k, bad, &kc));
+  cq_substep cv = *c; /* averaged: the groups' pressures at the converged v, the output state's pg */
+  if (c->vol_averaged) TRY(cqi_vol_update(sim, &cv, s, ws->v));
   TRY(op->implicit_bc(sim->be, c, ws->vstar, ws->v));
   TRY(op->g2p(sim->be, c, s, &sim->view->params, ws->v, bad));
+  if (c->vol_averaged) TRY(cqi_vol_state(sim, &cv, s));
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
 }
 
@@ -562,9 +566,11 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->grid_clear(be, ws->gt));
   TRY(op->g2p_adj(be, c, s, &sim->view->params, ws->vt, g1, g0, ws->gt, s1 ? s1->C : NULL));
   TRY(op->implicit_bc_adj(be, c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
+  cq_substep cv = *c; /* the transposed products; averaged: the groups' pressures at v, their adjoint (volumetric.h) */
+  if (c->vol_averaged) TRY(cqi_vol_state_adjoint(sim, &cv, s, ws->v, g1->pg, out->gp, ws->gt)); /* s1->pg's share */
+  else TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* pg passes through */
   TRY(lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
-  cq_substep cv = *c; /* the transposed products; averaged: the groups' pressures at v, their adjoint (volumetric.h) */
   cv.pressure_product = CQI_PRODUCT_T;
   if (c->implicit_pressure) TRY(bicgstab_solve(sim, &cv, s, -1, ws->tmp, ws->d, k)); /* lam = -A^-T Pi dL/dv */
   else TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k));                               /* A = H symmetric */
@@ -575,6 +581,9 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   if (cv.vol_averaged) {
     TRY(cqi_vol_update(sim, &cv, s, ws->v));
     TRY(cqi_vol_adjoint(sim, &cv, s, ws->v, ws->d, NULL, out->gp));
+    TRY(op->axpy(be, be->n, 1, sim->vol_gJs, sim->vol_g)); /* dL/dJl: the solve's and s1->pg's */
+    TRY(op->zero(be, g0->pg, sizeof(cq_real) * be->n)); /* s1 does not depend on s->pg but through E_geo */
+    cv.vol_g0 = g0->pg;
   }
   TRY(op->implicit_stress_adj(be, &cv, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
   /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A^T lam), where (I - Pi) m lam = 0; then v0's grid update

@@ -139,6 +139,8 @@ typedef struct cq_substep {
   const cq_real* vol_dp;        /* averaged: [n] its differential along a Hessian product's direction */
   cq_real* vol_g;               /* averaged, backward: [n] dL/d(group pressure) out of the explicit P2G adjoint */
   const cq_real* vol_gJ;        /* averaged, backward: [n] dL/dJl_p through the groups, into the implicit adjoint */
+  const cq_real* vol_p0;        /* averaged, implicit: [n] the lagged group pressure, the state's pg (implicit.h) */
+  cq_real* vol_g0;              /* averaged, implicit backward: [n] dL/d(it), added by implicit_stress_adj */
 } cq_substep;
 
 /* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's

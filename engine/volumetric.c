@@ -12,19 +12,28 @@ static int vol_buffers(cqi_sim* sim) {
   sim->vol_gsums = be->ops->alloc(be, gb);
   sim->vol_p = be->ops->alloc(be, pb);
   sim->vol_g = be->ops->alloc(be, pb);
+  sim->vol_gJs = be->ops->alloc(be, pb);
   sim->vol_dp = be->ops->alloc(be, pb); /* last: marks the buffers complete */
-  if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_gsums || !sim->vol_p || !sim->vol_g || !sim->vol_dp)
+  if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_gsums || !sim->vol_p || !sim->vol_g || !sim->vol_dp ||
+      !sim->vol_gJs)
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric = \"averaged\": out of memory for the group sums (%ld "
                       "nodes)", be->n_nodes);
   return CQ_OK;
 }
 
-int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v) {
+/* The groups' sums at s (v NULL) or at v, and each particle's group pressure, into sums and pressure (allocated). */
+static int group_pressures(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* sums,
+                           cq_real* pressure) {
   cqi_backend* be = sim->be;
-  int st = vol_buffers(sim);
-  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_sums);
-  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, v, 0, sim->vol_sums);
-  if (st == CQ_OK) st = be->ops->vol_pressure(be, c, s, &sim->view->params, sim->vol_sums, NULL, sim->vol_p);
+  int st = be->ops->grid_clear(be, sums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, v, 0, sums);
+  if (st == CQ_OK) st = be->ops->vol_pressure(be, c, s, &sim->view->params, sums, NULL, pressure);
+  return st;
+}
+
+int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v) {
+  int st = vol_buffers(sim); /* before group_pressures: its buffers are arguments */
+  if (st == CQ_OK) st = group_pressures(sim, c, s, v, sim->vol_sums, sim->vol_p);
   c->vol_sums = sim->vol_sums;
   c->vol_p = sim->vol_p;
   return st;
@@ -50,5 +59,22 @@ int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq
   if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, lam ? NULL : sim->vol_g, lam, sim->vol_gsums);
   if (st == CQ_OK) st = be->ops->vol_adj(be, c, s, m, v, sim->vol_gsums, lam ? sim->vol_g : NULL, g0, gp);
   c->vol_gJ = sim->vol_g;
+  return st;
+}
+
+int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1) {
+  cqi_backend* be = sim->be;
+  return be->ops->copy(be, s1->pg, c->vol_p, sizeof(cq_real) * be->n);
+}
+
+int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* g_pg,
+                          const cq_param_grads* gp, cq_real* gv) {
+  cqi_backend* be = sim->be;
+  const cq_params* m = &sim->view->params;
+  int st = cqi_vol_update(sim, c, s, v);
+  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, g_pg, NULL, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj(be, c, s, m, v, sim->vol_gsums, sim->vol_gJs, NULL, gp);
+  if (st == CQ_OK) st = be->ops->vol_strain_adj(be, c, s, m, sim->vol_gJs, gv);
   return st;
 }

@@ -176,6 +176,24 @@ CQ_HD void CQ_D(vol_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
     for (int b = 0; b < D; b++) gs->F[(a * D + b) * s->n + p] += ge * J * A[a][b];
 }
 
+/* The grid velocities' share of dL/dJl_p (gJ[p]; Jl_p = J_p (1 + dt tr C_p(v)), tr C_p(v) = kC sum_i w v_i.dpos):
+ * out_i += gJ[p] J_p dt kC w_ip dpos_ip, scattered like P2G. For the implicit adjoint of the state's pg, the groups'
+ * pressures at the converged v (integrator_implicit.c). */
+CQ_HD void CQ_D(vol_strain_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                const cq_real* gJ, cq_real* out) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
+  cq_real F[D][D], x[D];
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real k = gJ[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&out[node * (D + 1) + a], k * w * dpos[a]);
+  }
+}
+
 /* The direct preconditioner's share of the averaged term (implicit_factor.c): with a_g[i] = sum_{p in g} V0_p
  * dJl_p/dv_i = sum V0_p J_p dt kC w_ip dpos_ip (the group's stencil is each of its particles'), the Hessian of E_vol
  * is sum_g (K_g / V_g) a_g a_g^T. First the particles' scatter of a_g, NS D reals per group node (stencil node j,

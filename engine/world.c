@@ -83,10 +83,12 @@ static void release_backend_buffers(cq_world* w) {
   cqi_backend* be = w->be;
   if (!be) return;
   if (w->integ && w->sim.ws) w->integ->destroy(&w->sim);
-  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p, w->sim.vol_g, w->sim.vol_dp};
-  for (int i = 0; i < 6; i++)
+  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p, w->sim.vol_g, w->sim.vol_dp,
+                   w->sim.vol_gJs};
+  for (size_t i = 0; i < sizeof vol / sizeof vol[0]; i++)
     if (vol[i]) be->ops->release(be, vol[i]);
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
+  w->sim.vol_gJs = NULL;
   if (!be->ops->host_memory) {
 #define CQI_FREE(name, shape, doc) \
   if (w->ctl.b_##name) be->ops->release(be, w->ctl.b_##name);
@@ -112,6 +114,7 @@ static int attach_backend(cq_world* w, cqi_backend* be) {
   w->sim.err = &w->err;
   w->sim.ws = NULL;
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
+  w->sim.vol_gJs = NULL;
   if (be->ops->host_memory) {
 #define CQI_ALIAS(name, shape, doc) w->ctl.b_##name = w->ctl.host_##name;
     CQ_CONTROL_FIELDS(CQI_ALIAS)

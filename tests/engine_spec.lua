@@ -31,7 +31,7 @@ describe("FFI declarations come from engine/cq.h", function()
     local f = cq.fields("f64")
     local names = {}
     for _, x in ipairs(f.state) do names[#names + 1] = x.name end
-    assert.are.same({ "x", "v", "C", "F" }, names)
+    assert.are.same({ "x", "v", "C", "F", "pg" }, names)
     assert.are.equal("> 0", f.param[3].range) -- E
     assert.are.equal("in (-1, 0.5)", f.param[4].range) -- nu
   end)
