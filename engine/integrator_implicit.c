@@ -578,8 +578,7 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
     TRY(op->zero(be, ws->gpress, sizeof(cq_real) * be->n));
     cv.pressure_gu = ws->gpress;
   }
-  if (cv.vol_averaged) {
-    TRY(cqi_vol_update(sim, &cv, s, ws->v));
+  if (cv.vol_averaged) { /* cv has the groups' sums at v (cqi_vol_state_adjoint); the solve left them */
     TRY(cqi_vol_adjoint(sim, &cv, s, ws->v, ws->d, NULL, out->gp));
     TRY(op->axpy(be, be->n, 1, sim->vol_gJs, sim->vol_g)); /* dL/dJl: the solve's and s1->pg's */
     TRY(op->zero(be, g0->pg, sizeof(cq_real) * be->n)); /* s1 does not depend on s->pg but through E_geo */

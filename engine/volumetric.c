@@ -21,19 +21,12 @@ static int vol_buffers(cqi_sim* sim) {
   return CQ_OK;
 }
 
-/* The groups' sums at s (v NULL) or at v, and each particle's group pressure, into sums and pressure (allocated). */
-static int group_pressures(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* sums,
-                           cq_real* pressure) {
-  cqi_backend* be = sim->be;
-  int st = be->ops->grid_clear(be, sums);
-  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, v, 0, sums);
-  if (st == CQ_OK) st = be->ops->vol_pressure(be, c, s, &sim->view->params, sums, NULL, pressure);
-  return st;
-}
-
 int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v) {
-  int st = vol_buffers(sim); /* before group_pressures: its buffers are arguments */
-  if (st == CQ_OK) st = group_pressures(sim, c, s, v, sim->vol_sums, sim->vol_p);
+  cqi_backend* be = sim->be;
+  int st = vol_buffers(sim);
+  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_sums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, v, 0, sim->vol_sums);
+  if (st == CQ_OK) st = be->ops->vol_pressure(be, c, s, &sim->view->params, sim->vol_sums, NULL, sim->vol_p);
   c->vol_sums = sim->vol_sums;
   c->vol_p = sim->vol_p;
   return st;
