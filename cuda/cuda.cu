@@ -573,6 +573,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_shared_alloc, cuda_shared_free,
     NULL, NULL, NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
     cuda_vol_sums, cuda_vol_pressure, cuda_vol_adj_sums, cuda_vol_adj, cuda_vol_strain_adj,
+    cuda_vol_project, cuda_vol_project_share, cuda_vol_project_adj,
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

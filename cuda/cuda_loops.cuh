@@ -428,6 +428,23 @@ __global__ void CQ_D(cqk_vol_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, 
   if (p < s.n) CQ_D(vol_adj)(&c, &s, &m, p, v, gsums, gJ, &gs, &gp);
 }
 
+__global__ void CQ_D(cqk_vol_project)(CQK_SUBSTEP c, cq_particles s, CQK_PARAMS m, const cq_real* sums) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_project)(&c, &s, &m, p, sums);
+}
+
+__global__ void CQ_D(cqk_vol_project_share)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
+                                            const cq_real* gF, cq_real* share) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_project_share)(&c, &s, &m, p, sums, gF, share);
+}
+
+__global__ void CQ_D(cqk_vol_project_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
+                                          const cq_real* gsums, const cq_real* share, cq_real* gF, cq_param_grads gp) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(vol_project_adj)(&c, &s, &m, p, sums, gsums, share, gF, &gp);
+}
+
 __global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -690,6 +707,28 @@ static int CQ_D(cuda_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_part
                               const cq_param_grads* gp) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_vol_adj), s->n, *c, *s, *m, v, gsums, gJ, *gs, *gp);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
+                                  const cq_real* sums) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_project), s->n, *c, *s, *m, sums);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_project_share)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
+                                        const cq_params* m, const cq_real* sums, const cq_real* gF, cq_real* share) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_project_share), s->n, *c, *s, *m, sums, gF, share);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                      const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
+                                      const cq_param_grads* gp) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_vol_project_adj), s->n, *c, *s, *m, sums, gsums, share, gF, *gp);
   return CQ_OK;
 }
 

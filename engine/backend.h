@@ -186,6 +186,16 @@ typedef struct cqi_backend_ops {
   /* vol_strain_adj adds each particle's dL/dJl (gJ[p]) into the grid vector out through Jl's grid velocities. */
   int (*vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                         const cq_real* gJ, cq_real* out);
+  /* The groups' volume projection (volumetric.h vol_project): every member's F scaled to its group's mean J (sums:
+   * vol_sums at v NULL). Its adjoint: vol_project_share writes each member's a_p s_p into share (their group sums by
+   * vol_adj_sums into gsums), then vol_project_adj turns gF (a [D*D][n] gradient of the projected F) in place into
+   * dL/dF and adds dL/dvol0 into gp; s is the state before the projection. */
+  int (*vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* sums);
+  int (*vol_project_share)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                           const cq_real* sums, const cq_real* gF, cq_real* share);
+  int (*vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                         const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
+                         const cq_param_grads* gp);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -112,5 +112,18 @@
   static int P##_vol_strain_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,    \
                                 const cq_real* gJ, cq_real* out) {                                                 \
     return CQI_BY_DIM(b, P##_vol_strain_adj, c, s, m, gJ, out);                                                    \
+  }                                                                                                               \
+  static int P##_vol_project(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,             \
+                             const cq_real* sums) {                                                                \
+    return CQI_BY_DIM(b, P##_vol_project, c, s, m, sums);                                                          \
+  }                                                                                                               \
+  static int P##_vol_project_share(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, \
+                                   const cq_real* sums, const cq_real* gF, cq_real* share) {                      \
+    return CQI_BY_DIM(b, P##_vol_project_share, c, s, m, sums, gF, share);                                         \
+  }                                                                                                               \
+  static int P##_vol_project_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,   \
+                                 const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,    \
+                                 const cq_param_grads* gp) {                                                       \
+    return CQI_BY_DIM(b, P##_vol_project_adj, c, s, m, sums, gsums, share, gF, gp);                                \
   }
 #endif

@@ -585,6 +585,32 @@ static int CQ_D(cpu_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_parti
   return CQ_OK;
 }
 
+/* The groups' volume projection and its adjoint: particle by particle, each writing only its own F (gF, share). */
+static int CQ_D(cpu_vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
+                                 const cq_real* sums) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(vol_project)(c, s, m, p, sums);
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_vol_project_share)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
+                                       const cq_params* m, const cq_real* sums, const cq_real* gF, cq_real* share) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(vol_project_share)(c, s, m, p, sums, gF, share);
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                     const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
+                                     const cq_param_grads* gp) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(vol_project_adj)(c, s, m, p, sums, gsums, share, gF, gp);
+  return CQ_OK;
+}
+
 static int CQ_D(cpu_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                   const cq_real* sums, const cq_real* dsums, cq_real* out) {
   cpu_backend* cb = (cpu_backend*)b;

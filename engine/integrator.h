@@ -33,6 +33,9 @@ typedef struct cqi_sim {
   cq_real *vol_sums, *vol_dsums, *vol_p, *vol_dp;
   cq_real *vol_gsums, *vol_g; /* backward: the groups' sums of dL/d(pressure) and per-particle gradients */
   cq_real* vol_gJs; /* implicit backward: [n] dL/dJl_p through the output state's pg (cqi_vol_state_adjoint) */
+  /* the groups' volume projection (cqi_vol_project): its sums (a grid vector), its adjoint's shares ([n]) and the
+   * backward's projected copy of a substep's input (a state block) */
+  cq_real *vol_psums, *vol_share, *vol_state;
 } cqi_sim;
 
 /* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
@@ -154,6 +157,15 @@ int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq
  * vector: the implicit adjoint's right-hand side) and dL/dJl per particle into sim->vol_gJs, whose shares in F and x
  * implicit_stress_adj adds with the solve's (c->vol_gJ: cqi_vol_adjoint adds vol_gJs there). */
 int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1);
+/* The groups' volume projection (volumetric.h vol_project), the first stage of every substep after prepare:
+ * cqi_vol_project scales s's F in place; cqi_vol_projected writes the projection of s into sim->vol_state and views
+ * it in *out (the backward's input state; cqi_vol_scratch: the copy alone); cqi_vol_project_adjoint turns g0->F, the gradient of the projected F, in
+ * place into that of s's F (s unprojected) and adds dL/dvol0 into gp. */
+int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s);
+int cqi_vol_projected(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* out);
+int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out); /* the copy alone, unprojected */
+int cqi_vol_project_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* g0,
+                            const cq_param_grads* gp);
 int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* g_pg,
                           const cq_param_grads* gp, cq_real* gv);
 

@@ -1,6 +1,7 @@
 /* The explicit MLS-MPM substep (seed 000 eqs. 4-11, 15-17) and its adjoint (Appendix A.2), composed of backend
- * primitives: prepare, P2G, grid update, G2P forward; backward, the forward's grid (restored from the memo's record
- * of the substep, or recomputed), then the adjoints in reverse. */
+ * primitives: prepare (averaged volumetric term: then the groups' volume projection and pressures), P2G, grid update,
+ * G2P forward; backward, the forward's grid (restored from the memo's record of the substep, or recomputed), then the
+ * adjoints in reverse. */
 #include <stdlib.h>
 #include "integrator.h"
 
@@ -68,7 +69,10 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   TRY(op->prepare(be, &c, s, fresh, bad)); /* a state out of the previous G2P was checked there */
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
-  if (c.vol_averaged) TRY(cqi_vol_update(sim, &c, s, NULL)); /* the groups' pressures, for P2G's stress */
+  if (c.vol_averaged) { /* each group's members to its mean J, then the groups' pressures for P2G's stress */
+    TRY(cqi_vol_project(sim, &c, s));
+    TRY(cqi_vol_update(sim, &c, s, NULL));
+  }
   cq_ctl kc = *ctl;
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
@@ -81,8 +85,8 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
 
 /* Restores the forward grid from the memo's record of this substep, or recomputes it from s (caching P2G's
  * stresses), then runs G2P, grid and P2G adjoints (P2G's adjoint evaluates the stresses itself when restored). */
-static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
-                                const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq_particles* s1, const cq_ctl* ctl,
+                                long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
   explicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   const cqi_backend_ops* op = be->ops;
@@ -90,14 +94,24 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   cq_ctl kc = *ctl;
   const cq_real* cache = NULL;
+  const cq_particles* s = s_in; /* averaged: the projected input (cqi_vol_projected), the forward's */
+  cq_particles projected;
   if (cqi_keep_restore(sim, ws->grid)) {
-    if (c.vol_averaged) TRY(cqi_vol_update(sim, &c, s, NULL));
+    if (c.vol_averaged) {
+      TRY(cqi_vol_projected(sim, &c, s_in, &projected));
+      s = &projected;
+      TRY(cqi_vol_update(sim, &c, s, NULL));
+    }
     TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   } else { /* the forward grid again */
     cqi_check bad;
     TRY(op->prepare(be, &c, s, 0, &bad));
     if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
-    if (c.vol_averaged) TRY(cqi_vol_update(sim, &c, s, NULL));
+    if (c.vol_averaged) {
+      TRY(cqi_vol_projected(sim, &c, s_in, &projected));
+      s = &projected;
+      TRY(cqi_vol_update(sim, &c, s, NULL));
+    }
     TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
     TRY(op->grid_clear(be, ws->grid));
     TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
@@ -111,7 +125,9 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
   c.vol_g = sim->vol_g; /* averaged: P2G's adjoint writes dL/d(group pressure) there, then the groups' adjoint */
   TRY(cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, NULL, ws->gfext, g0, out));
-  return c.vol_averaged ? cqi_vol_adjoint(sim, &c, s, NULL, NULL, g0, out->gp) : CQ_OK;
+  if (!c.vol_averaged) return CQ_OK;
+  TRY(cqi_vol_adjoint(sim, &c, s, NULL, NULL, g0, out->gp));
+  return cqi_vol_project_adjoint(sim, &c, s_in, g0, out->gp); /* g0 from the projected input's to s_in's */
 }
 
 const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,

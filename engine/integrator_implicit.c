@@ -351,13 +351,15 @@ static cq_substep piece_ctx(cqi_sim* sim, const cq_ctl* ctl, long k, long j, int
   return c;
 }
 
-/* A piece's start: prepare and the solve, up to the converged velocities in ws->v. prepare checks the input in full
- * whether or not it is fresh: a particle too fast for this piece's dt splits it (retryable), and the decision must
- * not depend on where the input came from, so that a recomputation makes it again. */
-static int piece_solve(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_ctl* ctl, long k,
-                       cqi_check* bad, cq_ctl* kc) {
+/* A piece's start: prepare, the groups' volume projection of s in place (averaged: volumetric.h vol_project) and the
+ * solve, up to the converged velocities in ws->v. prepare checks the input in full whether or not it is fresh: a
+ * particle too fast for this piece's dt splits it (retryable), and the decision must not depend on where the input
+ * came from, so that a recomputation makes it again. */
+static int piece_solve(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k, cqi_check* bad,
+                       cq_ctl* kc) {
   TRY(sim->be->ops->prepare(sim->be, c, s, 1, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
+  if (c->vol_averaged) TRY(cqi_vol_project(sim, c, s));
   c->vol_p0 = s->pg; /* averaged: the groups' pressures of the last substep, E_geo's (implicit.h) */
   return solve_velocities(sim, c, s, ctl, k, kc);
 }
@@ -613,13 +615,15 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   cq_substep c = piece_ctx(sim, ctl, k, j, level);
   cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
   cq_ctl kc;
-  int st = piece_solve(sim, &c, s, ctl, k, &bad, &kc);
+  cq_particles in = *s; /* the piece's input as the forward used it: averaged, a projected copy (s stays as is) */
+  if (c.vol_averaged) TRY(cqi_vol_scratch(sim, s, &in));
+  int st = piece_solve(sim, &c, &in, ctl, k, &bad, &kc);
   int split = can_split && retryable(st, &bad);
   if (st != CQ_OK && !split) return st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK ? cqi_recompute_failed(sim, k, &bad) : st;
   cq_particles out1;
   if (!split && can_split) { /* the forward's own G2P, on a copy: did a particle check fail? */
     TRY(level_buffer(sim, &ws->att[level]));
-    TRY(copy_state(sim, ws->att[level], s->x));
+    TRY(copy_state(sim, ws->att[level], in.x));
     out1 = cqi_particles_view(ws->att[level], n, D);
     TRY(lincomb(be, ws->vt, 1, ws->v, 0, ws->v));
     TRY(be->ops->implicit_bc(be, &c, ws->vstar, ws->vt));
@@ -627,7 +631,10 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
     split = retryable(bad.check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK, &bad);
     if (!split) s1 = &out1;
   }
-  if (!split) return piece_once_adj(sim, &c, s, s1, ctl, &kc, k, g1, g0, out);
+  if (!split) {
+    TRY(piece_once_adj(sim, &c, &in, s1, ctl, &kc, k, g1, g0, out));
+    return c.vol_averaged ? cqi_vol_project_adjoint(sim, &c, s, g0, out->gp) : CQ_OK;
+  }
   TRY(level_buffer(sim, &ws->mid[level]));
   TRY(level_buffer(sim, &ws->gmid[level]));
   TRY(copy_state(sim, ws->mid[level], s->x));

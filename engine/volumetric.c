@@ -13,9 +13,11 @@ static int vol_buffers(cqi_sim* sim) {
   sim->vol_p = be->ops->alloc(be, pb);
   sim->vol_g = be->ops->alloc(be, pb);
   sim->vol_gJs = be->ops->alloc(be, pb);
+  sim->vol_psums = be->ops->alloc(be, gb);
+  sim->vol_share = be->ops->alloc(be, pb);
   sim->vol_dp = be->ops->alloc(be, pb); /* last: marks the buffers complete */
   if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_gsums || !sim->vol_p || !sim->vol_g || !sim->vol_dp ||
-      !sim->vol_gJs)
+      !sim->vol_gJs || !sim->vol_psums || !sim->vol_share)
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric = \"averaged\": out of memory for the group sums (%ld "
                       "nodes)", be->n_nodes);
   return CQ_OK;
@@ -69,5 +71,46 @@ int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, co
   if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, g_pg, NULL, sim->vol_gsums);
   if (st == CQ_OK) st = be->ops->vol_adj(be, c, s, m, v, sim->vol_gsums, sim->vol_gJs, NULL, gp);
   if (st == CQ_OK) st = be->ops->vol_strain_adj(be, c, s, m, sim->vol_gJs, gv);
+  return st;
+}
+
+/* The groups' sums of s's J (at v NULL) into sim->vol_psums. */
+static int project_sums(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  cqi_backend* be = sim->be;
+  int st = vol_buffers(sim);
+  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_psums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, NULL, 0, sim->vol_psums);
+  return st;
+}
+
+int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s) {
+  int st = project_sums(sim, c, s);
+  return st == CQ_OK ? sim->be->ops->vol_project(sim->be, c, s, &sim->view->params, sim->vol_psums) : st;
+}
+
+int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out) {
+  cqi_backend* be = sim->be;
+  size_t bytes = sizeof(cq_real) * (size_t)cqi_state_len(be->n, be->dim);
+  if (!sim->vol_state && !(sim->vol_state = be->ops->alloc(be, bytes)))
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric = \"averaged\": out of memory for the backward's state");
+  *out = cqi_particles_view(sim->vol_state, be->n, be->dim);
+  return be->ops->copy(be, sim->vol_state, s->x, bytes);
+}
+
+int cqi_vol_projected(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* out) {
+  int st = cqi_vol_scratch(sim, s, out);
+  return st == CQ_OK ? cqi_vol_project(sim, c, out) : st;
+}
+
+int cqi_vol_project_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* g0,
+                            const cq_param_grads* gp) {
+  cqi_backend* be = sim->be;
+  const cq_params* m = &sim->view->params;
+  int st = project_sums(sim, c, s);
+  if (st == CQ_OK) st = be->ops->vol_project_share(be, c, s, m, sim->vol_psums, g0->F, sim->vol_share);
+  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, sim->vol_share, NULL, sim->vol_gsums);
+  if (st == CQ_OK)
+    st = be->ops->vol_project_adj(be, c, s, m, sim->vol_psums, sim->vol_gsums, sim->vol_share, g0->F, gp);
   return st;
 }

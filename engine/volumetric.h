@@ -194,6 +194,65 @@ CQ_HD void CQ_D(vol_strain_adj)(const cq_substep* c, const cq_particles* s, cons
   }
 }
 
+/* ---- The groups' volume projection (F-bar), at the start of every substep ----
+ * The group's bulk term holds its mean J, and each particle's own share K_s (of the order of the shear modulus) is
+ * all that holds its J near its group's: the particles' J within a group drift apart (7 % on the 2D finger at the
+ * real bulk modulus) and on a finer grid run away, explicitly and implicitly (docs/benchmarks.md, "Issue 11: the
+ * groups' volume projection"). So each substep first sets every member's J to its group's volume-weighted mean,
+ *   F_p <- s_p F_p,   s_p = (Jm_g / J_p)^(1/D),   Jm_g = 1 + S1 / S2 (vol_sums at v NULL: S1 = sum V0 (J - 1),
+ *   S2 = sum V0),
+ * which keeps the group's volume sum V0 J and each particle's isochoric deformation. */
+CQ_HD cq_real CQ_D(vol_project_scale)(const cq_real* sg, cq_real J) {
+  cq_real r = (1 + sg[1] / sg[2]) / J;
+  return D == 2 ? cq_sqrt(r) : cq_pow(r, (cq_real)1 / 3);
+}
+
+/* F_p <- s_p F_p for a member of a group (sums: vol_sums at v NULL). */
+CQ_HD void CQ_D(vol_project)(const cq_substep* c, cq_particles* s, const cq_params* m, int p, const cq_real* sums) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
+  cq_real F[D][D], x[D];
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real f = CQ_D(vol_project_scale)(sums + CQ_D(vol_group)(c, s, p) * (D + 1), CQ_D(det)(F));
+  for (int e = 0; e < D * D; e++) s->F[e * s->n + p] *= f;
+}
+
+/* Its adjoint, given gF = dL/d(the projected F) and s the state before the projection. With a_p = gF_p : F_p:
+ *   dL/dF_p = s_p gF_p + (V0_p A_g / (V_g D Jm) - a_p s_p / (D J_p)) J_p F_p^-T,   A_g = sum_{q in g} a_q s_q,
+ *   dL/dV0_p = A_g (J_p - Jm) / (V_g D Jm).
+ * First each member's a_p s_p into share[p] (its group's sum A_g by vol_adj_sums), ... */
+CQ_HD void CQ_D(vol_project_share)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                   const cq_real* sums, const cq_real* gF, cq_real* share) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) {
+    share[p] = 0;
+    return;
+  }
+  cq_real F[D][D], x[D], a = 0;
+  CQ_D(vol_load)(s, p, x, F);
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < D; j++) a += gF[(i * D + j) * s->n + p] * F[i][j];
+  share[p] = a * CQ_D(vol_project_scale)(sums + CQ_D(vol_group)(c, s, p) * (D + 1), CQ_D(det)(F));
+}
+
+/* ... then, with the groups' A_g in gsums (slot 0), gF in place from dL/d(projected F) to dL/dF and dL/dV0 into gp. */
+CQ_HD void CQ_D(vol_project_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                 const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
+                                 const cq_param_grads* gp) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
+  cq_real F[D][D], A[D][D], x[D];
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real J = CQ_D(inv_t)(F, A);
+  cqi_node g = CQ_D(vol_group)(c, s, p) * (D + 1);
+  const cq_real* sg = sums + g;
+  cq_real Jm = 1 + sg[1] / sg[2], f = CQ_D(vol_project_scale)(sg, J), dJm = gsums[g] / (D * Jm);
+  cq_real k = (m->vol0[p] * dJm / sg[2] - share[p] / (D * J)) * J;
+  gp->vol0[p] += dJm * (J - Jm) / sg[2];
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < D; j++) {
+      cq_real* gij = &gF[(i * D + j) * s->n + p];
+      *gij = f * *gij + k * A[i][j];
+    }
+}
+
 /* The direct preconditioner's share of the averaged term (implicit_factor.c): with a_g[i] = sum_{p in g} V0_p
  * dJl_p/dv_i = sum V0_p J_p dt kC w_ip dpos_ip (the group's stencil is each of its particles'), the Hessian of E_vol
  * is sum_g (K_g / V_g) a_g a_g^T. First the particles' scatter of a_g, NS D reals per group node (stencil node j,

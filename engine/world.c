@@ -84,11 +84,11 @@ static void release_backend_buffers(cq_world* w) {
   if (!be) return;
   if (w->integ && w->sim.ws) w->integ->destroy(&w->sim);
   cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p, w->sim.vol_g, w->sim.vol_dp,
-                   w->sim.vol_gJs};
+                   w->sim.vol_gJs, w->sim.vol_psums, w->sim.vol_share, w->sim.vol_state};
   for (size_t i = 0; i < sizeof vol / sizeof vol[0]; i++)
     if (vol[i]) be->ops->release(be, vol[i]);
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
-  w->sim.vol_gJs = NULL;
+  w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
   if (!be->ops->host_memory) {
 #define CQI_FREE(name, shape, doc) \
   if (w->ctl.b_##name) be->ops->release(be, w->ctl.b_##name);
@@ -114,7 +114,7 @@ static int attach_backend(cq_world* w, cqi_backend* be) {
   w->sim.err = &w->err;
   w->sim.ws = NULL;
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
-  w->sim.vol_gJs = NULL;
+  w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
   if (be->ops->host_memory) {
 #define CQI_ALIAS(name, shape, doc) w->ctl.b_##name = w->ctl.host_##name;
     CQ_CONTROL_FIELDS(CQI_ALIAS)
