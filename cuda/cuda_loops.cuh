@@ -397,15 +397,19 @@ __global__ void CQ_D(cqk_implicit_hvp)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAM
   if (p < s.n) CQ_D(implicit_hvp)(&c, &s, &m, p, v, dir, out);
 }
 
-/* The averaged volumetric term (engine/volumetric.h): sums scattered with atomics, pressures gathered. */
+/* The averaged volumetric term (engine/volumetric.h): sums scattered with atomics, pressures gathered. The forward
+ * ones run in the explicit step's batches: nothing after a failed check (a particle outside the grid would index
+ * past the sums). */
 __global__ void CQ_D(cqk_vol_sums)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, int diff,
-                                   cq_real* sums) {
+                                   cq_real* sums, const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(vol_sum)(&c, &s, &m, p, v, diff, sums);
 }
 
 __global__ void CQ_D(cqk_vol_pressure)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
-                                       const cq_real* dsums, cq_real* out) {
+                                       const cq_real* dsums, cq_real* out, const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(vol_pressure)(&c, &s, &m, p, sums, dsums, out);
 }
@@ -428,7 +432,9 @@ __global__ void CQ_D(cqk_vol_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, 
   if (p < s.n) CQ_D(vol_adj)(&c, &s, &m, p, v, gsums, gJ, &gs, &gp);
 }
 
-__global__ void CQ_D(cqk_vol_project)(CQK_SUBSTEP c, cq_particles s, CQK_PARAMS m, const cq_real* sums) {
+__global__ void CQ_D(cqk_vol_project)(CQK_SUBSTEP c, cq_particles s, CQK_PARAMS m, const cq_real* sums,
+                                      const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(vol_project)(&c, &s, &m, p, sums);
 }
@@ -677,14 +683,14 @@ static int CQ_D(cuda_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq
 static int CQ_D(cuda_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                const cq_real* v, int diff, cq_real* sums) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_sums), s->n, *c, *s, *m, v, diff, sums);
+  LAUNCH(CQ_D(cqk_vol_sums), s->n, *c, *s, *m, v, diff, sums, g->key);
   return CQ_OK;
 }
 
 static int CQ_D(cuda_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                    const cq_real* sums, const cq_real* dsums, cq_real* out) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_pressure), s->n, *c, *s, *m, sums, dsums, out);
+  LAUNCH(CQ_D(cqk_vol_pressure), s->n, *c, *s, *m, sums, dsums, out, g->key);
   return CQ_OK;
 }
 
@@ -713,7 +719,7 @@ static int CQ_D(cuda_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_part
 static int CQ_D(cuda_vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
                                   const cq_real* sums) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_project), s->n, *c, *s, *m, sums);
+  LAUNCH(CQ_D(cqk_vol_project), s->n, *c, *s, *m, sums, g->key);
   return CQ_OK;
 }
 

@@ -159,8 +159,9 @@ int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq
 int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1);
 /* The groups' volume projection (volumetric.h vol_project), the first stage of every substep after prepare:
  * cqi_vol_project scales s's F in place; cqi_vol_projected writes the projection of s into sim->vol_state and views
- * it in *out (the backward's input state; cqi_vol_scratch: the copy alone); cqi_vol_project_adjoint turns g0->F, the gradient of the projected F, in
- * place into that of s's F (s unprojected) and adds dL/dvol0 into gp. */
+ * it in *out (the backward's input state; cqi_vol_scratch: the copy alone); cqi_vol_project_adjoint turns g0->F, the
+ * gradient of the projected F, in place into that of s's F (s unprojected) and adds dL/dvol0 into gp. They use
+ * sim->vol_psums and vol_share; the adjoint also overwrites vol_gsums (run it after cqi_vol_adjoint). */
 int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s);
 int cqi_vol_projected(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* out);
 int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out); /* the copy alone, unprojected */

@@ -83,8 +83,9 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
 }
 
-/* Restores the forward grid from the memo's record of this substep, or recomputes it from s (caching P2G's
- * stresses), then runs G2P, grid and P2G adjoints (P2G's adjoint evaluates the stresses itself when restored). */
+/* Restores the forward grid from the memo's record of this substep, or recomputes it from s_in (caching P2G's
+ * stresses), then runs G2P, grid and P2G adjoints (P2G's adjoint evaluates the stresses itself when restored), on
+ * s_in as the forward's stages saw it (averaged: projected), and last the projection's adjoint. */
 static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
   explicit_ws* ws = sim->ws;
@@ -94,25 +95,21 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   cq_ctl kc = *ctl;
   const cq_real* cache = NULL;
-  const cq_particles* s = s_in; /* averaged: the projected input (cqi_vol_projected), the forward's */
-  cq_particles projected;
-  if (cqi_keep_restore(sim, ws->grid)) {
-    if (c.vol_averaged) {
-      TRY(cqi_vol_projected(sim, &c, s_in, &projected));
-      s = &projected;
-      TRY(cqi_vol_update(sim, &c, s, NULL));
-    }
-    TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
-  } else { /* the forward grid again */
+  int restored = cqi_keep_restore(sim, ws->grid);
+  if (!restored) { /* the forward grid again, from prepare on */
     cqi_check bad;
-    TRY(op->prepare(be, &c, s, 0, &bad));
+    TRY(op->prepare(be, &c, s_in, 0, &bad));
     if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
-    if (c.vol_averaged) {
-      TRY(cqi_vol_projected(sim, &c, s_in, &projected));
-      s = &projected;
-      TRY(cqi_vol_update(sim, &c, s, NULL));
-    }
-    TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
+  }
+  const cq_particles* s = s_in; /* averaged: the projected input, as the forward's stages saw it */
+  cq_particles projected;
+  if (c.vol_averaged) {
+    TRY(cqi_vol_projected(sim, &c, s_in, &projected));
+    s = &projected;
+    TRY(cqi_vol_update(sim, &c, s, NULL));
+  }
+  TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
+  if (!restored) {
     TRY(op->grid_clear(be, ws->grid));
     TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
     cache = ws->cache;

@@ -619,7 +619,8 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   if (c.vol_averaged) TRY(cqi_vol_scratch(sim, s, &in));
   int st = piece_solve(sim, &c, &in, ctl, k, &bad, &kc);
   int split = can_split && retryable(st, &bad);
-  if (st != CQ_OK && !split) return st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK ? cqi_recompute_failed(sim, k, &bad) : st;
+  if (st != CQ_OK && !split)
+    return st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK ? cqi_recompute_failed(sim, k, &bad) : st;
   cq_particles out1;
   if (!split && can_split) { /* the forward's own G2P, on a copy: did a particle check fail? */
     TRY(level_buffer(sim, &ws->att[level]));
@@ -633,7 +634,7 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   }
   if (!split) {
     TRY(piece_once_adj(sim, &c, &in, s1, ctl, &kc, k, g1, g0, out));
-    return c.vol_averaged ? cqi_vol_project_adjoint(sim, &c, s, g0, out->gp) : CQ_OK;
+    return c.vol_averaged ? cqi_vol_project_adjoint(sim, &c, s, g0, out->gp) : CQ_OK; /* g0: s's, unprojected */
   }
   TRY(level_buffer(sim, &ws->mid[level]));
   TRY(level_buffer(sim, &ws->gmid[level]));

@@ -20,15 +20,17 @@ CQI_CAUCHY(2)
 CQI_CAUCHY(3)
 #undef CQI_CAUCHY
 
-/* volumetric = "averaged": the groups' pressures of state s (volumetric.h), serial on the host, into sub->vol_p
- * (*sums and *pr malloc'd, freed by the caller). A particle outside the grid is an error, as in a step. */
+/* volumetric = "averaged": the groups' pressures of state s (volumetric.h), serial on the host, into sub->vol_p,
+ * and s->F pointed at a projected copy (*F), as the step's first stage makes it (*sums, *pr and *F malloc'd, freed
+ * by the caller). A particle outside the grid is an error, as in a step. */
 #define CQI_HOST_VOL(DIM)                                                                                      \
-  static int host_vol_##DIM(cq_world* w, cq_substep* sub, const cq_particles* s, const cq_params* prm,        \
-                            cq_real** sums, cq_real** pr) {                                                    \
+  static int host_vol_##DIM(cq_world* w, cq_substep* sub, cq_particles* s, const cq_params* prm,              \
+                            cq_real** sums, cq_real** pr, cq_real** F) {                                       \
     const cqi_model* m = &w->model;                                                                          \
     *sums = calloc((size_t)m->n_nodes * (DIM + 1), sizeof(cq_real));                                          \
     *pr = malloc(sizeof(cq_real) * (size_t)s->n);                                                             \
-    if (!*sums || !*pr) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");       \
+    *F = malloc(sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                                  \
+    if (!*sums || !*pr || !*F) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query"); \
     for (int p = 0; p < s->n; p++)                                                                           \
       for (int a = 0; a < DIM; a++) {                                                                        \
         double b = floor((double)cq_cell_coord(s->x[a * s->n + p], sub->dx, sub->inv_dx));                  \
@@ -38,6 +40,9 @@ CQI_CAUCHY(3)
       }                                                                                                      \
     for (int p = 0; p < s->n; p++) vol_sum_##DIM(sub, s, prm, p, NULL, 0, *sums);                             \
     for (int p = 0; p < s->n; p++) vol_pressure_##DIM(sub, s, prm, p, *sums, NULL, *pr);                      \
+    memcpy(*F, s->F, sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                             \
+    s->F = *F;                                                                                               \
+    for (int p = 0; p < s->n; p++) vol_project_##DIM(sub, s, prm, p, *sums);                                  \
     sub->vol_sums = *sums;                                                                                   \
     sub->vol_p = *pr;                                                                                        \
     return CQ_OK;                                                                                            \
@@ -69,7 +74,7 @@ int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double*
     if (st != CQ_OK) return st;
   }
   int n = m->n, D = m->dim;
-  cq_real *u = NULL, *stress = NULL, *vsums = NULL, *vp = NULL;
+  cq_real *u = NULL, *stress = NULL, *vsums = NULL, *vp = NULL, *vF = NULL;
   int st = to_real(w, "u", c ? c->u : NULL, m->n_act, &u);
   if (st == CQ_OK) st = to_real(w, "stress", c ? c->stress : NULL, (long)D * D * n, &stress);
   if (st == CQ_OK && !u && !(u = calloc((size_t)(m->n_act > 0 ? m->n_act : 1), sizeof(cq_real))))
@@ -78,7 +83,8 @@ int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double*
   cq_substep sub = cqi_substep_ctx(m, NULL, NULL, s->substep);
   cq_particles parts = s->p;
   if (st == CQ_OK && sub.vol_averaged)
-    st = D == 2 ? host_vol_2(w, &sub, &parts, &prm, &vsums, &vp) : host_vol_3(w, &sub, &parts, &prm, &vsums, &vp);
+    st = D == 2 ? host_vol_2(w, &sub, &parts, &prm, &vsums, &vp, &vF)
+                : host_vol_3(w, &sub, &parts, &prm, &vsums, &vp, &vF);
   if (st == CQ_OK) {
     cq_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
@@ -89,7 +95,7 @@ int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double*
     else
       for (int p = 0; p < n; p++) cauchy_3(&sub, &parts, &prm, &ctl, p, out);
   }
-  free(vsums), free(vp);
+  free(vsums), free(vp), free(vF);
   free(u); /* the converted actuation or the zeros */
   free(stress);
   if (st == CQ_OK) w->err.msg[0] = 0;

@@ -1,5 +1,6 @@
-/* The averaged volumetric term's per-substep work (engine/volumetric.h has the math): the groups' sums and each
- * particle's group pressure, composed of two backend primitives for both integrators. */
+/* The averaged volumetric term's per-substep work (engine/volumetric.h has the math), composed of backend primitives
+ * for both integrators: the groups' sums and each particle's group pressure, their adjoint, and the groups' volume
+ * projection at each substep's start with its adjoint. */
 #include "integrator.h"
 
 /* The buffers, allocated on first use (a world's particle and node counts never change). */

@@ -9,9 +9,10 @@
  * one constraint per node against D velocity components per node (a mixed formulation with a pressure constant
  * over each group, as Q2-P0 elements). Its stress on particle p is P = p_g J_p F_p^-T with p_g = K_g (J_g - 1): the
  * particle's own K_p (J_p - 1) replaced by its group's pressure (all but a share K_s of K_p: vol_own_bulk). It
- * derives from an energy, so the implicit solve's Hessian stays symmetric (F-bar's is not). J_p is det F_p in the explicit step and the linearised
- * Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve (implicit.volume = "linear", implicit.h). Particles without a
- * bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
+ * derives from an energy, so the implicit solve's Hessian stays symmetric (an F-bar stress's is not; the groups'
+ * volume projection below is F-bar on the state between substeps, outside the solve). J_p is det F_p in the explicit
+ * step and the linearised Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve (implicit.volume = "linear",
+ * implicit.h). Particles without a bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
 
 /* The share of particle p's bulk modulus K that stays on its own J: K_s = min(K, M), M the P-wave modulus of its
  * model (about its shear stiffness). The isochoric models (Mooney-Rivlin, Yeoh, Ogden) have no other stiffness

@@ -1,9 +1,10 @@
--- The averaged volumetric term (world option volumetric = "averaged", engine/volumetric.h): a nearly incompressible
--- cantilever does not lock, its particles' volumes stay with their groups' (the projection at each substep's start) (its sag matches Timoshenko's beam within 7 % and does not change when the bulk modulus grows 100-fold,
--- where the particle term sags 7x too little; in 3D it is within 20 % of Euler-Bernoulli's plus shear for a short
--- beam, the particle term 2.4x too little), explicit and implicit steps agree at a small dt, the CPU results are
--- bit-identical for 1 and 2 threads, world:stress reports the groups' pressure, checkpointed gradients equal full-memory
--- ones, and bad options say so. Its gradients are FD-checked in tests/gradient_spec.lua and tests/implicit_spec.lua.
+-- The averaged volumetric term (world option volumetric = "averaged", engine/volumetric.h). A nearly incompressible
+-- cantilever does not lock: its sag matches Timoshenko's beam within 7 % and does not change when the bulk modulus
+-- grows 100-fold, where the particle term sags 7x too little; in 3D it is within 20 % of Euler-Bernoulli's plus shear
+-- for a short beam, the particle term 2.4x too little. Its particles' volumes stay with their groups' (each substep
+-- starts by projecting them). Explicit and implicit steps agree at a small dt, the CPU results are bit-identical for 1
+-- and 2 threads, world:stress reports the groups' pressure, checkpointed gradients equal full-memory ones, and bad
+-- options say so. Its gradients are FD-checked in tests/gradient_spec.lua and tests/implicit_spec.lua.
 --
 -- Run: build/bin/cqlua tests/run.lua tests/volumetric_spec.lua
 package.loaded["cq._paths"] = package.loaded["cq._paths"] or { lib = "build/lib" }
