@@ -712,7 +712,9 @@ static int CQ_D(cuda_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_part
                               const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,
                               const cq_param_grads* gp) {
   cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_adj), s->n, *c, *s, *m, v, gsums, gJ, *gs, *gp);
+  cq_particles none; /* gs is NULL when gJ takes the gradient (the implicit adjoint): the kernel does not read it */
+  memset(&none, 0, sizeof none);
+  LAUNCH(CQ_D(cqk_vol_adj), s->n, *c, *s, *m, v, gsums, gJ, gs ? *gs : none, *gp);
   return CQ_OK;
 }
 

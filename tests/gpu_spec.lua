@@ -198,13 +198,23 @@ local IMPLICIT_CASES = {
     name = "neohookean, chamber, moving friction floor" },
   { dim = 2, bc = "friction", material = "mooney_rivlin", params = { c10 = 375, c01 = 150, bulk = 9e4 },
     volumetric = "averaged", name = "mooney_rivlin, averaged bulk, friction walls" },
+  -- the chamber and cavity walls' Nanson force inside the solve (implicit.h: nanson_force_jvp, cofactor_jvp; the
+  -- adjoint's BiCGStab), and the lagged pressure's geometric term (E_geo) with the groups' pressure pg
+  { dim = 2, bc = "friction", moving = true, act2 = "chamber", strain = 0.1, implicit_pressure = "implicit",
+    name = "neohookean, chamber in the solve, moving friction floor" },
+  { dim = 2, bc = "friction", moving = true, act2 = "cavity", strain = 0.1, implicit_pressure = "implicit",
+    name = "neohookean, cavity in the solve, moving friction floor" },
+  { dim = 2, bc = "friction", material = "mooney_rivlin", params = { c10 = 375, c01 = 150, bulk = 9e4 },
+    act2 = "cavity", strain = 0.1, volumetric = "averaged", name = "mooney_rivlin, averaged bulk, cavity lagged" },
+  { dim = 3, bc = "slip", side = 3, material = "mooney_rivlin", params = { c10 = 375, c01 = 150, bulk = 9e4 },
+    volumetric = "averaged", name = "mooney_rivlin, averaged bulk, slip walls" },
 }
 describe("CUDA vs CPU, implicit integrator, f64", function()
   for _, case in ipairs(IMPLICIT_CASES) do
     local function scene(backend)
       local o = { backend = backend, integrator = "implicit", E = 3000, dt = 5e-3,
-        implicit = { tol = 1e-13, precond = "mass" } }
-      for k, v in pairs(case) do if k ~= "name" then o[k] = v end end
+        implicit = { tol = 1e-13, precond = "mass", pressure = case.implicit_pressure } }
+      for k, v in pairs(case) do if k ~= "name" and k ~= "implicit_pressure" then o[k] = v end end
       return G.scene(o)
     end
     gpu_it(case.dim .. "D " .. case.name .. ": forward states and every gradient kind over 20 steps", "f64", function()
@@ -219,6 +229,44 @@ describe("CUDA vs CPU, implicit integrator, f64", function()
       assert.is_true(gworst <= TOL.f64, string.format("worst gradient relative error %.3e > %.0e", gworst, TOL.f64))
     end)
   end
+  -- Split substeps (implicit.max_split, tests/implicit_spec.lua): a stiff block thrown at 1 m/s, whose particles
+  -- would cross 1.3 cells per substep, is solved in halves; the GPU must take the same splits and give the CPU's
+  -- states and gradients through a memo.
+  gpu_it("split substeps: the CPU's splits, states and gradients", "f64", function()
+    local function thrown(backend)
+      local r = cq.robot { dim = 2 }
+      r:box { offset = { 0.5, 0.5 }, size = { 0.25, 0.25 }, spacing = 1 / 32,
+        material = { model = "neohookean", E = 3000, nu = 0.3, density = 1 } }
+      local w, s = r:world { res = { 48, 24 }, dx = 1 / 16, dt = 0.08, substeps = 1, gravity = { 0, 0 },
+        backend = backend, walls = { all = { type = "slip" } }, integrator = "implicit",
+        implicit = { tol = 1e-13, precond = "mass", max_split = 6 } }
+      for p = 0, w.n - 1 do
+        s.v[p], s.v[w.n + p] = 1 + 0.1 * G.prand(p, 1), 0.1 * G.prand(p, 2)
+        s.F[p] = 1 + 0.02 * G.prand(p, 3)
+      end
+      local memo = w:memo { steps = 3 }
+      memo:begin(s)
+      for _ = 1, 3 do memo:step() end
+      local out = { x = {} }
+      for i = 0, 2 * w.n - 1 do out.x[i] = memo.state.x[i] end
+      memo:backward(function(k, m)
+        if k == 3 then for i = 0, 2 * w.n - 1 do m.grad.x[i] = m.grad.x[i] + G.prand(i, 9) end end
+      end)
+      out.gx, out.gv, out.gE = {}, {}, {}
+      for i = 0, 2 * w.n - 1 do out.gx[i], out.gv[i] = memo.grad.x[i], memo.grad.v[i] end
+      for i = 0, w.n - 1 do out.gE[i] = memo.grad_params.E[i] end
+      out.splits, out.n = w:solver_stats().splits, w.n
+      return out
+    end
+    local c, g = thrown("cpu"), thrown("cuda")
+    local ex, egx, egv, egE = rel_err(g.x, c.x, 2 * c.n), rel_err(g.gx, c.gx, 2 * c.n), rel_err(g.gv, c.gv, 2 * c.n),
+      rel_err(g.gE, c.gE, c.n)
+    print(string.format("  splits cpu %d gpu %d; x %.1e, dL/dx %.1e, dL/dv %.1e, dL/dE %.1e", c.splits, g.splits, ex,
+      egx, egv, egE))
+    assert.is_true(c.splits >= 3)
+    assert.are.equal(c.splits, g.splits)
+    assert.is_true(math.max(ex, egx, egv, egE) <= TOL.f64)
+  end)
   gpu_it("the factorised preconditioner is a clear error on the GPU", "f64", function()
     local ok, err = pcall(function()
       local w, s = G.scene { dim = 2, bc = "slip", backend = "cuda", integrator = "implicit", implicit = { precond = "factor" } }

@@ -41,8 +41,9 @@ for part in "$@"; do
       CQ_CUDA_SHARED_STATES=0 run bench-pinned "${T_BENCH:-200}" build/bin/cqlua tools/bench.lua gpu
       cat "$OUT/bench-pinned.log" ;;
     memcheck|racecheck)
-      # LuaJIT's compiler does not run under the sanitizer (the process exits silently): the interpreter does
-      SANITIZE_JIT_OFF=1 run "$part" "${T_SAN:-150}" compute-sanitizer --tool "$part" --error-exitcode 9 \
+      # LuaJIT's compiler does not run under the sanitizer (the process exits silently): the interpreter does.
+      # CQ_CUDA_LOCAL_MIN_BLOCKS=0: the scenes are small, and would otherwise skip the shared-memory scatter
+      CQ_CUDA_LOCAL_MIN_BLOCKS=${CQ_CUDA_LOCAL_MIN_BLOCKS:-0} SANITIZE_JIT_OFF=1 run "$part" "${T_SAN:-150}" compute-sanitizer --tool "$part" --error-exitcode 9 \
         build/bin/cqlua tools/gpu_sanitize.lua
       cat "$OUT/$part.log" ;;
     suite) run suite "${T_SUITE:-400}" build/bin/cqlua tests/run.lua ;;

@@ -1,7 +1,8 @@
 -- tools/gpu_sanitize.lua [backend]: the CUDA scenes that tools/gpu_check.sh runs under compute-sanitizer (memcheck,
 -- racecheck), without busted (which does not start under the sanitizer): forward and backward through every kind of
--- stage the backend launches: a chamber, a 3D hyperelastic scene in f64, cables, the implicit integrator, and a
--- checkpointed recording. It checks nothing itself (tests/gpu_spec.lua compares with the CPU); the sanitizer reports.
+-- stage the backend launches: a chamber, a 3D hyperelastic scene in f64, cables, the implicit integrator, a
+-- checkpointed recording, the averaged bulk term with a cavity, and the implicit solve with the pressure inside it.
+-- It checks nothing itself (tests/gpu_spec.lua compares with the CPU); the sanitizer reports.
 if os.getenv("SANITIZE_JIT_OFF") then jit.off() end -- see tools/gpu_check.sh
 package.path = "./?.lua;" .. package.path
 local G = require "tests._grad"
@@ -16,6 +17,14 @@ local scenes = {
   { dim = 2, bc = "friction", moving = true, act2 = "chamber", strain = 0.1, integrator = "implicit", E = 3000, dt = 5e-3,
     implicit = { tol = 1e-12, precond = "mass" }, steps = 3, name = "2D f64 implicit, chamber" },
   { dim = 2, bc = "slip", substeps = 3, dt = 6e-3, checkpoint = 11, name = "2D f64 checkpointed" },
+  { dim = 2, bc = "friction", precision = "f32", material = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 150 },
+    act2 = "cavity", volumetric = "averaged", name = "2D f32 averaged bulk, cavity" },
+  { dim = 2, bc = "friction", moving = true, act2 = "cavity", strain = 0.1, integrator = "implicit", E = 3000,
+    dt = 5e-3, implicit = { tol = 1e-12, precond = "mass", pressure = "implicit" }, steps = 3,
+    name = "2D f64 implicit, cavity in the solve" },
+  { dim = 3, bc = "slip", side = 3, material = "mooney_rivlin", params = { c10 = 375, c01 = 150, bulk = 9e4 },
+    volumetric = "averaged", integrator = "implicit", E = 3000, dt = 5e-3,
+    implicit = { tol = 1e-12, precond = "mass" }, steps = 3, name = "3D f64 implicit, averaged bulk" },
 }
 local failed = 0
 for _, o in ipairs(scenes) do
