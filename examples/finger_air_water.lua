@@ -25,7 +25,12 @@
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
 --          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=2] [integrator=explicit] [dt_s]
---          [presettle_s=0] [volumetric=particle]
+--          [presettle_s=0] [volumetric=particle] [control_dt_s]
+-- control_dt_s: the pressure is set once per control step of this length, made of as many substeps of at most dt_s
+-- as it takes (default: one substep per control step). On a GPU, a control step of many substeps runs without
+-- waiting for the host in between (cuda/README.md: batches), so explicit runs at the real bulk modulus (1 us
+-- substeps) take minutes there.
+-- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 -- volumetric = averaged: the silicone's bulk term on the volume-averaged J of each grid node's particles, which
 -- removes the volumetric locking that makes the finger at the real bulk modulus several times too stiff
 -- (docs/benchmarks.md, "Issue 11: volumetric locking").
@@ -50,6 +55,8 @@ local integrator = (arg and arg[7]) or "explicit"
 local dt = tonumber(arg and arg[8]) -- the substep; by default the explicit one (half the CFL limit)
 local presettle = tonumber(arg and arg[9]) or 0
 local volumetric = (arg and arg[10]) or "particle" -- "averaged": no volumetric locking (docs/api.md)
+local control_dt = tonumber(arg and arg[11])
+local MSH = os.getenv("CQ_FINGER_MSH")
 local RAMP, OUT = 0.1, "out/finger_air_water"
 
 os.execute("mkdir -p " .. OUT)
@@ -59,7 +66,7 @@ csv:write("medium,pressure_kPa,tip_dx_mm,tip_dy_mm,tip_dz_mm,tip_distance_mm,fro
 
 -- The finger alone, coloured by von Mises stress: its particles' positions and F copied into a world of the finger in
 -- air (the same mesh and material, the finger's particles first in both), built once.
-local fw, fs = finger.build { mesh_size = mesh_size, bulk = bulk }
+local fw, fs = finger.build { mesh_size = mesh_size, msh = MSH, bulk = bulk }
 local function render_finger(world, s, n_finger, path)
   local n = world.n
   for a = 0, 2 do for i = 0, n_finger - 1 do fs.x[a * n_finger + i] = s.x[a * n + i] end end
@@ -78,8 +85,8 @@ for _, medium in ipairs(media) do
   local settled, t0 -- with presettle: the settled state every run starts from (its world kept until the medium is
   -- done), and the tip where the finger was built
   for _, p in ipairs(pressures) do
-    local world, s, n_finger = finger.build { mesh_size = mesh_size, bulk = bulk, integrator = integrator, dt = dt,
-      volumetric = volumetric,
+    local world, s, n_finger = finger.build { mesh_size = mesh_size, msh = MSH, bulk = bulk, integrator = integrator,
+      dt = dt, control_dt = control_dt, volumetric = volumetric,
       water = medium == "water" and { bulk = bulk, spacing = water_spacing } or nil }
     local tip = finger.tip_of(world, s, n_finger)
     t0 = t0 or tip()
