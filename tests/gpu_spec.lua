@@ -234,27 +234,8 @@ describe("CUDA vs CPU, implicit integrator, f64", function()
   -- states and gradients through a memo.
   gpu_it("split substeps: the CPU's splits, states and gradients", "f64", function()
     local function thrown(backend)
-      local r = cq.robot { dim = 2 }
-      r:box { offset = { 0.5, 0.5 }, size = { 0.25, 0.25 }, spacing = 1 / 32,
-        material = { model = "neohookean", E = 3000, nu = 0.3, density = 1 } }
-      local w, s = r:world { res = { 48, 24 }, dx = 1 / 16, dt = 0.08, substeps = 1, gravity = { 0, 0 },
-        backend = backend, walls = { all = { type = "slip" } }, integrator = "implicit",
-        implicit = { tol = 1e-13, precond = "mass", max_split = 6 } }
-      for p = 0, w.n - 1 do
-        s.v[p], s.v[w.n + p] = 1 + 0.1 * G.prand(p, 1), 0.1 * G.prand(p, 2)
-        s.F[p] = 1 + 0.02 * G.prand(p, 3)
-      end
-      local memo = w:memo { steps = 3 }
-      memo:begin(s)
-      for _ = 1, 3 do memo:step() end
-      local out = { x = {} }
-      for i = 0, 2 * w.n - 1 do out.x[i] = memo.state.x[i] end
-      memo:backward(function(k, m)
-        if k == 3 then for i = 0, 2 * w.n - 1 do m.grad.x[i] = m.grad.x[i] + G.prand(i, 9) end end
-      end)
-      out.gx, out.gv, out.gE = {}, {}, {}
-      for i = 0, 2 * w.n - 1 do out.gx[i], out.gv[i] = memo.grad.x[i], memo.grad.v[i] end
-      for i = 0, w.n - 1 do out.gE[i] = memo.grad_params.E[i] end
+      local w, s = G.thrown_block { backend = backend, max_split = 6, tol = 1e-13, precond = "mass" }
+      local out = G.thrown_run(w, s)
       out.splits, out.n = w:solver_stats().splits, w.n
       return out
     end

@@ -293,35 +293,8 @@ local STIFF_SPLIT = 3000
 -- Split substeps (implicit.max_split): a substep that fails (a particle too fast for its dt, Newton) is redone as two
 -- halves, in the forward, in the memo's recomputations and in the backward alike.
 describe("implicit split substeps", function()
-  -- A stiff block thrown at 1 m/s along x, nothing in its way: at dt = 0.08 it would cross 1.3 cells per substep.
-  local function thrown(substeps, max_split)
-    local r = cq.robot { dim = 2 }
-    r:box { offset = { 0.5, 0.5 }, size = { 0.25, 0.25 }, spacing = 1 / 32,
-      material = { model = "neohookean", E = 3000, nu = 0.3, density = 1 } }
-    local w, s = r:world { res = { 48, 24 }, dx = 1 / 16, dt = 0.08, substeps = substeps, gravity = { 0, 0 },
-      backend = "cpu", threads = 1, walls = { all = { type = "slip" } }, integrator = "implicit",
-      implicit = { tol = 1e-12, max_split = max_split } }
-    for p = 0, w.n - 1 do
-      s.v[p], s.v[w.n + p] = 1 + 0.1 * G.prand(p, 1), 0.1 * G.prand(p, 2)
-      s.F[p] = 1 + 0.02 * G.prand(p, 3)
-    end
-    return w, s
-  end
-  -- forward 3 steps through a memo, then dL/d(x0, v0, E) for L = w . x_T
-  local function run(w, s)
-    local memo = w:memo { steps = 3 }
-    memo:begin(s)
-    for _ = 1, 3 do memo:step() end
-    local out = { x = {} }
-    for i = 0, 2 * w.n - 1 do out.x[i] = memo.state.x[i] end
-    memo:backward(function(k, m)
-      if k == 3 then for i = 0, 2 * w.n - 1 do m.grad.x[i] = m.grad.x[i] + G.prand(i, 9) end end
-    end)
-    out.gx, out.gv, out.gE = {}, {}, {}
-    for i = 0, 2 * w.n - 1 do out.gx[i], out.gv[i] = memo.grad.x[i], memo.grad.v[i] end
-    for i = 0, w.n - 1 do out.gE[i] = memo.grad_params.E[i] end
-    return out
-  end
+  local function thrown(substeps, max_split) return G.thrown_block { substeps = substeps, max_split = max_split } end
+  local run = G.thrown_run
 
   it("halve a substep whose particles would cross a cell: the same states and gradients as two substeps, bit for bit", function()
     local w1, s1 = thrown(1, 6)
