@@ -3,7 +3,7 @@
 -- physics" check: within 2 % at a small dt) and the wall time of each. For docs/benchmarks.md.
 --
 -- usage: build/bin/cqlua tools/implicit_finger.lua [bulk=2e6] [kPa=10] [T=0.2] [dt=1e-4] [precond=mass]
---          [mesh=4] [ramp=0.1] [explicit_T=T] [threads=1] [volumetric=particle] [out=DIR]
+--          [mesh=4] [ramp=0.1] [explicit_T=T] [threads=1] [volumetric=particle] [control=0] [out=DIR]
 --   bulk     the silicone's bulk modulus (Pa); the real 1.75e9 makes the explicit run take ~35 min per simulated s
 --   dt       the implicit substep (the explicit one is half its CFL limit at that bulk)
 --   precond  the implicit solve's preconditioner (mass, factor, auto)
@@ -13,6 +13,10 @@
 --            (per substep: the explicit substep's cost does not change along the run), and the trajectories are
 --            compared up to explicit_T. The issue's cost benchmark, 1 s of the real finger (docs/benchmarks.md):
 --            bulk=1.75e9 kPa=5 ramp=0.5 T=1 dt=5e-3 precond=factor explicit_T=0.02
+--   control  > 0: the explicit run sets the pressure once per control step of this length (s; it must divide 5 ms),
+--            made of as many substeps as it takes. On a GPU such a control step runs without the host in between
+--            (cuda/README.md: batches), so the explicit run at the real bulk modulus takes minutes there. 0: the
+--            pressure is set every substep.
 -- Writes DIR/implicit_finger.csv (time, tip displacement of each) and DIR/implicit_finger.png (default out/).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
@@ -20,12 +24,12 @@ local finger = require "finger"
 local now = require("cq.clock").now
 
 local o = { bulk = 2e6, kPa = 10, T = 0.2, dt = 1e-4, precond = "mass", mesh = 4, ramp = 0.1, explicit_T = 0,
-  threads = 1, volumetric = "particle", out = "out" }
+  threads = 1, volumetric = "particle", control = 0, out = "out" }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then
     error("usage: cqlua tools/implicit_finger.lua [bulk=2e6] [kPa=10] [T=0.2] [dt=1e-4] [precond=mass] [mesh=4] "
-      .. "[ramp=0.1] [explicit_T=T] [threads=1] [volumetric=particle] [out=DIR] (got " .. a .. ")", 0)
+      .. "[ramp=0.1] [explicit_T=T] [threads=1] [volumetric=particle] [control=0] [out=DIR] (got " .. a .. ")", 0)
   end
   o[k] = tonumber(v) or v
 end
@@ -35,8 +39,9 @@ local RAMP, SAMPLE = o.ramp, 5e-3 -- s: the pressure's ramp, and how often the t
 
 -- Runs one integrator; returns the tip displacement (m, 3 components) at every SAMPLE, the wall time, the world.
 local function run(integrator, dt, T)
+  local control = integrator == "explicit" and o.control > 0 and o.control or nil
   local world, s = finger.build { mesh_size = o.mesh, bulk = o.bulk, integrator = integrator, dt = dt,
-    threads = o.threads, implicit = integrator == "implicit" and { precond = o.precond } or nil,
+    control_dt = control, threads = o.threads, implicit = integrator == "implicit" and { precond = o.precond } or nil,
     volumetric = o.volumetric }
   local tip = finger.tip_of(world, s)
   local t0, samples = tip(), {}
@@ -56,6 +61,7 @@ end
 -- explicit at half its CFL limit, rounded down so that it divides the sampling interval
 local dt_e = SAMPLE / math.ceil(SAMPLE / finger.explicit_dt(o.bulk))
 local se, te, we = run("explicit", dt_e, o.explicit_T)
+dt_e = we.dt / we.substeps -- with control steps: the substep they are cut into
 local si, ti, wi = run("implicit", o.dt, o.T)
 te = te * o.T / o.explicit_T -- the explicit wall time for the whole T
 local st = wi:solver_stats()
