@@ -17,6 +17,7 @@
 --            made of as many substeps as it takes. On a GPU such a control step runs without the host in between
 --            (cuda/README.md: batches), so the explicit run at the real bulk modulus takes minutes there. 0: the
 --            pressure is set every substep.
+-- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 -- Writes DIR/implicit_finger.csv (time, tip displacement of each) and DIR/implicit_finger.png (default out/).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
@@ -37,10 +38,12 @@ os.execute("mkdir -p '" .. o.out .. "'")
 if o.explicit_T <= 0 or o.explicit_T > o.T then o.explicit_T = o.T end
 local RAMP, SAMPLE = o.ramp, 5e-3 -- s: the pressure's ramp, and how often the tip is recorded
 
+local MSH = os.getenv("CQ_FINGER_MSH") -- a .msh of scenes/finger.geo meshed already (machines without gmsh)
+
 -- Runs one integrator; returns the tip displacement (m, 3 components) at every SAMPLE, the wall time, the world.
 local function run(integrator, dt, T)
   local control = integrator == "explicit" and o.control > 0 and o.control or nil
-  local world, s = finger.build { mesh_size = o.mesh, bulk = o.bulk, integrator = integrator, dt = dt,
+  local world, s = finger.build { mesh_size = o.mesh, msh = MSH, bulk = o.bulk, integrator = integrator, dt = dt,
     control_dt = control, threads = o.threads, implicit = integrator == "implicit" and { precond = o.precond } or nil,
     volumetric = o.volumetric }
   local tip = finger.tip_of(world, s)
