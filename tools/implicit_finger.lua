@@ -49,7 +49,10 @@ local function run(integrator, dt, T)
   local tip = finger.tip_of(world, s)
   local t0, samples = tip(), {}
   local per = math.floor(SAMPLE / world.dt + 0.5)
-  assert(math.abs(per * world.dt - SAMPLE) < 1e-9, "dt must divide the sampling interval " .. SAMPLE)
+  if math.abs(per * world.dt - SAMPLE) > 1e-9 then
+    error(string.format("implicit_finger: %s = %g s must divide the sampling interval %g s", control and "control"
+      or "dt", world.dt, SAMPLE), 0)
+  end
   local clock, steps = now(), math.floor(T / world.dt + 0.5)
   for k = 1, steps do
     world:step(s, { o.kPa * 1e3 / finger.P_MAX * math.min(1, k * world.dt / RAMP) })
