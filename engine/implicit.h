@@ -62,8 +62,16 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
  * group's at the last substep's converged velocities (the state's pg: a group's J at det F is no measure of it, since
  * only the groups' J are held near 1 and the particles regroup between substeps) plus K_s (J - 1): lagged, so E_geo
  * is quadratic in v and its stiffness O(pi0), not O(K).
- * Its share of T = P F^T is pi0 J (tr A I - A^T). */
+ * Its share of T = P F^T is pi0 J (tr A I - A^T).
+ * Not for a fluid: it has no deviatoric stress that turns with it, so nothing is missing, and E_geo would make its
+ * Hessian indefinite: I2 of a shearing step is negative, and under the hydrostatic pressure pi0 the term outweighs
+ * the inertia once pi0 dt^2 / (rho dx^2) > 1 (1 kPa, 10 cm under water, at dx 2.5 mm and dt 5 ms: 4). Newton then
+ * runs down that direction and never converges (the finger in water: docs/benchmarks.md, "E_geo and the water").
+ * Without it a fluid's share of eq. 12 is the inertia plus K Jl's square: convex. */
+CQ_HD int CQ_D(implicit_geo_applies)(const cq_params* m, int p) { return m->material[p] != CQ_MAT_FLUID; }
+
 CQ_HD cq_real CQ_D(implicit_lagged_pressure)(const cq_substep* c, const cq_params* m, int p, cq_real J) {
+  if (!CQ_D(implicit_geo_applies)(m, p)) return 0;
   return c->vol_averaged ? c->vol_p0[p] + CQ_D(vol_own_bulk)(m, p) * (J - 1) : m->bulk[p] * (J - 1);
 }
 
@@ -414,10 +422,11 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
     cq_real Pl[D][D] = {{0}}, trA = 0;
     CQ_D(implicit_linear_P)(c, m, p, F, Cm, Fit, vol, Pl);
     pi0 = CQ_D(implicit_lagged_pressure)(c, m, p, vol[0]);
+    cq_real on = (cq_real)CQ_D(implicit_geo_applies)(m, p); /* a fluid: no E_geo, and no dL/dpi0 either */
     for (int a = 0; a < D; a++) trA += c->dt * Cm[a][a];
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) {
-        geo[a][b] = (a == b ? trA : 0) - c->dt * Cm[b][a];
+        geo[a][b] = on * ((a == b ? trA : 0) - c->dt * Cm[b][a]);
         T[a][b] += pi0 * vol[0] * geo[a][b] + (a == b ? (pg + Ks * (vol[1] - 1)) * vol[0] : 0);
       }
   }

@@ -25,7 +25,10 @@
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
 --          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=2] [integrator=explicit] [dt_s]
---          [presettle_s=0] [volumetric=particle] [control_dt_s]
+--          [presettle_s=0] [volumetric=particle] [control_dt_s] [water_bulk_Pa=bulk_Pa]
+-- water_bulk_Pa: the water's bulk modulus, when it differs from the silicone's (e.g. the silicone at its real 1.75 GPa
+-- and the water at 2.2e7 Pa: a sound speed of 148 m/s, still 1e4 times the fingertip's speed, so the water stays
+-- incompressible for this flow while its part of the implicit solve is 100 times better conditioned).
 -- control_dt_s: the pressure is set once per control step of this length, made of as many substeps of at most dt_s
 -- as it takes (default: one substep per control step). On a GPU, a control step of many substeps runs without
 -- waiting for the host in between (cuda/README.md: batches), so explicit runs at the real bulk modulus (1 us
@@ -56,6 +59,13 @@ local dt = tonumber(arg and arg[8]) -- the substep; by default the explicit one 
 local presettle = tonumber(arg and arg[9]) or 0
 local volumetric = (arg and arg[10]) or "particle" -- "averaged": no volumetric locking (docs/api.md)
 local control_dt = tonumber(arg and arg[11])
+local water_bulk = bulk
+if arg and arg[12] then
+  water_bulk = tonumber(arg[12])
+  if not (water_bulk and water_bulk > 0) then
+    error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. arg[12], 0)
+  end
+end
 local MSH = os.getenv("CQ_FINGER_MSH")
 local RAMP, OUT = 0.1, "out/finger_air_water"
 
@@ -87,7 +97,7 @@ for _, medium in ipairs(media) do
   for _, p in ipairs(pressures) do
     local world, s, n_finger = finger.build { mesh_size = mesh_size, msh = MSH, bulk = bulk, integrator = integrator,
       dt = dt, control_dt = control_dt, volumetric = volumetric,
-      water = medium == "water" and { bulk = bulk, spacing = water_spacing } or nil }
+      water = medium == "water" and { bulk = water_bulk, spacing = water_spacing } or nil }
     local tip = finger.tip_of(world, s, n_finger)
     t0 = t0 or tip()
     if presettle > 0 then

@@ -42,7 +42,8 @@ local function J_of(s, n, p) return s.F[p] * s.F[3 * n + p] - s.F[n + p] * s.F[2
 ---   ppc = 2 (particles per cell and axis), dt = 1e-2, substeps = 40, time = 0.4 (s), average = 0.1 (s, the last
 ---   part of the run that the pressure is averaged over), damping = 10 (1/s), visc = 0, inset = 0 (cells: start the
 ---   fluid this far inside the first wall nodes, at the left wall and the floor, and as far short of the right wall;
----   1 reproduces the gap of issue 10's first attempt).
+---   1 reproduces the gap of issue 10's first attempt), integrator = "explicit", implicit (the implicit solver's
+---   options, docs/api.md).
 --- Pressure of a particle: p = -bulk (J - 1), the fluid's equation of state (= -tr(sigma) / 2 of world:stress when
 --- visc = 0; the largest difference is returned as stress_mismatch). Depth: below the free surface y_s, the mean
 --- height of the top row of particles plus half their spacing, measured at every averaged step. Bins are the grid's
@@ -64,7 +65,8 @@ function M.hydrostatic(o)
   r:box { offset = { x0 + inset, x0 + inset }, size = { W * dx - 2 * inset, H * dx }, spacing = dx / ppc,
     material = { model = "fluid", bulk = bulk, density = rho, visc = o.visc or 0 } }
   local world, s = r:world { res = { W + 2 * WALL - 1, H + 2 * WALL + 6 }, dx = dx, dt = dt, substeps = substeps,
-    gravity = { 0, -g }, damping = o.damping or 10, walls = { all = { type = "slip", thickness = WALL } } }
+    gravity = { 0, -g }, damping = o.damping or 10, walls = { all = { type = "slip", thickness = WALL } },
+    integrator = o.integrator, implicit = o.implicit }
   local n = world.n
   local mass, top_row, weight = world.params.mass, {}, 0
   local top0 = -math.huge

@@ -97,6 +97,23 @@ describe("a hydrostatic water column", function()
     assert.is_true(r.vmax < 0.02)
   end)
 
+  it("implicitly at 0.02 s substeps (25x the explicit limit) settles at rho g h too, Newton converging in a few "
+    .. "iterations", function()
+    -- The same column, 30 implicit substeps (g H dt^2 / dx^2 = 4.1 at the floor: the hydrostatic pressure's
+    -- geometric stiffness would be 4x the inertia there; engine/implicit.h leaves it out for fluids, and
+    -- tests/implicit_spec.lua "in water" checks a case where keeping it stalled Newton).
+    local r = fv.hydrostatic { integrator = "implicit", dt = 0.02, substeps = 1, time = 0.6, average = 0.2,
+      implicit = { max_split = 0 } }
+    local st = r.world:solver_stats()
+    print(string.format("  %d substeps, Newton %d, CG %d, line-search halvings %d; worst bin %.2f %%, dp/dy %+.2f %%, " ..
+      "max speed %.2g", st.substeps, st.newton, st.cg, st.halvings, 100 * r.max_err, 100 * (r.slope / -r.rho_g - 1),
+      r.vmax))
+    assert.is_true(st.substeps == 30 and st.newton <= 5 * st.substeps)
+    assert.is_true(#r.bins >= 12 and r.max_err <= 0.05)
+    assert.is_true(math.abs(r.slope / -r.rho_g - 1) <= 0.02)
+    assert.is_true(r.vmax < 0.02)
+  end)
+
   it("started one cell short of the walls (the first attempt) creeps into the wall layer and misses it", function()
     -- the same column 1 cell inside the left wall and the floor and 1 cell short of the right wall: after 0.4 s it is
     -- still flowing into the gaps (speeds 100x those above) and its depth bins are off by up to 10 %
