@@ -64,9 +64,10 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
  * is quadratic in v and its stiffness O(pi0), not O(K).
  * Its share of T = P F^T is pi0 J (tr A I - A^T).
  * Not for a fluid: it has no deviatoric stress that turns with it, so nothing is missing, and E_geo would make its
- * Hessian indefinite: I2 of a shearing step is negative, and under the hydrostatic pressure pi0 the term outweighs
- * the inertia once pi0 dt^2 / (rho dx^2) > 1 (1 kPa, 10 cm under water, at dx 2.5 mm and dt 5 ms: 4). Newton then
- * runs down that direction and never converges (the finger in water: docs/benchmarks.md, "E_geo and the water").
+ * Hessian indefinite: I2(A) takes either sign, and the term outweighs the inertia once |pi0| dt^2 / (rho dx^2) > 1.
+ * A fluid's particle pressures scatter (water sampled 1.25 times per cell and axis around the finger: -3 to +5 kPa
+ * after two 5 ms substeps, 18x the inertia at dx 2.5 mm). Newton then runs down such a direction and never converges
+ * (the finger in water: docs/benchmarks.md, "E_geo and the water").
  * Without it a fluid's share of eq. 12 is the inertia plus K Jl's square: convex. */
 CQ_HD int CQ_D(implicit_geo_applies)(const cq_params* m, int p) { return m->material[p] != CQ_MAT_FLUID; }
 

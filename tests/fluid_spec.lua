@@ -100,8 +100,8 @@ describe("a hydrostatic water column", function()
   it("implicitly at 0.02 s substeps (25x the explicit limit) settles at rho g h too, Newton converging in a few "
     .. "iterations", function()
     -- The same column, 30 implicit substeps (g H dt^2 / dx^2 = 4.1 at the floor: the hydrostatic pressure's
-    -- geometric stiffness would be 4x the inertia there; engine/implicit.h leaves it out for fluids, and
-    -- tests/implicit_spec.lua "in water" checks a case where keeping it stalled Newton).
+    -- geometric stiffness would be 4x the inertia there; engine/implicit.h leaves it out for fluids. This column
+    -- converged with it too; tests/implicit_spec.lua "in water" has the case where keeping it stalled Newton).
     local r = fv.hydrostatic { integrator = "implicit", dt = 0.02, substeps = 1, time = 0.6, average = 0.2,
       implicit = { max_split = 0 } }
     local st = r.world:solver_stats()
