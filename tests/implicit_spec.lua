@@ -289,16 +289,13 @@ describe("implicit integrator", function()
   end
 end)
 
-local STIFF_SPLIT = 3000
--- Split substeps (implicit.max_split): a substep that fails (a particle too fast for its dt, Newton) is redone as two
--- halves, in the forward, in the memo's recomputations and in the backward alike.
 describe("implicit integrator in water", function()
   -- The finger of scenes/finger.lua (mesh_size 6, the real 1.75 GPa) in a tank narrowed to 5 mm of water (bulk 2.2e7
   -- Pa, sampled every 2 mm: 1.25 particles per cell and axis) at 5 ms substeps. The lagged geometric term of the
   -- linearised volume (E_geo, engine/implicit.h) on the water particles, whose pressures scatter by several kPa at
-  -- this sampling, made the Hessian indefinite there: Newton's
-  -- residual fell to 1e-5 and then grew, and the 3rd substep failed after 50 iterations (every substep split when
-  -- splitting was on). Without it on fluids each substep converges in 2 iterations.
+  -- this sampling, made the Hessian indefinite there: Newton's residual fell to 1e-5 and then grew, and the 3rd
+  -- substep failed after 50 iterations (every substep split when splitting was on). Without E_geo on fluids each
+  -- substep converges in 2 iterations.
   it("converges in a few Newton iterations per substep, without splitting", function()
     package.path = "./scenes/?.lua;" .. package.path
     local finger = require "finger"
@@ -313,6 +310,9 @@ describe("implicit integrator in water", function()
   end)
 end)
 
+local STIFF_SPLIT = 3000
+-- Split substeps (implicit.max_split): a substep that fails (a particle too fast for its dt, Newton) is redone as two
+-- halves, in the forward, in the memo's recomputations and in the backward alike.
 describe("implicit split substeps", function()
   local function thrown(substeps, max_split) return G.thrown_block { substeps = substeps, max_split = max_split } end
   local run = G.thrown_run
