@@ -16,7 +16,7 @@
 -- as frames (out/finger_inverse/frames/). `cqlua examples/finger_inverse.lua plot` redraws the plots from the CSV
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
---          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=2] [implicit_substep_s=0.002]
+--          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle]
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).

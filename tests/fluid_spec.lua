@@ -126,6 +126,54 @@ describe("a hydrostatic water column", function()
   end)
 end)
 
+describe("water sampled under 2 particles per cell and axis", function()
+  -- The finger's first tank (2 mm spacing, 1.25 per 2.5 mm cell and axis) sank and dragged the finger sideways
+  -- (docs/benchmarks.md, "Issue 11: the water sinks"). A 2D tank of real water (bulk 2.2 GPa, 15 x 21 cells, slip
+  -- walls) at 5 ms implicit substeps for 0.1 s, at 1.25, 2 and 2.5 particles per cell and axis.
+  local DX = 2.5e-3
+  local function tank(per_axis)
+    local r = cq.robot { dim = 2 }
+    local h = DX / per_axis
+    r:box { offset = { 2 * DX, 2 * DX }, size = { math.floor(15 * DX / h + 1e-9) * h, math.floor(21 * DX / h + 1e-9) * h },
+      spacing = h, material = { preset = "water" }, name = "water" }
+    local warned, stderr = {}, io.stderr
+    io.stderr = { write = function(_, ...) warned[#warned + 1] = table.concat { ... } end }
+    local ok, w, s = pcall(r.world, r, { res = { 20, 40 }, dx = DX, dt = 0.005, gravity = { 0, -9.8 }, damping = 25,
+      walls = { all = { type = "slip", thickness = 3 } }, integrator = "implicit" })
+    io.stderr = stderr
+    assert(ok, w)
+    local n = w.n
+    local function mean_y()
+      local m = 0
+      for p = 0, n - 1 do m = m + s.x[n + p] end
+      return m / n
+    end
+    local y0 = mean_y()
+    for _ = 1, 20 do w:step(s, {}) end
+    local vmax = 0
+    for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
+    local drop = y0 - mean_y()
+    w:release()
+    print(string.format("%.2f per cell and axis: %d particles, mean height down %.3g mm, max speed %.3g m/s, %d "
+      .. "warning(s)", per_axis, n, drop * 1e3, vmax, #warned))
+    return drop, vmax, warned
+  end
+
+  it("sinks (its particles pack while each keeps J = 1), and robot:world warns; at 2 and 2.5 it stays at rest",
+    function()
+    local drop, vmax, warned = tank(1.25) -- measured: 1.1 mm, 0.14 m/s
+    assert.is_true(drop > 0.3e-3 and vmax > 0.05)
+    assert.are.equal(1, #warned)
+    assert.is_truthy(warned[1]:find("fluid group 'water' is sampled 1.25 particles per cell and axis", 1, true))
+    assert.is_truthy(warned[1]:find("at most dx / 2 = 0.00125", 1, true))
+    for _, per_axis in ipairs { 2, 2.5 } do -- measured: 1.5e-4 and 1.2e-4 mm, 1.8e-4 and 5e-5 m/s
+      drop, vmax, warned = tank(per_axis)
+      assert.is_true(math.abs(drop) < 0.01e-3 and vmax < 2e-3)
+      assert.are.equal(0, #warned)
+    end
+  end)
+end)
+
 describe("Martin & Moyce's dam break (n^2 = 2)", function()
   it("has the measured surge front Z(T) within 10 % for T <= 2 (16 cells across the column)", function()
     -- Column a = 0.05715 m wide, 2a high, water (density 1000, visc 1e-3) with bulk = 4e5 Pa: c = 20 m/s, at least

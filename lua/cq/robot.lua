@@ -480,6 +480,7 @@ function Robot:world(opts)
     end
   end
   w.groups = self.groups -- blow-up messages name the group of the failing particle
+  M.warn_sparse_fluids(self, w.dx)
   w:commit()
   local s = w:state()
   for p = 1, w.n do
@@ -487,6 +488,33 @@ function Robot:world(opts)
     if #self.v[p] > 0 then s:set("v", p, self.v[p]) end
   end
   return w, s
+end
+
+-- Fluids sampled more coarsely than this many particles per cell and axis sink under gravity: a fluid has no shear
+-- stiffness, and with fewer particles than the grid has velocity unknowns its particles pack ever closer while each
+-- keeps J = 1, so the free surface falls (a 2D tank at 1.25 per cell and axis: 1.1 mm in 0.1 s at 5 ms implicit
+-- substeps, at 2 and 2.5 at rest; the finger's 3D tank at 1.25 drags the finger along: docs/benchmarks.md, "Issue 11:
+-- the water sinks"). Solids hold their particles apart by their shear stiffness.
+M.FLUID_MIN_PER_AXIS = 1.9
+
+--- Warns (stderr, once per group) of a fluid group sampled below M.FLUID_MIN_PER_AXIS particles per cell and axis
+--- (dx / its mean rest volume's D-th root). Returns the warnings.
+function M.warn_sparse_fluids(robot, dx)
+  local out = {}
+  for i, g in ipairs(robot.groups) do
+    local vol, count = 0, 0
+    for _, p in ipairs(g.particles) do
+      if robot.mat[p].model == "fluid" then vol, count = vol + robot.vol[p], count + 1 end
+    end
+    local per_axis = count > 0 and dx / (vol / count) ^ (1 / robot.dim) or math.huge
+    if per_axis < M.FLUID_MIN_PER_AXIS then
+      out[#out + 1] = string.format("cqlua: warning: the fluid group %s is sampled %.3g particles per cell and axis " ..
+        "(dx %.4g); below 2 a fluid's particles pack and it sinks under gravity: use a spacing of at most dx / 2 = %.4g",
+        g.name and ("'" .. g.name .. "'") or "#" .. i, per_axis, dx, dx / 2)
+      io.stderr:write(out[#out], "\n")
+    end
+  end
+  return out
 end
 
 --- Number of particles so far.
