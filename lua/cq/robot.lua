@@ -497,7 +497,10 @@ end
 -- the water sinks"). Solids hold their particles apart by their shear stiffness.
 M.FLUID_MIN_PER_AXIS = 1.9
 
---- Warns (stderr, once per group) of a fluid group sampled below M.FLUID_MIN_PER_AXIS particles per cell and axis
+--- Where warnings go (stderr); replaceable, e.g. by a test that captures them.
+function M.warn(msg) io.stderr:write(msg, "\n") end
+
+--- Warns (M.warn, once per group) of a fluid group sampled below M.FLUID_MIN_PER_AXIS particles per cell and axis
 --- (dx / its mean rest volume's D-th root). Returns the warnings.
 function M.warn_sparse_fluids(robot, dx)
   local out = {}
@@ -511,7 +514,7 @@ function M.warn_sparse_fluids(robot, dx)
       out[#out + 1] = string.format("cqlua: warning: the fluid group %s is sampled %.3g particles per cell and axis " ..
         "(dx %.4g); below 2 a fluid's particles pack and it sinks under gravity: use a spacing of at most dx / 2 = %.4g",
         g.name and ("'" .. g.name .. "'") or "#" .. i, per_axis, dx, dx / 2)
-      io.stderr:write(out[#out], "\n")
+      M.warn(out[#out])
     end
   end
   return out
