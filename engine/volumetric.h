@@ -17,23 +17,33 @@
 /* The share of particle p's bulk modulus K that stays on its own J: K_s = min(K, M), M the P-wave modulus of its
  * model (about its shear stiffness). The isochoric models (Mooney-Rivlin, Yeoh, Ogden) have no other stiffness
  * against one particle's volume changing while its group's stays, and without it those volumes drift apart step
- * after step until a particle inverts; a K_s of the order of the shear modulus does not lock. A fluid keeps all of
- * its K (its pressure is its particle's own: it has no shear stiffness to lock). The group takes K - K_s. */
+ * after step until a particle inverts; a K_s of the order of the shear modulus does not lock. The group takes
+ * K - K_s.
+ * A fluid has no shear modulus: it keeps K_s = CQ_FLUID_OWN_SHARE K. With all of its K on its own J, water sampled at
+ * 2 or more particles per cell and axis locks (a soft body in it cannot bend: 0 % of a buoyed beam's deflection);
+ * with none (one constraint per group) its particles pack and it sinks, as at 1.25 per cell and axis. 1e-3 of
+ * water's 2.2 GPa (2.2 MPa) lets the beam bend 92 % of its expected deflection and the tank at rest sink 0.04 mm in
+ * 0.2 s; 1e-2: 93 % and 0.012 mm; 1e-4: 92 % and 0.095 mm (docs/benchmarks.md, "Issue 11: the water in the groups"). */
+#ifndef CQ_FLUID_OWN_SHARE
+#define CQ_FLUID_OWN_SHARE 1e-3
+#endif
 CQ_HD cq_real CQ_D(vol_own_bulk)(const cq_params* m, int p) {
   cq_real K = m->bulk[p];
-  if (m->material[p] == CQ_MAT_FLUID) return K;
+  if (m->material[p] == CQ_MAT_FLUID) return (cq_real)CQ_FLUID_OWN_SHARE * K;
   cq_real M = CQ_D(material_model_modulus)(m, p);
   return M < K ? M : K;
 }
 
-/* The gradients of K_s and K_g = K - K_s (g_Ks, g_Kg) into particle p's parameters: bulk, or the model's own through
- * M where K_s = M. */
+/* The gradients of K_s and K_g = K - K_s (g_Ks, g_Kg) into particle p's parameters: bulk (a fluid's K_s is a fixed
+ * share of it), or the model's own through M where K_s = M. */
 CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g_Kg, cq_pgrad* g) {
   cq_real K = m->bulk[p];
   if (!(K > 0)) return;
   g->bulk += g_Kg;
   cq_real gs = g_Ks - g_Kg;
-  if (m->material[p] != CQ_MAT_FLUID && CQ_D(material_model_modulus)(m, p) < K)
+  if (m->material[p] == CQ_MAT_FLUID)
+    g->bulk += (cq_real)CQ_FLUID_OWN_SHARE * gs;
+  else if (CQ_D(material_model_modulus)(m, p) < K)
     CQ_D(material_model_modulus_vjp)(m, p, gs, g);
   else
     g->bulk += gs;

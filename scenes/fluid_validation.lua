@@ -174,4 +174,52 @@ function M.dam_break(o)
     steps = steps, vmax = vmax, c = c, n = n, dx = dx, substeps = substeps, world = world, state = s }
 end
 
+--- A soft beam buoyed in a closed tank of water at rest (2D; issue 11, docs/benchmarks.md "Issue 11: the water in
+--- the groups"): the beam (8 x 75 mm, neo-Hookean, nu 0.3, density 3000) hangs from a sticky ceiling (its top 2.5 mm
+--- inside the band) under a sideways gravity. At rest a fluid only buoys it, so its tip deflects (3000 - 1000) / 3000
+--- as far as in air. Does a stiff fluid lock against it? Options (all optional): per_axis (the water's particles per
+--- cell and axis; nil: the beam in air), K = 2.2e9 (the water's bulk modulus), E = 1e7 (the beam's Young's modulus;
+--- the gravity is 9.8 E / 1e7, so a softer beam deflects as far and the water is stiffer against it), bulk (a bulk
+--- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: on the water too), T = 1 (s),
+--- reports = 10. dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
+--- T / reports, 2 T / reports, ..., T; n = particles }.
+function M.buoyed_beam(o)
+  o = o or {}
+  local dx, res, E = 2.5e-3, { 40, 48 }, o.E or 1e7
+  local bx0, bx1, by0, by1 = 45e-3, 53e-3, 40e-3, 115e-3
+  local r = cq.robot { dim = 2 }
+  r:box { offset = { bx0, by0 }, size = { bx1 - bx0, by1 - by0 }, spacing = dx / 2, name = "beam",
+    material = { model = "neohookean", E = E, nu = 0.3, bulk = o.bulk, density = 3000 } }
+  local nb = #r.x
+  if o.per_axis then -- the tank from the walls' first nodes to below the sticky band, less the beam
+    local h, lo, hi, top = dx / o.per_axis, 2 * dx, (res[1] - 3) * dx, 112.5e-3
+    r:box { offset = { lo, lo }, size = { math.floor((hi - lo) / h + 1e-9) * h, math.floor((top - lo) / h + 1e-9) * h },
+      spacing = h, name = "water", material = { preset = "water", bulk = o.K or 2.2e9 },
+      keep = function(x) return x[1] < bx0 - h / 4 or x[1] > bx1 + h / 4 or x[2] < by0 - h / 4 end }
+  end
+  local robot = require "cq.robot"
+  local warn = robot.warn -- sparse water is measured here on purpose: no warning
+  robot.warn = function() end
+  local ok, w, s = pcall(r.world, r, { res = res, dx = dx, dt = 0.005, gravity = { 9.8 * E / 1e7, 0 },
+    damping = o.damping or 25, integrator = "implicit", volumetric = o.volumetric,
+    walls = { all = { type = "slip", thickness = 3 }, top = { type = "sticky", thickness = 3 } } })
+  robot.warn = warn
+  if not ok then error(w, 0) end
+  local n, tip = w.n, {}
+  for i = 0, nb - 1 do if s.x[n + i] < by0 + 2e-3 then tip[#tip + 1] = i end end
+  local function tip_x()
+    local m = 0
+    for _, i in ipairs(tip) do m = m + s.x[i] end
+    return m / #tip
+  end
+  local x0, path, reports = tip_x(), {}, o.reports or 10
+  local every = math.max(1, math.floor((o.T or 1) / 0.005 / reports + 0.5))
+  for k = 1, every * reports do
+    w:step(s, {})
+    if k % every == 0 then path[#path + 1] = tip_x() - x0 end
+  end
+  w:release()
+  return { path = path, n = n }
+end
+
 return M

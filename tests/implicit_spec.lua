@@ -442,6 +442,9 @@ local cases = {
     damping = 20, kinds = { "c10", "c01", "bulk" } },
   { dim = 3, name = "neohookean+bulk, averaged bulk, sticky walls, damped", bc = "sticky", params = { bulk = 10 * STIFF },
     volumetric = "averaged", common = true, damping = 20, kinds = { "E", "nu", "bulk" } },
+  -- a fluid in the groups (K_s = 1e-3 K on its own J, the rest on its group's; projected like a solid)
+  { dim = 2, name = "fluid+visc, averaged bulk, slip walls", bc = "slip", material = "fluid",
+    params = { bulk = STIFF, visc = 0.05 }, volumetric = "averaged", kinds = { "bulk", "visc" } },
 }
 
 describe("the implicit gradient cases", function()
