@@ -17,8 +17,9 @@
 -- silicone's is still 40 times its shear modulus (Poisson's ratio 0.49) and the water's sound speed (45 m/s) is a
 -- hundred times the fingertip's speed, so both stay nearly incompressible, and the substep is 30 us instead of 1 us.
 -- The water: density 1000, viscosity 1 mPa s, sampled 2.5 times per cell per axis (every 1 mm; at fewer than 2 it
--- sinks; at 2 and more it locks and holds the finger nearly still: docs/benchmarks.md "Issue 11: the water locks",
--- not fixed), in a tank whose walls are the
+-- sinks; at 2 and more, with each particle's own J, it locks and holds the finger nearly still, docs/benchmarks.md
+-- "Issue 11: the water locks"; with volumetric = averaged it is in the groups and no longer locks, but in 3D the
+-- finger's bend is still held: "Issue 11: the water in the groups", not fixed), in a tank whose walls are the
 -- grid's (40 x 40 mm inside, 14 mm of water on the finger's -x side and 10 mm on its other sides;
 -- scenes/finger.lua, M.WATER).
 -- Implicitly (integrator = implicit, a substep dt of milliseconds) the real bulk moduli are affordable: e.g.
