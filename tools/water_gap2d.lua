@@ -6,19 +6,20 @@
 -- finger's grid velocities are the water's next to it, so the few cells left must carry the flow around it).
 --
 -- usage: build/bin/cqlua tools/water_gap2d.lua [air|water] [p_kPa=0.5] [T=1] [gap_mm=5]
---   environment: GRAV (m/s^2, 0), DAMP (the world's damping, 1/s, 25), K (the water's bulk modulus, 2.2e9)
+--   environment: GRAV (m/s^2, 0), DAMP (the world's damping, 1/s, 25), K (the water's bulk modulus, 2.2e9), DX (m,
+--   2.5e-3: the cell; the finger's mesh size is 0.6 DX and the water's spacing DX / 2.5)
 local cq = require "cq"
 local medium, pk, T, gap = arg and arg[1] or "water", tonumber(arg[2] or 0.5), tonumber(arg[3] or 1), tonumber(arg[4] or 5) * 1e-3
-local DX = 2.5e-3
+local DX = tonumber(os.getenv("DX") or 2.5e-3) -- the cell; the finger's mesh and the water's spacing follow it
 local y0 = 2 * DX + gap -- the finger's bottom
 local res = { math.ceil((0.11 + gap) / DX) + 3, math.ceil((y0 + 0.016 + gap + 0.01) / DX) + 3 }
 local r = cq.robot { dim = 2 }
-local g = r:gmsh { path = "scenes/finger2d.geo", offset = { 0.01, y0 }, scale = 1e-3, mesh_size = 1.5,
+local g = r:gmsh { path = "scenes/finger2d.geo", offset = { 0.01, y0 }, scale = 1e-3, mesh_size = 1.5 * DX / 2.5e-3,
   material = { preset = "dragonskin30", bulk = 1.75e9 } }
 r:chamber { wall = g.chambers.chamber, max = 20e3 }
 local nf = #r.x
 if medium == "water" then
-  local h = 1e-3
+  local h = DX / 2.5
   local x1 = (res[1] - 3) * DX
   r:box { offset = { 2 * DX, 2 * DX }, size = { math.floor((x1 - 2 * DX) / h) * h, math.floor((y0 + 0.016 + gap - 2 * DX) / h) * h },
     spacing = h, name = "water", material = { preset = "water", bulk = tonumber(os.getenv("K") or 2.2e9) },
@@ -26,7 +27,7 @@ if medium == "water" then
 end
 local grav = tonumber(os.getenv("GRAV") or 0)
 local w, s = r:world { res = res, dx = DX, dt = 5e-3, gravity = { 0, -grav }, damping = tonumber(os.getenv("DAMP") or 25),
-  walls = { all = { type = "slip", thickness = 3 }, left = { type = "sticky", thickness = 6 } }, integrator = "implicit",
+  walls = { all = { type = "slip", thickness = 3 }, left = { type = "sticky", thickness = math.floor(0.015 / DX + 0.5) } }, integrator = "implicit",
   volumetric = "averaged" }
 local maxx, tip = -1, {}
 for p = 0, nf - 1 do maxx = math.max(maxx, s.x[p]) end
