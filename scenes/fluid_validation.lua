@@ -197,14 +197,10 @@ function M.buoyed_beam(o)
       spacing = h, name = "water", material = { preset = "water", bulk = o.K or 2.2e9 },
       keep = function(x) return x[1] < bx0 - h / 4 or x[1] > bx1 + h / 4 or x[2] < by0 - h / 4 end }
   end
-  local robot = require "cq.robot"
-  local warn = robot.warn -- sparse water is measured here on purpose: no warning
-  robot.warn = function() end
-  local ok, w, s = pcall(r.world, r, { res = res, dx = dx, dt = 0.005, gravity = { 9.8 * E / 1e7, 0 },
-    damping = o.damping or 25, integrator = "implicit", volumetric = o.volumetric,
+  -- sparse water is measured here on purpose: its warning is dropped
+  local _, w, s = require("cq.robot").warnings_of(r.world, r, { res = res, dx = dx, dt = 0.005,
+    gravity = { 9.8 * E / 1e7, 0 }, damping = o.damping or 25, integrator = "implicit", volumetric = o.volumetric,
     walls = { all = { type = "slip", thickness = 3 }, top = { type = "sticky", thickness = 3 } } })
-  robot.warn = warn
-  if not ok then error(w, 0) end
   local n, tip = w.n, {}
   for i = 0, nb - 1 do if s.x[n + i] < by0 + 2e-3 then tip[#tip + 1] = i end end
   local function tip_x()

@@ -18,16 +18,4 @@ function M.has(msg, ...)
   end
 end
 
---- Runs f(...) with cq.robot's warnings captured instead of printed. Returns the list of warnings, then f's results
---- (f's error is raised after the warnings sink is restored).
-function M.warnings_of(f, ...)
-  local robot, warned = require "cq.robot", {}
-  local warn = robot.warn
-  robot.warn = function(msg) warned[#warned + 1] = msg end
-  local r = { pcall(f, ...) }
-  robot.warn = warn
-  if not r[1] then error(r[2], 0) end
-  return warned, unpack(r, 2)
-end
-
 return M

@@ -136,7 +136,7 @@ describe("water sampled under 2 particles per cell and axis", function()
     local h = DX / per_axis
     r:box { offset = { 2 * DX, 2 * DX }, size = { math.floor(15 * DX / h + 1e-9) * h, math.floor(21 * DX / h + 1e-9) * h },
       spacing = h, material = { preset = "water" }, name = "water" }
-    local warned, w, s = E.warnings_of(r.world, r, { res = { 20, 40 }, dx = DX, dt = 0.005, gravity = { 0, -9.8 },
+    local warned, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = DX, dt = 0.005, gravity = { 0, -9.8 },
       damping = 25, walls = { all = { type = "slip", thickness = 3 } }, integrator = "implicit", volumetric = volumetric })
     local n = w.n
     local function mean_y()

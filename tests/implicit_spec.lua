@@ -300,7 +300,7 @@ describe("implicit integrator in water", function()
     package.path = "./scenes/?.lua;" .. package.path
     local finger = require "finger"
     -- (robot:world warns that water this sparse sinks; the scatter of its pressures is what this case needs)
-    local warned, world, s = E.warnings_of(finger.build, { mesh_size = 6, bulk = 1.75e9,
+    local warned, world, s = require("cq.robot").warnings_of(finger.build, { mesh_size = 6, bulk = 1.75e9,
       integrator = "implicit", dt = 5e-3, threads = 1, implicit = { max_split = 0 },
       water = { bulk = 2.2e7, spacing = 0.002, gap = { 0.005, 0.005, 0.005 } } })
     assert.are.equal(1, #warned)

@@ -9,7 +9,7 @@
 --   environment: GRAV (m/s^2, 0), DAMP (the world's damping, 1/s, 25), K (the water's bulk modulus, 2.2e9), DX (m,
 --   2.5e-3: the cell; the finger's mesh size is 0.6 DX and the water's spacing DX / 2.5)
 local cq = require "cq"
-local medium, pk, T, gap = arg and arg[1] or "water", tonumber(arg[2] or 0.5), tonumber(arg[3] or 1), tonumber(arg[4] or 5) * 1e-3
+local medium, pk, T, gap = arg[1] or "water", tonumber(arg[2] or 0.5), tonumber(arg[3] or 1), tonumber(arg[4] or 5) * 1e-3
 local DX = tonumber(os.getenv("DX") or 2.5e-3) -- the cell; the finger's mesh and the water's spacing follow it
 local y0 = 2 * DX + gap -- the finger's bottom
 local res = { math.ceil((0.11 + gap) / DX) + 3, math.ceil((y0 + 0.016 + gap + 0.01) / DX) + 3 }

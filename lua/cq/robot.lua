@@ -500,6 +500,17 @@ M.FLUID_MIN_PER_AXIS = 1.9
 --- Where warnings go (stderr); replaceable, e.g. by a test that captures them.
 function M.warn(msg) io.stderr:write(msg, "\n") end
 
+--- Runs f(...) with the warnings collected instead of passed to M.warn. Returns the list of warnings, then f's
+--- results (f's error is raised once M.warn is restored).
+function M.warnings_of(f, ...)
+  local warned, warn = {}, M.warn
+  M.warn = function(msg) warned[#warned + 1] = msg end
+  local r = { pcall(f, ...) }
+  M.warn = warn
+  if not r[1] then error(r[2], 0) end
+  return warned, unpack(r, 2)
+end
+
 --- Warns (M.warn, once per group) of a fluid group sampled below M.FLUID_MIN_PER_AXIS particles per cell and axis
 --- (dx / its mean rest volume's D-th root). Returns the warnings.
 function M.warn_sparse_fluids(robot, dx)
