@@ -218,4 +218,41 @@ function M.buoyed_beam(o)
   return { path = path, n = n }
 end
 
+--- A tank of water at rest (issue 11): 15 x 21 cells of 2.5 mm filled from the walls' first nodes, slip walls,
+--- gravity 9.8. Water at rest should stay at rest: its mean height falls by its compression (micrometres) and its
+--- speeds decay with the start-up pressure wave. Options (all optional): per_axis = 2.5 (particles per cell and
+--- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
+--- substep), integrator = "implicit", T = 0.1 (s), reports = 1. Returns { drop = the mean height's fall (m) and
+--- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what
+--- robot:world warned }.
+function M.resting_tank(o)
+  o = o or {}
+  local dx, per_axis = 2.5e-3, o.per_axis or 2.5
+  local h, r = dx / per_axis, cq.robot { dim = 2 }
+  r:box { offset = { 2 * dx, 2 * dx }, size = { math.floor(15 * dx / h + 1e-9) * h, math.floor(21 * dx / h + 1e-9) * h },
+    spacing = h, name = "water", material = { preset = "water", bulk = o.K or 2.2e9, visc = o.visc or 1e-3 } }
+  local dt = o.dt or 0.005
+  local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = dx, dt = dt,
+    gravity = { 0, -9.8 }, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },
+    integrator = o.integrator or "implicit", volumetric = o.volumetric })
+  local n = w.n
+  local function mean_y()
+    local m = 0
+    for p = 0, n - 1 do m = m + s.x[n + p] end
+    return m / n
+  end
+  local y0, reports, drop, fastest = mean_y(), o.reports or 1, {}, {}
+  local every = math.max(1, math.floor((o.T or 0.1) / dt / reports + 0.5))
+  for k = 1, every * reports do
+    w:step(s, {})
+    if k % every == 0 then
+      local vmax = 0
+      for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
+      drop[#drop + 1], fastest[#fastest + 1] = y0 - mean_y(), vmax
+    end
+  end
+  w:release()
+  return { drop = drop, fastest = fastest, n = n, warnings = warnings }
+end
+
 return M

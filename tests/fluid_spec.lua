@@ -129,30 +129,14 @@ end)
 describe("water sampled under 2 particles per cell and axis", function()
   -- The finger's first tank (2 mm spacing, 1.25 per 2.5 mm cell and axis) sank and dragged the finger sideways
   -- (docs/benchmarks.md, "Issue 11: the water sinks"). A 2D tank of real water (bulk 2.2 GPa, 15 x 21 cells, slip
-  -- walls) at 5 ms implicit substeps for 0.1 s, at 1.25, 2 and 2.5 particles per cell and axis.
-  local DX = 2.5e-3
+  -- walls: scenes/fluid_validation.lua resting_tank) at 5 ms implicit substeps for 0.1 s, at 1.25, 2 and 2.5
+  -- particles per cell and axis.
   local function tank(per_axis, volumetric)
-    local r = cq.robot { dim = 2 }
-    local h = DX / per_axis
-    r:box { offset = { 2 * DX, 2 * DX }, size = { math.floor(15 * DX / h + 1e-9) * h, math.floor(21 * DX / h + 1e-9) * h },
-      spacing = h, material = { preset = "water" }, name = "water" }
-    local warned, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = DX, dt = 0.005, gravity = { 0, -9.8 },
-      damping = 25, walls = { all = { type = "slip", thickness = 3 } }, integrator = "implicit", volumetric = volumetric })
-    local n = w.n
-    local function mean_y()
-      local m = 0
-      for p = 0, n - 1 do m = m + s.x[n + p] end
-      return m / n
-    end
-    local y0 = mean_y()
-    for _ = 1, 20 do w:step(s, {}) end
-    local vmax = 0
-    for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
-    local drop = y0 - mean_y()
-    w:release()
+    local r = fv.resting_tank { per_axis = per_axis, volumetric = volumetric }
     print(string.format("%.2f per cell and axis%s: %d particles, mean height down %.3g mm, max speed %.3g m/s, %d "
-      .. "warning(s)", per_axis, volumetric and ", " .. volumetric or "", n, drop * 1e3, vmax, #warned))
-    return drop, vmax, warned
+      .. "warning(s)", per_axis, volumetric and ", " .. volumetric or "", r.n, r.drop[1] * 1e3, r.fastest[1],
+      #r.warnings))
+    return r.drop[1], r.fastest[1], r.warnings
   end
 
   it("sinks (its particles pack while each keeps J = 1), and robot:world warns; at 2 and 2.5 it stays at rest",
@@ -171,7 +155,9 @@ describe("water sampled under 2 particles per cell and axis", function()
 
   -- volumetric = "averaged" puts the water in the groups too (engine/volumetric.h vol_own_bulk: K_s = 1e-3 K on each
   -- particle's own J, the rest on its group's, its J projected to the group's mean each substep): at 2 and 2.5 per
-  -- cell and axis it no longer locks (below), at the price of a slow sinking
+  -- cell and axis it no longer locks (below), at the price of a slow sinking: a steady circulation that the groups'
+  -- one pressure per cell cannot balance (docs/benchmarks.md, "Issue 11: why the water in the groups neither rests
+  -- nor flows")
   it("stays nearly at rest in the averaged groups at 2 and 2.5 per cell and axis", function()
     for _, per_axis in ipairs { 2, 2.5 } do -- measured: 0.0027 and 0.021 mm, 0.0033 and 0.018 m/s
       local drop, vmax = tank(per_axis, "averaged")
