@@ -153,6 +153,27 @@ describe("water sampled under 2 particles per cell and axis", function()
     end
   end)
 
+  -- cq.world warns at its commit, so a world built without a robot is warned as well (lua/cq/_warn.lua)
+  it("is warned of by a world built without a robot, once, and not at 2 per cell and axis", function()
+    local function world_of(per_axis)
+      local dx = 2.5e-3
+      local w = cq.world { dim = 2, res = 16, dx = dx, n = 4, n_actuators = 1, dt = 1e-4 }
+      local h = dx / per_axis
+      w:fill("material", "fluid"); w:fill("bulk", 2.2e5); w:fill("vol0", h * h); w:fill("mass", 1000 * h * h)
+      return w
+    end
+    local robot = require "cq.robot"
+    local w = world_of(1.25)
+    local warned = robot.warnings_of(w.commit, w)
+    assert.are.equal(1, #warned)
+    assert.is_truthy(warned[1]:find("the world's fluid is sampled 1.25 particles per cell and axis", 1, true))
+    assert.are.equal(0, #robot.warnings_of(w.commit, w)) -- committed again: not warned twice
+    w:release()
+    w = world_of(2)
+    assert.are.equal(0, #robot.warnings_of(w.commit, w))
+    w:release()
+  end)
+
   -- volumetric = "averaged" puts the water in the groups too (engine/volumetric.h vol_own_bulk: K_s = 1e-3 K on each
   -- particle's own J, the rest on its group's, its J projected to the group's mean each substep): at 2 and 2.5 per
   -- cell and axis it no longer locks (below), at the price of a slow sinking: a steady circulation that the groups'

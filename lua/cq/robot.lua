@@ -479,8 +479,7 @@ function Robot:world(opts)
       w:add_cable(i, a.particles, a.k, a.rest or len)
     end
   end
-  w.groups = self.groups -- blow-up messages name the group of the failing particle
-  M.warn_sparse_fluids(self, w.dx)
+  w.groups = self.groups -- blow-up messages and warnings name the group of the particle
   w:commit()
   local s = w:state()
   for p = 1, w.n do
@@ -490,46 +489,9 @@ function Robot:world(opts)
   return w, s
 end
 
--- Fluids sampled more coarsely than this many particles per cell and axis sink under gravity: a fluid has no shear
--- stiffness, and with fewer particles than the grid has velocity unknowns its particles pack ever closer while each
--- keeps J = 1, so the free surface falls (a 2D tank at 1.25 per cell and axis: 1.1 mm in 0.1 s at 5 ms implicit
--- substeps, at 2 and 2.5 at rest; the finger's 3D tank at 1.25 drags the finger along: docs/benchmarks.md, "Issue 11:
--- the water sinks"). Solids hold their particles apart by their shear stiffness.
-M.FLUID_MIN_PER_AXIS = 1.9
-
---- Where warnings go (stderr); replaceable, e.g. by a test that captures them.
-function M.warn(msg) io.stderr:write(msg, "\n") end
-
---- Runs f(...) with the warnings collected instead of passed to M.warn. Returns the list of warnings, then f's
---- results (f's error is raised once M.warn is restored).
-function M.warnings_of(f, ...)
-  local warned, warn = {}, M.warn
-  M.warn = function(msg) warned[#warned + 1] = msg end
-  local r = { pcall(f, ...) }
-  M.warn = warn
-  if not r[1] then error(r[2], 0) end
-  return warned, unpack(r, 2)
-end
-
---- Warns (M.warn, once per group) of a fluid group sampled below M.FLUID_MIN_PER_AXIS particles per cell and axis
---- (dx / its mean rest volume's D-th root). Returns the warnings.
-function M.warn_sparse_fluids(robot, dx)
-  local out = {}
-  for i, g in ipairs(robot.groups) do
-    local vol, count = 0, 0
-    for _, p in ipairs(g.particles) do
-      if robot.mat[p].model == "fluid" then vol, count = vol + robot.vol[p], count + 1 end
-    end
-    local per_axis = count > 0 and dx / (vol / count) ^ (1 / robot.dim) or math.huge
-    if per_axis < M.FLUID_MIN_PER_AXIS then
-      out[#out + 1] = string.format("cqlua: warning: the fluid group %s is sampled %.3g particles per cell and axis " ..
-        "(dx %.4g); below 2 a fluid's particles pack and it sinks under gravity: use a spacing of at most dx / 2 = %.4g",
-        g.name and ("'" .. g.name .. "'") or "#" .. i, per_axis, dx, dx / 2)
-      M.warn(out[#out])
-    end
-  end
-  return out
-end
+--- Runs f(...) with the warnings (a sparse fluid's, ...) collected instead of written to stderr. Returns the list of
+--- warnings, then f's results (f's error is raised once the warnings go to stderr again).
+M.warnings_of = require("cq._warn").warnings_of
 
 --- Number of particles so far.
 function Robot:size() return #self.x end

@@ -274,6 +274,9 @@ end
 --- parameters written later (world:fill) are validated again before the next step.
 function World:commit()
   self:_check(self._lib.cq_world_commit(self:_handle("world:commit")), "world:commit")
+  if not self.committed then -- warned once per world
+    require("cq._warn").sparse_fluids(self, self:_writable("material"), self:_writable("vol0"), registry.MATERIAL.fluid)
+  end
   self.committed = true
   return self
 end

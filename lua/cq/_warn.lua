@@ -1,0 +1,56 @@
+-- Private: warnings (not errors) about a world that will run but not as its author likely expects. They go to
+-- M.warn (stderr), which `require("cq.robot").warnings_of` swaps to collect them.
+local M = {}
+
+-- Fluids sampled more coarsely than this many particles per cell and axis sink under gravity: a fluid has no shear
+-- stiffness, and with fewer particles than the grid has velocity unknowns its particles pack ever closer while each
+-- keeps J = 1, so the free surface falls (a 2D tank at 1.25 per cell and axis: 1.1 mm in 0.1 s at 5 ms implicit
+-- substeps, at 2 and 2.5 at rest; the finger's 3D tank at 1.25 drags the finger along: docs/benchmarks.md, "Issue 11:
+-- the water sinks"). Solids hold their particles apart by their shear stiffness.
+M.FLUID_MIN_PER_AXIS = 1.9
+
+--- Where warnings go (stderr); replaceable, e.g. by a test that captures them.
+function M.warn(msg) io.stderr:write(msg, "\n") end
+
+--- Runs f(...) with the warnings collected instead of passed to M.warn. Returns the list of warnings, then f's
+--- results (f's error is raised once M.warn is restored).
+function M.warnings_of(f, ...)
+  local warned, warn = {}, M.warn
+  M.warn = function(msg) warned[#warned + 1] = msg end
+  local r = { pcall(f, ...) }
+  M.warn = warn
+  if not r[1] then error(r[2], 0) end
+  return warned, unpack(r, 2)
+end
+
+--- Warns (M.warn) of the fluid particles of a world sampled below M.FLUID_MIN_PER_AXIS particles per cell and axis
+--- (dx / their mean rest volume's D-th root): once per group of world.groups (a robot's: { name, particles }, 1-based)
+--- that has fluid particles, or once for all of them when the world has no groups. material and vol0 are the
+--- world's parameter arrays (0-based), fluid the fluid material's id. Returns the warnings.
+function M.sparse_fluids(world, material, vol0, fluid)
+  local groups = world.groups
+  if not groups then
+    local all = {}
+    for p = 1, world.n do all[p] = p end
+    groups = { { particles = all } }
+  end
+  local out = {}
+  for i, g in ipairs(groups) do
+    local vol, count = 0, 0
+    for _, p in ipairs(g.particles) do
+      if material[p - 1] == fluid then vol, count = vol + vol0[p - 1], count + 1 end
+    end
+    local per_axis = count > 0 and world.dx / (vol / count) ^ (1 / world.dim) or math.huge
+    if per_axis < M.FLUID_MIN_PER_AXIS then
+      local what = g.name and ("the fluid group '" .. g.name .. "'") or world.groups and ("the fluid group #" .. i)
+        or "the world's fluid"
+      out[#out + 1] = string.format("cqlua: warning: %s is sampled %.3g particles per cell and axis (dx %.4g); below 2 "
+        .. "a fluid's particles pack and it sinks under gravity: use a spacing of at most dx / 2 = %.4g", what,
+        per_axis, world.dx, world.dx / 2)
+      M.warn(out[#out])
+    end
+  end
+  return out
+end
+
+return M
