@@ -224,13 +224,14 @@ end
 --- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
 --- substep), integrator = "implicit", T = 0.1 (s), reports = 1. Returns { drop = the mean height's fall (m) and
 --- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what
---- robot:world warned }.
+--- robot:world (world:commit) warned }.
 function M.resting_tank(o)
   o = o or {}
   local dx, per_axis = 2.5e-3, o.per_axis or 2.5
   local h, r = dx / per_axis, cq.robot { dim = 2 }
-  r:box { offset = { 2 * dx, 2 * dx }, size = { math.floor(15 * dx / h + 1e-9) * h, math.floor(21 * dx / h + 1e-9) * h },
-    spacing = h, name = "water", material = { preset = "water", bulk = o.K or 2.2e9, visc = o.visc or 1e-3 } }
+  r:box { offset = { 2 * dx, 2 * dx },
+    size = { math.floor(15 * dx / h + 1e-9) * h, math.floor(21 * dx / h + 1e-9) * h }, spacing = h, name = "water",
+    material = { preset = "water", bulk = o.K or 2.2e9, visc = o.visc or 1e-3 } }
   local dt = o.dt or 0.005
   local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = dx, dt = dt,
     gravity = { 0, -9.8 }, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },

@@ -9,9 +9,9 @@
 package.path = "./scenes/?.lua;" .. package.path
 local fv = require "fluid_validation"
 local T = tonumber(arg[2] or 1)
-local r = fv.resting_tank { per_axis = tonumber(arg[1] or 2.5), T = T, reports = 10, volumetric = os.getenv("VOL") or
-  "averaged", K = tonumber(os.getenv("BULK")), visc = tonumber(os.getenv("VISC")), damping = tonumber(os.getenv("DAMP")),
-  dt = tonumber(os.getenv("DT")), integrator = os.getenv("INT") }
+local r = fv.resting_tank { per_axis = tonumber(arg[1] or 2.5), T = T, reports = 10,
+  volumetric = os.getenv("VOL") or "averaged", K = tonumber(os.getenv("BULK")), visc = tonumber(os.getenv("VISC")),
+  damping = tonumber(os.getenv("DAMP")), dt = tonumber(os.getenv("DT")), integrator = os.getenv("INT") }
 for k = 1, #r.drop do
   print(string.format("%d particles, t %.3f s: mean height %+.4f mm, fastest %.2e m/s", r.n, k * T / #r.drop,
     -r.drop[k] * 1e3, r.fastest[k]))
