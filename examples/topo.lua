@@ -2,13 +2,15 @@
 -- body designed together by gradient descent through MPM, under the augmented Lagrangian method with Adam
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
---   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes]
+--   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes] [walls=no_slip | sticky]
 --   example: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
 --   iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test); resume = yes continues from
 --   out/<example>/design.json, which the run writes every 25 iterations and at its end (the design variables, the
---   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls.
+--   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls;
+--   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
+--   out/<example>_sticky/) instead of the seed's eq. 9.
 -- Writes out/<example>/: history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
 -- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
 -- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
@@ -22,12 +24,13 @@ local backend = arg and arg[5] or "cpu"
 local time_limit = tonumber(arg and arg[6]) or math.huge
 local T = tonumber(arg and arg[7])
 local resume = arg and arg[8] == "yes"
+local walls = arg and arg[9] ~= "" and arg[9] or "no_slip"
 local N_ACT = 4
-local out = "out/" .. name
+local out = "out/" .. name .. (walls == "sticky" and "_sticky" or "")
 os.execute("mkdir -p " .. out)
 local now = require("cq.clock").now
 
-local world, s0, info = topo.build(name, { precision = precision, backend = backend })
+local world, s0, info = topo.build(name, { precision = precision, backend = backend, walls = walls })
 local ex, steps = info.example, info.steps
 if T then steps = math.max(1, math.floor(T / info.ctl_dt + 0.5)) end
 print(string.format("%s: %d particles, %d control steps of %g s (%d substeps of 1e-4 s), A_act %g Pa; objective %s",
@@ -169,7 +172,7 @@ cq.frames.write { trajectory = run:trajectory(), dir = out .. "/optimised", ever
 -- middle of their ranges (a_sgn to -1 or 1, a_abs to -1 or 1), full E0 and rho0; re-simulated
 local keep = {}
 for i = 0, world.n - 1 do if lay.gamma[i] > 0.5 then keep[#keep + 1] = i + 1 end end
-local bw, bs0 = topo.build(name, { precision = precision, backend = backend, keep = keep, act_of = act_of,
+local bw, bs0 = topo.build(name, { precision = precision, backend = backend, walls = walls, keep = keep, act_of = act_of,
   gravity = ex.gravity_ramp and -9.8 or nil })
 for _, q in ipairs(pulses.params) do for i = 0, q.n - 1 do q.v[i] = q.v[i] >= 0 and 1 or -1 end end
 local ctl = { params = {}, act = function(_, tp, obs, k) return pulses:act(tp, obs, k) end }

@@ -1,7 +1,8 @@
 -- Seed 004's examples (sec. 4): the design domains, worlds and objectives of walker2d_topo, climber2d_topo and
 -- balancer2d_topo, walker3d_topo and rotator3d_topo. Common to all: a 1 m domain with dx = 0.01
 -- m, particles 0.5 dx apart, rho0 = 1000 kg/m^3, E0 = 0.1 MPa, nu0 = 0.4 (neo-Hookean), substeps of 1e-4 s, gravity
--- 9.8 m/s^2, no-slip (sticky) floor and walls. Control steps are 1e-3 s (10 substeps): the pulses (sigma = 0.01 s)
+-- 9.8 m/s^2, no-slip floor and walls (eq. 9: a node moving into a wall stops, one moving away is free; Coulomb
+-- friction with an infinite coefficient). Control steps are 1e-3 s (10 substeps): the pulses (sigma = 0.01 s)
 -- are held over each. M.build(name, opts) -> world, s0, info; opts.keep (a list of 1-based particles of the full
 -- domain) builds the post-processed body (appendix A: solid particles only) with opts.act_of[p] (1-based actuator,
 -- nil = passive) on 4 actuators.
@@ -27,7 +28,8 @@ M.EXAMPLES = {
 }
 
 --- The world of example name: its design domain (or opts.keep of it), on backend opts.backend ("cpu") in
---- opts.precision ("f64"), opts.threads (1).
+--- opts.precision ("f64"), opts.threads (1); opts.walls = "no_slip" (eq. 9, the default) or "sticky" (every wall
+--- node's velocity zeroed, moving in or away: how the runs before 2026-11-25 were made).
 function M.build(name, opts)
   opts = opts or {}
   local ex = assert(M.EXAMPLES[name], "scenes/topo.lua: unknown example " .. tostring(name))
@@ -36,10 +38,14 @@ function M.build(name, opts)
   for a = 1, dim do count[a] = math.floor(ex.size[a] / h + 0.5) end
   -- the climber's walls hug the domain (0.2 m apart); the others stand on the floor of the 1 m box (3D: centred in z)
   local res = ex.walls and { count[1] / 2 + 2 * thick, 100 } or (dim == 3 and { 100, 100, 100 } or { 100, 100 })
-  -- the balancer's lowest cell lies in the floor band, whose sticky nodes move at 1.2 cos(40 t) m/s (0.03 sin(40 t) m)
+  -- the balancer's lowest cell lies in the floor band, whose sticky nodes (eq. 9 without its branch) move at 1.2 cos(40 t) m/s (0.03 sin(40 t) m)
   local origin = { ex.walls and thick * DX or ex.centred and 0.5 - count[1] * h / 2 or 0.1,
     ex.embedded and (thick - 1) * DX or thick * DX, 0.5 - (count[3] or 0) * h / 2 }
-  local walls = { all = { type = "sticky", thickness = thick } }
+  local wall_type = opts.walls or "no_slip"
+  assert(wall_type == "no_slip" or wall_type == "sticky",
+    "scenes/topo.lua: opts.walls must be \"no_slip\" or \"sticky\", got " .. tostring(wall_type))
+  local walls = { all = wall_type == "sticky" and { type = "sticky", thickness = thick }
+    or { type = "friction", friction = math.huge, thickness = thick } }
   if ex.embedded then
     walls.floor = { type = "sticky", thickness = thick, oscillation = { amplitude = { 0.03 * 40, 0 }, omega = 40,
       phase = math.pi / 2 } }

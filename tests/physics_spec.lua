@@ -354,4 +354,30 @@ describe("walls", function()
     assert.is_true(math.abs(slip - 1) < 0.01 and math.abs(slip_floor - 1) < 0.01)
     assert.is_true(sticky_floor >= 0 and sticky_floor < 0.05 and sticky_all >= 0 and sticky_all < 0.05)
   end)
+
+  -- Seed 004's no-slip walls (its eq. 9: Coulomb friction with an infinite coefficient) stop a node moving into
+  -- the wall, tangential part included, and leave one moving away or along it free; "sticky" stops every wall node.
+  -- A block whose first column touches the left wall's nodes, pushed away from, along and into the wall.
+  local function push(wall, velocity)
+    local r = cq.robot { dim = 2 }
+    r:box { offset = { 3 / 32, 0.3 }, size = { 0.1, 0.1 }, spacing = 1 / 64, velocity = velocity,
+      material = { E = 100, density = 1 } }
+    local w, s = r:world { res = { 32, 32 }, dx = 1 / 32, dt = 2e-3, substeps = 2, gravity = { 0, 0 }, threads = 1,
+      backend = "cpu", walls = { all = { type = "slip", thickness = 3 }, left = wall } }
+    for _ = 1, 10 do w:step(s) end
+    return s:mean("v")
+  end
+  it("no-slip walls (friction = inf, seed 004 eq. 9) free a body moving away or along, and stop one moving in", function()
+    local no_slip = { type = "friction", friction = math.huge, thickness = 3 }
+    local sticky = { type = "sticky", thickness = 3 }
+    local away_n, away_s = push(no_slip, { 1, 0 }), push(sticky, { 1, 0 })
+    local along_n, along_s = push(no_slip, { 0, 1 }), push(sticky, { 0, 1 })
+    local in_n, in_s = push(no_slip, { -1, 0.5 }), push(sticky, { -1, 0.5 })
+    print(string.format("  mean v after 40 ms, no-slip / sticky: away vx %.4f / %.4f, along vy %.4f / %.4f, " ..
+      "into vy %.4f / %.4f", away_n[1], away_s[1], along_n[2], along_s[2], in_n[2], in_s[2]))
+    assert.are.equal(1, away_n[1]) -- no wall node ever sees an approaching velocity
+    assert.is_true(away_s[1] < 0.995)
+    assert.is_true(along_n[2] > along_s[2] + 0.02)
+    assert.are.equal(in_s[1], in_n[1]); assert.are.equal(in_s[2], in_n[2]) -- approaching: both stop the node
+  end)
 end)
