@@ -2,7 +2,7 @@
 -- body designed together by gradient descent through MPM, under the augmented Lagrangian method with Adam
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
---   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes] [walls=no_slip | sticky]
+--   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes] [walls=no_slip | sticky] [out=out/<example>]
 --   example: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
 --   iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
@@ -10,8 +10,9 @@
 --   out/<example>/design.json, which the run writes every 25 iterations and at its end (the design variables, the
 --   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls;
 --   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
---   out/<example>_sticky/) instead of the seed's eq. 9.
--- Writes out/<example>/: history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
+--   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than
+--   a user's run).
+-- Writes out/<example>/ (or out): history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
 -- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
 -- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
 local cq = require "cq"
@@ -26,7 +27,7 @@ local T = tonumber(arg and arg[7])
 local resume = arg and arg[8] == "yes"
 local walls = arg and arg[9] ~= "" and arg[9] or "no_slip"
 local N_ACT = 4
-local out = "out/" .. name .. (walls == "sticky" and "_sticky" or "")
+local out = arg and arg[10] or "out/" .. name .. (walls == "sticky" and "_sticky" or "")
 os.execute("mkdir -p " .. out)
 local now = require("cq.clock").now
 
@@ -67,13 +68,14 @@ end
 local save_path, al_state, evals, first_task = out .. "/design.json", {}, 0, nil
 local function save_run()
   cq.save(save_path, { design = params }, { state = al_state, evals = evals, first_task = first_task,
-    example = name, steps = steps })
+    example = name, steps = steps, walls = walls })
 end
 if resume then
   local extra = cq.load(save_path, { design = params })
-  if extra.example ~= name or extra.steps ~= steps then
-    error(string.format("examples/topo.lua: %s is a run of %s over %s steps, not of %s over %d", save_path,
-      tostring(extra.example), tostring(extra.steps), name, steps))
+  local saved_walls = extra.walls or "sticky" -- files written before the walls argument came from sticky walls
+  if extra.example ~= name or extra.steps ~= steps or saved_walls ~= walls then
+    error(string.format("examples/topo.lua: %s is a run of %s over %s steps with %s walls, not of %s over %d with %s",
+      save_path, tostring(extra.example), tostring(extra.steps), saved_walls, name, steps, walls), 0)
   end
   al_state, evals, first_task = extra.state, extra.evals, extra.first_task
   print(string.format("resumed from %s: %d iterations, outer %d", save_path, al_state.iterations, al_state.outer))
@@ -187,7 +189,8 @@ for _, which in ipairs { "optimised", "binarised" } do
   if not ok_v then print("video skipped: " .. tostring(why_v)) end
 end
 local lines = {
-  string.format("example %s, %s, %d particles (%d solid after binarisation)", name, precision, world.n, #keep),
+  string.format("example %s, %s, %d particles (%d solid after binarisation), walls %s", name, precision, world.n,
+    #keep, walls),
   string.format("iterations %d (outer %d%s), %.1f s per iteration, feasible %s", result.iterations, result.outer,
     result.stopped and ", stopped at the time limit" or "", per_iter,
     tostring(result.feasible)),

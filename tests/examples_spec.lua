@@ -235,11 +235,12 @@ end)
 describe("examples/topo.lua", function()
   it("seed 004's walker (0.03 s, 4 iterations): the task loss falls; history, layout, signals, " ..
     "frames, the binarised re-simulation, and a resumed run continues", function()
-    local dir = "out/walker2d_topo/"
+    local dir = "out/test/walker2d_topo/" -- not out/walker2d_topo/, where a user's run may be writing
     local files = { dir .. "history.csv", dir .. "layout.png", dir .. "signals.csv", dir .. "result.txt",
       dir .. "optimised/frame_0000.png", dir .. "binarised/frame_0000.png" }
     for _, f in ipairs(files) do os.remove(f) end
-    local r = run_example("examples/topo.lua", { "walker2d_topo", "4", "f64", "1", "cpu", "1e9", "0.03" })
+    local r = run_example("examples/topo.lua", { "walker2d_topo", "4", "f64", "1", "cpu", "1e9", "0.03", "no", "",
+      dir })
     print(string.format("  topo: task %.3e -> %.3e in %d iterations; binarised %.3e, %d solid particles", r.first_task,
       r.task, r.iterations, r.binarised, r.solid))
     assert.are.equal(4, r.iterations)
@@ -247,7 +248,8 @@ describe("examples/topo.lua", function()
     for m = 1, 4 do assert.is_true(r.C[m] >= 0 and r.C[m] <= 1) end
     for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
     -- resumed from design.json for one more outer iteration of 2: it goes on from where the run stopped
-    local r2 = run_example("examples/topo.lua", { "walker2d_topo", "2", "f64", "2", "cpu", "1e9", "0.03", "yes" })
+    local r2 = run_example("examples/topo.lua", { "walker2d_topo", "2", "f64", "2", "cpu", "1e9", "0.03", "yes",
+      "", dir })
     print(string.format("  topo resumed: %d iterations, task %.3e", r2.iterations, r2.task))
     assert.are.equal(6, r2.iterations)
     assert.is_true(r2.task < r.task)
@@ -256,9 +258,10 @@ end)
 
 describe("examples/topo.lua rotator3d_topo", function()
   it("seed 004's 3D rotator (0.005 s, 3 iterations): the spin objective (eq. 36) falls; layout and result", function()
-    local dir = "out/rotator3d_topo/"
+    local dir = "out/test/rotator3d_topo/"
     for _, f in ipairs { dir .. "layout.png", dir .. "result.txt" } do os.remove(f) end
-    local r = run_example("examples/topo.lua", { "rotator3d_topo", "3", "f64", "1", "cpu", "1e9", "0.005" })
+    local r = run_example("examples/topo.lua", { "rotator3d_topo", "3", "f64", "1", "cpu", "1e9", "0.005", "no", "",
+      dir })
     print(string.format("  rotator: task %.3e -> %.3e", r.first_task, r.task))
     assert.is_true(r.task < r.first_task - 1e-8) -- it turns clockwise (negative angle)
     for _, f in ipairs { dir .. "layout.png", dir .. "result.txt" } do assert.is_truthy(io.open(f, "rb"), f) end
