@@ -3,6 +3,7 @@
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
 -- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
 --   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes] [walls=no_slip | sticky] [out=out/<example>]
+--   [seed=1]
 --   example: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
 --   iterations: the
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
@@ -11,7 +12,7 @@
 --   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls;
 --   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
 --   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than
---   a user's run).
+--   a user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
 -- Writes out/<example>/ (or out): history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
 -- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
 -- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
@@ -27,7 +28,7 @@ local T = tonumber(arg and arg[7])
 local resume = arg and arg[8] == "yes"
 local walls = arg and arg[9] ~= "" and arg[9] or "no_slip"
 local N_ACT = 4
-local out = arg and arg[10] or "out/" .. name .. (walls == "sticky" and "_sticky" or "")
+local out = arg and arg[10] ~= "" and arg[10] or "out/" .. name .. (walls == "sticky" and "_sticky" or "")
 os.execute("mkdir -p " .. out)
 local now = require("cq.clock").now
 
@@ -43,7 +44,7 @@ local radius = ex.radius * info.dx
 local design = cq.design { world = world }
 local phi = design:layout { state = s0, radius = radius, p = ex.p, beta = ex.beta }
 local psi = design:actuators { state = s0, outputs = N_ACT, layout = phi, radius = radius, p = ex.p, beta = ex.beta }
-math.randomseed(1)
+math.randomseed(tonumber(arg and arg[11]) or 1)
 local function gauss() return 0.1 * math.sqrt(-2 * math.log(1 - math.random())) * math.cos(2 * math.pi * math.random()) end
 local pulses = cq.pulses { outputs = N_ACT, steps = steps, dt = info.ctl_dt, amplitude = ex.A_act, init_sgn = gauss,
   init_abs = gauss }
