@@ -27,6 +27,9 @@ local time_limit = tonumber(arg and arg[6]) or math.huge
 local T = tonumber(arg and arg[7])
 local resume = arg and arg[8] == "yes"
 local walls = arg and arg[9] ~= "" and arg[9] or "no_slip"
+if walls ~= "no_slip" and walls ~= "sticky" then
+  error("examples/topo.lua: walls (argument 9) must be no_slip or sticky, got " .. walls, 0)
+end
 local N_ACT = 4
 local out = arg and arg[10] ~= "" and arg[10] or "out/" .. name .. (walls == "sticky" and "_sticky" or "")
 os.execute("mkdir -p " .. out)
@@ -44,7 +47,9 @@ local radius = ex.radius * info.dx
 local design = cq.design { world = world }
 local phi = design:layout { state = s0, radius = radius, p = ex.p, beta = ex.beta }
 local psi = design:actuators { state = s0, outputs = N_ACT, layout = phi, radius = radius, p = ex.p, beta = ex.beta }
-math.randomseed(tonumber(arg and arg[11]) or 1)
+local seed = arg and arg[11] or "1"
+if not tonumber(seed) then error("examples/topo.lua: seed (argument 11) must be a number, got " .. seed, 0) end
+math.randomseed(tonumber(seed))
 local function gauss() return 0.1 * math.sqrt(-2 * math.log(1 - math.random())) * math.cos(2 * math.pi * math.random()) end
 local pulses = cq.pulses { outputs = N_ACT, steps = steps, dt = info.ctl_dt, amplitude = ex.A_act, init_sgn = gauss,
   init_abs = gauss }

@@ -38,7 +38,8 @@ function M.build(name, opts)
   for a = 1, dim do count[a] = math.floor(ex.size[a] / h + 0.5) end
   -- the climber's walls hug the domain (0.2 m apart); the others stand on the floor of the 1 m box (3D: centred in z)
   local res = ex.walls and { count[1] / 2 + 2 * thick, 100 } or (dim == 3 and { 100, 100, 100 } or { 100, 100 })
-  -- the balancer's lowest cell lies in the floor band, whose sticky nodes (eq. 9 without its branch) move at 1.2 cos(40 t) m/s (0.03 sin(40 t) m)
+  -- the balancer's lowest cell lies in the floor band, whose sticky nodes (eq. 9 without its branch) move at
+  -- 1.2 cos(40 t) m/s (0.03 sin(40 t) m)
   local origin = { ex.walls and thick * DX or ex.centred and 0.5 - count[1] * h / 2 or 0.1,
     ex.embedded and (thick - 1) * DX or thick * DX, 0.5 - (count[3] or 0) * h / 2 }
   local wall_type = opts.walls or "no_slip"

@@ -253,6 +253,11 @@ describe("examples/topo.lua", function()
     print(string.format("  topo resumed: %d iterations, task %.3e", r2.iterations, r2.task))
     assert.are.equal(6, r2.iterations)
     assert.is_true(r2.task < r.task)
+    -- a design optimised between eq. 9's walls is not resumed between sticky ones
+    local ok, err = pcall(run_example, "examples/topo.lua", { "walker2d_topo", "1", "f64", "3", "cpu", "1e9", "0.03",
+      "yes", "sticky", dir })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("with no_slip walls, not of walker2d_topo over 30 with sticky", 1, true), err)
   end)
 end)
 
