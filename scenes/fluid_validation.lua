@@ -198,8 +198,10 @@ function M.buoyed_beam(o)
       keep = function(x) return x[1] < bx0 - h / 4 or x[1] > bx1 + h / 4 or x[2] < by0 - h / 4 end }
   end
   -- sparse water is measured here on purpose: its warning is dropped
-  local _, w, s = require("cq.robot").warnings_of(r.world, r, { res = res, dx = dx, dt = 0.005,
-    gravity = { 9.8 * E / 1e7, 0 }, damping = o.damping or 25, integrator = "implicit", volumetric = o.volumetric,
+  local dt = o.dt or 0.005
+  local _, w, s = require("cq.robot").warnings_of(r.world, r, { res = res, dx = dx, dt = dt,
+    gravity = { 9.8 * E / 1e7, 0 }, damping = o.damping or 25, integrator = o.integrator or "implicit",
+    volumetric = o.volumetric,
     walls = { all = { type = "slip", thickness = 3 }, top = { type = "sticky", thickness = 3 } } })
   local n, tip = w.n, {}
   for i = 0, nb - 1 do if s.x[n + i] < by0 + 2e-3 then tip[#tip + 1] = i end end
@@ -209,7 +211,7 @@ function M.buoyed_beam(o)
     return m / #tip
   end
   local x0, path, reports = tip_x(), {}, o.reports or 10
-  local every = math.max(1, math.floor((o.T or 1) / 0.005 / reports + 0.5))
+  local every = math.max(1, math.floor((o.T or 1) / dt / reports + 0.5))
   for k = 1, every * reports do
     w:step(s, {})
     if k % every == 0 then path[#path + 1] = tip_x() - x0 end

@@ -1,5 +1,5 @@
 -- tools/water_gap2d.lua: the 2D finger (scenes/finger2d.geo, mesh 1.5, DragonSkin-30 at its real bulk modulus,
--- volumetric = "averaged", implicit 5 ms substeps) in a tank whose slip walls leave gap_mm of water below it, beyond
+-- volumetric = "averaged" unless VOL says otherwise, implicit 5 ms substeps) in a tank whose slip walls leave gap_mm of water below it, beyond
 -- its tip and above it (then a free surface, 10 mm of air and the grid's top wall). Without gravity by default, the
 -- chamber at p_kPa ramped over 0.1 s; prints the tip's displacement from its start five times over T seconds.
 -- docs/benchmarks.md, "Issue 11: the water in the groups" and "why the water in the groups neither rests nor flows":
@@ -8,7 +8,8 @@
 -- usage: build/bin/cqlua tools/water_gap2d.lua [air|water] [p_kPa=0.5] [T=1] [gap_mm=5]
 --   environment: GRAV (m/s^2, 0), DAMP (the world's damping, 1/s, 25), K (the water's bulk modulus, 2.2e9), DX (m,
 --   2.5e-3: the cell; the finger's mesh size is 0.6 DX and the water's spacing DX / PPA), PPA (the water's particles
---   per cell and axis, 2.5), DT (the substep, 5e-3), INT (the integrator, implicit; explicit needs DT <= 1.9e-6)
+--   per cell and axis, 2.5), DT (the substep, 5e-3), INT (the integrator, implicit; explicit needs DT <= 1.9e-6), VOL
+--   (the world's volumetric, averaged)
 local cq = require "cq"
 local medium, pk, T = arg[1] or "water", tonumber(arg[2] or 0.5), tonumber(arg[3] or 1)
 local gap = tonumber(arg[4] or 5) * 1e-3
@@ -33,7 +34,7 @@ local grav = tonumber(os.getenv("GRAV") or 0)
 local w, s = r:world { res = res, dx = DX, dt = DT, gravity = { 0, -grav }, damping = tonumber(os.getenv("DAMP") or 25),
   walls = { all = { type = "slip", thickness = 3 },
     left = { type = "sticky", thickness = math.floor(0.015 / DX + 0.5) } },
-  integrator = os.getenv("INT") or "implicit", volumetric = "averaged" }
+  integrator = os.getenv("INT") or "implicit", volumetric = os.getenv("VOL") or "averaged" }
 local maxx, tip = -1, {}
 for p = 0, nf - 1 do maxx = math.max(maxx, s.x[p]) end
 for p = 0, nf - 1 do if s.x[p] > maxx - 3e-3 then tip[#tip + 1] = p + 1 end end
