@@ -279,22 +279,25 @@ static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, c
 
 /* The G2P adjoint of CQI_LANES consecutive particles pp[0..] of a slab without fluids, in an explicit substep: their
  * terms as SIMD lanes (g2p_adj_terms), then the scatter particle by particle in slab order, so that every node gets
- * the same sums in the same order as from g2p_adj. */
+ * the same sums in the same order as from g2p_adj, and each particle's own dL/dF and dL/dx stored. */
 static void CQ_D(g2p_adj_chunk)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* gridv,
                                 const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1,
                                 const int32_t* pp) {
-  enum { NODES = D == 2 ? 9 : 27 };
+  enum { NODES = D == 2 ? 9 : 27, OWN = D * D + D };
   const cqi_variant v = {-1, 1, 0, 0};
   cqi_node idx[NODES * CQI_LANES];
-  cq_real add[NODES * D * CQI_LANES];
+  cq_real add[NODES * D * CQI_LANES], own[OWN * CQI_LANES];
 #pragma omp simd
   for (int l = 0; l < CQI_LANES; l++)
-    CQ_D(g2p_adj_terms)(c, s, m, pp[l], gridv, g1, g0, C1, v, idx + l, add + l, CQI_LANES);
-  for (int l = 0; l < CQI_LANES; l++)
+    CQ_D(g2p_adj_terms)(c, s, m, pp[l], gridv, g1, C1, v, idx + l, add + l, own + l, CQI_LANES);
+  for (int l = 0; l < CQI_LANES; l++) {
     for (int k = 0; k < NODES; k++) {
       cq_real* ai = adj + idx[k * CQI_LANES + l] * (D + 1);
       for (int a = 0; a < D; a++) ai[a] += add[(k * D + a) * CQI_LANES + l];
     }
+    for (int e = 0; e < D * D; e++) g0->F[e * s->n + pp[l]] = own[e * CQI_LANES + l];
+    for (int a = 0; a < D; a++) g0->x[a * s->n + pp[l]] = own[(D * D + a) * CQI_LANES + l];
+  }
 }
 
 static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,

@@ -130,13 +130,14 @@ CQ_HD int CQ_D(g2p)(const cq_substep* c, cq_particles* s, const cq_params* m, in
   return CQ_D(g2p_v)(c, s, m, p, gridv, CQI_ANY);
 }
 
-/* Adjoint, first half: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes g0->F
- * (P2G's adjoint adds to it later) and gives the particle's stencil, dL/dv and dL/dC (eqs. A47, A50) and the
- * start of dL/dx. Cnext (may be NULL) is C of the state after the step; without it C^{n+1} is gathered again. */
+/* Adjoint, first half: s is the state BEFORE the step, g1 the gradient w.r.t. the state after it. Writes dL/dF^n
+ * into gF[e * stride] (e = a D + b; g0->F's own entries when gF is g0->F + p and stride n; P2G's adjoint adds to
+ * them later) and gives the particle's stencil, dL/dv and dL/dC (eqs. A47, A50) and the start of dL/dx. Cnext (may
+ * be NULL) is C of the state after the step; without it C^{n+1} is gathered again. */
 CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                                 const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
-                                 CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D], cq_real gx[D],
-                                 cqi_variant vr) {
+                                 const cq_real* gridv, const cq_particles* g1, cq_real* gF, int stride,
+                                 const cq_real* Cnext, CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D],
+                                 cq_real gx[D], cqi_variant vr) {
   int n = s->n;
   cq_real x[D], F[D][D], B[D][D] = {{0}};
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
@@ -195,14 +196,14 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
     for (int b = 0; b < D; b++) {
       cq_real t = gF1[a][b] + gF0[a][b];
       for (int k = 0; k < D; k++) t += c->dt * Cn[k][a] * gF1[k][b];
-      g0->F[(a * D + b) * n + p] = t;
+      gF[(a * D + b) * stride] = t;
     }
 }
 
 CQ_HD void CQ_D(g2p_adj_begin)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
                                CQ_D(cqi_stencil) * st_out, cq_real gv[D], cq_real gC[D][D], cq_real gx[D]) {
-  CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, g0, Cnext, st_out, gv, gC, gx, CQI_ANY);
+  CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, g0->F + p, s->n, Cnext, st_out, gv, gC, gx, CQI_ANY);
 }
 
 /* Adjoint, per stencil node at offset off: the particle's dL/d(node velocity) (eq. A54) into out[D], and the node's
@@ -247,14 +248,16 @@ CQ_HD void CQ_D(g2p_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
 }
 
 /* Adjoint without the scatter (the CPU's SIMD lanes, cpu_loops.h): what g2p_adj adds to each stencil node, node k's
- * grid index into idx[k * stride] and its D terms into add[(k * D + a) * stride], in CQI_FOR_STENCIL's order; the
- * caller adds them to adj. Writes g0->x and g0->F as g2p_adj does. */
+ * grid index into idx[k * stride] and its D terms into add[(k * D + a) * stride], in CQI_FOR_STENCIL's order, and
+ * the particle's own dL/dF^n and dL/dx (which g2p_adj writes into g0->F and g0->x) into own[e * stride], e = a D + b
+ * for F, D^2 + a for x; the caller adds the terms to adj and stores own. Nothing here stores through the particle
+ * index, so the lanes need no scatter instruction (AVX2 has none: with the stores the lanes ran as scalar code). */
 CQ_HD void CQ_D(g2p_adj_terms)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                               const cq_real* gridv, const cq_particles* g1, cq_particles* g0, const cq_real* Cnext,
-                               cqi_variant vr, cqi_node* idx, cq_real* add, int stride) {
+                               const cq_real* gridv, const cq_particles* g1, const cq_real* Cnext, cqi_variant vr,
+                               cqi_node* idx, cq_real* add, cq_real* own, int stride) {
   CQ_D(cqi_stencil) st;
   cq_real gv[D], gC[D][D], gx[D];
-  CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, g0, Cnext, &st, gv, gC, gx, vr);
+  CQ_D(g2p_adj_begin_v)(c, s, m, p, gridv, g1, own, stride, Cnext, &st, gv, gC, gx, vr);
   int k = 0;
   CQI_FOR_STENCIL(off) {
     cq_real out[D];
@@ -262,5 +265,5 @@ CQ_HD void CQ_D(g2p_adj_terms)(const cq_substep* c, const cq_particles* s, const
     for (int a = 0; a < D; a++) add[(k * D + a) * stride] = out[a];
     k++;
   }
-  for (int a = 0; a < D; a++) g0->x[a * s->n + p] = gx[a];
+  for (int a = 0; a < D; a++) own[(D * D + a) * stride] = gx[a];
 }
