@@ -143,6 +143,11 @@ $(BUILD)/test/backend_test: tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_HD
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_LIBS)
 
+# The fill water's gradient and Hessian product against central differences (tests/c/fill_test.c).
+$(BUILD)/test/fill_test: tests/c/fill_test.c $(ENGINE_OBJ_f64) $(ENGINE_HDR)
+	mkdir -p $(BUILD)/test
+	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/fill_test.c $(ENGINE_OBJ_f64) $(ENGINE_LIBS)
+
 # The material adjoints against central differences at repeated stretches (tests/c/material_test.c).
 $(BUILD)/test/material_test: tests/c/material_test.c $(ENGINE_HDR)
 	mkdir -p $(BUILD)/test
@@ -153,7 +158,8 @@ $(BUILD)/test/cholesky_test: tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cho
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cholesky.o $(ENGINE_LIBS)
 
-test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/material_test $(BUILD)/test/cholesky_test
+test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/fill_test $(BUILD)/test/material_test \
+  $(BUILD)/test/cholesky_test
 	$(BUILD)/bin/cqlua tests/run.lua
 
 # The SLURM part of the suite alone (make test runs it too): a one-node SLURM started here, a study submitted as a
@@ -202,7 +208,7 @@ ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stack
 .PHONY: test-asan
 test-asan: deps
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test \
-	  $(ASAN_BUILD)/test/material_test
+	  $(ASAN_BUILD)/test/fill_test $(ASAN_BUILD)/test/material_test
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
 # Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and

@@ -363,6 +363,7 @@ static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v
 #undef CQI_UP
   if (m->n_act > 0) CK(cudaMemcpyAsync(g->act_kind, m->act_kind, m->n_act, cudaMemcpyHostToDevice, st));
   v->params.act_kind = g->act_kind;
+  v->params.fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
   TRY(grow(g, (void**)&g->cables, &g->cap_cables, m->n_cables, sizeof(cq_cable)));
   if (g->cap_cables > 0 && !g->gcab) {
     CK(cudaMalloc((void**)&g->gcab, sizeof(cq_real) * g->cap_cables));
@@ -574,6 +575,7 @@ static const cqi_backend_ops cuda_ops = {
     NULL, NULL, NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
     cuda_vol_sums, cuda_vol_pressure, cuda_vol_adj_sums, cuda_vol_adj, cuda_vol_strain_adj,
     cuda_vol_project, cuda_vol_project_share, cuda_vol_project_adj,
+    cuda_fill_scatter, cuda_fill_node, cuda_fill_force,
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

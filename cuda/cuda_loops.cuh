@@ -451,6 +451,30 @@ __global__ void CQ_D(cqk_vol_project_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PA
   if (p < s.n) CQ_D(vol_project_adj)(&c, &s, &m, p, sums, gsums, share, gF, &gp);
 }
 
+/* The fill water (fill.h): particle scatters (atomic) and a node pass over the region's box. */
+__global__ void CQ_D(cqk_fill_scatter)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, cq_real* out,
+                                       const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return; /* nothing after a failed check: a particle outside the grid */
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(fill_scatter)(&c, &s, &m, p, v, out);
+}
+
+__global__ void CQ_D(cqk_fill_node)(CQK_SUBSTEP c, cqi_box b, int mode, cq_real* base, cq_real* ref, const cq_real* at,
+                                    cq_real* out) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= b.count) return;
+  int i[3];
+  long o = CQ_D(cqk_box_node)(&c, b, t, i) * (D + 1);
+  CQ_D(fill_node)(&c, mode, i, base ? base + o : NULL, ref ? ref + o : NULL, at ? at + o : NULL, out ? out + o : NULL);
+}
+
+__global__ void CQ_D(cqk_fill_force)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* pn, cq_real scale,
+                                     cq_real* out, const unsigned long long* key) {
+  if (*key != ULLONG_MAX) return;
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(fill_force)(&c, &s, &m, p, pn, scale, out);
+}
+
 __global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -737,6 +761,28 @@ static int CQ_D(cuda_vol_project_adj)(cqi_backend* b, const cq_substep* c, const
                                       const cq_param_grads* gp) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_vol_project_adj), s->n, *c, *s, *m, sums, gsums, share, gF, *gp);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                   const cq_real* v, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_fill_scatter), s->n, *c, *s, *m, v, out, g->key);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_fill_node)(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref,
+                                const cq_real* at, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
+  LAUNCH(CQ_D(cqk_fill_node), g->box.count, *c, g->box, mode, base, ref, at, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                 const cq_real* pn, cq_real scale, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_fill_force), s->n, *c, *s, *m, pn, scale, out, g->key);
   return CQ_OK;
 }
 

@@ -196,6 +196,17 @@ typedef struct cqi_backend_ops {
   int (*vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                          const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
                          const cq_param_grads* gp);
+
+  /* The fill water (fill.h): fill_scatter adds each particle's fill sums (v NULL) or the fill's change at the grid
+   * velocities v into out (a grid vector); fill_node runs one node pass (mode CQI_FILL_*) over the active region on
+   * the grid vectors base, ref, at, out (any but the mode's may be NULL); fill_force adds each particle's share of the
+   * fill pressure's impulse (pn's slot 1), times scale, into the grid vector out. */
+  int (*fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                      const cq_real* v, cq_real* out);
+  int (*fill_node)(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref, const cq_real* at,
+                   cq_real* out);
+  int (*fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                    const cq_real* pn, cq_real scale, cq_real* out);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

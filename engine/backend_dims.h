@@ -125,5 +125,17 @@
                                  const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,    \
                                  const cq_param_grads* gp) {                                                       \
     return CQI_BY_DIM(b, P##_vol_project_adj, c, s, m, sums, gsums, share, gF, gp);                                \
+  }                                                                                                               \
+  static int P##_fill_scatter(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
+                              const cq_real* v, cq_real* out) {                                                   \
+    return CQI_BY_DIM(b, P##_fill_scatter, c, s, m, v, out);                                                       \
+  }                                                                                                               \
+  static int P##_fill_node(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref,            \
+                           const cq_real* at, cq_real* out) {                                                     \
+    return CQI_BY_DIM(b, P##_fill_node, c, mode, base, ref, at, out);                                              \
+  }                                                                                                               \
+  static int P##_fill_force(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,        \
+                            const cq_real* pn, cq_real scale, cq_real* out) {                                     \
+    return CQI_BY_DIM(b, P##_fill_force, c, s, m, pn, scale, out);                                                 \
   }
 #endif

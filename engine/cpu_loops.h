@@ -622,6 +622,32 @@ static int CQ_D(cpu_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_
   return CQ_OK;
 }
 
+/* The fill water (fill.h): its scatters like P2G (each node's sums in a fixed particle order: the same for any thread
+ * count), its node passes over the region. */
+static int CQ_D(cpu_fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                  const cq_real* v, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(fill_scatter)(c, s, m, p, v, out))
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_fill_node)(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref,
+                               const cq_real* at, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_REGION(cb, *c, {
+    long o = node * (D + 1);
+    CQ_D(fill_node)(c, mode, i, base ? base + o : NULL, ref ? ref + o : NULL, at ? at + o : NULL, out ? out + o : NULL);
+  })
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                const cq_real* pn, cq_real scale, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(fill_force)(c, s, m, p, pn, scale, out))
+  return CQ_OK;
+}
+
 /* Its adjoint: a particle gather (each particle writes only its own gradients) and node passes over the region. */
 static int CQ_D(cpu_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
                                          const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,

@@ -67,6 +67,8 @@ typedef struct cq_world_desc {
   int implicit_max_split;  /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
   int implicit_pressure;   /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
   int volumetric;          /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
+  int fluid;               /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
+  int fluid_rest;          /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 
@@ -100,6 +102,11 @@ enum { CQ_PRESSURE_LAGGED = 0, CQ_PRESSURE_IMPLICIT = 1 };
  * the particles nearest to one grid node (averaged: no volumetric locking of nearly incompressible solids;
  * engine/volumetric.h). */
 enum { CQ_VOLUMETRIC_PARTICLE = 0, CQ_VOLUMETRIC_AVERAGED = 1 };
+/* A fluid's pressure: from its bulk term on its own J (particle, the default), or from how full the grid's nodes are,
+ * one constraint per node (fill: water that rests and does not lock; engine/fill.h). With fill, each node's rest fill
+ * is 1, or (initial) the larger of 1 and its fill in the first state the world steps from (cq_world_reset_fill). */
+enum { CQ_FLUID_PARTICLE = 0, CQ_FLUID_FILL = 1 };
+enum { CQ_FILL_REST_ONE = 0, CQ_FILL_REST_INITIAL = 1 };
 
 typedef struct cq_solver_stats {
   long substeps;  /* implicit substeps solved (forward, and forward recomputations inside the backward pass) */
@@ -155,6 +162,8 @@ int cq_world_backend(const cq_world* w);
 int cq_world_blowup(const cq_world* w, cq_blowup* out);
 /* The implicit solver's counters into *out; reset != 0 zeroes them afterwards. */
 int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset);
+/* fluid = "fill", fluid_rest = "initial": forget the rest fill, so that the next step takes it from its state. */
+int cq_world_reset_fill(cq_world* w);
 /* Interruption: while *flag is non-zero (a signal number, set by the host's SIGINT / SIGTERM handler) cq_step,
  * cq_memo_step and the backward pass stop at the next substep boundary with CQ_ERR_INTERRUPTED. The flag is
  * process-wide (signals are); NULL (the default) disables polling. */

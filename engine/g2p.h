@@ -43,7 +43,7 @@ CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p
  * changes det F_u is seen by no solve and accumulates: on the finger of scenes/finger.lua the mean J - 1 after 30
  * substeps of 1 ms is 4.0e-6 without it and 1.7e-6 with it (docs/benchmarks.md). */
 CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
-  return c->implicit_elastic && c->implicit_volume == CQ_VOLUME_LINEAR && m->bulk[p] > 0;
+  return c->implicit_elastic && c->implicit_volume == CQ_VOLUME_LINEAR && CQ_D(particle_bulk)(m, p) > 0;
 }
 
 /* 1 + dt tr C: Jl / det F. */

@@ -36,6 +36,14 @@ typedef struct cqi_sim {
   /* the groups' volume projection (cqi_vol_project): its sums (a grid vector), its adjoint's shares ([n]) and the
    * backward's projected copy of a substep's input (a state block) */
   cq_real *vol_psums, *vol_share, *vol_state;
+  /* fluid = "fill" (fill.h, fill.c), grid vectors in backend memory allocated when first needed: the substep's base
+   * (phi^n, K, phi0), a linearisation at the last gradient's velocities, one at the Hessian products' iterate, a
+   * product's direction, and the rest fill's excess over 1 (ref_set: taken from a state; cq_world_reset_fill clears
+   * it) */
+  struct {
+    cq_real *base, *lin, *at, *dir, *ref;
+    int ref_set;
+  } fill;
 } cqi_sim;
 
 /* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
@@ -163,6 +171,19 @@ int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1);
  * gradient of the projected F, in place into that of s's F (s unprojected) and adds dL/dvol0 into gp. They use
  * sim->vol_psums and vol_share; the adjoint also overwrites vol_gsums (run it after cqi_vol_adjoint). */
 int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s);
+/* The fill water of a substep (fill.c; c->fill set, the backend's active region the substep's): cqi_fill_begin takes
+ * the base from s (and the rest fill, the first time with fluid_rest = "initial"); cqi_fill_gradient adds dW/dv at
+ * the grid velocities v into the grid vector g; cqi_fill_linearise fixes the Hessian's active nodes at v, and
+ * cqi_fill_hvp adds the Hessian of W there times x into out; cqi_fill_explicit adds the explicit step's impulse
+ * -dt dW/dx into P2G's momentum grid. */
+int cqi_fill_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s);
+int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* g);
+int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v);
+int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out);
+int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid);
+void cqi_fill_release(cqi_sim* sim);
+/* The backward pass through fill water is not written yet: a clear error. */
+int cqi_fill_no_adjoint(cqi_sim* sim);
 int cqi_vol_projected(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* out);
 int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out); /* the copy alone, unprojected */
 int cqi_vol_project_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* g0,

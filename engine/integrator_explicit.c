@@ -77,6 +77,7 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
+  if (c.fill) TRY(cqi_fill_explicit(sim, &c, s, ws->grid)); /* the fill water's pressure (fill.h) */
   cqi_keep_store(sim, ws->grid); /* before the update in place: the adjoint needs the momentum and mass */
   TRY(op->grid_update(be, &c, ws->grid, ws->grid)); /* in place: momentum -> velocity */
   TRY(op->g2p(be, &c, s, &sim->view->params, ws->grid, bad));
@@ -93,6 +94,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   const cqi_backend_ops* op = be->ops;
   TRY(alloc_backward(sim));
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
+  if (c.fill) return cqi_fill_no_adjoint(sim);
   cq_ctl kc = *ctl;
   const cq_real* cache = NULL;
   int restored = cqi_keep_restore(sim, ws->grid);

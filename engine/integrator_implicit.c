@@ -125,6 +125,7 @@ static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, co
   if (cv.vol_averaged) TRY(cqi_vol_update(sim, &cv, s, v)); /* the groups' pressures at v (volumetric.h) */
   TRY(be->ops->grid_clear(be, g));
   TRY(be->ops->implicit_stress(be, &cv, s, &sim->view->params, v, g));
+  if (c->fill) TRY(cqi_fill_gradient(sim, c, s, v, g)); /* the fill water's pressure (fill.h) */
   if (el_norm) {
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, g));
     TRY(be->ops->grid_norm_inf(be, g, el_norm));
@@ -141,6 +142,7 @@ static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* 
   if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, x)); /* the groups' pressures' differential along x */
   TRY(be->ops->grid_clear(be, out));
   TRY(be->ops->implicit_hvp(be, &cv, s, &sim->view->params, v, x, out));
+  if (c->fill) TRY(cqi_fill_hvp(sim, c, s, x, out)); /* at the iterate of the last cqi_fill_linearise */
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
@@ -164,6 +166,7 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   TRY(be->ops->grid_clear(be, ws->d));
+  if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
   TRY(lincomb(be, ws->r, -1, ws->g, 0, ws->g));
   TRY(precondition(sim, c, ws->r, ws->z));
   TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
@@ -360,6 +363,7 @@ static int piece_solve(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ct
   TRY(sim->be->ops->prepare(sim->be, c, s, 1, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
   if (c->vol_averaged) TRY(cqi_vol_project(sim, c, s));
+  if (c->fill) TRY(cqi_fill_begin(sim, c, s)); /* the fill water's base at s (fill.h) */
   c->vol_p0 = s->pg; /* averaged: the groups' pressures of the last substep, E_geo's (implicit.h) */
   return solve_velocities(sim, c, s, ctl, k, kc);
 }
@@ -649,6 +653,7 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
 
 static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+  if (sim->model->desc.fluid == CQ_FLUID_FILL) return cqi_fill_no_adjoint(sim);
   TRY(alloc_backward(sim));
   return piece_adj(sim, s, s1, ctl, k, 0, 0, g1, g0, out);
 }

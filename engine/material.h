@@ -22,6 +22,12 @@
  *   CQ_D(mat_<name>_modulus_vjp)(m, p, gM, g)    g->param += gM dM/dparam (volumetric.h's own share depends on M)
  *   CQ_D(mat_<name>_check)(m, p, why, len)       host only: 1 if its parameters are valid, else 0 and the reason */
 
+/* The bulk modulus of particle p's own volumetric term: none for a fluid whose pressure comes from the grid's fill
+ * (world option fluid = "fill", fill.h), where bulk is the fill's modulus instead. */
+CQ_HD cq_real CQ_D(particle_bulk)(const cq_params* m, int p) {
+  return m->fluid_fill && m->material[p] == CQ_MAT_FLUID ? 0 : m->bulk[p];
+}
+
 /* The volumetric term (K/2)(J - 1)^2 with K = the particle's bulk modulus, through the 3D helpers. */
 CQ_HD void CQ_D(volumetric_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
   cq_real P3[3][3] = {{0}};
@@ -53,7 +59,7 @@ CQ_HD void CQ_D(material_P_terms_v)(const cq_params* m, int p, const cq_real F[D
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (!v.plain && m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
-  if (!v.plain && with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P)(m, p, F, P);
+  if (!v.plain && with_bulk && CQ_D(particle_bulk)(m, p) > 0) CQ_D(volumetric_P)(m, p, F, P);
 }
 
 CQ_HD void CQ_D(material_P_terms)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D], int with_bulk) {
@@ -75,7 +81,7 @@ CQ_HD void CQ_D(material_P_vjp_terms_v)(const cq_params* m, int p, const cq_real
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (!v.plain && m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
-  if (!v.plain && with_bulk && m->bulk[p] > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
+  if (!v.plain && with_bulk && CQ_D(particle_bulk)(m, p) > 0) CQ_D(volumetric_P_vjp)(m, p, F, gP, gF, g);
 }
 
 CQ_HD void CQ_D(material_P_vjp_terms)(const cq_params* m, int p, const cq_real F[D][D], const cq_real gP[D][D],
@@ -93,12 +99,12 @@ CQ_HD void CQ_D(material_P_vjp)(const cq_params* m, int p, const cq_real F[D][D]
 CQ_HD int CQ_D(material_projects_F)(const cq_params* m, int p) { return m->material[p] == CQ_MAT_FLUID; }
 
 CQ_HD void CQ_D(material_project_F)(const cq_params* m, int p, cq_real F[D][D]) {
-  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset)(F);
+  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset)(F, m->fluid_fill);
 }
 
 /* g (dL/d projected F) -> dL/d(updated F) Fu, in place. */
 CQ_HD void CQ_D(material_project_F_adj)(const cq_params* m, int p, const cq_real Fu[D][D], cq_real g[D][D]) {
-  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset_adj)(Fu, g);
+  if (m->material[p] == CQ_MAT_FLUID) CQ_D(fluid_reset_adj)(Fu, g, m->fluid_fill);
 }
 
 /* P-wave modulus of particle p (model plus incompressibility and volumetric terms), for the stable time step. */

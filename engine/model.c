@@ -56,6 +56,10 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
       d->implicit_volume == CQ_VOLUME_EXACT)
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
                       "integrator (the averaged term is not implemented on the exact det F_p(v))");
+  if (d->fluid != CQ_FLUID_PARTICLE && d->fluid != CQ_FLUID_FILL)
+    return cqi_errorf(e, CQ_ERR_ARG, "fluid must be 0 (particle) or 1 (fill) (got %d)", d->fluid);
+  if (d->fluid_rest != CQ_FILL_REST_ONE && d->fluid_rest != CQ_FILL_REST_INITIAL)
+    return cqi_errorf(e, CQ_ERR_ARG, "fluid_rest must be 0 (one) or 1 (initial) (got %d)", d->fluid_rest);
   if (d->implicit_pressure != CQ_PRESSURE_IMPLICIT && d->implicit_pressure != CQ_PRESSURE_LAGGED)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.pressure must be 0 (lagged) or 1 (implicit) (got %d)",
                       d->implicit_pressure);
@@ -167,6 +171,7 @@ cq_params cqi_model_params(const cqi_model* m) {
   CQ_PARAM_FIELDS(CQI_VIEW)
 #undef CQI_VIEW
   p.act_kind = m->act_kind;
+  p.fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
   return p;
 }
 
@@ -437,5 +442,6 @@ cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_inde
   c.node_bcs = node_bcs;
   c.implicit_volume = d->implicit_volume;
   c.vol_averaged = d->volumetric == CQ_VOLUMETRIC_AVERAGED;
+  c.fill = d->fluid == CQ_FLUID_FILL;
   return c;
 }

@@ -68,7 +68,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
       for (int b = 0; b < D; b++) q->P[a][b] = 0;
   else if (!v.plain && c->vol_averaged) { /* the bulk term on the group's J (volumetric.h) */
     CQ_D(material_P_terms_v)(m, p, q->F, q->P, 0, v);
-    if (m->bulk[p] > 0) CQ_D(vol_averaged_P)(m, p, c->vol_p[p], q->F, q->P);
+    if (CQ_D(particle_bulk)(m, p) > 0) CQ_D(vol_averaged_P)(m, p, c->vol_p[p], q->F, q->P);
   } else
     CQ_D(material_P_terms_v)(m, p, q->F, q->P, 1, v);
   CQ_D(mmt)(q->P, q->F, q->tau);
@@ -281,7 +281,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   if (v.plain || !c->implicit_elastic) {
     int avg = !v.plain && c->vol_averaged; /* the bulk term on the group's J (volumetric.h) */
     CQ_D(material_P_vjp_terms_v)(m, p, q.F, gP, gF, &g, !avg, v);
-    if (avg && m->bulk[p] > 0) CQ_D(vol_averaged_P_vjp)(m, p, c->vol_p[p], q.F, gP, gF, &g, &c->vol_g[p]);
+    if (avg && CQ_D(particle_bulk)(m, p) > 0) CQ_D(vol_averaged_P_vjp)(m, p, c->vol_p[p], q.F, gP, gF, &g, &c->vol_g[p]);
   }
   cq_real gCv[D][D] = {{0}}; /* viscosity: tau += J mu_v (C + C^T) */
   cq_real visc = v.plain ? 0 : m->visc[p];

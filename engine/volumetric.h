@@ -51,7 +51,7 @@ CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g
 
 /* Particle p's bulk modulus on its group's J (0: it takes no part in the groups). */
 CQ_HD cq_real CQ_D(vol_group_bulk)(const cq_params* m, int p) {
-  return m->bulk[p] > 0 ? m->bulk[p] - CQ_D(vol_own_bulk)(m, p) : 0;
+  return CQ_D(particle_bulk)(m, p) > 0 ? m->bulk[p] - CQ_D(vol_own_bulk)(m, p) : 0;
 }
 
 /* Particle p's group: the base node of its stencil (bspline.h stencil). */

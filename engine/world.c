@@ -89,6 +89,7 @@ static void release_backend_buffers(cq_world* w) {
     if (vol[i]) be->ops->release(be, vol[i]);
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
   w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
+  cqi_fill_release(&w->sim);
   if (!be->ops->host_memory) {
 #define CQI_FREE(name, shape, doc) \
   if (w->ctl.b_##name) be->ops->release(be, w->ctl.b_##name);
@@ -260,6 +261,15 @@ int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset) {
   out->simd_particles = w->be->simd_particles;
   if (reset) memset(&w->sim.stats, 0, sizeof w->sim.stats), w->be->simd_particles = 0;
   return CQ_OK;
+}
+
+/* The rest fill of fluid = "fill" with fluid_rest = "initial" is taken again from the next state stepped from. */
+int cq_world_reset_fill(cq_world* w) {
+  cqi_sim* sim = &w->sim;
+  sim->fill.ref_set = 0;
+  if (!sim->fill.ref) return CQ_OK;
+  cqi_backend* be = w->be;
+  return be->ops->zero(be, sim->fill.ref, sizeof(cq_real) * be->n_nodes * (be->dim + 1));
 }
 
 int cq_world_backend(const cq_world* w) { return w->be->ops->kind; }

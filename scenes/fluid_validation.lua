@@ -181,7 +181,7 @@ end
 --- cell and axis; nil: the beam in air), K = 2.2e9 (the water's bulk modulus), E = 1e7 (the beam's Young's modulus;
 --- the gravity is 9.8 E / 1e7, so a softer beam deflects as far and the water is stiffer against it), bulk (a bulk
 --- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: on the water too), T = 1 (s),
---- reports = 10. dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
+--- reports = 10, fluid (the world's: "particle" or "fill"). dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
 --- T / reports, 2 T / reports, ..., T; n = particles }.
 function M.buoyed_beam(o)
   o = o or {}
@@ -201,7 +201,7 @@ function M.buoyed_beam(o)
   local dt = o.dt or 0.005
   local _, w, s = require("cq.robot").warnings_of(r.world, r, { res = res, dx = dx, dt = dt,
     gravity = { 9.8 * E / 1e7, 0 }, damping = o.damping or 25, integrator = o.integrator or "implicit",
-    volumetric = o.volumetric,
+    volumetric = o.volumetric, fluid = o.fluid, fluid_rest = o.fluid_rest, implicit = o.implicit,
     walls = { all = { type = "slip", thickness = 3 }, top = { type = "sticky", thickness = 3 } } })
   local n, tip = w.n, {}
   for i = 0, nb - 1 do if s.x[n + i] < by0 + 2e-3 then tip[#tip + 1] = i end end
@@ -224,7 +224,7 @@ end
 --- gravity 9.8. Water at rest should stay at rest: its mean height falls by its compression (micrometres) and its
 --- speeds decay with the start-up pressure wave. Options (all optional): per_axis = 2.5 (particles per cell and
 --- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
---- substep), integrator = "implicit", T = 0.1 (s), reports = 1. Returns { drop = the mean height's fall (m) and
+--- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid (the world's). Returns { drop = the mean height's fall (m) and
 --- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what
 --- robot:world (world:commit) warned }.
 function M.resting_tank(o)
@@ -237,7 +237,7 @@ function M.resting_tank(o)
   local dt = o.dt or 0.005
   local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = dx, dt = dt,
     gravity = { 0, -9.8 }, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },
-    integrator = o.integrator or "implicit", volumetric = o.volumetric })
+    integrator = o.integrator or "implicit", volumetric = o.volumetric, fluid = o.fluid, fluid_rest = o.fluid_rest, implicit = o.implicit })
   local n = w.n
   local function mean_y()
     local m = 0

@@ -232,3 +232,50 @@ describe("Martin & Moyce's dam break (n^2 = 2)", function()
     assert.are.equal(7, count)
   end)
 end)
+
+describe("fill water (world option fluid = \"fill\": a pressure from the grid's fill, engine/fill.h)", function()
+  local shell = require "tests._shell"
+  local paths = package.loaded["cq._paths"] or {}
+  local BUILD = (paths.lib or "build/lib"):gsub("/lib$", "")
+
+  it("has its gradient and Hessian product in the grid velocities equal to central differences, the same for 1 and "
+    .. "2 threads (tests/c/fill_test.c)", function()
+    local out, rc = shell.sh(BUILD .. "/test/fill_test")
+    print(out)
+    assert.are.equal(0, rc)
+    assert.is_truthy(out:find("0 failures", 1, true))
+  end)
+
+  -- The tank of tools/water_rest2d.lua at 2.2e5 Pa (the fill's Newton is slower than the groups' at higher moduli:
+  -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the fill water settles.
+  it("comes to rest in a tank where the averaged groups circulate", function()
+    local function run(fluid)
+      return fv.resting_tank { T = 0.1, reports = 2, K = 2.2e5, fluid = fluid, volumetric = "averaged" }
+    end
+    local fill, groups = run("fill"), run("particle")
+    print(string.format("fastest at 0.05 / 0.1 s: fill %.2e / %.2e m/s, groups %.2e / %.2e; mean height fill %.3f mm",
+      fill.fastest[1], fill.fastest[2], groups.fastest[1], groups.fastest[2], -fill.drop[2] * 1e3))
+    -- measured: fill 2.6e-2 / 1.4e-2 m/s, groups 5.5e-2 / 8.9e-2; the fill's top layer packs by 0.44 mm
+    assert.is_true(fill.fastest[2] < 0.02 and fill.fastest[2] < 0.7 * fill.fastest[1])
+    assert.is_true(fill.fastest[2] < groups.fastest[2] / 3)
+    assert.is_true(fill.drop[2] > 0 and fill.drop[2] < 0.6e-3 and math.abs(fill.drop[2] - fill.drop[1]) < 0.02e-3)
+  end)
+
+  it("refuses bad options and a backward pass with a clear error", function()
+    local r = cq.robot { dim = 2 }
+    r:box { offset = { 0.3, 0.3 }, size = { 0.1, 0.1 }, spacing = 1 / 128, material = { preset = "water", bulk = 2e5 } }
+    local e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "full" } end)
+    has(e, "fluid", "fill", "full")
+    e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "fill", fluid_rest = 1 } end)
+    has(e, "fluid_rest", "initial")
+    local w, s = r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "fill", gravity = { 0, -9.8 },
+      walls = { all = { type = "slip" } } }
+    local m = w:memo { steps = 2 }
+    m:begin(s)
+    m:step()
+    m:step()
+    e = err_of(function() m:backward() end)
+    has(e, "fluid = \"fill\"", "not implemented")
+    w:release()
+  end)
+end)

@@ -8,7 +8,7 @@
 -- A few seconds per run.
 --
 -- usage: build/bin/cqlua tools/water_lock2d.lua [quick] [averaged] [E=<Pa>] [bulk=<Pa>] [T=<s>] [K=<Pa>] [damping=<1/s>]
---   [dt=<s>] [integrator=explicit|implicit]
+--   [dt=<s>] [integrator=explicit|implicit] [fluid=particle|fill]
 --   quick: the water at 2.5 per cell and axis only, with bulk modulus K (2.2e9); averaged: the world's
 --   volumetric = "averaged"; E: the beam's Young's modulus (1e7), the gravity scaled with it; bulk: a bulk term on
 --   the beam (none: nu = 0.3 alone); T: the time simulated (1 s); damping: the world's (25/s, on the water too)
@@ -22,9 +22,9 @@ for _, a in ipairs(arg or {}) do
   elseif a == "averaged" then opts.volumetric = a
   elseif key == "E" or key == "bulk" or key == "T" or key == "K" or key == "damping" or key == "dt" then
     opts[key] = tonumber(value) or error("water_lock2d: " .. key .. " must be a number, got " .. value, 0)
-  elseif key == "integrator" then opts.integrator = value
+  elseif key == "integrator" or key == "fluid" then opts[key] = value
   else error("water_lock2d: unknown argument " .. a .. " (quick, averaged, E=<Pa>, bulk=<Pa>, T=<s>, K=<Pa>, "
-    .. "damping=<1/s>, dt=<s>, integrator=<name>)", 0) end
+    .. "damping=<1/s>, dt=<s>, integrator=<name>, fluid=particle|fill)", 0) end
 end
 
 local function run(per_axis, K)

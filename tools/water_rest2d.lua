@@ -5,13 +5,14 @@
 -- usage: build/bin/cqlua tools/water_rest2d.lua [per_axis=2.5] [T=1]
 --   environment: DAMP (the world's damping, 1/s, 25), VOL (the world's volumetric, "averaged" or "particle";
 --   averaged), BULK (the water's bulk modulus, 2.2e9), VISC (its viscosity, 1e-3), DT (the substep, 5e-3), INT (the
---   integrator, implicit)
+--   integrator, implicit), FLUID (the world's fluid: "particle" or "fill")
 package.path = "./scenes/?.lua;" .. package.path
 local fv = require "fluid_validation"
 local T = tonumber(arg[2] or 1)
 local r = fv.resting_tank { per_axis = tonumber(arg[1] or 2.5), T = T, reports = 10,
   volumetric = os.getenv("VOL") or "averaged", K = tonumber(os.getenv("BULK")), visc = tonumber(os.getenv("VISC")),
-  damping = tonumber(os.getenv("DAMP")), dt = tonumber(os.getenv("DT")), integrator = os.getenv("INT") }
+  damping = tonumber(os.getenv("DAMP")), dt = tonumber(os.getenv("DT")), integrator = os.getenv("INT"),
+  fluid = os.getenv("FLUID") }
 for k = 1, #r.drop do
   print(string.format("%d particles, t %.3f s: mean height %+.4f mm, fastest %.2e m/s", r.n, k * T / #r.drop,
     -r.drop[k] * 1e3, r.fastest[k]))

@@ -12,7 +12,8 @@ M.World = World
 
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
-  "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric" })
+  "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric", "fluid",
+  "fluid_rest" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
   "max_split", "pressure" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
@@ -73,7 +74,7 @@ function Params.__newindex(t, name)
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
---- integrator, implicit, volumetric}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
+--- integrator, implicit, volumetric, fluid, fluid_rest}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
 --- CPU), "cpu" or "cuda".
 function M.new(opts)
   local where = "cq.world"
@@ -110,6 +111,10 @@ function M.new(opts)
   -- engine/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, or on J averaged per node (volumetric.h)
   d.volumetric = check.oneof(where, "volumetric", opts.volumetric or "particle", { "particle", "averaged" })
     == "averaged" and 1 or 0
+  -- engine/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
+  d.fluid = check.oneof(where, "fluid", opts.fluid or "particle", { "particle", "fill" }) == "fill" and 1 or 0
+  d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
+    == "initial" and 1 or 0
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
     if type(io) ~= "table" then
@@ -213,6 +218,13 @@ function World:solver_stats(reset)
     halvings = tonumber(st.halvings), adjoint_cg = tonumber(st.adjoint_cg),
     factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds, splits = tonumber(st.splits),
     simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps) }
+end
+
+--- fluid = "fill" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
+--- state it starts from (a new scene in the same world). Returns the world.
+function World:reset_fill()
+  self._lib.cq_world_reset_fill(self:_handle("world:reset_fill"))
+  return self
 end
 
 function World:__tostring()

@@ -1,0 +1,91 @@
+/* The fill water's per-substep work (engine/fill.h has the math), composed of backend primitives for both
+ * integrators: the substep's base and rest fill, the gradient of W in the grid velocities, its Hessian products, and
+ * the explicit step's impulse. */
+#include <string.h>
+#include "integrator.h"
+
+/* The grid vectors, allocated on first use; the rest fill's is zeroed in full (nodes it has not seen rest at 1). */
+static int fill_buffers(cqi_sim* sim) {
+  cqi_backend* be = sim->be;
+  if (sim->fill.ref) return CQ_OK;
+  size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
+  cq_real** bufs[] = {&sim->fill.base, &sim->fill.lin, &sim->fill.at, &sim->fill.dir};
+  int ok = 1;
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok &= (*bufs[i] = be->ops->alloc(be, gb)) != NULL;
+  cq_real* ref = be->ops->alloc(be, gb);
+  if (!ok || !ref || be->ops->zero(be, ref, gb) != CQ_OK) {
+    if (ref) be->ops->release(be, ref);
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "fluid = \"fill\": out of memory for the fill's grid vectors (%ld "
+                      "nodes)", be->n_nodes);
+  }
+  sim->fill.ref = ref; /* last: marks the buffers complete */
+  sim->fill.ref_set = 0;
+  return CQ_OK;
+}
+
+void cqi_fill_release(cqi_sim* sim) {
+  cqi_backend* be = sim->be;
+  cq_real* bufs[] = {sim->fill.base, sim->fill.lin, sim->fill.at, sim->fill.dir, sim->fill.ref};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    if (bufs[i] && be) be->ops->release(be, bufs[i]);
+  memset(&sim->fill, 0, sizeof sim->fill);
+}
+
+#define TRY(call)                 \
+  do {                            \
+    int st_ = (call);             \
+    if (st_ != CQ_OK) return st_; \
+  } while (0)
+
+int cqi_fill_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  cqi_backend* be = sim->be;
+  const cq_params* m = &sim->view->params;
+  TRY(fill_buffers(sim));
+  int initial = sim->model->desc.fluid_rest == CQ_FILL_REST_INITIAL;
+  TRY(be->ops->grid_clear(be, sim->fill.base));
+  TRY(be->ops->fill_scatter(be, c, s, m, NULL, sim->fill.base));
+  TRY(be->ops->fill_node(be, c, CQI_FILL_BASE, sim->fill.base, initial ? sim->fill.ref : NULL, NULL, NULL));
+  if (initial && !sim->fill.ref_set) { /* this state's fill is the rest fill: base's phi0 from it */
+    TRY(be->ops->fill_node(be, c, CQI_FILL_REF, sim->fill.base, sim->fill.ref, NULL, NULL));
+    sim->fill.ref_set = 1;
+  }
+  return CQ_OK;
+}
+
+/* The fill at the grid velocities v (NULL: the substep's start) and the pressures there, into lin. */
+static int fill_at_velocities(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
+                              cq_real* lin) {
+  cqi_backend* be = sim->be;
+  TRY(be->ops->grid_clear(be, lin));
+  if (v) TRY(be->ops->fill_scatter(be, c, s, &sim->view->params, v, lin));
+  return be->ops->fill_node(be, c, CQI_FILL_GRAD, sim->fill.base, NULL, NULL, lin);
+}
+
+int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* g) {
+  TRY(fill_at_velocities(sim, c, s, v, sim->fill.lin));
+  return sim->be->ops->fill_force(sim->be, c, s, &sim->view->params, sim->fill.lin, c->dt, g);
+}
+
+int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v) {
+  return fill_at_velocities(sim, c, s, v, sim->fill.at);
+}
+
+int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out) {
+  cqi_backend* be = sim->be;
+  const cq_params* m = &sim->view->params;
+  TRY(be->ops->grid_clear(be, sim->fill.dir));
+  TRY(be->ops->fill_scatter(be, c, s, m, x, sim->fill.dir));
+  TRY(be->ops->fill_node(be, c, CQI_FILL_HVP, NULL, NULL, sim->fill.at, sim->fill.dir));
+  return be->ops->fill_force(be, c, s, m, sim->fill.dir, c->dt, out);
+}
+
+int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid) {
+  TRY(cqi_fill_begin(sim, c, s));
+  TRY(fill_at_velocities(sim, c, s, NULL, sim->fill.lin));
+  return sim->be->ops->fill_force(sim->be, c, s, &sim->view->params, sim->fill.lin, -c->dt, grid);
+}
+
+int cqi_fill_no_adjoint(cqi_sim* sim) {
+  return cqi_errorf(sim->err, CQ_ERR_ARG, "backward: gradients through fluid = \"fill\" are not implemented yet (the "
+                    "forward runs with both integrators); use fluid = \"particle\" for a backward pass");
+}

@@ -1,0 +1,126 @@
+/* The fill water (world option fluid = "fill"): a fluid's pressure from how full the grid is, as the gradient of a
+ * potential energy of the particles' positions, instead of each particle's own J (docs/benchmarks.md, "a water
+ * pressure from the grid's fill" and "the fill water in the implicit solve"). Each node i has a fill
+ *   phi_i = sum_q w_iq V_q / dx^D + (the walls' share of node i's B-spline),   V_q = V0_q det F_q,
+ * of every particle, water and solid, and the water's energy is
+ *   W = sum_i dx^D (K_i / 2) (phi_i / phi0_i - 1)_+^2,
+ * K_i = the fluids' bulk modulus weighted by their share of the node's fill (taken at the substep's start), phi0_i
+ * the node's rest fill: 1, or with fill_rest = "initial" max(1, phi_i of the first state the world stepped from) (a
+ * sampled water lattice against a meshed body overfills its interface nodes by a few per cent, which at a real bulk
+ * modulus is a pressure far above a chamber's). No tension: a node less than full has no pressure.
+ * One constraint per node, against D velocity components per node (the groups' count, so it does not lock), and a
+ * function of the positions (so water at rest has an energy minimum and damping brings it there; the groups' one
+ * pressure per cell circulates). A fluid's own pressure is off (material.h particle_bulk; its F is reset to I).
+ *
+ * In the implicit solve (eq. 12) the fill is linearised over the substep in the grid velocities v:
+ *   phi_i(v) = phi_i^n + dt sum_q (V_q / dx^D) grad w_iq . u_q,   u_q = sum_j w_jq v_j (the particle's motion),
+ * so W is piecewise quadratic in v; its gradient is dW/dv_j = dt sum_q w_jq V_q sum_i p_i grad w_iq with
+ * p_i = K_i (r_i - 1)_+ / phi0_i, r_i = phi_i / phi0_i, and its Hessian J^T diag(K_i / phi0_i^2 [r_i > 1]) J
+ * (semi-definite: no second derivative of phi in v). Explicitly the same force at v = 0 goes into P2G's momentum.
+ * Each is two particle passes (fill_scatter into the nodes, fill_force back) around one node pass (fill_node).
+ * Node vectors are grid vectors (D + 1 >= 3 reals per node): base = (phi^n, K_i, phi0_i) of the substep; a
+ * linearisation = (dphi, p, K_i / phi0_i^2 where r > 1). Included once per dimension by kernels.h. */
+
+/* The fill sums of particle p into its stencil nodes. v NULL: slot 0 += w V / dx^D, slot 1 += w V K / dx^D for a
+ * fluid (K its bulk). Else slot 0 += the fill's change dt (V / dx^D) grad w . u_p at the grid velocities v. */
+CQ_HD void CQ_D(fill_scatter)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* v,
+                              cq_real* out) {
+  cq_real F[D][D], x[D];
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real Vc = 1;
+  for (int a = 0; a < D; a++) Vc *= c->dx;
+  cq_real Vr = m->vol0[p] * CQ_D(det)(F) / Vc;
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  if (!v) {
+    cq_real K = m->material[p] == CQ_MAT_FLUID ? m->bulk[p] : 0;
+    CQI_FOR_STENCIL(off) {
+      cq_real w, gw[D], dpos[D];
+      cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+      CQ_SCATTER_ADD(&out[node * (D + 1)], w * Vr);
+      if (K > 0) CQ_SCATTER_ADD(&out[node * (D + 1) + 1], w * Vr * K);
+    }
+    return;
+  }
+  cq_real u[D] = {0};
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) u[a] += w * v[node * (D + 1) + a];
+  }
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cq_real d = 0;
+    for (int a = 0; a < D; a++) d += gw[a] * u[a];
+    CQ_SCATTER_ADD(&out[node * (D + 1)], c->dt * Vr * d);
+  }
+}
+
+/* The integral of the quadratic B-spline from -infinity to t (in node spacings). */
+CQ_HD cq_real CQ_D(fill_bspline_cdf)(cq_real t) {
+  if (t <= (cq_real)-1.5) return 0;
+  if (t <= (cq_real)-0.5) return (t + (cq_real)1.5) * (t + (cq_real)1.5) * (t + (cq_real)1.5) / 6;
+  if (t <= (cq_real)0.5) return (cq_real)0.5 + (cq_real)0.75 * t - t * t * t / 3;
+  if (t < (cq_real)1.5) return 1 - ((cq_real)1.5 - t) * ((cq_real)1.5 - t) * ((cq_real)1.5 - t) / 6;
+  return 1;
+}
+
+/* The walls' share of node i's fill: the part of its B-spline beyond the walls' innermost nodes, which the fluid
+ * cannot fill (without it the last layer of water next to a wall is never full and sinks into the wall band). */
+CQ_HD cq_real CQ_D(fill_wall_share)(const cq_substep* c, const int i[3]) {
+  cq_real inside = 1;
+  for (int a = 0; a < D; a++) {
+    int t0 = c->wall_thick[2 * a], t1 = c->wall_thick[2 * a + 1];
+    cq_real lo = t0 > 0 ? (cq_real)(t0 - 1) : (cq_real)-1e9, hi = t1 > 0 ? (cq_real)(c->res[a] - t1) : (cq_real)1e9;
+    inside *= CQ_D(fill_bspline_cdf)(hi - (cq_real)i[a]) - CQ_D(fill_bspline_cdf)(lo - (cq_real)i[a]);
+  }
+  return 1 - inside;
+}
+
+/* The node passes (mode CQI_FILL_*, kernel_types.h), pointers at node i's D + 1 reals:
+ *   BASE:  base from the sums (slot 0 the particles' fill, slot 1 their fluid V K): the walls' share added to slot 0,
+ *          slot 1 -> K_i = (fluid V K / dx^D) / phi_i, slot 2 = phi0_i = 1 + ref[0] (ref NULL: 1);
+ *   REF:   ref[0] = max(0, phi_i - 1), the excess that fill_rest = "initial" keeps as the rest fill;
+ *   GRAD:  out[1] = p_i and out[2] = K_i / phi0_i^2 where r_i > 1, at out[0] = dphi_i (the linearisation);
+ *   HVP:   out[1] = at[2] out[0], the pressure's differential along the direction whose dphi is out[0]. */
+CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_real* base, cq_real* ref,
+                           const cq_real* at, cq_real* out) {
+  if (mode == CQI_FILL_BASE) {
+    base[0] += CQ_D(fill_wall_share)(c, i);
+    base[1] = base[0] > 0 ? base[1] / base[0] : 0;
+    base[2] = 1 + (ref ? ref[0] : 0);
+  } else if (mode == CQI_FILL_REF) {
+    ref[0] = base[0] > 1 ? base[0] - 1 : 0;
+    base[2] = 1 + ref[0];
+  } else if (mode == CQI_FILL_GRAD) {
+    cq_real r = (base[0] + out[0]) / base[2], on = r > 1 && base[1] > 0;
+    out[1] = on ? base[1] * (r - 1) / base[2] : 0;
+    out[2] = on ? base[1] / (base[2] * base[2]) : 0;
+  } else {
+    out[1] = at[2] * out[0];
+  }
+}
+
+/* Particle p's share of the fill pressure's impulse: out_j[a] += scale V_p w_jp sum_i pn_i d w_ip / dx_p[a], with
+ * pn_i = slot 1 of the linearisation pn (scale dt: the gradient of W in v; -dt: the explicit momentum). */
+CQ_HD void CQ_D(fill_force)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* pn,
+                            cq_real scale, cq_real* out) {
+  cq_real F[D][D], x[D], f[D] = {0};
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real V = m->vol0[p] * CQ_D(det)(F);
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cq_real pi = pn[node * (D + 1) + 1];
+    for (int a = 0; a < D; a++) f[a] += pi * gw[a];
+  }
+  if (f[0] == 0 && f[1] == 0 && (D == 2 || f[D - 1] == 0)) return;
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&out[node * (D + 1) + a], scale * V * w * f[a]);
+  }
+}
