@@ -9,7 +9,7 @@
 --   environment: GRAV (m/s^2, 0), DAMP (the world's damping, 1/s, 25), K (the water's bulk modulus, 2.2e9), DX (m,
 --   2.5e-3: the cell; the finger's mesh size is 0.6 DX and the water's spacing DX / PPA), PPA (the water's particles
 --   per cell and axis, 2.5), DT (the substep, 5e-3), INT (the integrator, implicit; explicit needs DT <= 1.9e-6), VOL
---   (the world's volumetric, averaged)
+--   (the world's volumetric, averaged), FLUID (the world's fluid: particle, or fill)
 local cq = require "cq"
 local medium, pk, T = arg[1] or "water", tonumber(arg[2] or 0.5), tonumber(arg[3] or 1)
 local gap = tonumber(arg[4] or 5) * 1e-3
@@ -34,7 +34,8 @@ local grav = tonumber(os.getenv("GRAV") or 0)
 local w, s = r:world { res = res, dx = DX, dt = DT, gravity = { 0, -grav }, damping = tonumber(os.getenv("DAMP") or 25),
   walls = { all = { type = "slip", thickness = 3 },
     left = { type = "sticky", thickness = math.floor(0.015 / DX + 0.5) } },
-  integrator = os.getenv("INT") or "implicit", volumetric = os.getenv("VOL") or "averaged" }
+  integrator = os.getenv("INT") or "implicit", volumetric = os.getenv("VOL") or "averaged",
+  fluid = os.getenv("FLUID") }
 local maxx, tip = -1, {}
 for p = 0, nf - 1 do maxx = math.max(maxx, s.x[p]) end
 for p = 0, nf - 1 do if s.x[p] > maxx - 3e-3 then tip[#tip + 1] = p + 1 end end
