@@ -1,12 +1,12 @@
-/* fill_test.c: the fill water's primitives (engine/fill.h) on the CPU backend, in f64, composed as engine/fill.c
- * composes them: the gradient of W in the grid velocities against central differences of W, and the Hessian product
- * against central differences of the gradient, on a block of water and a deformed solid that overfill their nodes
- * (their volumes 5 % above their spacing squared) next to a wall; and the same bits for 1 and 2 threads. Built and run by
+/* fill_test.c: the fill water (engine/fill.h, engine/fill.c) on the CPU backend, in f64: the gradient of W in the grid
+ * velocities (cqi_fill_gradient) against central differences of W, and the Hessian product (cqi_fill_hvp) against
+ * central differences of the gradient, on a block of water and a deformed solid that overfill their nodes (their
+ * volumes 5 % above their spacing squared) next to a wall; and the same bits for 1 and 2 threads. Built and run by
  * tests/fluid_spec.lua; prints one line per check and exits 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "../../engine/backend.h"
+#include "../../engine/integrator.h"
 
 enum { RES0 = 24, RES1 = 20, NX = 20, NY = 15, N = NX * NY };
 static int failures = 0;
@@ -16,48 +16,36 @@ static void expect(int ok, const char* what, double got, double want) {
 }
 
 typedef struct {
-  cqi_backend* b;
+  cqi_sim sim; /* the engine's own composition (engine/fill.c) on this backend and model */
   cq_substep c;
   cq_particles s;
-  cq_params m;
-  cq_real *base, *lin, *at, *dir;
   long len; /* reals per grid vector */
 } fixture;
 
 static cq_real* grid_vector(fixture* f) {
-  cq_real* g = f->b->ops->alloc(f->b, sizeof(cq_real) * f->len);
-  f->b->ops->zero(f->b, g, sizeof(cq_real) * f->len);
+  cqi_backend* b = f->sim.be;
+  cq_real* g = b->ops->alloc(b, sizeof(cq_real) * f->len);
+  b->ops->zero(b, g, sizeof(cq_real) * f->len);
   return g;
 }
 
-/* W at the grid velocities v (lin then holds the fill there), and its gradient into g when g is not NULL. */
+/* W at the grid velocities v from the fill that cqi_fill_gradient leaves in sim.fill.lin, and its gradient into g. */
 static double energy(fixture* f, const cq_real* v, cq_real* g) {
-  const cqi_backend_ops* op = f->b->ops;
-  op->grid_clear(f->b, f->lin);
-  op->fill_scatter(f->b, &f->c, &f->s, &f->m, v, f->lin);
-  op->fill_node(f->b, &f->c, CQI_FILL_GRAD, f->base, NULL, NULL, f->lin);
-  if (g) {
-    op->grid_clear(f->b, g);
-    op->fill_force(f->b, &f->c, &f->s, &f->m, f->lin, f->c.dt, g);
-  }
+  f->sim.be->ops->grid_clear(f->sim.be, g);
+  cqi_fill_gradient(&f->sim, &f->c, &f->s, v, g);
+  const cq_real *base = f->sim.fill.base, *lin = f->sim.fill.lin;
   double W = 0, Vc = f->c.dx * f->c.dx;
   for (long i = 0; i < f->len / 3; i++) {
-    double r = (f->base[i * 3] + f->lin[i * 3]) / f->base[i * 3 + 2];
-    if (r > 1) W += Vc * f->base[i * 3 + 1] / 2 * (r - 1) * (r - 1);
+    double r = (base[i * 3] + lin[i * 3]) / base[i * 3 + 2];
+    if (r > 1) W += Vc * base[i * 3 + 1] / 2 * (r - 1) * (r - 1);
   }
   return W;
 }
 
 static void hvp(fixture* f, const cq_real* v, const cq_real* x, cq_real* out) {
-  const cqi_backend_ops* op = f->b->ops;
-  op->grid_clear(f->b, f->at);
-  op->fill_scatter(f->b, &f->c, &f->s, &f->m, v, f->at);
-  op->fill_node(f->b, &f->c, CQI_FILL_GRAD, f->base, NULL, NULL, f->at);
-  op->grid_clear(f->b, f->dir);
-  op->fill_scatter(f->b, &f->c, &f->s, &f->m, x, f->dir);
-  op->fill_node(f->b, &f->c, CQI_FILL_HVP, NULL, NULL, f->at, f->dir);
-  op->grid_clear(f->b, out);
-  op->fill_force(f->b, &f->c, &f->s, &f->m, f->dir, f->c.dt, out);
+  f->sim.be->ops->grid_clear(f->sim.be, out);
+  cqi_fill_linearise(&f->sim, &f->c, &f->s, v);
+  cqi_fill_hvp(&f->sim, &f->c, &f->s, x, out);
 }
 
 int main(void) {
@@ -68,11 +56,11 @@ int main(void) {
   static cqi_err err;
   cqi_model model;
   if (cqi_model_init(&model, &d, &err) != CQ_OK) return printf("model: %s\n", err.msg), 1;
-  fixture f;
-  f.b = cqi_backend_cpu_create(&model, &err);
-  if (!f.b) return printf("backend: %s\n", err.msg), 1;
-  const cqi_backend_ops* op = f.b->ops;
-  cq_real* block = op->alloc(f.b, sizeof(cq_real) * N * 13);
+  static fixture f; /* zeroed: the fill's buffers are allocated by the first cqi_fill_begin */
+  cqi_backend* b = cqi_backend_cpu_create(&model, &err);
+  if (!b) return printf("backend: %s\n", err.msg), 1;
+  const cqi_backend_ops* op = b->ops;
+  cq_real* block = op->alloc(b, sizeof(cq_real) * N * 13);
   f.s = (cq_particles){.n = N, .x = block, .v = block + 2 * N, .C = block + 4 * N, .F = block + 8 * N, .pg = block + 10 * N};
   double h = d.dx / 2.5;
   for (int p = 0; p < N; p++) {
@@ -85,23 +73,22 @@ int main(void) {
     model.material[p] = solid ? CQ_MAT_NEOHOOKEAN : CQ_MAT_FLUID;
     model.bulk[p] = solid ? 0 : 2e5 * (1 + 0.1 * sin(0.5 * p));
   }
-  f.m = cqi_model_params(&model);
+  static cqi_model_view view;
+  view.params = cqi_model_params(&model);
+  f.sim.be = b, f.sim.model = &model, f.sim.view = &view, f.sim.err = &err;
   f.c = cqi_substep_ctx(&model, NULL, NULL, 0);
   cqi_check bad;
-  op->set_threads(f.b, 1);
-  op->prepare(f.b, &f.c, &f.s, 1, &bad);
+  op->set_threads(b, 1);
+  op->prepare(b, &f.c, &f.s, 1, &bad);
   expect(bad.check == CQ_CHECK_OK, "prepare: every particle passes", bad.check, CQ_CHECK_OK);
   f.len = model.n_nodes * 3;
-  f.base = grid_vector(&f), f.lin = grid_vector(&f), f.at = grid_vector(&f), f.dir = grid_vector(&f);
   cq_real *v = grid_vector(&f), *x = grid_vector(&f), *g = grid_vector(&f), *gp = grid_vector(&f),
           *gm = grid_vector(&f), *hx = grid_vector(&f), *vt = grid_vector(&f);
-  op->grid_clear(f.b, f.base);
-  op->fill_scatter(f.b, &f.c, &f.s, &f.m, NULL, f.base);
-  op->fill_node(f.b, &f.c, CQI_FILL_BASE, f.base, NULL, NULL, NULL);
+  if (cqi_fill_begin(&f.sim, &f.c, &f.s) != CQ_OK) return printf("fill: %s\n", err.msg), 1;
   for (long i = 0; i < f.len; i++) v[i] = 0.05 * sin(0.37 * i + 0.2), x[i] = cos(0.11 * i);
   double W = energy(&f, v, g);
   long active = 0;
-  for (long i = 0; i < f.len / 3; i++) active += f.lin[i * 3 + 1] > 0;
+  for (long i = 0; i < f.len / 3; i++) active += f.sim.fill.lin[i * 3 + 1] > 0;
   expect(W > 0 && active > 20, "W > 0 with pressure at more than 20 nodes (count)", (double)active, 20);
   /* dW/dv . x against central differences of W (eps: no node crosses r = 1 in between, checked below) */
   double eps = 1e-6, gx = 0;
@@ -127,13 +114,14 @@ int main(void) {
   for (long i = 0; i < f.len; i++) xHx += x[i] * hx[i];
   expect(xHx > 0, "x . H x > 0 (semi-definite, and x moves active nodes)", xHx, 0);
   /* two threads: the same bits (the scatters run in the same particle order per node) */
-  op->set_threads(f.b, 2);
+  op->set_threads(b, 2);
   energy(&f, v, gp);
   hvp(&f, v, x, gm);
   int same = 1;
   for (long i = 0; i < f.len; i++) same &= gp[i] == g[i] && gm[i] == hx[i];
   expect(same, "gradient and Hessian product: the same bits with 2 threads", same, 1);
-  op->destroy(f.b);
+  cqi_fill_release(&f.sim);
+  op->destroy(b);
   cqi_model_free(&model);
   printf("%d failures\n", failures);
   return failures ? 1 : 0;
