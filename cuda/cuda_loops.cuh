@@ -475,6 +475,18 @@ __global__ void CQ_D(cqk_fill_force)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS 
   if (p < s.n) CQ_D(fill_force)(&c, &s, &m, p, pn, scale, out);
 }
 
+__global__ void CQ_D(cqk_fill_adj_scatter)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* lam,
+                                           cq_real* out) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(fill_adj_scatter)(&c, &s, &m, p, lam, out);
+}
+
+__global__ void CQ_D(cqk_fill_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* lam,
+                                   const cq_real* lin, const cq_real* adj, cq_particles gs, cq_param_grads gp) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(fill_adj)(&c, &s, &m, p, v, lam, lin, adj, &gs, &gp);
+}
+
 __global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= b.count) return;
@@ -783,6 +795,21 @@ static int CQ_D(cuda_fill_force)(cqi_backend* b, const cq_substep* c, const cq_p
                                  const cq_real* pn, cq_real scale, cq_real* out) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_fill_force), s->n, *c, *s, *m, pn, scale, out, g->key);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_fill_adj_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
+                                       const cq_params* m, const cq_real* lam, cq_real* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_fill_adj_scatter), s->n, *c, *s, *m, lam, out);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                               const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,
+                               cq_particles* gs, const cq_param_grads* gp) {
+  cuda_backend* g = (cuda_backend*)b;
+  LAUNCH(CQ_D(cqk_fill_adj), s->n, *c, *s, *m, v, lam, lin, adj, *gs, *gp);
   return CQ_OK;
 }
 

@@ -648,6 +648,23 @@ static int CQ_D(cpu_fill_force)(cqi_backend* b, const cq_substep* c, const cq_pa
   return CQ_OK;
 }
 
+static int CQ_D(cpu_fill_adj_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                      const cq_real* lam, cq_real* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  CQI_FOR_SLABS(cb, CQ_D(fill_adj_scatter)(c, s, m, p, lam, out))
+  return CQ_OK;
+}
+
+/* Each particle writes only its own gradients. */
+static int CQ_D(cpu_fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                              const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,
+                              cq_particles* gs, const cq_param_grads* gp) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(fill_adj)(c, s, m, p, v, lam, lin, adj, gs, gp);
+  return CQ_OK;
+}
+
 /* Its adjoint: a particle gather (each particle writes only its own gradients) and node passes over the region. */
 static int CQ_D(cpu_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
                                          const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,

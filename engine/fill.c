@@ -79,13 +79,30 @@ int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const
   return be->ops->fill_force(be, c, s, m, sim->fill.dir, c->dt, out);
 }
 
+int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
+                     const cq_real* lam, cq_particles* gs, const cq_param_grads* gp) {
+  cqi_backend* be = sim->be;
+  const cq_params* m = &sim->view->params;
+  TRY(fill_at_velocities(sim, c, s, v, sim->fill.lin));
+  TRY(be->ops->grid_clear(be, sim->fill.dir));
+  TRY(be->ops->fill_adj_scatter(be, c, s, m, lam, sim->fill.dir));
+  TRY(be->ops->fill_node(be, c, CQI_FILL_ADJ, sim->fill.base, NULL, sim->fill.lin, sim->fill.dir));
+  return be->ops->fill_adj(be, c, s, m, v, lam, sim->fill.lin, sim->fill.dir, gs, gp);
+}
+
 int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid) {
   TRY(cqi_fill_begin(sim, c, s));
   TRY(fill_at_velocities(sim, c, s, NULL, sim->fill.lin));
   return sim->be->ops->fill_force(sim->be, c, s, &sim->view->params, sim->fill.lin, -c->dt, grid);
 }
 
-int cqi_fill_no_adjoint(cqi_sim* sim) {
-  return cqi_errorf(sim->err, CQ_ERR_ARG, "backward: gradients through fluid = \"fill\" are not implemented yet (the "
-                    "forward runs with both integrators); use fluid = \"particle\" for a backward pass");
+/* The explicit impulse is -g at v = 0 (cqi_fill_explicit), so its adjoint is cqi_fill_adjoint's with lam = -gm (the
+ * momentum slots; fill.h reads no other). The substep's base again first: the memo may have restored its grid. */
+int cqi_fill_explicit_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* gm,
+                              cq_particles* gs, const cq_param_grads* gp) {
+  cqi_backend* be = sim->be;
+  TRY(cqi_fill_begin(sim, c, s));
+  TRY(be->ops->grid_clear(be, sim->fill.at));
+  TRY(be->ops->grid_axpy(be, -1, gm, sim->fill.at));
+  return cqi_fill_adjoint(sim, c, s, NULL, sim->fill.at, gs, gp);
 }

@@ -78,12 +78,25 @@ CQ_HD cq_real CQ_D(fill_wall_share)(const cq_substep* c, const int i[3]) {
   return 1 - inside;
 }
 
+/* Node pass CQI_FILL_ADJ (fill_node's): from a_i in adj[0] and the linearisation lin at v (lin[0] = dphi_i), the
+ * node's coefficients for the particles' gather: adj[0] = dL/dphi^n_i (through the fill and through K_i = kw_i /
+ * phi^n_i), adj[1] = dL/dkw_i, adj[2] = dL/d(dphi_i). */
+CQ_HD void CQ_D(fill_adj_node)(const cq_real* base, const cq_real* lin, cq_real* adj) {
+  cq_real K = base[1], phi0 = base[2], r = (base[0] + lin[0]) / phi0, a = adj[0];
+  int on = r > 1 && K > 0;
+  cq_real b = on ? a * K / (phi0 * phi0) : 0, cK = on ? a * (r - 1) / phi0 : 0;
+  adj[0] = on ? b - cK * K / base[0] : 0;
+  adj[1] = on ? cK / base[0] : 0;
+  adj[2] = b;
+}
+
 /* The node passes (mode CQI_FILL_*, kernel_types.h), pointers at node i's D + 1 reals:
  *   BASE:  base from the sums (slot 0 the particles' fill, slot 1 their fluid V K): the walls' share added to slot 0,
  *          slot 1 -> K_i = (fluid V K / dx^D) / phi_i, slot 2 = phi0_i = 1 + ref[0] (ref NULL: 1);
  *   REF:   ref[0] = max(0, phi_i - 1), the excess that fill_rest = "initial" keeps as the rest fill;
  *   GRAD:  out[1] = p_i and out[2] = K_i / phi0_i^2 where r_i > 1, at out[0] = dphi_i (the linearisation);
- *   HVP:   out[1] = at[2] out[0], the pressure's differential along the direction whose dphi is out[0]. */
+ *   HVP:   out[1] = at[2] out[0], the pressure's differential along the direction whose dphi is out[0];
+ *   ADJ:   fill_adj_node(base, at, out), at the linearisation at the converged velocities. */
 CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_real* base, cq_real* ref,
                            const cq_real* at, cq_real* out) {
   if (mode == CQI_FILL_BASE) {
@@ -97,8 +110,10 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_rea
     cq_real r = (base[0] + out[0]) / base[2], on = r > 1 && base[1] > 0;
     out[1] = on ? base[1] * (r - 1) / base[2] : 0;
     out[2] = on ? base[1] / (base[2] * base[2]) : 0;
-  } else {
+  } else if (mode == CQI_FILL_HVP) {
     out[1] = at[2] * out[0];
+  } else {
+    CQ_D(fill_adj_node)(base, at, out);
   }
 }
 
@@ -122,5 +137,119 @@ CQ_HD void CQ_D(fill_force)(const cq_substep* c, const cq_particles* s, const cq
     cq_real w, gw[D], dpos[D];
     cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&out[node * (D + 1) + a], scale * V * w * f[a]);
+  }
+}
+
+/* ---- the adjoint (implicit function theorem: lam . dW/dv pulled back into the particles and parameters) ---- */
+
+/* The second derivatives of node off's weight w.r.t. the particle's position: H[a][b] = d^2 w / dx_a dx_b (each
+ * axis's B-spline has the constant second derivative 1, -2, 1 times 1/dx^2 over the stencil). */
+CQ_HD void CQ_D(fill_hessian_w)(const cq_substep* c, const CQ_D(cqi_stencil) * st, const int off[3], cq_real H[D][D]) {
+  cq_real k2 = c->inv_dx * c->inv_dx;
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) {
+      cq_real h = 1;
+      for (int e = 0; e < D; e++) {
+        int o = off[e];
+        if (e == a && e == b) h *= (o == 1 ? -2 : 1) * k2;
+        else if (e == a || e == b) h *= st->dw[e][o];
+        else h *= st->w[e][o];
+      }
+      H[a][b] = h;
+    }
+}
+
+/* Particle p's share of a_i = dt sum_q V_q grad w_iq . Lam_q, Lam_q = sum_j w_jq lam_j, into slot 0 of out. */
+CQ_HD void CQ_D(fill_adj_scatter)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                  const cq_real* lam, cq_real* out) {
+  cq_real F[D][D], x[D], L[D] = {0};
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real V = m->vol0[p] * CQ_D(det)(F);
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) L[a] += w * lam[node * (D + 1) + a];
+  }
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cq_real d = 0;
+    for (int a = 0; a < D; a++) d += gw[a] * L[a];
+    CQ_SCATTER_ADD(&out[node * (D + 1)], c->dt * V * d);
+  }
+}
+
+/* Particle p's gradients from lam . dW/dv (lin: the linearisation at v, its pressures in slot 1; adj: fill_adj_node's
+ * coefficients): into gs->x, gs->F (through V = V0 det F), gp->vol0 and, for a fluid, gp->bulk. */
+CQ_HD void CQ_D(fill_adj)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* v,
+                          const cq_real* lam, const cq_real* lin, const cq_real* adj, cq_particles* gs,
+                          const cq_param_grads* gp) {
+  int n = s->n;
+  cq_real F[D][D], x[D], L[D] = {0}, u[D] = {0}, sq[D] = {0};
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real Vc = 1;
+  for (int a = 0; a < D; a++) Vc *= c->dx;
+  cq_real J = CQ_D(det)(F), V = m->vol0[p] * J, K = m->material[p] == CQ_MAT_FLUID ? m->bulk[p] : 0;
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    const cq_real* ln = lin + node * (D + 1);
+    for (int a = 0; a < D; a++) {
+      L[a] += w * lam[node * (D + 1) + a];
+      if (v) u[a] += w * v[node * (D + 1) + a];
+      sq[a] += ln[1] * gw[a];
+    }
+  }
+  cq_real gx[D] = {0}, gV = 0, gK = 0, sL = 0;
+  for (int a = 0; a < D; a++) sL += sq[a] * L[a];
+  gV += c->dt * sL;
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D], H[D][D];
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    CQ_D(fill_hessian_w)(c, &st, off, H);
+    const cq_real *ln = lin + node * (D + 1), *ad = adj + node * (D + 1), *lj = lam + node * (D + 1);
+    cq_real ls = 0, gu = 0;
+    for (int a = 0; a < D; a++) {
+      ls += lj[a] * sq[a];
+      gu += gw[a] * u[a];
+    }
+    /* lam . g directly: p_i grad grad w_iq Lam_q and (lam_j . s_q) grad w_jq */
+    for (int a = 0; a < D; a++) {
+      cq_real HL = 0, Hu = 0;
+      for (int b = 0; b < D; b++) HL += H[a][b] * L[b], Hu += H[a][b] * u[b];
+      gx[a] += c->dt * V * (ln[1] * HL + ls * gw[a]);
+      /* the fill at the start (ad[0]), the fluids' kw (ad[1]), the change over the substep (ad[2]) */
+      gx[a] += (V / Vc) * (ad[0] + K * ad[1]) * gw[a] + c->dt * (V / Vc) * ad[2] * Hu;
+    }
+    gV += (ad[0] + K * ad[1]) * w / Vc + c->dt / Vc * ad[2] * gu;
+    gK += V / Vc * ad[1] * w;
+  }
+  /* dphi's dependence on x_q through u_q's weights: dt (V / Vc) sum_i ad2_i grad w_iq . (sum_j v_j (x) grad w_jq) */
+  if (v) {
+    cq_real Dg[D] = {0}; /* sum_i ad2_i grad w_iq */
+    CQI_FOR_STENCIL(off) {
+      cq_real w, gw[D], dpos[D];
+      cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+      for (int a = 0; a < D; a++) Dg[a] += adj[node * (D + 1) + 2] * gw[a];
+    }
+    CQI_FOR_STENCIL(off) {
+      cq_real w, gw[D], dpos[D];
+      cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+      cq_real dv = 0;
+      for (int a = 0; a < D; a++) dv += Dg[a] * v[node * (D + 1) + a];
+      for (int a = 0; a < D; a++) gx[a] += c->dt * (V / Vc) * dv * gw[a];
+    }
+  }
+  cq_real Fit[D][D];
+  CQ_D(inv_t)(F, Fit);
+  gp->vol0[p] += gV * J;
+  if (K > 0) gp->bulk[p] += gK;
+  for (int a = 0; a < D; a++) {
+    gs->x[a * n + p] += gx[a];
+    for (int b = 0; b < D; b++) gs->F[(a * D + b) * n + p] += gV * V * Fit[a][b];
   }
 }

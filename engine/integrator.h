@@ -181,9 +181,14 @@ int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
 int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v);
 int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out);
 int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid);
+/* The adjoint of the implicit solve's share: lam . dW/dv at the converged v, pulled back into gs (x, F) and gp (vol0,
+ * and a fluid's bulk), the base of cqi_fill_begin at s. */
+int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
+                     cq_particles* gs, const cq_param_grads* gp);
 void cqi_fill_release(cqi_sim* sim);
-/* The backward pass through fill water is not written yet: a clear error. */
-int cqi_fill_no_adjoint(cqi_sim* sim);
+/* The explicit step's: gm = dL/d(P2G's momentum and mass) of the substep. */
+int cqi_fill_explicit_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* gm,
+                              cq_particles* gs, const cq_param_grads* gp);
 int cqi_vol_projected(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* out);
 int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out); /* the copy alone, unprojected */
 int cqi_vol_project_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* g0,

@@ -94,7 +94,6 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   const cqi_backend_ops* op = be->ops;
   TRY(alloc_backward(sim));
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
-  if (c.fill) return cqi_fill_no_adjoint(sim);
   cq_ctl kc = *ctl;
   const cq_real* cache = NULL;
   int restored = cqi_keep_restore(sim, ws->grid);
@@ -114,6 +113,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   if (!restored) {
     TRY(op->grid_clear(be, ws->grid));
     TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
+    if (c.fill) TRY(cqi_fill_explicit(sim, &c, s, ws->grid));
     cache = ws->cache;
   }
   TRY(op->grid_update(be, &c, ws->grid, ws->grid_v));
@@ -122,6 +122,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
   TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* the implicit step's pg passes through */
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
+  if (c.fill) TRY(cqi_fill_explicit_adjoint(sim, &c, s, ws->grid_adj, g0, out->gp));
   c.vol_g = sim->vol_g; /* averaged: P2G's adjoint writes dL/d(group pressure) there, then the groups' adjoint */
   TRY(cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, NULL, ws->gfext, g0, out));
   if (!c.vol_averaged) return CQ_OK;

@@ -444,6 +444,7 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
   cqi_backend* be = sim->be;
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor, rr, rz, bb;
   TRY(be->ops->grid_clear(be, x));
+  if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
   TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
   TRY(precondition(sim, c, ws->r, ws->z));
   TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
@@ -491,6 +492,7 @@ static int bicgstab_solve(cqi_sim* sim, const cq_substep* c, const cq_particles*
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
   double rho = 1, alpha = 1, omega = 1, rr, bb, rho1, rv, ts, tt;
   TRY(be->ops->grid_clear(be, x));
+  if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
   TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
   TRY(lincomb(be, ws->g, 1, ws->r, 0, ws->r));
   TRY(be->ops->grid_clear(be, ws->p));
@@ -591,11 +593,13 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
     cv.vol_g0 = g0->pg;
   }
   TRY(op->implicit_stress_adj(be, &cv, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
+  if (c->fill) TRY(cqi_fill_adjoint(sim, c, s, ws->v, ws->d, g0, out->gp)); /* the fill water's share (fill.h) */
   /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A^T lam), where (I - Pi) m lam = 0; then v0's grid update
    * (with the boundaries) back to P2G's grid, and v* and m there too */
   TRY(lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
   if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, ws->d));
   TRY(op->implicit_hvp(be, &cv, s, &sim->view->params, ws->v, ws->d, ws->g));
+  if (c->fill) TRY(cqi_fill_hvp(sim, c, s, ws->d, ws->g)); /* linearised at v by the solve */
   TRY(lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->vt));
   TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
@@ -653,7 +657,6 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
 
 static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
-  if (sim->model->desc.fluid == CQ_FLUID_FILL) return cqi_fill_no_adjoint(sim);
   TRY(alloc_backward(sim));
   return piece_adj(sim, s, s1, ctl, k, 0, 0, g1, g0, out);
 }

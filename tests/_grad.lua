@@ -25,7 +25,8 @@ function M.scene(opts)
     substeps = opts.substeps or 1, gravity = dim == 2 and { 0, -6 } or { 0, -6, 0 }, n = n, n_actuators = 2,
     precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
     backend = opts.backend or "cpu", -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
-    integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric, damping = opts.damping }
+    integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric, damping = opts.damping,
+    fluid = opts.fluid }
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
   w:fill("E", function(p) return (opts.E or 30) * (1 + 0.2 * prand(p, 1)) end)
@@ -74,6 +75,18 @@ function M.scene(opts)
     for i = 0, side - 1 do idx[d] = i; place(idx, d + 1) end
   end
   place({}, 1)
+  if opts.fluid == "fill" then
+    -- the rest fill (fluid_rest = "initial") from the block spread 4 % about its centre, so that s's nodes are not
+    -- all at their rest fill (where the pressure has its kink, which central differences would straddle), and none
+    -- of them is outside it (a rest fill of 1 against s's ~10^3: vol0 = 1 in cells of 1/16)
+    local spread = s:copy()
+    for a = 0, dim - 1 do
+      local mean = 0
+      for q = 0, n - 1 do mean = mean + s.x[a * n + q] / n end
+      for q = 0, n - 1 do spread.x[a * n + q] = mean + 1.04 * (s.x[a * n + q] - mean) end
+    end
+    w:step(spread, { 0, 0 })
+  end
   return w, s
 end
 

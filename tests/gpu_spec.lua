@@ -86,12 +86,15 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
   { "neohookean", 0, nil, "neohookean, cavity", "cavity" },
   { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 150 }, "mooney_rivlin, averaged bulk", nil, "averaged" },
   -- a fluid in the groups (engine/volumetric.h since e15bea3: K_s = 1e-3 K on its own J, the rest on its group's)
-  { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, averaged bulk", nil, "averaged" } }
+  { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, averaged bulk", nil, "averaged" },
+  -- fill water (engine/fill.h): the pressure from the grid's node fills, its adjoint
+  { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, fill water", nil, nil, "fill" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 local function scene_opts(dim, mat, bc, precision, backend)
   return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
-    moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5], volumetric = mat[6] }
+    moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5], volumetric = mat[6],
+    fluid = mat[7] }
 end
 
 describe("backend selection", function()
@@ -213,6 +216,9 @@ local IMPLICIT_CASES = {
   -- a fluid in the groups, as tests/implicit_spec.lua's gradient case
   { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, volumetric = "averaged",
     name = "fluid+visc, averaged bulk, slip walls" },
+  -- fill water inside the solve (engine/fill.h), as tests/implicit_spec.lua's gradient case
+  { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, fluid = "fill",
+    name = "fluid+visc, fill water, slip walls" },
 }
 describe("CUDA vs CPU, implicit integrator, f64", function()
   for _, case in ipairs(IMPLICIT_CASES) do

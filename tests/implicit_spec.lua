@@ -445,6 +445,12 @@ local cases = {
   -- a fluid in the groups (K_s = 1e-3 K on its own J, the rest on its group's; projected like a solid)
   { dim = 2, name = "fluid+visc, averaged bulk, slip walls", bc = "slip", material = "fluid",
     params = { bulk = STIFF, visc = 0.05 }, volumetric = "averaged", kinds = { "bulk", "visc" } },
+  -- fill water (engine/fill.h): its pressure from the grid's node fills inside the solve; its adjoint through the
+  -- weights' first and second derivatives into x, the volumes V0 det F into vol0 and F, and its bulk modulus
+  { dim = 2, name = "fluid+visc, fill water, slip walls", bc = "slip", material = "fluid", fluid = "fill",
+    params = { bulk = STIFF, visc = 0.05 }, common = true, kinds = { "bulk", "visc" } },
+  { dim = 3, name = "fluid, fill water, sticky walls", bc = "sticky", material = "fluid", fluid = "fill",
+    params = { bulk = STIFF }, kinds = { "bulk" } },
 }
 
 describe("the implicit gradient cases", function()
@@ -458,7 +464,8 @@ describe("implicit gradients (implicit function theorem) vs central differences"
     it(case.dim .. "D " .. case.name .. ", " .. STEPS .. " steps above 5x the explicit dt", function()
       local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
         material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain,
-        volume = case.volume, volumetric = case.volumetric, damping = case.damping, pressure = case.pressure }
+        volume = case.volume, volumetric = case.volumetric, damping = case.damping, pressure = case.pressure,
+        fluid = case.fluid }
       local ratio = DT / w:stable_dt()
       assert.is_true(ratio > 5)
       local P = G.problem(w, s0, STEPS)
