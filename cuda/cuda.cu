@@ -575,7 +575,7 @@ static const cqi_backend_ops cuda_ops = {
     NULL, NULL, NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
     cuda_vol_sums, cuda_vol_pressure, cuda_vol_adj_sums, cuda_vol_adj, cuda_vol_strain_adj,
     cuda_vol_project, cuda_vol_project_share, cuda_vol_project_adj,
-    cuda_fill_scatter, cuda_fill_node, cuda_fill_force, cuda_fill_adj_scatter, cuda_fill_adj,
+    cuda_fill_scatter, cuda_fill_node, cuda_fill_force, cuda_fill_adj,
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

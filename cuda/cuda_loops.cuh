@@ -475,12 +475,6 @@ __global__ void CQ_D(cqk_fill_force)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS 
   if (p < s.n) CQ_D(fill_force)(&c, &s, &m, p, pn, scale, out);
 }
 
-__global__ void CQ_D(cqk_fill_adj_scatter)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* lam,
-                                           cq_real* out) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(fill_adj_scatter)(&c, &s, &m, p, lam, out);
-}
-
 __global__ void CQ_D(cqk_fill_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* lam,
                                    const cq_real* lin, const cq_real* adj, cq_particles gs, cq_param_grads gp) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -795,13 +789,6 @@ static int CQ_D(cuda_fill_force)(cqi_backend* b, const cq_substep* c, const cq_p
                                  const cq_real* pn, cq_real scale, cq_real* out) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_fill_force), s->n, *c, *s, *m, pn, scale, out, g->key);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_fill_adj_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
-                                       const cq_params* m, const cq_real* lam, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_fill_adj_scatter), s->n, *c, *s, *m, lam, out);
   return CQ_OK;
 }
 

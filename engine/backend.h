@@ -207,10 +207,8 @@ typedef struct cqi_backend_ops {
                    cq_real* out);
   int (*fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                     const cq_real* pn, cq_real scale, cq_real* out);
-  /* Its adjoint: fill_adj_scatter adds each particle's share of a_i = dL/dp_i through the multipliers lam into slot 0
-   * of out; fill_adj adds each particle's gradients (fill.h fill_adj) into gs and gp. */
-  int (*fill_adj_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                          const cq_real* lam, cq_real* out);
+  /* Its adjoint (after fill_scatter of the multipliers and fill_node's CQI_FILL_ADJ): fill_adj adds each particle's
+   * gradients (fill.h fill_adj) into gs and gp. */
   int (*fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
                   const cq_real* lam, const cq_real* lin, const cq_real* adj, cq_particles* gs,
                   const cq_param_grads* gp);

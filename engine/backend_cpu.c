@@ -245,7 +245,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_keep_bytes, cpu_keep, cpu_restore,
     cpu_vol_sums, cpu_vol_pressure, cpu_vol_adj_sums, cpu_vol_adj, cpu_vol_strain_adj,
     cpu_vol_project, cpu_vol_project_share, cpu_vol_project_adj,
-    cpu_fill_scatter, cpu_fill_node, cpu_fill_force, cpu_fill_adj_scatter, cpu_fill_adj,
+    cpu_fill_scatter, cpu_fill_node, cpu_fill_force, cpu_fill_adj,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

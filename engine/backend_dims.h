@@ -138,10 +138,6 @@
                             const cq_real* pn, cq_real scale, cq_real* out) {                                     \
     return CQI_BY_DIM(b, P##_fill_force, c, s, m, pn, scale, out);                                                 \
   }                                                                                                               \
-  static int P##_fill_adj_scatter(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,  \
-                                  const cq_real* lam, cq_real* out) {                                             \
-    return CQI_BY_DIM(b, P##_fill_adj_scatter, c, s, m, lam, out);                                                 \
-  }                                                                                                               \
   static int P##_fill_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,          \
                           const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,          \
                           cq_particles* gs, const cq_param_grads* gp) {                                           \

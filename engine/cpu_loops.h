@@ -648,13 +648,6 @@ static int CQ_D(cpu_fill_force)(cqi_backend* b, const cq_substep* c, const cq_pa
   return CQ_OK;
 }
 
-static int CQ_D(cpu_fill_adj_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                      const cq_real* lam, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(fill_adj_scatter)(c, s, m, p, lam, out))
-  return CQ_OK;
-}
-
 /* Each particle writes only its own gradients. */
 static int CQ_D(cpu_fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                               const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,

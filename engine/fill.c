@@ -85,7 +85,7 @@ int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, c
   const cq_params* m = &sim->view->params;
   TRY(fill_at_velocities(sim, c, s, v, sim->fill.lin));
   TRY(be->ops->grid_clear(be, sim->fill.dir));
-  TRY(be->ops->fill_adj_scatter(be, c, s, m, lam, sim->fill.dir));
+  TRY(be->ops->fill_scatter(be, c, s, m, lam, sim->fill.dir)); /* a_i / dx^D (fill.h fill_adj_node) */
   TRY(be->ops->fill_node(be, c, CQI_FILL_ADJ, sim->fill.base, NULL, sim->fill.lin, sim->fill.dir));
   return be->ops->fill_adj(be, c, s, m, v, lam, sim->fill.lin, sim->fill.dir, gs, gp);
 }

@@ -78,11 +78,12 @@ CQ_HD cq_real CQ_D(fill_wall_share)(const cq_substep* c, const int i[3]) {
   return 1 - inside;
 }
 
-/* Node pass CQI_FILL_ADJ (fill_node's): from a_i in adj[0] and the linearisation lin at v (lin[0] = dphi_i), the
- * node's coefficients for the particles' gather: adj[0] = dL/dphi^n_i (through the fill and through K_i = kw_i /
+/* Node pass CQI_FILL_ADJ (fill_node's): from a_i = dt sum_q V_q grad w_iq . Lam_q, Lam_q = sum_j w_jq lam_j, in
+ * adj[0] (fill_scatter of lam: a_i / dx^D, Vc = dx^D) and the linearisation lin at v (lin[0] = dphi_i), the node's
+ * coefficients for the particles' gather: adj[0] = dL/dphi^n_i (through the fill and through K_i = kw_i /
  * phi^n_i), adj[1] = dL/dkw_i, adj[2] = dL/d(dphi_i). */
-CQ_HD void CQ_D(fill_adj_node)(const cq_real* base, const cq_real* lin, cq_real* adj) {
-  cq_real K = base[1], phi0 = base[2], r = (base[0] + lin[0]) / phi0, a = adj[0];
+CQ_HD void CQ_D(fill_adj_node)(const cq_real* base, const cq_real* lin, cq_real Vc, cq_real* adj) {
+  cq_real K = base[1], phi0 = base[2], r = (base[0] + lin[0]) / phi0, a = adj[0] * Vc;
   int on = r > 1 && K > 0;
   cq_real b = on ? a * K / (phi0 * phi0) : 0, cK = on ? a * (r - 1) / phi0 : 0;
   adj[0] = on ? b - cK * K / base[0] : 0;
@@ -113,7 +114,9 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_rea
   } else if (mode == CQI_FILL_HVP) {
     out[1] = at[2] * out[0];
   } else {
-    CQ_D(fill_adj_node)(base, at, out);
+    cq_real Vc = 1;
+    for (int a = 0; a < D; a++) Vc *= c->dx;
+    CQ_D(fill_adj_node)(base, at, Vc, out);
   }
 }
 
@@ -157,28 +160,6 @@ CQ_HD void CQ_D(fill_hessian_w)(const cq_substep* c, const CQ_D(cqi_stencil) * s
       }
       H[a][b] = h;
     }
-}
-
-/* Particle p's share of a_i = dt sum_q V_q grad w_iq . Lam_q, Lam_q = sum_j w_jq lam_j, into slot 0 of out. */
-CQ_HD void CQ_D(fill_adj_scatter)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                                  const cq_real* lam, cq_real* out) {
-  cq_real F[D][D], x[D], L[D] = {0};
-  CQ_D(vol_load)(s, p, x, F);
-  cq_real V = m->vol0[p] * CQ_D(det)(F);
-  CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
-  CQI_FOR_STENCIL(off) {
-    cq_real w, gw[D], dpos[D];
-    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    for (int a = 0; a < D; a++) L[a] += w * lam[node * (D + 1) + a];
-  }
-  CQI_FOR_STENCIL(off) {
-    cq_real w, gw[D], dpos[D];
-    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    cq_real d = 0;
-    for (int a = 0; a < D; a++) d += gw[a] * L[a];
-    CQ_SCATTER_ADD(&out[node * (D + 1)], c->dt * V * d);
-  }
 }
 
 /* Particle p's gradients from lam . dW/dv (lin: the linearisation at v, its pressures in slot 1; adj: fill_adj_node's
