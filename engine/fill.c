@@ -13,7 +13,9 @@ static int fill_buffers(cqi_sim* sim) {
   int ok = 1;
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok &= (*bufs[i] = be->ops->alloc(be, gb)) != NULL;
   cq_real* ref = be->ops->alloc(be, gb);
-  if (!ok || !ref || be->ops->zero(be, ref, gb) != CQ_OK) {
+  if (!ok || !ref || be->ops->zero(be, ref, gb) != CQ_OK) { /* none kept: the next call starts afresh */
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+      if (*bufs[i]) be->ops->release(be, *bufs[i]), *bufs[i] = NULL;
     if (ref) be->ops->release(be, ref);
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "fluid = \"fill\": out of memory for the fill's grid vectors (%ld "
                       "nodes)", be->n_nodes);
