@@ -567,6 +567,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
     cuda_cable_forces, cuda_cable_forces_adj, cuda_cavity_forces, cuda_cavity_forces_adj,
     cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
+    cuda_grid_sums,
     cuda_implicit_stress, cuda_implicit_hvp, cuda_implicit_node, cuda_implicit_bc, cuda_implicit_precond,
     cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,
     NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */

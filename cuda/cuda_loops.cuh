@@ -385,6 +385,27 @@ __global__ void CQ_D(cqk_grid_norm_inf)(CQK_SUBSTEP c, cqi_box b, const cq_real*
   if (threadIdx.x == 0) partial[blockIdx.x] = m[0];
 }
 
+/* Per-block partial sums of each slot of x over active nodes (slot d of block k at partial[d * blocks + k]), in a
+ * fixed tree order. */
+__global__ void CQ_D(cqk_grid_sums)(CQK_SUBSTEP c, cqi_box b, const cq_real* x, double* partial) {
+  __shared__ double sum[D + 1][CQ_BLOCK];
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  long node = -1;
+  if (t < b.count) {
+    int i[3];
+    node = CQ_D(cqk_box_node)(&c, b, t, i);
+  }
+  for (int d = 0; d <= D; d++) sum[d][threadIdx.x] = node >= 0 ? (double)x[node * (D + 1) + d] : 0;
+  __syncthreads();
+  for (int s = CQ_BLOCK / 2; s > 0; s >>= 1) {
+    if ((int)threadIdx.x < s)
+      for (int d = 0; d <= D; d++) sum[d][threadIdx.x] += sum[d][threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int d = 0; d <= D; d++) partial[d * gridDim.x + blockIdx.x] = sum[d][0];
+}
+
 /* The implicit solve (engine/implicit.h): particle scatters (atomics, as P2G) and node passes over the active box. */
 __global__ void CQ_D(cqk_implicit_stress)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, cq_real* out) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -693,6 +714,22 @@ static int CQ_D(cuda_grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* 
   double sum = 0;
   for (long i = 0; i < blocks; i++) sum += g->partial_h[i]; /* in block order */
   *out = sum;
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  TRY(host_box(g));
+  long blocks = (g->box.count + CQ_BLOCK - 1) / CQ_BLOCK;
+  TRY(ensure_partials(g, (D + 1) * blocks));
+  LAUNCH(CQ_D(cqk_grid_sums), g->box.count, g->region_ctx, g->box, x, g->partial);
+  CK(cudaMemcpyAsync(g->partial_h, g->partial, sizeof(double) * (D + 1) * blocks, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  for (int d = 0; d <= D; d++) {
+    double sum = 0;
+    for (long k = 0; k < blocks; k++) sum += g->partial_h[d * blocks + k]; /* in block order */
+    out[d] = sum;
+  }
   return CQ_OK;
 }
 

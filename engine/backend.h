@@ -111,6 +111,9 @@ typedef struct cqi_backend_ops {
   int (*grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y);
   int (*grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y, double* out);
   int (*grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out);
+  /* The sums of each of x's D+1 slots over the active region, into out[0..D] (node passes' per-node terms, e.g. the
+   * fill water's energy along a line, fill.h). */
+  int (*grid_sums)(cqi_backend* b, const cq_real* x, double* out);
 
   /* The implicit grid update (seed 003 eq. 12; bodies in implicit.h), over the active region. v, dir, x, y, out: grid
    * vectors (B); vstar: (v*[D], mass) per node. implicit_stress adds the elastic part of grad (dt E) at the grid

@@ -26,7 +26,7 @@ typedef struct cpu_backend {
   int n_slabs;
   int lo[3], hi[3];     /* active node region of the current substep (inclusive) */
   cq_substep region_ctx; /* strides of the active region (from the last prepare) */
-  double* layer_sum;    /* [res0] partial sums of grid_dot */
+  double* layer_sum;    /* [4][res0] per-layer partial sums of grid_dot, grid_norm_inf and grid_sums */
   cqi_cavity_sums *cav_sums, *cav_gsums; /* [n_act] the cavities' sums over their walls, and their gradients */
   cqi_cavity_coef *cav_coef, *cav_gcoef; /* [n_act] their corrections' coefficients, and their gradients */
   cq_real *p2g_mv, *p2g_stress; /* P2G's first pass (cpu_loops.h): momenta [D][n], stresses [3 D^2][n] (no cache) */
@@ -237,6 +237,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
     cpu_cable_forces, cpu_cable_forces_adj, cpu_cavity_forces, cpu_cavity_forces_adj,
     cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
+    cpu_grid_sums,
     cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
     cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,
     cpu_implicit_slots, cpu_implicit_blocks,
@@ -270,7 +271,7 @@ cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   cb->perm = malloc(sizeof(int32_t) * m->n);
   cb->base0 = malloc(sizeof(int32_t) * m->n);
   cb->slab_start = malloc(sizeof(int32_t) * (m->desc.res[0] + 2));
-  cb->layer_sum = malloc(sizeof(double) * m->desc.res[0]);
+  cb->layer_sum = malloc(sizeof(double) * 4 * m->desc.res[0]);
   if (!cb->perm || !cb->base0 || !cb->slab_start || !cb->layer_sum) {
     cpu_destroy(b);
     return cqi_errorf(err, CQ_ERR_NOMEM, "n: out of memory for the CPU workspace of %d particles", m->n), NULL;

@@ -60,6 +60,9 @@
   static int P##_grid_norm_inf(cqi_backend* b, const cq_real* x, double* out) {                                    \
     return CQI_BY_DIM(b, P##_grid_norm_inf, x, out);                                                               \
   }                                                                                                                \
+  static int P##_grid_sums(cqi_backend* b, const cq_real* x, double* out) {                                        \
+    return CQI_BY_DIM(b, P##_grid_sums, x, out);                                                                   \
+  }                                                                                                                \
   static int P##_implicit_stress(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,    \
                                  const cq_real* v, cq_real* out) {                                                  \
     return CQI_BY_DIM(b, P##_implicit_stress, c, s, m, v, out);                                                    \

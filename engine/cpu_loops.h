@@ -483,6 +483,22 @@ static int CQ_D(cpu_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out
   *out = m;
   return CQ_OK;
 }
+static int CQ_D(cpu_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  cq_substep c = cb->region_ctx;
+  int lo0 = cb->lo[0], layers = cb->hi[0] - lo0 + 1;
+  double* layer = cb->layer_sum; /* slot d of layer l at [d * layers + l] */
+  for (int l = 0; l < (D + 1) * layers; l++) layer[l] = 0;
+  CQI_FOR_REGION(cb, c, {
+    for (int d = 0; d <= D; d++) layer[d * layers + i0 - lo0] += (double)x[node * (D + 1) + d];
+  })
+  for (int d = 0; d <= D; d++) {
+    double sum = 0;
+    for (int l = 0; l < layers; l++) sum += layer[d * layers + l];
+    out[d] = sum;
+  }
+  return CQ_OK;
+}
 /* The implicit solve (implicit.h): particle scatters in colored slabs like P2G, node passes over the region. */
 static int CQ_D(cpu_implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                      const cq_real* v, cq_real* out) {

@@ -9,7 +9,7 @@ static int fill_buffers(cqi_sim* sim) {
   cqi_backend* be = sim->be;
   if (sim->fill.ref) return CQ_OK;
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
-  cq_real** bufs[] = {&sim->fill.base, &sim->fill.lin, &sim->fill.at, &sim->fill.dir};
+  cq_real** bufs[] = {&sim->fill.base, &sim->fill.lin, &sim->fill.at, &sim->fill.dir, &sim->fill.line};
   int ok = 1;
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok &= (*bufs[i] = be->ops->alloc(be, gb)) != NULL;
   cq_real* ref = be->ops->alloc(be, gb);
@@ -27,7 +27,7 @@ static int fill_buffers(cqi_sim* sim) {
 
 void cqi_fill_release(cqi_sim* sim) {
   cqi_backend* be = sim->be;
-  cq_real* bufs[] = {sim->fill.base, sim->fill.lin, sim->fill.at, sim->fill.dir, sim->fill.ref};
+  cq_real* bufs[] = {sim->fill.base, sim->fill.lin, sim->fill.at, sim->fill.dir, sim->fill.line, sim->fill.ref};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i] && be) be->ops->release(be, bufs[i]);
   memset(&sim->fill, 0, sizeof sim->fill);
@@ -79,6 +79,43 @@ int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const
   TRY(be->ops->fill_scatter(be, c, s, m, x, sim->fill.dir));
   TRY(be->ops->fill_node(be, c, CQI_FILL_HVP, NULL, NULL, sim->fill.at, sim->fill.dir));
   return be->ops->fill_force(be, c, s, m, sim->fill.dir, c->dt, out);
+}
+
+int cqi_fill_line_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d) {
+  cqi_backend* be = sim->be;
+  TRY(be->ops->grid_clear(be, sim->fill.dir));
+  return be->ops->fill_scatter(be, c, s, &sim->view->params, d, sim->fill.dir);
+}
+
+int cqi_fill_line(cqi_sim* sim, const cq_substep* c, double a, double w[3]) {
+  cqi_backend* be = sim->be;
+  double sums[4];
+  TRY(be->ops->grid_clear(be, sim->fill.line));
+  TRY(be->ops->grid_axpy(be, (cq_real)a, sim->fill.dir, sim->fill.line)); /* slot 0: a delta_i */
+  TRY(be->ops->fill_node(be, c, CQI_FILL_LINE, sim->fill.base, sim->fill.at, sim->fill.dir, sim->fill.line));
+  TRY(be->ops->grid_sums(be, sim->fill.line, sums));
+  for (int k = 0; k < 3; k++) w[k] = sums[k];
+  return CQ_OK;
+}
+
+int cqi_fill_step(cqi_sim* sim, const cq_substep* c, double s_rest, double kappa, double slope0, double* step) {
+  enum { MAX_EVALS = 30 };
+  double w[3], lo = 0, hi = 1, a = 1;
+  if (!(kappa > 0)) kappa = 0; /* an indefinite rest (a compressed solid): W alone bounds the model */
+  TRY(cqi_fill_line(sim, c, a, w));
+  double m1 = s_rest + kappa * a + w[1], m2 = kappa + w[2];
+  for (int k = 0; k < MAX_EVALS && hi > lo; k++) { /* the root lies in (lo, hi) once m1 > 0 at a = 1 */
+    if (k == 0 && !(m1 > 0)) break;                /* the full step still descends: take it */
+    if (m1 > 0) hi = a;
+    else lo = a;
+    if (fabs(m1) <= 0.01 * fabs(slope0) || hi - lo <= 1e-6) break;
+    double next = m2 > 0 ? a - m1 / m2 : 0.5 * (lo + hi); /* exact within one linear piece of m' */
+    a = next > lo && next < hi ? next : 0.5 * (lo + hi);
+    TRY(cqi_fill_line(sim, c, a, w));
+    m1 = s_rest + kappa * a + w[1], m2 = kappa + w[2];
+  }
+  *step = a;
+  return CQ_OK;
 }
 
 int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,

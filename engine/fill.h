@@ -91,13 +91,31 @@ CQ_HD void CQ_D(fill_adj_node)(const cq_real* base, const cq_real* lin, cq_real 
   adj[2] = b;
 }
 
+/* Node pass CQI_FILL_LINE: node i's share of W along the line, W_i(a) = dx^D (K_i / 2)(r_i(a) - 1)_+^2 with
+ * r_i(a) = r_i(0) + a delta_i / phi0_i. Its change from a = 0 is taken as (a delta_i / phi0_i)(e_0 + e_a) (e = r - 1)
+ * where the node is full at both ends: a difference of small terms, not of W's large ones, so that the line search's
+ * decrease test still resolves changes near the solution. */
+CQ_HD void CQ_D(fill_line_node)(const cq_real* base, const cq_real* at_v, const cq_real* delta, cq_real Vc,
+                                cq_real* out) {
+  cq_real K = base[1], phi0 = base[2], step = out[0] / phi0;
+  cq_real e0 = (base[0] + at_v[0]) / phi0 - 1, ea = e0 + step;
+  int on0 = e0 > 0 && K > 0, ona = ea > 0 && K > 0;
+  cq_real change = on0 && ona ? step * (e0 + ea) : (ona ? ea * ea : 0) - (on0 ? e0 * e0 : 0);
+  out[0] = Vc * K / 2 * change;
+  out[1] = ona ? Vc * K * ea * delta[0] / phi0 : 0;
+  out[2] = ona ? Vc * K * delta[0] * delta[0] / (phi0 * phi0) : 0;
+  for (int a = 3; a <= D; a++) out[a] = 0;
+}
+
 /* The node passes (mode CQI_FILL_*, kernel_types.h), pointers at node i's D + 1 reals:
  *   BASE:  base from the sums (slot 0 the particles' fill, slot 1 their fluid V K): the walls' share added to slot 0,
  *          slot 1 -> K_i = (fluid V K / dx^D) / phi_i, slot 2 = phi0_i = 1 + ref[0] (ref NULL: 1);
  *   REF:   ref[0] = max(0, phi_i - 1), the excess that fill_rest = "initial" keeps as the rest fill;
  *   GRAD:  out[1] = p_i and out[2] = K_i / phi0_i^2 where r_i > 1, at out[0] = dphi_i (the linearisation);
  *   HVP:   out[1] = at[2] out[0], the pressure's differential along the direction whose dphi is out[0];
- *   ADJ:   fill_adj_node(base, at, out), at the linearisation at the converged velocities. */
+ *   ADJ:   fill_adj_node(base, at, out), at the linearisation at the converged velocities;
+ *   LINE:  along a line v + a d (the Newton step's line search): ref[0] = dphi_i at v, at[0] = delta_i (d's dphi),
+ *          out[0] = a delta_i on entry; out = (W_i(a) - W_i(0), dW_i/da, d2W_i/da2) (fill_line_node). */
 CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_real* base, cq_real* ref,
                            const cq_real* at, cq_real* out) {
   if (mode == CQI_FILL_BASE) {
@@ -116,7 +134,8 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_rea
   } else {
     cq_real Vc = 1;
     for (int a = 0; a < D; a++) Vc *= c->dx;
-    CQ_D(fill_adj_node)(base, at, Vc, out);
+    if (mode == CQI_FILL_LINE) CQ_D(fill_line_node)(base, ref, at, Vc, out);
+    else CQ_D(fill_adj_node)(base, at, Vc, out);
   }
 }
 

@@ -42,6 +42,7 @@ typedef struct cqi_sim {
    * it) */
   struct {
     cq_real *base, *lin, *at, *dir, *ref;
+    cq_real* line; /* the line search's node terms (cqi_fill_line) */
     int ref_set;
   } fill;
 } cqi_sim;
@@ -181,6 +182,16 @@ int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
 int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v);
 int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out);
 int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid);
+/* W along the Newton step's line v + a d (v: the iterate of the last cqi_fill_linearise): cqi_fill_line_begin takes
+ * d's change of the fill (it replaces cqi_fill_hvp's direction), then cqi_fill_line gives w[0] = W(v + a d) - W(v),
+ * w[1] = dW/da and w[2] = d2W/da2 there (node passes and a sum: no particle pass). */
+int cqi_fill_line_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d);
+int cqi_fill_line(cqi_sim* sim, const cq_substep* c, double a, double w[3]);
+/* The first step a in (0, 1] of the line search: the root of the derivative of the model s_rest a + kappa a^2 / 2 +
+ * W(v + a d) - W(v) of dt E along d (s_rest, kappa: the slope and curvature of the rest of dt E at a = 0; slope0 the
+ * whole slope), to 1 % of slope0. The model's derivative is piecewise linear and increasing (W is convex), so Newton's
+ * method on it inside a bracket takes a few cqi_fill_line calls. After cqi_fill_line_begin. */
+int cqi_fill_step(cqi_sim* sim, const cq_substep* c, double s_rest, double kappa, double slope0, double* step);
 /* The adjoint of the implicit solve's share: lam . dW/dv at the converged v, pulled back into gs (x, F) and gp (vol0,
  * and a fluid's bulk), the base of cqi_fill_begin at s. */
 int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,

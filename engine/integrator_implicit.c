@@ -161,8 +161,10 @@ static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_
  * semi-definite projection of H, or the nodal masses), until ||r||_2 <= eta ||g||_2 or max_cg iterations. Negative
  * curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the direction so far, or, if
  * there is none yet, the preconditioned -g (with the factors, the projected Newton step): each iterate stays a
- * descent direction, since the preconditioner is definite. */
-static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters) {
+ * descent direction, since the preconditioner is definite. dHd receives d.H d (the sum of alpha_k r_k.z_k over the
+ * iterations, as the directions are H-conjugate; one more product for the fallback). */
+static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters,
+                        double* dHd) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   TRY(be->ops->grid_clear(be, ws->d));
@@ -174,16 +176,22 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
   TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
   TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
   gg = rr;
+  *dHd = 0;
   int k = 0;
   for (; k < ws->max_cg && rr > eta * eta * gg; k++) {
     double pHp;
     TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
     TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
     if (!(pHp > 0)) {
-      if (k == 0) TRY(lincomb(be, ws->d, 1, ws->z, 0, ws->z)); /* M^-1 (-g): the projected Newton step */
+      if (k == 0) { /* M^-1 (-g): the projected Newton step */
+        TRY(lincomb(be, ws->d, 1, ws->z, 0, ws->z));
+        TRY(hessian_times(sim, c, s, ws->v, ws->d, ws->hp));
+        TRY(be->ops->grid_dot(be, ws->d, ws->hp, dHd));
+      }
       break;
     }
     double alpha = rz / pHp, rz1;
+    *dHd += alpha * rz;
     TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, ws->d));
     TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
     TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
@@ -235,7 +243,11 @@ static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
  * and a backtracking line search. The Armijo test E(v + a d) <= E(v) + c a grad.d needs E's change along the step,
  * which the trapezoid rule on the directional derivatives gives, (a/2)(grad(v).d + grad(v + a d).d), because the
  * materials provide P(F) and its derivative but not Psi; the test is exact where E is quadratic along the step
- * (near the solution). Converged when ||grad||_inf <= tol * scale, scale = the larger of ||m v*||_inf and the
+ * (near the solution). With the fill water its energy W is taken exactly along the step (it is a piecewise quadratic
+ * of a there, fill.c cqi_fill_line), in the test and in the first trial step, the minimum of the model slope * a +
+ * curvature * a^2 / 2 + W (cqi_fill_step): a full Newton step compresses the nodes that were just below their rest
+ * fill far past it (they are not in the Hessian), and halving from 1 cost 1.6 gradients per iteration on the tank.
+ * Converged when ||grad||_inf <= tol * scale, scale = the larger of ||m v*||_inf and the
  * elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start (both momenta per node). */
 static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long k) {
   implicit_ws* ws = sim->ws;
@@ -254,10 +266,10 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (gn <= ws->tol * scale) return CQ_OK;
     if (!isfinite(gn)) return not_converged(sim, k, it, "the gradient is not finite");
     if (it == ws->max_newton) return not_converged(sim, k, it, "max_newton reached");
-    double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope;
+    double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope, dHd;
     if (stale) TRY(refactor(sim, c, s));
     int cg_its;
-    TRY(cg_direction(sim, c, s, eta, &cg_its));
+    TRY(cg_direction(sim, c, s, eta, &cg_its, &dHd));
     sim->stats.newton++;
     sim->stats.cg += cg_its;
     stale = cg_its > REFACTOR_CG;
@@ -266,13 +278,20 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
       TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
     }
-    double a = 1;
+    double a = 1, w0[3] = {0, 0, 0}, wa[3] = {0, 0, 0};
+    if (c->fill) { /* W exactly along d (fill.c): the first step its model's minimum, the test W's exact change */
+      TRY(cqi_fill_line_begin(sim, c, s, ws->d));
+      TRY(cqi_fill_line(sim, c, 0, w0));
+      TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
+    }
     int h = 0;
     for (; h < MAX_HALVINGS; h++, a *= 0.5) {
       TRY(lincomb(be, ws->vt, 1, ws->v, (cq_real)a, ws->d));
       TRY(gradient(sim, c, s, ws->vt, ws->gt, NULL));
       TRY(be->ops->grid_dot(be, ws->gt, ws->d, &slope));
-      if (0.5 * (slope0 + slope) <= c1 * slope0) break; /* NaN (an inverted F) fails the test: halve */
+      if (c->fill) TRY(cqi_fill_line(sim, c, a, wa));
+      double change = 0.5 * a * (slope0 - w0[1] + slope - wa[1]) + wa[0]; /* trapezoid for the rest, W exact */
+      if (change <= c1 * a * slope0) break; /* NaN (an inverted F) fails the test: halve */
     }
     sim->stats.halvings += h;
     if (h == MAX_HALVINGS) return not_converged(sim, k, it, "the line search found no decrease of E");

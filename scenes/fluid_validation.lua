@@ -254,8 +254,9 @@ function M.resting_tank(o)
       drop[#drop + 1], fastest[#fastest + 1] = y0 - mean_y(), vmax
     end
   end
+  local stats = w:solver_stats()
   w:release()
-  return { drop = drop, fastest = fastest, n = n, warnings = warnings }
+  return { drop = drop, fastest = fastest, n = n, warnings = warnings, stats = stats }
 end
 
 return M

@@ -17,3 +17,8 @@ for k = 1, #r.drop do
   print(string.format("%d particles, t %.3f s: mean height %+.4f mm, fastest %.2e m/s", r.n, k * T / #r.drop,
     -r.drop[k] * 1e3, r.fastest[k]))
 end
+local st = r.stats
+if st.substeps > 0 then
+  print(string.format("implicit: %d substeps, %.2f Newton iterations, %.1f CG per iteration, %.2f halvings per iteration",
+    st.substeps, st.newton / st.substeps, st.cg / math.max(1, st.newton), st.halvings / math.max(1, st.newton)))
+end

@@ -113,6 +113,40 @@ int main(void) {
   double xHx = 0;
   for (long i = 0; i < f.len; i++) xHx += x[i] * hx[i];
   expect(xHx > 0, "x . H x > 0 (semi-definite, and x moves active nodes)", xHx, 0);
+  /* W along the line v + a x (the Newton step's line search, cqi_fill_line): its change, slope and curvature against W
+   * and its gradient at the points themselves, at steps that move nodes across their rest fill (the curvature at a = 2.5 is not a = 0's) */
+  double as[] = {0, 0.4, 1, 2.5}, ref[4][3];
+  for (int k = 0; k < 4; k++) {
+    for (long i = 0; i < f.len; i++) vt[i] = v[i] + as[k] * x[i];
+    ref[k][0] = energy(&f, vt, gp) - W;
+    ref[k][1] = 0;
+    for (long i = 0; i < f.len; i++) ref[k][1] += gp[i] * x[i];
+    hvp(&f, vt, x, gm);
+    ref[k][2] = 0;
+    for (long i = 0; i < f.len; i++) ref[k][2] += gm[i] * x[i];
+  }
+  hvp(&f, v, x, hx); /* the linearisation at v again */
+  cqi_fill_line_begin(&f.sim, &f.c, &f.s, x);
+  double wl[3], worst_line = 0;
+  for (int k = 0; k < 4; k++) {
+    cqi_fill_line(&f.sim, &f.c, as[k], wl);
+    for (int j = 0; j < 3; j++) {
+      double e = fabs(wl[j] - ref[k][j]) / (fabs(ref[3][j]) + 1e-300);
+      if (e > worst_line) worst_line = e;
+    }
+  }
+  expect(worst_line <= 1e-10 && fabs(ref[3][2] - ref[0][2]) > 1e-3 * ref[0][2], "W, dW/da, d2W/da2 along v + a x (4 steps)",
+         worst_line, 1e-10);
+  /* the first step of the line search: the model's derivative s + kappa a + W'(a) vanishes at it (to 1 % of the
+   * slope at 0), here with the root at a = 0.7 */
+  double kappa = 0.1 * ref[0][2], wt[3], step;
+  cqi_fill_line(&f.sim, &f.c, 0.7, wt);
+  double s_rest = -kappa * 0.7 - wt[1], slope0 = s_rest + ref[0][1];
+  cqi_fill_step(&f.sim, &f.c, s_rest, kappa, slope0, &step);
+  cqi_fill_line(&f.sim, &f.c, step, wt);
+  double mprime = s_rest + kappa * step + wt[1];
+  expect(slope0 < 0 && fabs(mprime) <= 0.01 * fabs(slope0) && fabs(step - 0.7) < 0.05,
+         "the line search's first step: the model's minimum (a)", step, 0.7);
   /* two threads: the same bits (the scatters run in the same particle order per node) */
   op->set_threads(b, 2);
   energy(&f, v, gp);
