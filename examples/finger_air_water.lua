@@ -28,7 +28,7 @@
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
 --          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=1] [integrator=explicit] [dt_s]
---          [presettle_s=0] [volumetric=particle] [control_dt_s] [water_bulk_Pa=bulk_Pa]
+--          [presettle_s=0] [volumetric=particle] [control_dt_s] [water_bulk_Pa=bulk_Pa] [fluid=particle]
 -- water_bulk_Pa: the water's bulk modulus, when it differs from the silicone's (e.g. the silicone at its real 1.75 GPa
 -- and the water at 2.2e7 Pa: a sound speed of 148 m/s, still 1e4 times the fingertip's speed, so the water stays
 -- incompressible for this flow while its part of the implicit solve is 100 times better conditioned).
@@ -36,6 +36,9 @@
 -- as it takes (default: one substep per control step). On a GPU, a control step of many substeps runs without
 -- waiting for the host in between (cuda/README.md: batches), so explicit runs at the real bulk modulus (1 us
 -- substeps) take minutes there.
+-- fluid = fill: the water's pressure from how full the grid's nodes are (world option fluid, docs/api.md): it rests,
+-- and it does not hold the finger's bend in a narrow gap, where each particle's own J (particle) locks and the
+-- averaged groups hold it at water's real modulus (docs/benchmarks.md, "Issue 11: the fill water").
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 -- volumetric = averaged: the silicone's bulk term on the volume-averaged J of each grid node's particles, which
 -- removes the volumetric locking that makes the finger at the real bulk modulus several times too stiff
@@ -69,6 +72,7 @@ if arg and arg[12] then
     error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. arg[12], 0)
   end
 end
+local fluid = (arg and arg[13]) or "particle" -- "fill": the water's pressure from the grid's fill (docs/api.md)
 local MSH = os.getenv("CQ_FINGER_MSH")
 local RAMP, OUT = 0.1, "out/finger_air_water"
 
@@ -99,7 +103,7 @@ for _, medium in ipairs(media) do
   -- done), and the tip where the finger was built
   for _, p in ipairs(pressures) do
     local world, s, n_finger = finger.build { mesh_size = mesh_size, msh = MSH, bulk = bulk, integrator = integrator,
-      dt = dt, control_dt = control_dt, volumetric = volumetric,
+      dt = dt, control_dt = control_dt, volumetric = volumetric, fluid = medium == "water" and fluid or nil,
       water = medium == "water" and { bulk = water_bulk, spacing = water_spacing } or nil }
     local tip = finger.tip_of(world, s, n_finger)
     t0 = t0 or tip()

@@ -128,7 +128,8 @@ function M.build(opts)
   end
   local world, s = robot:world { res = tank.res, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -gravity, 0 },
     damping = opts.damping or 25, walls = walls,
-    integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads, volumetric = opts.volumetric }
+    integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads, volumetric = opts.volumetric,
+    fluid = opts.fluid }
   return world, s, #finger.particles -- the finger's particles come first, then the water's
 end
 

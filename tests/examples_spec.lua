@@ -152,6 +152,24 @@ describe("examples/finger_air_water.lua", function()
   end)
 end)
 
+describe("examples/finger_air_water.lua, fill water", function()
+  it("the finger at 20 kPa in fill water (fluid = fill, coarse, 0.01 s): it moves, less than in air", function()
+    local r = run_example("examples/finger_air_water.lua", { "6", "0.01", "2e6", "20", "air,water", "2.5", "explicit",
+      "", "0", "averaged", "", "2e6", "fill" })
+    print(string.format("  finger_air_water fill: 20 kPa for 0.01 s moved the tip %.3f mm in air, %.3f mm in water",
+      r.air[20e3], r.water[20e3]))
+    assert.is_true(r.water[20e3] > 0.03)
+    assert.is_true(r.water[20e3] < 0.9 * r.air[20e3])
+  end)
+
+  it("rejects a fluid the world does not know, at the world's option", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local ok, err = pcall(require("finger").build, { mesh_size = 6, bulk = 2e6, water = true, fluid = "jelly" })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("fluid", 1, true), tostring(err))
+  end)
+end)
+
 describe("scenes/finger.lua", function()
   it("rejects an unknown water option, naming the valid ones", function()
     package.path = "./scenes/?.lua;" .. package.path

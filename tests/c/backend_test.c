@@ -1,4 +1,4 @@
-/* backend_test.c: unit test of the backend primitives an implicit solver will need (grid_axpy, grid_dot, axpy) on
+/* backend_test.c: unit test of the backend primitives an implicit solver will need (grid_axpy, grid_dot, grid_sums, axpy) on
  * the CPU backend: values against a plain loop over the active region, and the same bits for 1 and 2 threads.
  * Built and run by tests/engine_spec.lua; prints one line per check and exits 1 on the first failure. */
 #include <math.h>
@@ -48,10 +48,11 @@ int main(void) {
       if (base < lo[a]) lo[a] = base;
       if (base + 2 > hi[a]) hi[a] = base + 2;
     }
-  double want = 0, want_max = 0;
+  double want = 0, want_max = 0, want_sums[3] = {0, 0, 0};
   for (int i = lo[0]; i <= hi[0]; i++)
     for (int j = lo[1]; j <= hi[1]; j++) {
       long node = (long)i * 20 + j;
+      for (int a = 0; a < 3; a++) want_sums[a] += x[node * 3 + a];
       for (int a = 0; a < 2; a++) {
         want += (double)x[node * 3 + a] * y[node * 3 + a];
         if (fabs(x[node * 3 + a]) > want_max) want_max = fabs(x[node * 3 + a]);
@@ -63,6 +64,18 @@ int main(void) {
   op->set_threads(b, 2);
   op->grid_dot(b, x, y, &dot2);
   expect(dot1 == dot2, "grid_dot: the same bits with 2 threads", dot2, dot1);
+  double sums1[3], sums2[3], worst_sum = 0;
+  op->set_threads(b, 1);
+  op->grid_sums(b, x, sums1);
+  op->set_threads(b, 2);
+  op->grid_sums(b, x, sums2);
+  for (int a = 0; a < 3; a++) {
+    double e = fabs(sums1[a] - want_sums[a]);
+    if (e > worst_sum) worst_sum = e;
+  }
+  expect(worst_sum <= 1e-12 * nodes, "grid_sums: each slot's sum over the active region", sums1[2], want_sums[2]);
+  expect(sums1[0] == sums2[0] && sums1[1] == sums2[1] && sums1[2] == sums2[2], "grid_sums: the same bits with 2 threads",
+         sums2[0], sums1[0]);
   double amax = 0;
   op->grid_norm_inf(b, x, &amax);
   expect(amax == want_max, "grid_norm_inf: max |x| over the active region", amax, want_max);
