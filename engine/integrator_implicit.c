@@ -277,6 +277,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
       TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
+      dHd = 0; /* not known along this d: the fill's first step then takes W alone as the model's curvature */
     }
     double a = 1, w0[3] = {0, 0, 0}, wa[3] = {0, 0, 0};
     if (c->fill) { /* W exactly along d (fill.c): the first step its model's minimum, the test W's exact change */
