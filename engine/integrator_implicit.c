@@ -162,7 +162,7 @@ static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_
  * curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the direction so far, or, if
  * there is none yet, the preconditioned -g (with the factors, the projected Newton step): each iterate stays a
  * descent direction, since the preconditioner is definite. dHd receives d.H d (the sum of alpha_k r_k.z_k over the
- * iterations, as the directions are H-conjugate; one more product for the fallback). */
+ * iterations, as the directions are H-conjugate; 0 for the fallback, whose curvature is not known). */
 static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters,
                         double* dHd) {
   implicit_ws* ws = sim->ws;
@@ -183,11 +183,7 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
     TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
     TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
     if (!(pHp > 0)) {
-      if (k == 0) { /* M^-1 (-g): the projected Newton step */
-        TRY(lincomb(be, ws->d, 1, ws->z, 0, ws->z));
-        TRY(hessian_times(sim, c, s, ws->v, ws->d, ws->hp));
-        TRY(be->ops->grid_dot(be, ws->d, ws->hp, dHd));
-      }
+      if (k == 0) TRY(lincomb(be, ws->d, 1, ws->z, 0, ws->z)); /* M^-1 (-g): the projected Newton step */
       break;
     }
     double alpha = rz / pHp, rz1;
