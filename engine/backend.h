@@ -215,6 +215,11 @@ typedef struct cqi_backend_ops {
   int (*fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
                   const cq_real* lam, const cq_real* lin, const cq_real* adj, cq_particles* gs,
                   const cq_param_grads* gp);
+  /* For the direct preconditioner (implicit_factor.c; host-memory backends, NULL elsewhere): fill_rows adds each
+   * particle's share of the fill's rows g_ij (fill.h fill_rows) into rows ([count][5^D][D], zero on entry) at the
+   * nodes numbered by implicit_slots. */
+  int (*fill_rows)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                   const int32_t* slot, double* rows);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

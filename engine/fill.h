@@ -162,6 +162,40 @@ CQ_HD void CQ_D(fill_force)(const cq_substep* c, const cq_particles* s, const cq
   }
 }
 
+/* The fill's rows for the direct preconditioner (implicit_factor.c, which makes W's Hessian
+ * dx^D sum_i (K_i / phi0_i^2)[r_i > 1] g_i g_i^T of them): particle p adds to g_ij, node i's fill change per unit
+ * velocity of node j, its dt (V_p / dx^D) w_jp grad w_ip, for every pair of its stencil nodes with a slot, into
+ * rows[slot[i]][o][D] with o = j's offset from i (axis a in [-2, 2] weighted 5^a, implicit_blocks' numbering). */
+CQ_HD void CQ_D(fill_rows)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const int32_t* slot,
+                           double* rows) {
+  enum { NS = D == 3 ? 27 : 9, OFFSETS = D == 3 ? 125 : 25 };
+  cq_real F[D][D], x[D], w[NS], gw[NS][D];
+  CQ_D(vol_load)(s, p, x, F);
+  cq_real Vc = 1;
+  for (int a = 0; a < D; a++) Vc *= c->dx;
+  double k = (double)(c->dt * m->vol0[p] * CQ_D(det)(F) / Vc);
+  CQ_D(cqi_stencil) st;
+  CQ_D(stencil)(c, x, &st);
+  int32_t sl[NS];
+  int co[NS][D], n = 0;
+  CQI_FOR_STENCIL(off) {
+    cq_real dpos[D];
+    sl[n] = slot[CQ_D(stencil_node)(c, &st, off, &w[n], gw[n], dpos)];
+    for (int a = 0; a < D; a++) co[n][a] = off[a];
+    n++;
+  }
+  for (int i = 0; i < NS; i++) {
+    if (sl[i] < 0) continue;
+    for (int j = 0; j < NS; j++) {
+      if (sl[j] < 0) continue;
+      int o = 0;
+      for (int a = D - 1; a >= 0; a--) o = o * 5 + (co[j][a] - co[i][a] + 2);
+      double* r = rows + ((long)sl[i] * OFFSETS + o) * D;
+      for (int a = 0; a < D; a++) r[a] += k * (double)(w[j] * gw[i][a]);
+    }
+  }
+}
+
 /* ---- the adjoint (implicit function theorem: lam . dW/dv pulled back into the particles and parameters) ---- */
 
 /* The second derivatives of node off's weight w.r.t. the particle's position: H[a][b] = d^2 w / dx_a dx_b (each

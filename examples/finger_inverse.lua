@@ -17,13 +17,18 @@
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
---          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle]
+--          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3]
+-- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
+-- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
+-- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
+-- factorised preconditioner holds the fill water's Hessian, so water at its real 2.2 GPa costs about what 2 MPa does.
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger = require "finger"
+local finger2d = require "finger2d"
 local OUT = "out/finger_inverse"
 
 local function plot()
@@ -53,22 +58,34 @@ local implicit_dt = tonumber(A[9]) or 2e-3 -- the implicit integrator's substep 
 local BULK, P_MAX = tonumber(A[10]) or 2e6, finger.P_MAX
 local gap = tonumber(A[11])
 local volumetric = A[12] or "particle"
-local water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil }
-
-local world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
-  water = water, integrator = integrator, control_dt = control_dt, volumetric = volumetric,
-  dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil }
+local fluid = A[13] or "particle"
+local D = tonumber(A[14]) or 3
+if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(A[14]), 0) end
+local sub_dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil
+local world, s0, n_finger
+if D == 3 then
+  world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
+    water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil },
+    integrator = integrator, control_dt = control_dt, volumetric = volumetric, fluid = fluid, dt = sub_dt }
+else
+  world, s0, n_finger = finger2d.build { mesh = mesh_size * 1e-3, bulk = BULK, gap = gap and gap * 1e-3,
+    water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = control_dt,
+    dt = sub_dt or 0.5 * finger2d.DX / math.sqrt((BULK + 4 / 3 * finger.SHEAR) / 1080), volumetric = volumetric,
+    fluid = fluid, gravity = 9.8 }
+end
 local steps = math.floor((reach + hold) / control_dt + 0.5)
 local k_reach = math.floor(reach / control_dt + 0.5)
-local tip = {} -- the fingertip: the finger's particles within 3 mm of its lowest point
-do
+local tip = {} -- the fingertip: the finger's particles within 3 mm of its lowest point (2D: of its end)
+if D == 2 then
+  tip = finger2d.tip(s0, n_finger)
+else
   local ymin = math.huge
   for i = 0, n_finger - 1 do ymin = math.min(ymin, s0.x[world.n + i]) end
   for i = 0, n_finger - 1 do if s0.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i + 1 end end
 end
 print(string.format("finger_inverse: %d particles (%d finger, %d tip), %s, %d control steps of %g s (%d substeps " ..
-  "of %.3g s), target at t = %g s, held to %g s", world.n, n_finger, #tip, integrator, steps, control_dt,
-  world.substeps, control_dt / world.substeps, reach, reach + hold))
+  "of %.3g s), target at t = %g s, held to %g s, %dD, %s water", world.n, n_finger, #tip, integrator, steps, control_dt,
+  world.substeps, control_dt / world.substeps, reach, reach + hold, D, fluid))
 
 local controller = cq.open_loop { steps = steps, outputs = 1, init = 0.25 } -- u = p / 20 kPa
 local u = controller.params[1]
@@ -76,7 +93,7 @@ local function tip_at(traj, k)
   local m = { 0, 0, 0 }
   for _, p in ipairs(tip) do
     local x = traj:x(k, p)
-    for a = 1, 3 do m[a] = m[a] + x[a] / #tip end
+    for a = 1, D do m[a] = m[a] + x[a] / #tip end -- in 2D m[3] stays 0
   end
   return m
 end
@@ -93,7 +110,7 @@ for k = 0, steps - 1 do reference[k] = u.v[k] end
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 12 do key[i - 1] = tostring(A[i] or "") end
+for i = 2, 14 do key[i - 1] = tostring(A[i] or "") end
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
@@ -120,7 +137,8 @@ set_u(function(k) return initial[k] end)
 
 -- Loss: the mean squared distance (mm^2) of the tip to the target over the states of control steps k_reach..steps.
 local w = 1e6 / (steps - k_reach + 1)
-local near = cq.objectives.distance_to_target(target, tip)
+local target_d = { target[1], target[2], D == 3 and target[3] or nil } -- the target in the world's dimensions
+local near = cq.objectives.distance_to_target(target_d, tip)
 run.running = function(t, s, _, k)
   if k < k_reach then return t:const({ 0 }) end
   return t:scale(near(t, s), w)
@@ -142,7 +160,7 @@ end
 local every = math.max(1, math.floor(0.1 / control_dt + 0.5))
 local function finger_positions(traj, k)
   local v, x = traj:view("x", k), {}
-  for a = 0, 2 do for i = 0, n_finger - 1 do x[a * n_finger + i] = v[a * world.n + i] end end
+  for a = 0, D - 1 do for i = 0, n_finger - 1 do x[a * n_finger + i] = v[a * world.n + i] end end
   return x
 end
 local function record(traj)
@@ -193,13 +211,15 @@ for k = 0, steps do
     d_initial[k], d_final[k]))
 end
 csv:close()
-local fw, fs = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK }
+local fw, fs -- the finger alone, in air
+if D == 3 then fw, fs = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK }
+else fw, fs = finger2d.build { mesh = mesh_size * 1e-3, bulk = BULK, gap = gap and gap * 1e-3 } end
 os.execute("mkdir -p " .. OUT .. "/frames")
 for k = 0, steps, every do -- the finger alone, coloured by its actuation
   local x = best.frames[k]
-  for j = 0, 3 * n_finger - 1 do fs.x[j] = x[j] end
+  for j = 0, D * n_finger - 1 do fs.x[j] = x[j] end
   cq.frames.render_state { world = fw, state = fs, u = { u.v[math.min(k, steps - 1)] }, width = 480, height = 480,
-    targets = { target } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
+    targets = { target_d } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
 end
 print(string.format("finger_inverse: distance to the target at t = %g s: %.2f mm (initial guess %.2f mm); at most " ..
   "%.2f mm while held to t = %g s; %d iterations", reach, d_final[k_reach], d_initial[k_reach], worst, reach + hold,

@@ -224,7 +224,7 @@ end
 --- gravity 9.8. Water at rest should stay at rest: its mean height falls by its compression (micrometres) and its
 --- speeds decay with the start-up pressure wave. Options (all optional): per_axis = 2.5 (particles per cell and
 --- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
---- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid (the world's). Returns { drop = the mean height's fall (m) and
+--- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid, implicit, threads (the world's). Returns { drop = the mean height's fall (m) and
 --- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what
 --- robot:world (world:commit) warned }.
 function M.resting_tank(o)
@@ -237,7 +237,8 @@ function M.resting_tank(o)
   local dt = o.dt or 0.005
   local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = dx, dt = dt,
     gravity = { 0, -9.8 }, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },
-    integrator = o.integrator or "implicit", volumetric = o.volumetric, fluid = o.fluid, fluid_rest = o.fluid_rest, implicit = o.implicit })
+    integrator = o.integrator or "implicit", volumetric = o.volumetric, fluid = o.fluid, fluid_rest = o.fluid_rest,
+    implicit = o.implicit, threads = o.threads })
   local n = w.n
   local function mean_y()
     local m = 0

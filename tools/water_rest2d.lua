@@ -19,6 +19,7 @@ for k = 1, #r.drop do
 end
 local st = r.stats
 if st.substeps > 0 then
-  print(string.format("implicit: %d substeps, %.2f Newton iterations, %.1f CG per iteration, %.2f halvings per iteration",
-    st.substeps, st.newton / st.substeps, st.cg / math.max(1, st.newton), st.halvings / math.max(1, st.newton)))
+  print(string.format("implicit: %d substeps, %.2f Newton iterations, %.1f CG per iteration, %.2f halvings per " ..
+    "iteration, %d factorisations (%.2f s)", st.substeps, st.newton / st.substeps, st.cg / math.max(1, st.newton),
+    st.halvings / math.max(1, st.newton), st.factorizations or 0, st.factor_seconds or 0))
 end
