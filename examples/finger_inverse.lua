@@ -218,8 +218,8 @@ os.execute("mkdir -p " .. OUT .. "/frames")
 for k = 0, steps, every do -- the finger alone, coloured by its actuation
   local x = best.frames[k]
   for j = 0, D * n_finger - 1 do fs.x[j] = x[j] end
-  cq.frames.render_state { world = fw, state = fs, u = { u.v[math.min(k, steps - 1)] }, width = 480, height = 480,
-    targets = { target_d } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
+  cq.frames.render_state { world = fw, state = fs, u = { u.v[math.min(k, steps - 1)] }, width = 480,
+    height = D == 3 and 480 or nil, targets = { target_d } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
 end
 print(string.format("finger_inverse: distance to the target at t = %g s: %.2f mm (initial guess %.2f mm); at most " ..
   "%.2f mm while held to t = %g s; %d iterations", reach, d_final[k_reach], d_initial[k_reach], worst, reach + hold,

@@ -250,6 +250,18 @@ describe("examples/finger_inverse.lua", function()
   end)
 end)
 
+describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
+  it("the 2D finger in fill water at the real bulk moduli, implicitly (coarse, 0.03 s): a gradient step closes part "
+    .. "of the gap", function()
+    local r = run_example("examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01", "0.1", "1",
+      "0.005", "1.75e9", "5", "averaged", "fill", "2" })
+    print(string.format("  finger_inverse 2D: distance at t = 0.03 s %.3f mm (initial guess %.3f mm), held within %.3f "
+      .. "mm", r.reach_mm, r.initial_mm, r.hold_max_mm))
+    assert.is_true(r.initial_mm > 0.05)               -- the guess misses the target
+    assert.is_true(r.reach_mm < 0.85 * r.initial_mm)  -- a gradient step closes part of the gap
+  end)
+end)
+
 describe("examples/topo.lua", function()
   it("seed 004's walker (0.03 s, 4 iterations): the task loss falls; history, layout, signals, " ..
     "frames, the binarised re-simulation, and a resumed run continues", function()

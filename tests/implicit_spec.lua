@@ -536,6 +536,44 @@ describe("implicit gradients (implicit function theorem) vs central differences"
       an_s, fd_s, rs))
     assert.is_true(rf <= TOL and rs <= TOL)
   end)
+
+  -- The whole chain of examples/finger_inverse.lua (dim 2, fill water) on a coarse 2D finger: its chamber pressure per
+  -- control step (cq.open_loop) through implicit substeps with the averaged bulk term, the fill water, gravity and the
+  -- sticky and slip walls, to the tip's squared distance from a point. Moduli lowered to 2.2e6 Pa and the tolerance
+  -- tightened so that central differences resolve it (measured: 1e-8; at 1.75e9 Pa the solve's tolerance limits them
+  -- to 1e-3). Small pressures: above a few kPa this coarse finger's substeps split, and the forward is not smooth.
+  it("2D finger in fill water: dL/d(chamber pressure per control step) through implicit substeps", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local finger2d = require "finger2d"
+    local world, s0, nf = finger2d.build { mesh = 3e-3, bulk = 2.2e6, gap = 5e-3, water = { bulk = 2.2e6 },
+      control_dt = 0.01, dt = 0.005, fluid = "fill", gravity = 9.8, implicit = { tol = 1e-10 } }
+    local tip, steps = finger2d.tip(s0, nf), 3
+    local controller = cq.open_loop { steps = steps, outputs = 1 }
+    local u = controller.params[1]
+    for k = 0, steps - 1 do u.v[k] = 0.02 + 0.01 * k end
+    local x0 = s0:mean("x", tip)
+    local near = cq.objectives.distance_to_target({ x0[1] - 1e-3, x0[2] + 1e-3 }, tip)
+    local run = cq.rollout { world = world, steps = steps, controller = controller,
+      final = function(t, s) return t:scale(near(t, s), 1e6) end }
+    run:forward(s0)
+    run:backward()
+    local worst, line = 0, {}
+    for k = 0, steps - 1 do
+      local an, v, h = u.g[k], u.v[k], 1e-5
+      u.v[k] = v + h
+      local lp = run:forward(s0)
+      u.v[k] = v - h
+      local lm = run:forward(s0)
+      u.v[k] = v
+      local fd = (lp - lm) / (2 * h)
+      worst = math.max(worst, math.abs(an - fd) / math.abs(fd))
+      line[#line + 1] = string.format("%.6g (fd %.6g)", an, fd)
+      assert.is_true(math.abs(fd) > 0.1) -- every pressure moves the tip
+    end
+    print("  dL/du: " .. table.concat(line, ", ") .. string.format("; worst relative error %.1e", worst))
+    assert.is_true(worst <= TOL)
+    assert.are.equal(0, world:solver_stats().splits)
+  end)
 end)
 
 describe("implicit backward", function()

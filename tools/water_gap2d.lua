@@ -32,3 +32,9 @@ for k = 1, every * 5 do
     io.stdout:flush()
   end
 end
+local st = w:solver_stats()
+if st.substeps > 0 then
+  print(string.format("implicit: %d substeps (%d split), %.2f Newton iterations, %.1f CG per iteration, %.2f halvings per " ..
+    "iteration, %d factorisations (%.2f s)", st.substeps, st.splits, st.newton / st.substeps, st.cg / math.max(1, st.newton),
+    st.halvings / math.max(1, st.newton), st.factorizations, st.factor_seconds))
+end
