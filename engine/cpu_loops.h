@@ -664,7 +664,6 @@ static int CQ_D(cpu_fill_force)(cqi_backend* b, const cq_substep* c, const cq_pa
   return CQ_OK;
 }
 
-/* Each particle writes only its own gradients. */
 static int CQ_D(cpu_fill_rows)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                const int32_t* slot, double* rows) {
   cpu_backend* cb = (cpu_backend*)b;
@@ -672,6 +671,7 @@ static int CQ_D(cpu_fill_rows)(cqi_backend* b, const cq_substep* c, const cq_par
   return CQ_OK;
 }
 
+/* Each particle writes only its own gradients. */
 static int CQ_D(cpu_fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                               const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,
                               cq_particles* gs, const cq_param_grads* gp) {

@@ -17,8 +17,8 @@ cqi_factor* cqi_factor_create(void);
 void cqi_factor_free(cqi_factor* f);
 /* Assembles K = Pi (H_el + H_W + M) Pi + (I - Pi) M at the grid velocities v (Pi: the boundary projections of the
  * solve, H_el: the projected elastic Hessian of dt E, H_W: the fill water's Hessian at v, 2D only, M: the nodal
- * masses) and factorises it. scratch: a grid vector. *ok =
- * 0 when K is not positive definite (round-off on a nearly singular K): the caller then preconditions by the masses. */
+ * masses) and factorises it. scratch: a grid vector. *ok = 0 when K is not positive definite (round-off on a nearly
+ * singular K): the caller then preconditions by the masses. */
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok);
 /* z = K^-1 r on the nodes of the last update (grid vectors; z's other nodes are left as they are). */
