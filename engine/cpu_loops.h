@@ -145,6 +145,17 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
       }                                                                               \
   }
 
+/* The groups' scatters (volumetric.h): slab by slab like P2G, or, where the groups are fixed (volumetric_groups =
+ * "initial": a group's node can be cells away from a particle's slab), on one thread in the slabs' particle order. */
+#define CQI_FOR_GROUPS(cb, c, body)                                                     \
+  if ((c)->vol_group_of) {                                                             \
+    for (int j = (cb)->slab_start[0]; j < (cb)->slab_start[(cb)->n_slabs]; j++) {      \
+      int p = (cb)->perm[j];                                                           \
+      body;                                                                            \
+    }                                                                                  \
+  } else                                                                               \
+    CQI_FOR_SLABS(cb, body)
+
 /* Copies the active region of grid into packed (node by node in region order, D + 1 reals each) when store, else
  * back: the grid part of a kept P2G record (backend_cpu.c cpu_kept_io). */
 static void CQ_D(cpu_region_copy)(cqi_backend* b, cq_real* grid, cq_real* packed, int store) {
@@ -567,7 +578,10 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
                             "volumetric term's blocks (%ld nodes)", b->n_nodes);
   cq_substep rc = cb->region_ctx;
   CQI_FOR_REGION(cb, rc, { for (int k = 0; k < CQI_VOL_NS * D; k++) a[node * CQI_VOL_NS * D + k] = 0; })
-  CQI_FOR_SLABS(cb, CQ_D(vol_gradient_sum)(c, s, m, p, a))
+  if (c->vol_group_of) /* fixed groups: their nodes can lie outside the region (their blocks are then left out) */
+    for (int p = 0; p < s->n; p++)
+      for (int k = 0; k < CQI_VOL_NS * D; k++) a[(long)c->vol_group_of[p] * CQI_VOL_NS * D + k] = 0;
+  CQI_FOR_GROUPS(cb, c, CQ_D(vol_gradient_sum)(c, s, m, p, a))
   CQI_FOR_REGION_SERIAL(cb, *c, CQ_D(vol_blocks_node)(c, node, c->vol_sums, a, slot, blocks));
   return CQ_OK;
 }
@@ -577,7 +591,7 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
 static int CQ_D(cpu_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                               const cq_real* v, int diff, cq_real* sums) {
   cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(vol_sum)(c, s, m, p, v, diff, sums))
+  CQI_FOR_GROUPS(cb, c, CQ_D(vol_sum)(c, s, m, p, v, diff, sums))
   return CQ_OK;
 }
 
@@ -591,7 +605,7 @@ static int CQ_D(cpu_vol_strain_adj)(cqi_backend* b, const cq_substep* c, const c
 static int CQ_D(cpu_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                   const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
   cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(vol_adj_sum)(c, s, m, p, g_pg, lam, gsums))
+  CQI_FOR_GROUPS(cb, c, CQ_D(vol_adj_sum)(c, s, m, p, g_pg, lam, gsums))
   return CQ_OK;
 }
 

@@ -69,6 +69,7 @@ typedef struct cq_world_desc {
   int volumetric;          /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
   int fluid;               /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
   int fluid_rest;          /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
+  int volumetric_groups;   /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or at the first step) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 
@@ -102,6 +103,10 @@ enum { CQ_PRESSURE_LAGGED = 0, CQ_PRESSURE_IMPLICIT = 1 };
  * the particles nearest to one grid node (averaged: no volumetric locking of nearly incompressible solids;
  * engine/volumetric.h). */
 enum { CQ_VOLUMETRIC_PARTICLE = 0, CQ_VOLUMETRIC_AVERAGED = 1 };
+/* Which particles form a group of the averaged term: those nearest to one grid node now (current, the default: a
+ * particle changes group as it moves, a jump in its pressure), or in the first state the world steps from (initial:
+ * fixed sets of particles, so the forward is continuous in the state and the actuation; cq_world_reset_groups). */
+enum { CQ_VOL_GROUPS_CURRENT = 0, CQ_VOL_GROUPS_INITIAL = 1 };
 /* A fluid's pressure: from its bulk term on its own J (particle, the default), or from how full the grid's nodes are,
  * one constraint per node (fill: water that rests and does not lock; engine/fill.h). With fill, each node's rest fill
  * is 1, or (initial) the larger of 1 and its fill in the first state the world steps from (cq_world_reset_fill). */
@@ -164,6 +169,9 @@ int cq_world_blowup(const cq_world* w, cq_blowup* out);
 int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset);
 /* fluid = "fill", fluid_rest = "initial": forget the rest fill, so that the next step takes it from its state. */
 int cq_world_reset_fill(cq_world* w);
+/* volumetric = "averaged", volumetric_groups = "initial": forget the groups, so that the next step takes them from its
+ * state. */
+int cq_world_reset_groups(cq_world* w);
 /* Interruption: while *flag is non-zero (a signal number, set by the host's SIGINT / SIGTERM handler) cq_step,
  * cq_memo_step and the backward pass stop at the next substep boundary with CQ_ERR_INTERRUPTED. The flag is
  * process-wide (signals are); NULL (the default) disables polling. */

@@ -36,6 +36,10 @@ typedef struct cqi_sim {
   /* the groups' volume projection (cqi_vol_project): its sums (a grid vector), its adjoint's shares ([n]) and the
    * backward's projected copy of a substep's input (a state block) */
   cq_real *vol_psums, *vol_share, *vol_state;
+  /* volumetric_groups = "initial": each particle's group node, from the first state stepped from ([n], in backend
+   * memory, and its host copy for the stress query; vol_groups_set: taken; cq_world_reset_groups clears it) */
+  int32_t *vol_group_of, *vol_group_host;
+  int vol_groups_set;
   /* fluid = "fill" (fill.h, fill.c), grid vectors in backend memory allocated when first needed: the substep's base
    * (phi^n, K, phi0), a linearisation at the last gradient's velocities, one at the Hessian products' iterate, a
    * product's direction, and the rest fill's excess over 1 (ref_set: taken from a state; cq_world_reset_fill clears

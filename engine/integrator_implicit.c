@@ -213,6 +213,7 @@ static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
   cq_substep cv = *c;
   cv.vol_sums = sim->vol_sums; /* averaged: the groups' sums of the last gradient (their V0 K and V0 do not change
                                 * within the substep) */
+  cv.vol_group_of = sim->vol_groups_set ? sim->vol_group_of : NULL;
   TRY(cqi_factor_update(ws->factor, sim, &cv, s, ws->v, ws->vstar, ws->q, &ok));
   ws->factored = ok;
   return CQ_OK;

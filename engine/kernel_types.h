@@ -138,6 +138,8 @@ typedef struct cq_substep {
   cq_real* pressure_gu;         /* implicit_pressure, backward: [n] dL/du of each wall particle, added (B) */
   int vol_averaged;             /* 1: the bulk term on the per-node averaged J (volumetric.h) */
   const cq_real* vol_sums;      /* averaged: [n_nodes][D+1] each node's sums (V0 K, V0 (J - 1), V0) (volumetric.h) */
+  const int32_t* vol_group_of;  /* averaged, volumetric_groups = initial: [n] each particle's group node; NULL: the
+                                 * node nearest to it now (volumetric.h vol_group) */
   const cq_real* vol_p;         /* averaged: [n] the pressure K_g (J_g - 1) of each particle's node */
   const cq_real* vol_dp;        /* averaged: [n] its differential along a Hessian product's direction */
   cq_real* vol_g;               /* averaged, backward: [n] dL/d(group pressure) out of the explicit P2G adjoint */

@@ -56,6 +56,9 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
       d->implicit_volume == CQ_VOLUME_EXACT)
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
                       "integrator (the averaged term is not implemented on the exact det F_p(v))");
+  if (d->volumetric_groups != CQ_VOL_GROUPS_CURRENT && d->volumetric_groups != CQ_VOL_GROUPS_INITIAL)
+    return cqi_errorf(e, CQ_ERR_ARG, "volumetric_groups must be 0 (current) or 1 (initial) (got %d)",
+                      d->volumetric_groups);
   if (d->fluid != CQ_FLUID_PARTICLE && d->fluid != CQ_FLUID_FILL)
     return cqi_errorf(e, CQ_ERR_ARG, "fluid must be 0 (particle) or 1 (fill) (got %d)", d->fluid);
   if (d->fluid_rest != CQ_FILL_REST_ONE && d->fluid_rest != CQ_FILL_REST_INITIAL)

@@ -1,6 +1,8 @@
 /* The averaged volumetric term's per-substep work (engine/volumetric.h has the math), composed of backend primitives
  * for both integrators: the groups' sums and each particle's group pressure, their adjoint, and the groups' volume
  * projection at each substep's start with its adjoint. */
+#include <math.h>
+#include <stdlib.h>
 #include "integrator.h"
 
 /* The buffers, allocated on first use (a world's particle and node counts never change). */
@@ -24,12 +26,59 @@ static int vol_buffers(cqi_sim* sim) {
   return CQ_OK;
 }
 
+/* volumetric_groups = "initial": each particle's group, the base node of its position in s, taken once (from the
+ * first state the world steps from, or the first after cq_world_reset_groups), on the host as vol_group computes it. */
+static int vol_groups(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  if (sim->model->desc.volumetric_groups != CQ_VOL_GROUPS_INITIAL || sim->vol_groups_set) return CQ_OK;
+  cqi_backend* be = sim->be;
+  int n = be->n, D = be->dim;
+  if (!sim->vol_group_host) sim->vol_group_host = malloc(sizeof(int32_t) * (size_t)n);
+  if (!sim->vol_group_of) sim->vol_group_of = be->ops->alloc(be, sizeof(int32_t) * (size_t)n);
+  cq_real* x = malloc(sizeof(cq_real) * (size_t)n * (size_t)D);
+  int st = sim->vol_group_host && sim->vol_group_of && x
+               ? CQ_OK
+               : cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric_groups = \"initial\": out of memory for the groups");
+  if (st == CQ_OK) st = be->ops->download(be, x, s->x, sizeof(cq_real) * (size_t)n * (size_t)D);
+  for (int p = 0; st == CQ_OK && p < n; p++) {
+    long g = 0;
+    for (int a = 0; a < D; a++)
+      g += (long)floor((double)cq_cell_coord(x[(long)a * n + p], c->dx, c->inv_dx)) * (long)c->stride[a];
+    sim->vol_group_host[p] = (int32_t)g;
+  }
+  if (st == CQ_OK) st = be->ops->upload(be, sim->vol_group_of, sim->vol_group_host, sizeof(int32_t) * (size_t)n);
+  free(x);
+  if (st == CQ_OK) sim->vol_groups_set = 1;
+  return st;
+}
+
+/* The buffers and the groups, before a substep's first use of them. */
+static int vol_ready(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  int st = vol_buffers(sim);
+  return st == CQ_OK ? vol_groups(sim, c, s) : st;
+}
+
+/* c with the groups the kernels take (volumetric.h vol_group). */
+static cq_substep grouped(const cqi_sim* sim, const cq_substep* c) {
+  cq_substep g = *c;
+  g.vol_group_of = sim->vol_groups_set ? sim->vol_group_of : NULL;
+  return g;
+}
+
+/* Zeroes a grid vector of group sums: its active region, or all of it where the groups are fixed (a group's node can
+ * lie outside the region its particles span now). */
+static int vol_clear(cqi_sim* sim, cq_real* sums) {
+  cqi_backend* be = sim->be;
+  if (!sim->vol_groups_set) return be->ops->grid_clear(be, sums);
+  return be->ops->zero(be, sums, sizeof(cq_real) * be->n_nodes * (be->dim + 1));
+}
+
 int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v) {
   cqi_backend* be = sim->be;
-  int st = vol_buffers(sim);
-  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_sums);
-  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, v, 0, sim->vol_sums);
-  if (st == CQ_OK) st = be->ops->vol_pressure(be, c, s, &sim->view->params, sim->vol_sums, NULL, sim->vol_p);
+  int st = vol_ready(sim, c, s);
+  cq_substep g = grouped(sim, c);
+  if (st == CQ_OK) st = vol_clear(sim, sim->vol_sums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, &g, s, &sim->view->params, v, 0, sim->vol_sums);
+  if (st == CQ_OK) st = be->ops->vol_pressure(be, &g, s, &sim->view->params, sim->vol_sums, NULL, sim->vol_p);
   c->vol_sums = sim->vol_sums;
   c->vol_p = sim->vol_p;
   return st;
@@ -37,10 +86,11 @@ int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_
 
 int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* dir) {
   cqi_backend* be = sim->be;
-  int st = be->ops->grid_clear(be, sim->vol_dsums);
-  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, dir, 1, sim->vol_dsums);
+  cq_substep g = grouped(sim, c);
+  int st = vol_clear(sim, sim->vol_dsums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, &g, s, &sim->view->params, dir, 1, sim->vol_dsums);
   if (st == CQ_OK)
-    st = be->ops->vol_pressure(be, c, s, &sim->view->params, sim->vol_sums, sim->vol_dsums, sim->vol_dp);
+    st = be->ops->vol_pressure(be, &g, s, &sim->view->params, sim->vol_sums, sim->vol_dsums, sim->vol_dp);
   c->vol_sums = sim->vol_sums;
   c->vol_p = sim->vol_p;
   c->vol_dp = sim->vol_dp;
@@ -51,9 +101,10 @@ int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq
                     cq_particles* g0, const cq_param_grads* gp) {
   cqi_backend* be = sim->be;
   const cq_params* m = &sim->view->params;
-  int st = be->ops->grid_clear(be, sim->vol_gsums);
-  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, lam ? NULL : sim->vol_g, lam, sim->vol_gsums);
-  if (st == CQ_OK) st = be->ops->vol_adj(be, c, s, m, v, sim->vol_gsums, lam ? sim->vol_g : NULL, g0, gp);
+  cq_substep g = grouped(sim, c);
+  int st = vol_clear(sim, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, &g, s, m, lam ? NULL : sim->vol_g, lam, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj(be, &g, s, m, v, sim->vol_gsums, lam ? sim->vol_g : NULL, g0, gp);
   c->vol_gJ = sim->vol_g;
   return st;
 }
@@ -68,9 +119,10 @@ int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, co
   cqi_backend* be = sim->be;
   const cq_params* m = &sim->view->params;
   int st = cqi_vol_update(sim, c, s, v);
-  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_gsums);
-  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, g_pg, NULL, sim->vol_gsums);
-  if (st == CQ_OK) st = be->ops->vol_adj(be, c, s, m, v, sim->vol_gsums, sim->vol_gJs, NULL, gp);
+  cq_substep g = grouped(sim, c);
+  if (st == CQ_OK) st = vol_clear(sim, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, &g, s, m, g_pg, NULL, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj(be, &g, s, m, v, sim->vol_gsums, sim->vol_gJs, NULL, gp);
   if (st == CQ_OK) st = be->ops->vol_strain_adj(be, c, s, m, sim->vol_gJs, gv);
   return st;
 }
@@ -78,15 +130,17 @@ int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, co
 /* The groups' sums of s's J (at v NULL) into sim->vol_psums. */
 static int project_sums(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
   cqi_backend* be = sim->be;
-  int st = vol_buffers(sim);
-  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_psums);
-  if (st == CQ_OK) st = be->ops->vol_sums(be, c, s, &sim->view->params, NULL, 0, sim->vol_psums);
+  int st = vol_ready(sim, c, s);
+  cq_substep g = grouped(sim, c);
+  if (st == CQ_OK) st = vol_clear(sim, sim->vol_psums);
+  if (st == CQ_OK) st = be->ops->vol_sums(be, &g, s, &sim->view->params, NULL, 0, sim->vol_psums);
   return st;
 }
 
 int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s) {
   int st = project_sums(sim, c, s);
-  return st == CQ_OK ? sim->be->ops->vol_project(sim->be, c, s, &sim->view->params, sim->vol_psums) : st;
+  cq_substep g = grouped(sim, c);
+  return st == CQ_OK ? sim->be->ops->vol_project(sim->be, &g, s, &sim->view->params, sim->vol_psums) : st;
 }
 
 int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out) {
@@ -108,10 +162,11 @@ int cqi_vol_project_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particle
   cqi_backend* be = sim->be;
   const cq_params* m = &sim->view->params;
   int st = project_sums(sim, c, s);
-  if (st == CQ_OK) st = be->ops->vol_project_share(be, c, s, m, sim->vol_psums, g0->F, sim->vol_share);
-  if (st == CQ_OK) st = be->ops->grid_clear(be, sim->vol_gsums);
-  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, c, s, m, sim->vol_share, NULL, sim->vol_gsums);
+  cq_substep g = grouped(sim, c);
+  if (st == CQ_OK) st = be->ops->vol_project_share(be, &g, s, m, sim->vol_psums, g0->F, sim->vol_share);
+  if (st == CQ_OK) st = vol_clear(sim, sim->vol_gsums);
+  if (st == CQ_OK) st = be->ops->vol_adj_sums(be, &g, s, m, sim->vol_share, NULL, sim->vol_gsums);
   if (st == CQ_OK)
-    st = be->ops->vol_project_adj(be, c, s, m, sim->vol_psums, sim->vol_gsums, sim->vol_share, g0->F, gp);
+    st = be->ops->vol_project_adj(be, &g, s, m, sim->vol_psums, sim->vol_gsums, sim->vol_share, g0->F, gp);
   return st;
 }

@@ -54,8 +54,10 @@ CQ_HD cq_real CQ_D(vol_group_bulk)(const cq_params* m, int p) {
   return CQ_D(particle_bulk)(m, p) > 0 ? m->bulk[p] - CQ_D(vol_own_bulk)(m, p) : 0;
 }
 
-/* Particle p's group: the base node of its stencil (bspline.h stencil). */
+/* Particle p's group: the base node of its stencil (bspline.h stencil), or with volumetric_groups = "initial" the one
+ * it had in the first state the world stepped from (volumetric.c). */
 CQ_HD cqi_node CQ_D(vol_group)(const cq_substep* c, const cq_particles* s, int p) {
+  if (c->vol_group_of) return (cqi_node)c->vol_group_of[p];
   cqi_node g = 0;
   for (int a = 0; a < D; a++) {
     int b = (int)cq_floor(cq_cell_coord(s->x[a * s->n + p], c->dx, c->inv_dx)); /* as the stencil's */
@@ -275,13 +277,25 @@ CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, co
   cq_real scale = m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
   CQ_D(cqi_stencil) st;
   CQ_D(stencil)(c, x, &st);
-  cq_real* ag = a + CQ_D(vol_group)(c, s, p) * (CQ_NN * D);
-  int j = 0;
+  cqi_node group = CQ_D(vol_group)(c, s, p);
+  cq_real* ag = a + group * (CQ_NN * D);
+  /* fixed groups (volumetric_groups = "initial"): a member that moved off its group's node adds its stencil's nodes
+   * at their offsets from that node, those within the group node's stencil (the rest is left out of this
+   * preconditioner's blocks) */
+  int shift[D];
+  for (int b = 0; b < D; b++)
+    shift[b] = c->vol_group_of ? st.base[b] - (int)((group / c->stride[b]) % c->res[b]) : 0;
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    int j = 0, inside = 1;
+    for (int b = 0; b < D; b++) {
+      int t = off[b] + shift[b];
+      inside &= t >= 0 && t <= 2;
+      j = j * 3 + t;
+    }
+    if (!inside) continue;
     for (int b = 0; b < D; b++) CQ_SCATTER_ADD(&ag[j * D + b], scale * w * dpos[b]);
-    j++;
   }
 }
 

@@ -89,6 +89,10 @@ static void release_backend_buffers(cq_world* w) {
     if (vol[i]) be->ops->release(be, vol[i]);
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
   w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
+  if (w->sim.vol_group_of) be->ops->release(be, w->sim.vol_group_of);
+  free(w->sim.vol_group_host);
+  w->sim.vol_group_of = w->sim.vol_group_host = NULL;
+  w->sim.vol_groups_set = 0;
   cqi_fill_release(&w->sim);
   if (!be->ops->host_memory) {
 #define CQI_FREE(name, shape, doc) \
@@ -116,6 +120,8 @@ static int attach_backend(cq_world* w, cqi_backend* be) {
   w->sim.ws = NULL;
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
   w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
+  w->sim.vol_group_of = w->sim.vol_group_host = NULL;
+  w->sim.vol_groups_set = 0;
   if (be->ops->host_memory) {
 #define CQI_ALIAS(name, shape, doc) w->ctl.b_##name = w->ctl.host_##name;
     CQ_CONTROL_FIELDS(CQI_ALIAS)
@@ -270,6 +276,12 @@ int cq_world_reset_fill(cq_world* w) {
   if (!sim->fill.ref) return CQ_OK;
   cqi_backend* be = w->be;
   return be->ops->zero(be, sim->fill.ref, sizeof(cq_real) * be->n_nodes * (be->dim + 1));
+}
+
+/* The groups of volumetric_groups = "initial" are taken again from the next state stepped from. */
+int cq_world_reset_groups(cq_world* w) {
+  w->sim.vol_groups_set = 0;
+  return CQ_OK;
 }
 
 int cq_world_backend(const cq_world* w) { return w->be->ops->kind; }

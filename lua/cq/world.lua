@@ -13,7 +13,7 @@ M.World = World
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric", "fluid",
-  "fluid_rest" })
+  "fluid_rest", "volumetric_groups" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
   "max_split", "pressure" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
@@ -74,7 +74,7 @@ function Params.__newindex(t, name)
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
---- integrator, implicit, volumetric, fluid, fluid_rest}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
+--- integrator, implicit, volumetric, volumetric_groups, fluid, fluid_rest}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
 --- CPU), "cpu" or "cuda".
 function M.new(opts)
   local where = "cq.world"
@@ -111,6 +111,9 @@ function M.new(opts)
   -- engine/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, or on J averaged per node (volumetric.h)
   d.volumetric = check.oneof(where, "volumetric", opts.volumetric or "particle", { "particle", "averaged" })
     == "averaged" and 1 or 0
+  -- engine/cq.h CQ_VOL_GROUPS_*: the averaged term's groups by the particles' nodes now, or in the first state stepped
+  d.volumetric_groups = check.oneof(where, "volumetric_groups", opts.volumetric_groups or "current",
+    { "current", "initial" }) == "initial" and 1 or 0
   -- engine/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
   d.fluid = check.oneof(where, "fluid", opts.fluid or "particle", { "particle", "fill" }) == "fill" and 1 or 0
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
@@ -224,6 +227,13 @@ end
 --- state it starts from (a new scene in the same world). Returns the world.
 function World:reset_fill()
   self._lib.cq_world_reset_fill(self:_handle("world:reset_fill"))
+  return self
+end
+
+--- volumetric_groups = "initial": forget the groups, so that the next step takes them from the state it starts from
+--- (a new scene in the same world). Returns the world.
+function World:reset_groups()
+  self._lib.cq_world_reset_groups(self:_handle("world:reset_groups"))
   return self
 end
 
