@@ -111,6 +111,59 @@ describe("cq.train", function()
     assert.is_true(res.loss == res.loss)
   end)
 
+  it("run:backward(on_step) hands dL/ds_k at every control step, and state:norm measures it", function()
+    local P = scene.problem {}
+    P.run:forward(P.s0)
+    local ks, norms = {}, {}
+    local m = P.run:backward(function(k, memo)
+      ks[#ks + 1] = k
+      local s = 0
+      for i = 0, 2 * memo.world.n - 1 do s = s + memo.grad.x[i] ^ 2 end
+      assert.are.equal(math.sqrt(s), memo.grad:norm("x"))
+      norms[k] = memo.grad:norm("x")
+    end)
+    assert.are.same({ 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 }, ks)
+    assert.are.equal(norms[0], m.grad:norm("x")) -- after the pass memo.grad is dL/ds_0
+    assert.is_true(norms[0] > 0 and norms[0] ~= norms[11])
+    print(string.format("  |dL/dx_k|: %.3g at k = 11, %.3g at k = 0", norms[11], norms[0]))
+    local ok, err = pcall(P.run.backward, P.run, 3)
+    assert.is_false(ok)
+    assert.matches("run:backward: on_step must be nil or a function", err)
+    ok, err = pcall(m.grad.norm, m.grad, "speed")
+    assert.is_false(ok)
+    assert.matches("state:norm: field must be one of x, v", err)
+  end)
+
+  it("backtracks (recover.worse): a loss above r times the last accepted one is rejected and the step shrunk", function()
+    local function run(worse, name)
+      local p = cq.param { n = 1, init = 1 }
+      local res = cq.train { optimizer = cq.sgd { params = { p }, lr = 1.2 }, iterations = 8, checkpoint = false,
+        recover = { worse = worse }, log = cq.log { name = name, dir = cwd_out, columns = { "iteration", "loss",
+          "grad_norm", "lr", "seconds", "note" }, quiet = true },
+        evaluate = function() -- x^2 with lr 1.2: x -> -1.4 x, the loss grows 1.96x per step; at lr 0.6: x -> -0.2 x
+          p.g[0] = 2 * p.v[0]
+          return p.v[0] ^ 2
+        end }
+      return p.v[0], res
+    end
+    local x_plain, plain = run(nil, "worse_off")
+    local x_back, back = run(1.5, "worse_on")
+    local notes = {}
+    for note in read(cwd_out .. "/worse_on.csv"):gmatch("\n%d+,,,,,([^\n]+)") do notes[#notes + 1] = note end
+    print(string.format("  without: x = %.4g (%d recoveries); with worse = 1.5: x = %.4g (%d rejections); %s",
+      x_plain, plain.recoveries, x_back, back.recoveries, notes[1]))
+    assert.are.equal(0, plain.recoveries)
+    assert.is_true(math.abs(x_plain) > 10) -- 1.4^7: diverged
+    assert.are.equal(1, back.recoveries) -- the first step is rejected, lr 0.6 then converges
+    assert.is_true(math.abs(x_back) < 1e-3)
+    assert.matches("iteration 2 rejected %(loss 1.96 above recover.worse = 1.5 times the last accepted 1%); restored " ..
+      "the parameters of iteration 1 and stepped again with the step size x0.5", notes[1])
+    local ok, err = pcall(run, 1, "worse_bad")
+    assert.is_false(ok)
+    assert.matches("recover.worse", err)
+    assert.matches("got 1", err)
+  end)
+
   it("recovers from a non-finite loss and gives up after the retries, naming the last failure", function()
     local p = cq.param { n = 1, init = 1 }
     local res = cq.train { optimizer = cq.sgd { params = { p }, lr = 1.5 }, iterations = 6, checkpoint = false,

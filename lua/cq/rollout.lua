@@ -175,7 +175,12 @@ end
 
 --- Gradients of the last forward's loss: controller parameters (param.g), memo.grad (dL/ds_0), the world's
 --- per-particle parameter gradients (memo.grad_params) and the design variables' (param.g). Returns the memo.
-function Rollout:backward()
+--- on_step(k, memo) (optional) is called at each control step k from steps - 1 down to 0, once memo.grad is dL/ds_k
+--- (the physics' and the running loss's): e.g. memo.grad:norm("x") per step, to see where a gradient explodes.
+function Rollout:backward(on_step)
+  if on_step ~= nil and type(on_step) ~= "function" then
+    check.fail("run:backward", "on_step must be nil or a function(k, memo)", on_step)
+  end
   local m, na = self.memo, self.world.n_actuators
   self.params = self.controller and self.controller.params or {} -- run.controller may have been replaced
   for _, p in ipairs(self.params) do p:zero_grad() end
@@ -193,6 +198,7 @@ function Rollout:backward()
       t:seed(self.running(t, m.bstate, u, k), 1) -- max / min: only the arg-max / arg-min step carries the loss
     end
     t:backward(nil, nil, m.grad)
+    if on_step then on_step(k, m) end
   end
   if self.design then self.design:backward(m) end
   check_finite_grads(self:parameters())

@@ -127,6 +127,16 @@ function State:mean(field, idx)
   return out
 end
 
+--- The 2-norm of a field (any of the state's: "x", "v", "F", ...) over all particles and components. On memo.grad
+--- (dL/ds_k) it shows how a gradient grows on its way back through the steps (run:backward's on_step).
+function State:norm(field)
+  local where = "state:norm"
+  local len = field_len(self, where, field)
+  local arr, s = self[field], 0
+  for i = 0, len * self.n - 1 do s = s + arr[i] * arr[i] end
+  return math.sqrt(s)
+end
+
 --- Makes the state unusable; its memory is returned when no view of it remains. (Memo states go with their memo.)
 function State:release()
   if self._memo then check.raise("state:release: this state belongs to a memo (release the memo)") end

@@ -10,7 +10,7 @@ local json = require "cq.json"
 local M = {}
 local OPTIONS = check.option_set("cq.train", { "rollout", "state", "optimizer", "iterations", "name", "log", "columns",
   "values", "lr_schedule", "before", "evaluate", "keep_best", "checkpoint", "resume", "recover", "extra", "quiet" })
-local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink" })
+local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink", "worse" })
 local EXTRA_OPTIONS = check.option_set("cq.train extra", { "save", "load" })
 
 -- The host's interruption API (engine/host.h), or stand-ins when the script runs in another host. Its declarations
@@ -65,8 +65,10 @@ end
 ---   keep_best = true: restore the parameters of the lowest loss at the end (result.best);
 ---   checkpoint = path | false (default out/<name>.ckpt.json); resume = "auto" (default: continue an unfinished
 ---   run's checkpoint), true (the checkpoint must exist) or false (start over; the old log is rotated);
----   recover = {retries = 5, shrink = 0.5} | false; extra = {save = f() -> table, load = f(table)}: more state for
----   the checkpoint (e.g. a random generator's seed); quiet: no progress lines.
+---   recover = {retries = 5, shrink = 0.5, worse = nil} | false (worse = r > 1: an iteration whose loss is above r
+---   times the last accepted one is rejected as a failure is: backtracking on a rough loss);
+---   extra = {save = f() -> table, load = f(table)}: more state for the checkpoint (e.g. a random generator's seed);
+---   quiet: no progress lines.
 --- Returns {loss, iteration, best = {loss, iteration}, recoveries, resumed_from, log, checkpoint}.
 function M.train(opts)
   local where = "cq.train"
@@ -100,7 +102,9 @@ function M.train(opts)
   if recover then
     check.options(where .. ".recover", recover, RECOVER_OPTIONS)
     recover = { retries = check.integer(where, "recover.retries", recover.retries or 5, 1),
-      shrink = check.number(where, "recover.shrink", recover.shrink or 0.5, 0, 1, { open_lo = true, open_hi = true }) }
+      shrink = check.number(where, "recover.shrink", recover.shrink or 0.5, 0, 1, { open_lo = true, open_hi = true }),
+      worse = recover.worse ~= nil and check.number(where, "recover.worse", recover.worse, 1, math.huge,
+        { open_lo = true, open_hi = true }) or nil }
   end
   if opts.extra ~= nil then
     check.options(where .. ".extra", opts.extra, EXTRA_OPTIONS)
@@ -130,12 +134,14 @@ function M.train(opts)
   local S = require "cq.save"
   local objects = { params = opt.params, optimizer = opt, keep_best = keeper }
   local good -- the snapshot before the last step: parameters whose evaluation succeeded, and their gradients
+  local accepted -- the last accepted iteration's loss (recover.worse compares with it)
   if saved then
     local ok, err = pcall(S.unpack, saved.objects, objects, where, ckpt)
     if not ok then check.raise(where .. ": cannot resume from " .. ckpt .. " (" .. tostring(err) .. "); remove it or " ..
       "pass resume = false") end
     good = saved.good
     start, factor, recoveries, base_lr = saved.iteration, saved.lr_factor, saved.recoveries, saved.base_lr
+    accepted = saved.accepted_loss
     if opts.extra and saved.extra then opts.extra.load(saved.extra) end
   end
 
@@ -150,8 +156,8 @@ function M.train(opts)
   local function write_checkpoint(it, finished)
     if not ckpt then return end
     json.write(ckpt, { format = "cqlua-train", iteration = it, iterations = iterations, finished = finished,
-      lr_factor = factor, base_lr = base_lr, recoveries = recoveries, objects = S.pack(objects, nil, where),
-      good = good, extra = opts.extra and opts.extra.save() or nil })
+      lr_factor = factor, base_lr = base_lr, recoveries = recoveries, accepted_loss = accepted,
+      objects = S.pack(objects, nil, where), good = good, extra = opts.extra and opts.extra.save() or nil })
   end
   local function set_lr(it)
     local f = (opts.lr_schedule and opts.lr_schedule(it) or 1) * factor
@@ -179,12 +185,18 @@ function M.train(opts)
       local next_it = it + 1
       if opts.before then opts.before(next_it, run) end
       local eok, value = pcall(evaluate, next_it)
+      local rejected -- recover.worse: a finite loss too far above the last accepted one, while retries are left
       if eok and (type(value) ~= "number" or value ~= value or math.abs(value) == math.huge) then
         eok, value = false, "the loss is not finite (" .. tostring(value) .. ")"
+      elseif eok and recover and recover.worse and accepted and good and value > recover.worse * accepted
+        and failures < recover.retries then
+        eok, rejected = false, true
+        value = string.format("loss %.6g above recover.worse = %g times the last accepted %.6g", value,
+          recover.worse, accepted)
       end
       if not eok then
         if host.interrupted() ~= 0 then stop_interrupted(it) end
-        if not (recover and numerical(value, world)) then error(value, 0) end
+        if not (recover and (rejected or numerical(value, world))) then error(value, 0) end
         if not good then
           check.raise(string.format("%s: iteration %d failed at the initial parameters, so there is nothing to go " ..
             "back to: %s", where, next_it, tostring(value)))
@@ -198,14 +210,15 @@ function M.train(opts)
         factor = factor * recover.shrink
         recoveries = recoveries + 1
         set_lr(it)
-        log:note(next_it, string.format("iteration %d failed (%s); restored the parameters of iteration %d and " ..
-          "stepped again with the step size x%g (lr factor now %g)", next_it, tostring(value):gsub("\n.*", ""), it,
+        log:note(next_it, string.format("iteration %d %s (%s); restored the parameters of iteration %d and " ..
+          "stepped again with the step size x%g (lr factor now %g)", next_it, rejected and "rejected" or "failed",
+          (tostring(value):gsub("\n.*", "")), it,
           recover.shrink, factor))
         opt:step()
         write_checkpoint(it, false)
       else
         failures = 0
-        loss, it = value, next_it
+        loss, it, accepted = value, next_it, value
         if keeper then keeper:consider(loss) end
         set_lr(it) -- the step size of the step that follows, as logged
         local row = { loss = loss, grad_norm = require("cq.log").grad_norm(opt.params), lr = opt.groups[1].lr }
