@@ -17,11 +17,15 @@
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
---          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3]
+--          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5]
 -- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
 -- factorised preconditioner holds the fill water's Hessian, so water at its real 2.2 GPa costs about what 2 MPa does.
+-- worse: an iteration whose loss is above worse times the last accepted one is rejected, and the step that led there
+-- taken again at half the size (cq.train's recover.worse; 0: off). At the real moduli the loss is rough and its
+-- gradient explodes where the controls drive the chambers into a violent phase (docs/benchmarks.md, "the exploding
+-- gradients of the fill-water inverse"); those iterations are the ones with a much worse loss.
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
@@ -60,6 +64,9 @@ local gap = tonumber(A[11])
 local volumetric = A[12] or "particle"
 local fluid = A[13] or "particle"
 local D = tonumber(A[14]) or 3
+local worse = tonumber(A[15]) or 1.5
+if worse ~= 0 and not (worse > 1) then error("finger_inverse: worse (argument 15) must be 0 (off) or > 1, got " ..
+  tostring(A[15]), 0) end
 if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(A[14]), 0) end
 local sub_dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil
 local world, s0, n_finger
@@ -110,7 +117,7 @@ for k = 0, steps - 1 do reference[k] = u.v[k] end
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 14 do key[i - 1] = tostring(A[i] or "") end
+for i = 2, 15 do key[i - 1] = tostring(A[i] or "") end
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
@@ -177,8 +184,8 @@ if saved then saved:close() saved = require("cq.json").read(CKPT) end
 local result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse", checkpoint = CKPT,
   resume = (saved and saved.extra and saved.extra.key == key) and "auto" or false,
   extra = { save = function() return { key = key } end, load = function() end },
-  optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, 1 } } }, columns = { "reach_mm", "hold_max_mm" },
-  keep_best = true,
+  optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, 1 } } }, columns = { "reach_mm", "hold_max_mm", "grad_x0" },
+  keep_best = true, recover = { worse = worse ~= 0 and worse or nil },
   values = function(it, loss)
     local d, worst = distances(run:trajectory())
     if it == 1 then d_initial = d end
@@ -186,7 +193,8 @@ local result = cq.train { rollout = run, state = s0, iterations = iters, name = 
       best = record(run:trajectory())
       best.loss = loss
     end
-    return { reach_mm = d[k_reach], hold_max_mm = worst }
+    -- |dL/dx_0|: how far the gradient grew on its way back (it explodes through a violent phase of the forward)
+    return { reach_mm = d[k_reach], hold_max_mm = worst, grad_x0 = run.memo.grad:norm("x") }
   end }
 
 -- The optimised run (the best parameters), its CSV and frames. A resumed run has not seen every iteration: it runs
