@@ -577,7 +577,7 @@ static const cqi_backend_ops cuda_ops = {
     cuda_vol_sums, cuda_vol_pressure, cuda_vol_adj_sums, cuda_vol_adj, cuda_vol_strain_adj,
     cuda_vol_project, cuda_vol_project_share, cuda_vol_project_adj,
     cuda_fill_scatter, cuda_fill_node, cuda_fill_force, cuda_fill_adj,
-    NULL, /* the fill's rows for the direct preconditioner: host-memory backends only */
+    NULL, NULL, /* the fill's rows and the fixed groups' blocks for the direct preconditioner: host-memory only */
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

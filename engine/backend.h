@@ -220,6 +220,12 @@ typedef struct cqi_backend_ops {
    * nodes numbered by implicit_slots. */
   int (*fill_rows)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                    const int32_t* slot, double* rows);
+  /* For the direct preconditioner with fixed groups (volumetric_groups = "initial"; host-memory backends, NULL
+   * elsewhere): vol_group_blocks adds every group's exact blocks (K_g / V_g) a_g a_g^T, a_g on the union of its
+   * members' stencils now, into blocks ([count][9^D][D][D], offsets within four cells, as implicit_factor.c's wide
+   * pattern) at the nodes numbered by implicit_slots; implicit_blocks then leaves the groups out. */
+  int (*vol_group_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                          const int32_t* slot, double* blocks);
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

@@ -232,6 +232,11 @@ static int cpu_fill_rows(cqi_backend* b, const cq_substep* c, const cq_particles
   return CQI_BY_DIM(b, cpu_fill_rows, c, s, m, slot, rows);
 }
 
+static int cpu_vol_group_blocks(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                const int32_t* slot, double* blocks) {
+  return CQI_BY_DIM(b, cpu_vol_group_blocks, c, s, m, slot, blocks);
+}
+
 static const cqi_backend_ops cpu_ops = {
     CQ_BACKEND_CPU, 1, cpu_destroy,
     cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_zero,
@@ -250,7 +255,7 @@ static const cqi_backend_ops cpu_ops = {
     cpu_keep_bytes, cpu_keep, cpu_restore,
     cpu_vol_sums, cpu_vol_pressure, cpu_vol_adj_sums, cpu_vol_adj, cpu_vol_strain_adj,
     cpu_vol_project, cpu_vol_project_share, cpu_vol_project_adj,
-    cpu_fill_scatter, cpu_fill_node, cpu_fill_force, cpu_fill_adj, cpu_fill_rows,
+    cpu_fill_scatter, cpu_fill_node, cpu_fill_force, cpu_fill_adj, cpu_fill_rows, cpu_vol_group_blocks,
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

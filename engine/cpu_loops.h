@@ -569,7 +569,7 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
                                      const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
   cpu_backend* cb = (cpu_backend*)b;
   CQI_FOR_SLABS(cb, CQ_D(implicit_blocks)(c, s, m, p, v, slot, nbr, blocks))
-  if (!c->vol_averaged) return CQ_OK;
+  if (!c->vol_averaged || (c->vol_group_of && D == 2)) return CQ_OK; /* fixed groups: cpu_vol_group_blocks */
   enum { CQI_VOL_NS = D == 3 ? 27 : 9 }; /* stencil nodes */
   /* the groups' volumetric blocks: a_g scattered like P2G, then the group nodes one by one (a group writes the
    * blocks of its whole stencil, so neighbouring groups would race) */
@@ -583,6 +583,97 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
       for (int k = 0; k < CQI_VOL_NS * D; k++) a[(long)c->vol_group_of[p] * CQI_VOL_NS * D + k] = 0;
   CQI_FOR_GROUPS(cb, c, CQ_D(vol_gradient_sum)(c, s, m, p, a))
   CQI_FOR_REGION_SERIAL(cb, *c, CQ_D(vol_blocks_node)(c, node, c->vol_sums, a, slot, blocks));
+  return CQ_OK;
+}
+
+/* The fixed groups' exact blocks (backend.h vol_group_blocks): each group's a_g (volumetric.h vol_gradient_sum's
+ * rows, summed over its members) on a window of 5 nodes per axis from the smallest base node of its members, which
+ * holds every member's stencil while they lie within two cells of each other (a node past it is left out), then
+ * (K_g / V_g) a_g[i] a_g[k]^T into block (i, k) at offset k - i (axis a in [-4, 4] weighted 9^a). One thread, groups in
+ * the order their first member comes: the same sums for any thread count. */
+static int CQ_D(cpu_vol_group_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                                      const int32_t* slot, double* blocks) {
+  enum { W = 5, NW = D == 3 ? W * W * W : W * W, WIDE = D == 3 ? 729 : 81 };
+  int n = s->n;
+  int32_t* index = malloc(sizeof(int32_t) * (size_t)b->n_nodes);
+  int* anchor = malloc(sizeof(int) * (size_t)n * D);
+  int32_t* group = malloc(sizeof(int32_t) * (size_t)n); /* each group's node, by its compact number */
+  double* a = NULL;
+  int count = 0;
+  if (index && anchor && group) {
+    for (long k = 0; k < b->n_nodes; k++) index[k] = -1;
+    for (int p = 0; p < n; p++) {
+      if (!(CQ_D(vol_group_bulk)(m, p) > 0)) continue;
+      cq_real F[D][D], x[D];
+      CQ_D(vol_load)(s, p, x, F);
+      CQ_D(cqi_stencil) st;
+      CQ_D(stencil)(c, x, &st);
+      int32_t g = c->vol_group_of[p];
+      if (index[g] < 0) {
+        index[g] = count, group[count] = g;
+        for (int e = 0; e < D; e++) anchor[count * D + e] = st.base[e];
+        count++;
+      } else
+        for (int e = 0; e < D; e++) anchor[index[g] * D + e] = st.base[e] < anchor[index[g] * D + e] ? st.base[e] : anchor[index[g] * D + e];
+    }
+    a = calloc((size_t)count * NW * D, sizeof(double));
+  }
+  if (!index || !anchor || !group || (count > 0 && !a)) {
+    free(index), free(anchor), free(group), free(a);
+    return cqi_errorf(b->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory for the fixed groups' "
+                      "blocks (%d particles)", n);
+  }
+  for (int p = 0; p < n; p++) { /* a_g: vol_gradient_sum's rows V0 J dt kC w dpos at the window's nodes */
+    if (!(CQ_D(vol_group_bulk)(m, p) > 0)) continue;
+    cq_real F[D][D], x[D];
+    CQ_D(vol_load)(s, p, x, F);
+    double scale = (double)(m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx);
+    CQ_D(cqi_stencil) st;
+    CQ_D(stencil)(c, x, &st);
+    int gi = index[c->vol_group_of[p]];
+    CQI_FOR_STENCIL(off) {
+      cq_real w, gw[D], dpos[D];
+      CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+      int j = 0, inside = 1;
+      for (int e = D - 1; e >= 0; e--) {
+        int t = st.base[e] + off[e] - anchor[gi * D + e];
+        inside &= t >= 0 && t < W;
+        j = j * W + t;
+      }
+      if (!inside) continue;
+      for (int e = 0; e < D; e++) a[((long)gi * NW + j) * D + e] += scale * (double)(w * dpos[e]);
+    }
+  }
+  for (int gi = 0; gi < count; gi++) {
+    const cq_real* sg = c->vol_sums + (long)group[gi] * (D + 1);
+    if (!(sg[2] > 0)) continue;
+    double coef = (double)sg[0] / ((double)sg[2] * (double)sg[2]);
+    int at[NW][3];
+    int32_t sl[NW];
+    for (int j = 0; j < NW; j++) { /* window node j: its coordinates and slot (-1 outside the grid or without mass) */
+      int code = j, inside = 1;
+      long node = 0;
+      for (int e = 0; e < D; e++, code /= W) {
+        at[j][e] = anchor[gi * D + e] + code % W;
+        inside &= at[j][e] >= 0 && at[j][e] < c->res[e];
+        node += (long)at[j][e] * c->stride[e];
+      }
+      sl[j] = inside ? slot[node] : -1;
+    }
+    const double* ag = a + (long)gi * NW * D;
+    for (int i = 0; i < NW; i++) {
+      if (sl[i] < 0) continue;
+      for (int k = 0; k < NW; k++) {
+        if (sl[k] < 0) continue;
+        int o = 0, scale9 = 1;
+        for (int e = 0; e < D; e++, scale9 *= 9) o += (at[k][e] - at[i][e] + 4) * scale9;
+        double* blk = blocks + ((long)sl[i] * WIDE + o) * D * D;
+        for (int r = 0; r < D; r++)
+          for (int q = 0; q < D; q++) blk[r * D + q] += coef * ag[i * D + r] * ag[k * D + q];
+      }
+    }
+  }
+  free(index), free(anchor), free(group), free(a);
   return CQ_OK;
 }
 

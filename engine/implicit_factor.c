@@ -106,29 +106,33 @@ static void pattern(const cqi_factor* f, const cq_substep* c, int D, int reach, 
   }
 }
 
-/* With the fill water: the elastic blocks (offsets within two cells) moved into the 9^D rows, and W's Hessian added,
- * block (j, k) += dx^D sum_i c_i g_ij g_ik^T over the nodes i within two cells of j (c_i = K_i / phi0_i^2 where node i
+/* The wide pattern (the fill water's, the fixed groups'): the elastic blocks (offsets within two cells) moved into
+ * the 9^D rows. */
+static void spread_blocks(cqi_factor* f, int D) {
+  enum { NEAR3 = 125, NEAR2 = 25 };
+  int near = D == 3 ? NEAR3 : NEAR2, width = f->width, DD = D * D;
+  memset(f->blocks, 0, sizeof(double) * f->count * width * DD);
+  for (int o = 0; o < near; o++) {
+    int code = o, w = 0, scale = 1;
+    for (int a = 0; a < D; a++, code /= 5, scale *= 9) w += (code % 5 - 2 + 4) * scale;
+    for (long j = 0; j < f->count; j++)
+      if (f->nbr5[j * near + o] >= 0)
+        memcpy(f->blocks + (j * width + w) * DD, f->blocks5 + (j * near + o) * DD, sizeof(double) * DD);
+  }
+}
+
+/* With the fill water: W's Hessian added to the wide blocks, block (j, k) += dx^D sum_i c_i g_ij g_ik^T over the nodes i within two cells of j (c_i = K_i / phi0_i^2 where node i
  * is under pressure at the iterate: `at`, cqi_fill_linearise's; g: the fill's rows). Row by row, each its own: the
  * same sums in the same order for any thread count. Without it CG works on W's condition number, about K dt^2 /
  * (rho dx^2) (docs/benchmarks.md, "the fill water in the implicit solve"). */
 static void fill_blocks(cqi_factor* f, int D, const cq_real* at, double Vc) {
   enum { NEAR3 = 125, NEAR2 = 25 };
   int near = D == 3 ? NEAR3 : NEAR2, width = f->width, DD = D * D;
-  int wide_of[NEAR3]; /* offset within two cells -> its number among the 9^D */
-  int d5[NEAR3][3];
+  int d5[NEAR3][3]; /* offset o within two cells, per axis */
   for (int o = 0; o < near; o++) {
-    int code = o, w = 0, scale = 1;
-    for (int a = 0; a < D; a++, code /= 5, scale *= 9) {
-      d5[o][a] = code % 5 - 2;
-      w += (d5[o][a] + 4) * scale;
-    }
-    wide_of[o] = w;
+    int code = o;
+    for (int a = 0; a < D; a++, code /= 5) d5[o][a] = code % 5 - 2;
   }
-  memset(f->blocks, 0, sizeof(double) * f->count * width * DD);
-  for (long j = 0; j < f->count; j++)
-    for (int o = 0; o < near; o++)
-      if (f->nbr5[j * near + o] >= 0)
-        memcpy(f->blocks + (j * width + wide_of[o]) * DD, f->blocks5 + (j * near + o) * DD, sizeof(double) * DD);
   for (long j = 0; j < f->count; j++)
     for (int oi = 0; oi < near; oi++) { /* node i = j + d5[oi] */
       int32_t i = f->nbr5[j * near + oi];
@@ -184,9 +188,11 @@ static void k_block(int D, const double* Pi, double* B, const double* Pj, double
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok) {
   cqi_backend* be = sim->be;
-  /* the fill's Hessian in 2D only: its 9^3 couplings make 3D fronts too large (docs/benchmarks.md) */
+  /* the fill's Hessian and the fixed groups' exact blocks in 2D only: their 9^3 couplings make 3D fronts too large
+   * (docs/benchmarks.md); 3D fixed groups take vol_blocks_node's on the group node's stencil */
   int D = be->dim, near = D == 3 ? 125 : 25, fill = c->fill && be->ops->fill_rows && D == 2;
-  int width = fill ? (D == 3 ? 729 : 81) : near, center = (width - 1) / 2;
+  int fixed = c->vol_averaged && c->vol_group_of && be->ops->vol_group_blocks && D == 2;
+  int width = fill || fixed ? (D == 3 ? 729 : 81) : near, center = (width - 1) / 2;
   f->factored = 0;
   *ok = 0;
   f->dim = D;
@@ -201,13 +207,17 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
   f->count = count;
   for (long k = 0; k < be->n_nodes; k++)
     if (f->slot[k] >= 0) f->node[f->slot[k]] = k;
-  int32_t* nbr5 = fill ? f->nbr5 : f->nbr;
-  double* blocks5 = fill ? f->blocks5 : f->blocks;
+  int32_t* nbr5 = width != near ? f->nbr5 : f->nbr;
+  double* blocks5 = width != near ? f->blocks5 : f->blocks;
   pattern(f, c, D, 2, nbr5);
   memset(blocks5, 0, sizeof(double) * count * near * D * D);
   if ((st = be->ops->implicit_blocks(be, c, s, &sim->view->params, v, f->slot, nbr5, blocks5)) != CQ_OK) return st;
-  if (fill) { /* W's Hessian at v (fill.h): its rows from the particles, their products per node */
+  if (width != near) {
     pattern(f, c, D, 4, f->nbr);
+    spread_blocks(f, D);
+  }
+  if (fixed && (st = be->ops->vol_group_blocks(be, c, s, &sim->view->params, f->slot, f->blocks)) != CQ_OK) return st;
+  if (fill) { /* W's Hessian at v (fill.h): its rows from the particles, their products per node */
     memset(f->rows, 0, sizeof(double) * count * near * D);
     if ((st = cqi_fill_linearise(sim, c, s, v)) != CQ_OK) return st;
     if ((st = be->ops->fill_rows(be, c, s, &sim->view->params, f->slot, f->rows)) != CQ_OK) return st;

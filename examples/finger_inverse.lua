@@ -17,7 +17,7 @@
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
---          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5]
+--          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
 -- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
@@ -26,6 +26,8 @@
 -- taken again at half the size (cq.train's recover.worse; 0: off). At the real moduli the loss is rough and its
 -- gradient explodes where the controls drive the chambers into a violent phase (docs/benchmarks.md, "the exploding
 -- gradients of the fill-water inverse"); those iterations are the ones with a much worse loss.
+-- groups: volumetric = averaged's volumetric_groups ("current" or "initial": the groups of the first state, so that a
+-- particle does not change group as it moves; docs/api.md).
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
@@ -65,6 +67,7 @@ local volumetric = A[12] or "particle"
 local fluid = A[13] or "particle"
 local D = tonumber(A[14]) or 3
 local worse = tonumber(A[15]) or 1.5
+local groups = A[16] or "current"
 if worse ~= 0 and not (worse > 1) then error("finger_inverse: worse (argument 15) must be 0 (off) or > 1, got " ..
   tostring(A[15]), 0) end
 if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(A[14]), 0) end
@@ -73,11 +76,13 @@ local world, s0, n_finger
 if D == 3 then
   world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
     water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil },
-    integrator = integrator, control_dt = control_dt, volumetric = volumetric, fluid = fluid, dt = sub_dt }
+    integrator = integrator, control_dt = control_dt, volumetric = volumetric, fluid = fluid, dt = sub_dt,
+    volumetric_groups = groups }
 else
   world, s0, n_finger = finger2d.build { mesh = mesh_size * 1e-3, bulk = BULK, gap = gap and gap * 1e-3,
     water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = control_dt,
     dt = sub_dt or 0.5 * finger2d.DX / math.sqrt((BULK + 4 / 3 * finger.SHEAR) / 1080), volumetric = volumetric,
+    volumetric_groups = groups,
     fluid = fluid, gravity = 9.8 }
 end
 local steps = math.floor((reach + hold) / control_dt + 0.5)
@@ -117,7 +122,7 @@ for k = 0, steps - 1 do reference[k] = u.v[k] end
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 15 do key[i - 1] = tostring(A[i] or "") end
+for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
