@@ -280,6 +280,7 @@ int cq_world_reset_fill(cq_world* w) {
 
 /* The groups of volumetric_groups = "initial" are taken again from the next state stepped from. */
 int cq_world_reset_groups(cq_world* w) {
+  if (w->sim.vol_groups_set) w->model.generation++; /* a recording under the old groups cannot be differentiated */
   w->sim.vol_groups_set = 0;
   return CQ_OK;
 }

@@ -239,6 +239,19 @@ describe("the averaged volumetric term", function()
     end
   end)
 
+  it("refuses to differentiate a recording across world:reset_groups (its groups would be retaken)", function()
+    local w, s0 = G.scene { dim = 2, bc = "slip", volumetric = "averaged", volumetric_groups = "initial" }
+    local m = w:memo { steps = 3 }
+    m:begin(s0)
+    for _ = 1, 3 do m:step({ 0.1, 0.1 }) end
+    w:reset_groups()
+    E.has(E.err_of(function() m:backward() end), "memo:backward_begin", "changed after this recording began")
+    m:begin(s0) -- a new recording takes the groups again and differentiates
+    for _ = 1, 3 do m:step({ 0.1, 0.1 }) end
+    m:backward(function(k, memo) if k == 3 then memo.grad.x[0] = 1 end end) -- dL/dx of one particle at the end
+    assert.is_true(m.grad:norm("x") > 0)
+  end)
+
   it("names a bad option and the exact implicit volume", function()
     E.has(E.err_of(cantilever, { volumetric = "mean", ratio = 100 }), "volumetric", "particle", "averaged", "mean")
     E.has(E.err_of(cantilever, { volumetric = "averaged", ratio = 100, volumetric_groups = "first" }),

@@ -132,9 +132,11 @@ end
 function State:norm(field)
   local where = "state:norm"
   local len = field_len(self, where, field)
-  local arr, s = self[field], 0
-  for i = 0, len * self.n - 1 do s = s + arr[i] * arr[i] end
-  return math.sqrt(s)
+  local arr, big, s = self[field], 0, 0
+  for i = 0, len * self.n - 1 do big = math.max(big, math.abs(arr[i])) end
+  if big == 0 or big ~= big or big == math.huge then return big end
+  for i = 0, len * self.n - 1 do s = s + (arr[i] / big) ^ 2 end -- scaled: an exploding gradient does not overflow
+  return big * math.sqrt(s)
 end
 
 --- Makes the state unusable; its memory is returned when no view of it remains. (Memo states go with their memo.)

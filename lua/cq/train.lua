@@ -135,13 +135,14 @@ function M.train(opts)
   local objects = { params = opt.params, optimizer = opt, keep_best = keeper }
   local good -- the snapshot before the last step: parameters whose evaluation succeeded, and their gradients
   local accepted -- the last accepted iteration's loss (recover.worse compares with it)
+  local failures = 0 -- failed or rejected evaluations in a row (in the checkpoint: a resumed run decides the same)
   if saved then
     local ok, err = pcall(S.unpack, saved.objects, objects, where, ckpt)
     if not ok then check.raise(where .. ": cannot resume from " .. ckpt .. " (" .. tostring(err) .. "); remove it or " ..
       "pass resume = false") end
     good = saved.good
     start, factor, recoveries, base_lr = saved.iteration, saved.lr_factor, saved.recoveries, saved.base_lr
-    accepted = saved.accepted_loss
+    accepted, failures = saved.accepted_loss, saved.failures or 0
     if opts.extra and saved.extra then opts.extra.load(saved.extra) end
   end
 
@@ -156,7 +157,7 @@ function M.train(opts)
   local function write_checkpoint(it, finished)
     if not ckpt then return end
     json.write(ckpt, { format = "cqlua-train", iteration = it, iterations = iterations, finished = finished,
-      lr_factor = factor, base_lr = base_lr, recoveries = recoveries, accepted_loss = accepted,
+      lr_factor = factor, base_lr = base_lr, recoveries = recoveries, accepted_loss = accepted, failures = failures,
       objects = S.pack(objects, nil, where), good = good, extra = opts.extra and opts.extra.save() or nil })
   end
   local function set_lr(it)
@@ -178,7 +179,7 @@ function M.train(opts)
 
   local world = run and run.world
   local old_graceful = host.graceful(1)
-  local loss, it, failures = nil, start, 0
+  local loss, it = nil, start
   local ok, err = pcall(function()
     while it < iterations do
       if host.interrupted() ~= 0 then stop_interrupted(it) end
@@ -188,9 +189,9 @@ function M.train(opts)
       local rejected -- recover.worse: a finite loss too far above the last accepted one, while retries are left
       if eok and (type(value) ~= "number" or value ~= value or math.abs(value) == math.huge) then
         eok, value = false, "the loss is not finite (" .. tostring(value) .. ")"
-      elseif eok and recover and recover.worse and accepted and good and value > recover.worse * accepted
-        and failures < recover.retries then
-        eok, rejected = false, true
+      elseif eok and recover and recover.worse and accepted and good
+        and value - accepted > (recover.worse - 1) * math.abs(accepted) and failures < recover.retries then
+        eok, rejected = false, true -- (for a negative loss too: worse than the last by (worse - 1) of its magnitude)
         value = string.format("loss %.6g above recover.worse = %g times the last accepted %.6g", value,
           recover.worse, accepted)
       end
