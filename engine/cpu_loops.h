@@ -604,17 +604,18 @@ static int CQ_D(cpu_vol_group_blocks)(cqi_backend* b, const cq_substep* c, const
     for (long k = 0; k < b->n_nodes; k++) index[k] = -1;
     for (int p = 0; p < n; p++) {
       if (!(CQ_D(vol_group_bulk)(m, p) > 0)) continue;
-      cq_real F[D][D], x[D];
-      CQ_D(vol_load)(s, p, x, F);
       CQ_D(cqi_stencil) st;
-      CQ_D(stencil)(c, x, &st);
+      CQ_D(vol_gradient_rows)(c, s, m, p, &st);
       int32_t g = c->vol_group_of[p];
       if (index[g] < 0) {
         index[g] = count, group[count] = g;
         for (int e = 0; e < D; e++) anchor[count * D + e] = st.base[e];
         count++;
       } else
-        for (int e = 0; e < D; e++) anchor[index[g] * D + e] = st.base[e] < anchor[index[g] * D + e] ? st.base[e] : anchor[index[g] * D + e];
+        for (int e = 0; e < D; e++) {
+          int* lo = &anchor[index[g] * D + e];
+          if (st.base[e] < *lo) *lo = st.base[e];
+        }
     }
     a = calloc((size_t)count * NW * D, sizeof(double));
   }
@@ -625,11 +626,8 @@ static int CQ_D(cpu_vol_group_blocks)(cqi_backend* b, const cq_substep* c, const
   }
   for (int p = 0; p < n; p++) { /* a_g: vol_gradient_sum's rows V0 J dt kC w dpos at the window's nodes */
     if (!(CQ_D(vol_group_bulk)(m, p) > 0)) continue;
-    cq_real F[D][D], x[D];
-    CQ_D(vol_load)(s, p, x, F);
-    double scale = (double)(m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx);
     CQ_D(cqi_stencil) st;
-    CQ_D(stencil)(c, x, &st);
+    double scale = (double)CQ_D(vol_gradient_rows)(c, s, m, p, &st);
     int gi = index[c->vol_group_of[p]];
     CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];

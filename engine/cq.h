@@ -69,7 +69,7 @@ typedef struct cq_world_desc {
   int volumetric;          /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
   int fluid;               /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
   int fluid_rest;          /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
-  int volumetric_groups;   /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or at the first step) */
+  int volumetric_groups;   /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or first) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 

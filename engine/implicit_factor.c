@@ -121,10 +121,11 @@ static void spread_blocks(cqi_factor* f, int D) {
   }
 }
 
-/* With the fill water: W's Hessian added to the wide blocks, block (j, k) += dx^D sum_i c_i g_ij g_ik^T over the nodes i within two cells of j (c_i = K_i / phi0_i^2 where node i
- * is under pressure at the iterate: `at`, cqi_fill_linearise's; g: the fill's rows). Row by row, each its own: the
- * same sums in the same order for any thread count. Without it CG works on W's condition number, about K dt^2 /
- * (rho dx^2) (docs/benchmarks.md, "the fill water in the implicit solve"). */
+/* With the fill water: W's Hessian added to the wide blocks, block (j, k) += dx^D sum_i c_i g_ij g_ik^T over the
+ * nodes i within two cells of j (c_i = K_i / phi0_i^2 where node i is under pressure at the iterate: `at`,
+ * cqi_fill_linearise's; g: the fill's rows). Row by row, each its own: the same sums in the same order for any thread
+ * count. Without it CG works on W's condition number, about K dt^2 / (rho dx^2) (docs/benchmarks.md, "the fill water
+ * in the implicit solve"). */
 static void fill_blocks(cqi_factor* f, int D, const cq_real* at, double Vc) {
   enum { NEAR3 = 125, NEAR2 = 25 };
   int near = D == 3 ? NEAR3 : NEAR2, width = f->width, DD = D * D;

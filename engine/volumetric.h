@@ -270,13 +270,20 @@ CQ_HD void CQ_D(vol_project_adj)(const cq_substep* c, const cq_particles* s, con
  * dJl_p/dv_i = sum V0_p J_p dt kC w_ip dpos_ip (the group's stencil is each of its particles'), the Hessian of E_vol
  * is sum_g (K_g / V_g) a_g a_g^T. First the particles' scatter of a_g, NS D reals per group node (stencil node j,
  * axis b at [j D + b]) ... */
-CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, cq_real* a) {
-  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
+/* Particle p's rows of a_g: its stencil into st, and the scale V0 J dt kC of its rows scale w_ip dpos_ip (also
+ * cpu_vol_group_blocks'). */
+CQ_HD cq_real CQ_D(vol_gradient_rows)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                                      CQ_D(cqi_stencil) * st) {
   cq_real F[D][D], x[D];
   CQ_D(vol_load)(s, p, x, F);
-  cq_real scale = m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
+  CQ_D(stencil)(c, x, st);
+  return m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
+}
+
+CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, cq_real* a) {
+  if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  cq_real scale = CQ_D(vol_gradient_rows)(c, s, m, p, &st);
   cqi_node group = CQ_D(vol_group)(c, s, p);
   cq_real* ag = a + group * (CQ_NN * D);
   /* fixed groups (volumetric_groups = "initial"): a member that moved off its group's node adds its stencil's nodes

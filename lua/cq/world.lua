@@ -74,8 +74,8 @@ function Params.__newindex(t, name)
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
---- integrator, implicit, volumetric, volumetric_groups, fluid, fluid_rest}: see docs/api.md. backend: "auto" (default: CUDA when its library loads and sees a device, else the
---- CPU), "cpu" or "cuda".
+--- integrator, implicit, volumetric, volumetric_groups, fluid, fluid_rest}: see docs/api.md. backend: "auto"
+--- (default: CUDA when its library loads and sees a device, else the CPU), "cpu" or "cuda".
 function M.new(opts)
   local where = "cq.world"
   check.options(where, opts, OPTIONS)
