@@ -2,7 +2,7 @@
 -- [0, 20] kPa, that brings the fingertip to a target point at t = reach and holds it there until reach + hold.
 -- Gradient descent (Adam, the bounds by projection) through the whole differentiable run: dL/du of every control
 -- step from one backward pass over the recorded substeps.
--- The target is where a reference pressure (a ramp to 12 kPa over 0.3 s, then held) puts the tip at t = reach, so
+-- The target is where a reference pressure (a ramp to p_ref, default 12 kPa, over 0.3 s, then held) puts the tip at t = reach, so
 -- the problem has an exact answer; the search starts from a constant 5 kPa, and the report is the distance left.
 -- Materials as examples/finger_air_water.lua (docs/benchmarks.md): both bulk moduli (finger and water) are bulk_Pa,
 -- by default lowered to 2 MPa, so that the explicit substep is 28 us instead of about 1 us; the implicit integrator
@@ -18,6 +18,7 @@
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
+--          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20]
 -- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
@@ -28,6 +29,12 @@
 -- gradients of the fill-water inverse"); those iterations are the ones with a much worse loss.
 -- groups: volumetric = averaged's volumetric_groups ("current" or "initial": the groups of the first state, so that a
 -- particle does not change group as it moves; docs/api.md).
+-- shape: "hold" (the pressure holds each control step's value, stepping between them; the search starts with a 5 kPa
+-- step at t = 0) or "ramp" (the pressure goes linearly from one control value to the next and starts at 0 at t = 0: it
+-- never jumps; control value j is the pressure at t = (j + 1) control_dt). A ramp's rollout step is one substep
+-- (implicit) or a tenth of the control step (explicit), so that the pressure changes every rollout step.
+-- p_ref: the reference pressure the target comes from; p_max: the search's upper bound (the lower one is 0). The 2D
+-- section in water at the real moduli tears above about 10 kPa (docs/benchmarks.md), so its runs take 8 and 10.
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
@@ -68,25 +75,37 @@ local fluid = A[13] or "particle"
 local D = tonumber(A[14]) or 3
 local worse = tonumber(A[15]) or 1.5
 local groups = A[16] or "current"
+local shape = A[17] or "hold"
+local p_ref = (tonumber(A[18]) or 12) * 1e3
+local p_max = (tonumber(A[19]) or 20) * 1e3
+if not (p_max > 0 and p_max <= P_MAX) then error(string.format("finger_inverse: p_max_kPa (argument 19) must be in " ..
+  "(0, %g], got %s", P_MAX / 1e3, tostring(A[19])), 0) end
+if not (p_ref >= 0 and p_ref <= p_max) then error(string.format("finger_inverse: p_ref_kPa (argument 18) must be in " ..
+  "[0, p_max = %g], got %s", p_max / 1e3, tostring(A[18])), 0) end
+if shape ~= "hold" and shape ~= "ramp" then error('finger_inverse: shape (argument 17) must be "hold" or "ramp", got ' ..
+  tostring(A[17]), 0) end
 if worse ~= 0 and not (worse > 1) then error("finger_inverse: worse (argument 15) must be 0 (off) or > 1, got " ..
   tostring(A[15]), 0) end
 if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(A[14]), 0) end
 local sub_dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil
+-- rollout steps per control value: a ramp changes the pressure every rollout step
+local pieces = shape == "hold" and 1 or (sub_dt and math.max(1, math.floor(control_dt / sub_dt + 0.5)) or 10)
+local step_dt = control_dt / pieces -- the rollout's step
 local world, s0, n_finger
 if D == 3 then
   world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
     water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil },
-    integrator = integrator, control_dt = control_dt, volumetric = volumetric, fluid = fluid, dt = sub_dt,
+    integrator = integrator, control_dt = step_dt, volumetric = volumetric, fluid = fluid, dt = sub_dt,
     volumetric_groups = groups }
 else
   world, s0, n_finger = finger2d.build { mesh = mesh_size * 1e-3, bulk = BULK, gap = gap and gap * 1e-3,
-    water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = control_dt,
+    water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = step_dt,
     dt = sub_dt or 0.5 * finger2d.DX / math.sqrt((BULK + 4 / 3 * finger.SHEAR) / 1080), volumetric = volumetric,
     volumetric_groups = groups,
     fluid = fluid, gravity = 9.8 }
 end
-local steps = math.floor((reach + hold) / control_dt + 0.5)
-local k_reach = math.floor(reach / control_dt + 0.5)
+local steps = math.floor((reach + hold) / step_dt + 0.5) -- rollout steps
+local k_reach = math.floor(reach / step_dt + 0.5)
 local tip = {} -- the fingertip: the finger's particles within 3 mm of its lowest point (2D: of its end)
 if D == 2 then
   tip = finger2d.tip(s0, n_finger)
@@ -95,12 +114,20 @@ else
   for i = 0, n_finger - 1 do ymin = math.min(ymin, s0.x[world.n + i]) end
   for i = 0, n_finger - 1 do if s0.x[world.n + i] < ymin + 3e-3 then tip[#tip + 1] = i + 1 end end
 end
-print(string.format("finger_inverse: %d particles (%d finger, %d tip), %s, %d control steps of %g s (%d substeps " ..
-  "of %.3g s), target at t = %g s, held to %g s, %dD, %s water", world.n, n_finger, #tip, integrator, steps, control_dt,
-  world.substeps, control_dt / world.substeps, reach, reach + hold, D, fluid))
+print(string.format("finger_inverse: %d particles (%d finger, %d tip), %s, %d rollout steps of %g s (%d substeps " ..
+  "of %.3g s), pressure %s, a control value every %g s, target at t = %g s, held to %g s, %dD, %s water", world.n,
+  n_finger, #tip, integrator, steps, step_dt, world.substeps, step_dt / world.substeps, shape == "hold" and "held" or
+  "ramped from 0", control_dt, reach, reach + hold, D, fluid))
 
-local controller = cq.open_loop { steps = steps, outputs = 1, init = 0.25 } -- u = p / 20 kPa
+-- u = p / 20 kPa; a ramp's control value j is its knot j + 1 (knot 0, at t = 0, is fixed to 0)
+local controller = cq.open_loop { steps = steps, outputs = 1, init = math.min(0.25, p_max / P_MAX), every = pieces,
+  shape = shape == "hold" and "hold" or "linear", start = shape == "ramp" and 0 or nil }
 local u = controller.params[1]
+local function pressures() -- u of every rollout step
+  local p = {}
+  for k = 0, steps - 1 do p[k] = controller:value(k) end
+  return p
+end
 local function tip_at(traj, k)
   local m = { 0, 0, 0 }
   for _, p in ipairs(tip) do
@@ -113,16 +140,16 @@ local run = cq.rollout { world = world, steps = steps, controller = controller,
   final = function(t) return t:const({ 0 }) end }
 
 -- The reference run: its tip at t = reach is the target.
-local function set_u(f) for k = 0, steps - 1 do u.v[k] = f(k) end end
+local function set_u(f) for j = 0, u.n - 1 do u.v[j] = f(j) end end -- f(control value j)
 local initial = {}
-for k = 0, steps - 1 do initial[k] = u.v[k] end
-set_u(function(k) return 0.6 * math.min(1, (k + 1) * control_dt / 0.3) end)
-local reference = {}
-for k = 0, steps - 1 do reference[k] = u.v[k] end
+for j = 0, u.n - 1 do initial[j] = u.v[j] end
+local initial_p = pressures()
+set_u(function(j) return p_ref / P_MAX * math.min(1, (j + 1) * control_dt / 0.3) end)
+local reference_p = pressures()
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
+for i = 2, 19 do key[i - 1] = tostring(A[i] or "") end
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
@@ -145,9 +172,9 @@ else
   print(string.format("finger_inverse: target (%.2f, %.2f, %.2f) mm, kept from an earlier run with these arguments",
     target[1] * 1e3, target[2] * 1e3, target[3] * 1e3))
 end
-set_u(function(k) return initial[k] end)
+set_u(function(j) return initial[j] end)
 
--- Loss: the mean squared distance (mm^2) of the tip to the target over the states of control steps k_reach..steps.
+-- Loss: the mean squared distance (mm^2) of the tip to the target over the states of rollout steps k_reach..steps.
 local w = 1e6 / (steps - k_reach + 1)
 local target_d = { target[1], target[2], D == 3 and target[3] or nil } -- the target in the world's dimensions
 local near = cq.objectives.distance_to_target(target_d, tip)
@@ -169,7 +196,7 @@ local function distances(traj)
 end
 -- The frames' control steps, and what the best iteration's forward pass leaves of them (the finger's positions, the
 -- tip per control step), so that no forward pass is spent on the report.
-local every = math.max(1, math.floor(0.1 / control_dt + 0.5))
+local every = math.max(1, math.floor(0.1 / step_dt + 0.5))
 local function finger_positions(traj, k)
   local v, x = traj:view("x", k), {}
   for a = 0, D - 1 do for i = 0, n_finger - 1 do x[a * n_finger + i] = v[a * world.n + i] end end
@@ -189,7 +216,7 @@ if saved then saved:close() saved = require("cq.json").read(CKPT) end
 local result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse", checkpoint = CKPT,
   resume = (saved and saved.extra and saved.extra.key == key) and "auto" or false,
   extra = { save = function() return { key = key } end, load = function() end },
-  optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, 1 } } }, columns = { "reach_mm", "hold_max_mm", "grad_x0" },
+  optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, p_max / P_MAX } } }, columns = { "reach_mm", "hold_max_mm", "grad_x0" },
   keep_best = true, recover = { worse = worse ~= 0 and worse or nil },
   values = function(it, loss)
     local d, worst = distances(run:trajectory())
@@ -206,21 +233,22 @@ local result = cq.train { rollout = run, state = s0, iterations = iters, name = 
 -- the initial guess and the best parameters again.
 if not d_initial or not result.best or best.loss ~= result.best.loss then
   local kept = {}
-  for k = 0, steps - 1 do kept[k] = u.v[k] end
-  set_u(function(k) return initial[k] end)
+  for j = 0, u.n - 1 do kept[j] = u.v[j] end
+  set_u(function(j) return initial[j] end)
   run:forward(s0)
   d_initial = distances(run:trajectory())
-  set_u(function(k) return kept[k] end)
+  set_u(function(j) return kept[j] end)
   run:forward(s0)
   best = record(run:trajectory())
 end
 local d_final, worst = best.d, best.worst
+local optimised_p = pressures()
 local csv = assert(io.open(OUT .. "/control.csv", "w"))
 csv:write("k,t_s,p_initial_kPa,p_reference_kPa,p_optimised_kPa,tip_x_mm,tip_y_mm,tip_z_mm,d_initial_mm,d_optimised_mm\n")
 for k = 0, steps do
   local x, uk = best.tips[k], math.min(k, steps - 1)
-  csv:write(string.format("%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", k, k * control_dt,
-    initial[uk] * P_MAX / 1e3, reference[uk] * P_MAX / 1e3, u.v[uk] * P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, x[3] * 1e3,
+  csv:write(string.format("%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", k, k * step_dt,
+    initial_p[uk] * P_MAX / 1e3, reference_p[uk] * P_MAX / 1e3, optimised_p[uk] * P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, x[3] * 1e3,
     d_initial[k], d_final[k]))
 end
 csv:close()
@@ -231,7 +259,7 @@ os.execute("mkdir -p " .. OUT .. "/frames")
 for k = 0, steps, every do -- the finger alone, coloured by its actuation
   local x = best.frames[k]
   for j = 0, D * n_finger - 1 do fs.x[j] = x[j] end
-  cq.frames.render_state { world = fw, state = fs, u = { u.v[math.min(k, steps - 1)] }, width = 480,
+  cq.frames.render_state { world = fw, state = fs, u = { optimised_p[math.min(k, steps - 1)] }, width = 480,
     height = D == 3 and 480 or nil, targets = { target_d } }:write(string.format("%s/frames/frame_%04d.png", OUT, math.floor(k / every)))
 end
 print(string.format("finger_inverse: distance to the target at t = %g s: %.2f mm (initial guess %.2f mm); at most " ..

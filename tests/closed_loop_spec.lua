@@ -74,6 +74,42 @@ describe("closed-loop MLP controller", function()
   end)
 end)
 
+describe("open-loop controller with knots", function()
+  it("ramps linearly between knots from a fixed start, and its gradient matches central differences", function()
+    local w, s0 = G.scene { dim = 2, material = "neohookean", bc = "friction", substeps = 2, dt = 4e-3 }
+    -- 10 control steps, a knot every 4: knots at steps 0 (fixed to 0.1, 0.2), 4, 8 and 12 (3 trainable, 2 outputs)
+    local ctl = control.open_loop { steps = 10, outputs = 2, every = 4, shape = "linear", start = { 0.1, 0.2 },
+      init = function(i) return 0.3 * math.sin(i) end }
+    local u = ctl.params[1]
+    assert.are.equal(6, u.n)
+    -- step 6 lies halfway between knot 1 (step 4: u[0], u[1]) and knot 2 (step 8: u[2], u[3]); step 2 halfway from start
+    assert.is_true(math.abs(ctl:value(6, 2) - 0.5 * (u.v[1] + u.v[3])) < 1e-15)
+    assert.is_true(math.abs(ctl:value(2, 1) - 0.5 * (0.1 + u.v[0])) < 1e-15)
+    assert.are.equal(0.2, ctl:value(0, 2))
+    local hold = control.open_loop { steps = 10, outputs = 1, every = 4 }
+    assert.are.equal(3, hold.params[1].n) -- one per segment of 4 steps (the last one 2 long)
+    local R = rollout.new { world = w, steps = 10, controller = ctl,
+      final = function(t, s) return t:index(t:centroid(s, "x"), 1) end,
+      running = function(t, _, a) return t:scale(t:dot(a, a), 0.01) end }
+    R:forward(s0)
+    R:backward()
+    local d, analytic = G.param_direction(ctl.params, 5)
+    local fd = G.fd_params(ctl.params, d, function() return R:forward(s0) end, 1e-4)
+    local rel = math.abs(analytic - fd) / math.abs(fd)
+    print(string.format("  dL/dknots . d = %.10g (fd %.10g, rel %.1e)", analytic, fd, rel))
+    assert.is_true(math.abs(analytic) > 1e-6 and rel <= 1e-6)
+  end)
+
+  it("refuses a start without the linear shape, and a bad shape", function()
+    local ok, err = pcall(control.open_loop, { steps = 4, outputs = 1, start = 0 })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("start needs shape = \"linear\"", 1, true))
+    ok, err = pcall(control.open_loop, { steps = 4, outputs = 1, shape = "cubic" })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("shape", 1, true) and tostring(err):find("cubic", 1, true))
+  end)
+end)
+
 describe("co-design gradients through the closed loop", function()
   local function setup()
     local w, s0 = G.scene { dim = 2, material = "corotated", bc = "friction", substeps = 2, dt = 4e-3 }

@@ -7,7 +7,7 @@ local M = {}
 local OBSERVER_OPTIONS = check.option_set("cq.centroid_observer", { "groups", "fields", "relative", "clock" })
 local CLOCK_OPTIONS = check.option_set("cq.centroid_observer clock", { "waves", "period" })
 local MLP_OPTIONS = check.option_set("cq.mlp", { "inputs", "outputs", "hidden", "activation", "seed", "scale" })
-local OPEN_LOOP_OPTIONS = check.option_set("cq.open_loop", { "steps", "outputs", "init" })
+local OPEN_LOOP_OPTIONS = check.option_set("cq.open_loop", { "steps", "outputs", "init", "every", "shape", "start" })
 local SINE_OPTIONS = check.option_set("cq.sine", { "outputs", "waves", "omega", "dt", "seed" })
 local PULSES_OPTIONS = check.option_set("cq.pulses", { "outputs", "steps", "dt", "dt_pul", "amplitude", "a_pul",
   "sigma", "init_sgn", "init_abs" })
@@ -165,26 +165,75 @@ function M.mlp(opts)
   }
 end
 
---- Open-loop controller: one trainable actuation vector per control step (ignores the observation).
+--- Open-loop controller: one trainable actuation vector per knot (ignores the observation). A knot every `every`
+--- control steps (default 1: one per step); shape = "hold" (default): a knot's value holds over its `every` steps;
+--- shape = "linear": the actuation goes linearly from knot j (at control step j * every) to knot j + 1, so it never
+--- jumps (a pressure ramped instead of stepped); start = a number or a list of `outputs` numbers: with "linear", knot
+--- 0's value, fixed (not a parameter: the actuation starts from it, e.g. 0 for a chamber at rest).
+--- params = { u }, u.v[i * outputs + a - 1] the i-th trainable knot (0-based; with start, i = j - 1 for knot j).
 function M.open_loop(opts)
   local where = "cq.open_loop"
   check.options(where, opts, OPEN_LOOP_OPTIONS)
   local steps = check.integer(where, "steps", opts.steps, 1)
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
-  local u = tape.param(steps * outputs, opts.init or 0)
-  return {
-    params = { u },
-    act = function(_, t, _, k) -- k: 0-based control step
-      if type(k) ~= "number" or k < 0 or k >= steps or k % 1 ~= 0 then
-        check.fail(where, "control step k must be in [0, " .. (steps - 1) .. "] (the open-loop controller has " ..
-          steps .. " steps; give the rollout at most as many)", k, 2)
+  local every = check.integer(where, "every", opts.every or 1, 1)
+  local shape = check.oneof(where, "shape", opts.shape or "hold", { "hold", "linear" })
+  local segments = math.ceil(steps / every)
+  local start
+  if opts.start ~= nil then
+    if shape ~= "linear" then check.fail(where, 'start needs shape = "linear" (the value at t = 0 a ramp starts from)',
+      opts.start) end
+    start = {}
+    for a = 1, outputs do
+      local v = type(opts.start) == "table" and opts.start[a] or opts.start
+      start[a] = check.number(where, type(opts.start) == "table" and "start[" .. a .. "]" or "start", v)
+    end
+  end
+  -- the knots the parameters hold: hold: one per segment; linear: segments + 1 ends, less knot 0 when it is fixed
+  local knots = shape == "hold" and segments or segments + 1
+  local first = start and 1 or 0 -- the first trainable knot
+  local u = tape.param((knots - first) * outputs, opts.init or 0)
+  -- (knot, weight) pairs that make up control step k's actuation
+  local function weights(k)
+    local j = math.floor(k / every)
+    if shape == "hold" then return j, 1 end
+    local f = (k - j * every) / every
+    return j, 1 - f, j + 1, f
+  end
+  local function knot(j, a) -- knot j's value of output a (1-based), and its parameter index (nil when fixed)
+    if j < first then return start[a], nil end
+    local i = (j - first) * outputs + a - 1
+    return u.v[i], i
+  end
+  local ctl = { params = { u }, every = every, shape = shape }
+  --- The actuation of control step k (0-based), output a (1-based): what act gives, without a tape.
+  function ctl.value(_, k, a)
+    local j0, w0, j1, w1 = weights(k)
+    local v = w0 * knot(j0, a or 1)
+    if j1 and w1 ~= 0 then v = v + w1 * knot(j1, a or 1) end
+    return v
+  end
+  function ctl.act(self, t, _, k) -- k: 0-based control step
+    if type(k) ~= "number" or k < 0 or k >= steps or k % 1 ~= 0 then
+      check.fail(where, "control step k must be in [0, " .. (steps - 1) .. "] (the open-loop controller has " ..
+        steps .. " steps; give the rollout at most as many)", k, 2)
+    end
+    local y = t:const(outputs)
+    for a = 1, outputs do y.v[a - 1] = self:value(k, a) end
+    local j0, w0, j1, w1 = weights(k)
+    y.back = function(y)
+      for a = 1, outputs do
+        local _, i0 = knot(j0, a)
+        if i0 then u.g[i0] = u.g[i0] + w0 * y.g[a - 1] end
+        if j1 and w1 ~= 0 then
+          local _, i1 = knot(j1, a)
+          if i1 then u.g[i1] = u.g[i1] + w1 * y.g[a - 1] end
+        end
       end
-      local y = t:const(outputs)
-      for i = 0, outputs - 1 do y.v[i] = u.v[k * outputs + i] end
-      y.back = function(y) for i = 0, outputs - 1 do u.g[k * outputs + i] = u.g[k * outputs + i] + y.g[i] end end
-      return y
-    end,
-  }
+    end
+    return y
+  end
+  return ctl
 end
 
 --- DiffTaichi's sine controller: u_i = tanh(sum_j W_ij sin(omega t + 2 pi j / waves) + b_i), t = k dt.
