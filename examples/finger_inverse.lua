@@ -101,8 +101,9 @@ else
   world, s0, n_finger = finger2d.build { mesh = mesh_size * 1e-3, bulk = BULK, gap = gap and gap * 1e-3,
     water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = step_dt,
     dt = sub_dt or 0.5 * finger2d.DX / math.sqrt((BULK + 4 / 3 * finger.SHEAR) / 1080), volumetric = volumetric,
-    volumetric_groups = groups,
-    fluid = fluid, gravity = 9.8 }
+    volumetric_groups = groups, fluid = fluid, gravity = 9.8,
+    -- the adjoint solve needs more CG iterations than the default 500 near the optimum (docs/benchmarks.md)
+    implicit = integrator == "implicit" and { max_cg = 2000 } or nil }
 end
 local steps = math.floor((reach + hold) / step_dt + 0.5) -- rollout steps
 local k_reach = math.floor(reach / step_dt + 0.5)

@@ -196,6 +196,26 @@ describe("cq.train", function()
     assert.matches("attempt to perform arithmetic", err)
   end)
 
+  it("recovers from an implicit solve that did not converge (forward or adjoint) as from a blow-up", function()
+    local p = cq.param { n = 1, init = 1 }
+    local res = cq.train { optimizer = cq.sgd { params = { p }, lr = 1.5 }, iterations = 6, checkpoint = false,
+      log = cq.log { name = "cg", dir = cwd_out, columns = { "iteration", "loss", "grad_norm", "lr", "seconds", "note" },
+        quiet = true },
+      evaluate = function() -- loss x^2, whose "adjoint solve" fails beyond |x| = 1.2 (the engine's message)
+        local x = p.v[0]
+        if math.abs(x) >= 1.2 then
+          error("memo:backward_step: backward: implicit substep 139: the adjoint solve did not converge (||r|| / " ..
+            "||b|| = 1.35e-05 after max_cg = 500 conjugate-gradient iterations, tol 1e-06); raise implicit.max_cg " ..
+            "or loosen implicit.tol", 0)
+        end
+        p.g[0] = 2 * x
+        return x * x
+      end }
+    print(string.format("  x = %.4g after %d recoveries", p.v[0], res.recoveries))
+    assert.is_true(res.recoveries >= 1)
+    assert.is_true(math.abs(p.v[0]) < 1)
+  end)
+
   -- Starts a child cqlua process running a cq.train of the scene in dir; returns a handle.
   local function child(dir, iterations, tag)
     local script = dir .. "/train_child.lua"

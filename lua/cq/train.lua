@@ -37,6 +37,7 @@ local function numerical(err, world)
   if world and world:blowup() then return true end
   return msg:find("blow%-up") or msg:find("not finite") or msg:find("nonfinite_gradient") or msg:find(" is nan")
     or msg:find(" is inf") or msg:find(" is %-inf") or msg:find("stable limit")
+    or msg:find("did not converge") -- an implicit solve (Newton, or the adjoint's CG) at these parameters
 end
 
 -- Copies of the values, gradients and optimizer state that the recovery restores (1-based lists: JSON-ready, so
