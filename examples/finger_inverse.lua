@@ -2,8 +2,8 @@
 -- [0, 20] kPa, that brings the fingertip to a target point at t = reach and holds it there until reach + hold.
 -- Gradient descent (Adam, the bounds by projection) through the whole differentiable run: dL/du of every control
 -- step from one backward pass over the recorded substeps.
--- The target is where a reference pressure (a ramp to p_ref, default 12 kPa, over 0.3 s, then held) puts the tip at t = reach, so
--- the problem has an exact answer; the search starts from a constant 5 kPa, and the report is the distance left.
+-- The target is where a reference pressure (a ramp to p_ref, default 12 kPa, over 0.3 s, then held) puts the tip at
+-- t = reach, so the problem has an exact answer; the search starts from a constant 5 kPa, and the report is the distance left.
 -- Materials as examples/finger_air_water.lua (docs/benchmarks.md): both bulk moduli (finger and water) are bulk_Pa,
 -- by default lowered to 2 MPa, so that the explicit substep is 28 us instead of about 1 us; the implicit integrator
 -- takes the real 1.75e9. water_gap_mm narrows the tank (the water between the finger and each wall; default
@@ -32,9 +32,11 @@
 -- shape: "hold" (the pressure holds each control step's value, stepping between them; the search starts with a 5 kPa
 -- step at t = 0) or "ramp" (the pressure goes linearly from one control value to the next and starts at 0 at t = 0: it
 -- never jumps; control value j is the pressure at t = (j + 1) control_dt). A ramp's rollout step is one substep
--- (implicit) or a tenth of the control step (explicit), so that the pressure changes every rollout step.
+-- (implicit: the control step in equal pieces of at most implicit_substep_s, at least two) or a tenth of the control
+-- step (explicit), so that the pressure changes every rollout step.
 -- p_ref: the reference pressure the target comes from; p_max: the search's upper bound (the lower one is 0). The 2D
--- section in water at the real moduli tears above about 10 kPa (docs/benchmarks.md), so its runs take 8 and 10.
+-- section in water at the real moduli splits its substeps and its tip falls 3 mm at 12 kPa held, where it settles at
+-- 8 kPa (docs/benchmarks.md, "the inverse at t = 1 s"), so its runs there take 8 and 10.
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
@@ -82,14 +84,19 @@ if not (p_max > 0 and p_max <= P_MAX) then error(string.format("finger_inverse: 
   "(0, %g], got %s", P_MAX / 1e3, tostring(A[19])), 0) end
 if not (p_ref >= 0 and p_ref <= p_max) then error(string.format("finger_inverse: p_ref_kPa (argument 18) must be in " ..
   "[0, p_max = %g], got %s", p_max / 1e3, tostring(A[18])), 0) end
-if shape ~= "hold" and shape ~= "ramp" then error('finger_inverse: shape (argument 17) must be "hold" or "ramp", got ' ..
-  tostring(A[17]), 0) end
+if shape ~= "hold" and shape ~= "ramp" then
+  error('finger_inverse: shape (argument 17) must be "hold" or "ramp", got ' .. tostring(A[17]), 0)
+end
 if worse ~= 0 and not (worse > 1) then error("finger_inverse: worse (argument 15) must be 0 (off) or > 1, got " ..
   tostring(A[15]), 0) end
 if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(A[14]), 0) end
 local sub_dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil
 -- rollout steps per control value: a ramp changes the pressure every rollout step
-local pieces = shape == "hold" and 1 or (sub_dt and math.max(1, math.floor(control_dt / sub_dt + 0.5)) or 10)
+local pieces = shape == "hold" and 1 or (sub_dt and math.ceil(control_dt / sub_dt - 1e-9) or 10)
+if shape == "ramp" and pieces < 2 then
+  error(string.format("finger_inverse: shape = ramp needs a control step of at least two implicit substeps (" ..
+    "control_dt_s = %g, implicit_substep_s = %g): with one it is the held staircase", control_dt, implicit_dt), 0)
+end
 local step_dt = control_dt / pieces -- the rollout's step
 local world, s0, n_finger
 if D == 3 then
@@ -102,7 +109,8 @@ else
     water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = step_dt,
     dt = sub_dt or 0.5 * finger2d.DX / math.sqrt((BULK + 4 / 3 * finger.SHEAR) / 1080), volumetric = volumetric,
     volumetric_groups = groups, fluid = fluid, gravity = 9.8,
-    -- the adjoint solve needs more CG iterations than the default 500 near the optimum (docs/benchmarks.md)
+    -- CG iterations per Newton direction and per adjoint solve: near the optimum the backward's solve needed more
+    -- than the default 500 (docs/benchmarks.md, "the inverse at t = 1 s")
     implicit = integrator == "implicit" and { max_cg = 2000 } or nil }
 end
 local steps = math.floor((reach + hold) / step_dt + 0.5) -- rollout steps
@@ -150,7 +158,8 @@ local reference_p = pressures()
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 19 do key[i - 1] = tostring(A[i] or "") end
+for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
+for i = 17, 19 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")

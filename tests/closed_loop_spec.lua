@@ -88,6 +88,9 @@ describe("open-loop controller with knots", function()
     assert.are.equal(0.2, ctl:value(0, 2))
     local hold = control.open_loop { steps = 10, outputs = 1, every = 4 }
     assert.are.equal(3, hold.params[1].n) -- one per segment of 4 steps (the last one 2 long)
+    -- linear, a knot per step: the last step is knot 3, no knot beyond it (it would get no gradient)
+    assert.are.equal(4, control.open_loop { steps = 4, outputs = 1, shape = "linear" }.params[1].n)
+    assert.are.equal(1, control.open_loop { steps = 3, outputs = 1, every = 5 }.params[1].n) -- every > steps
     local R = rollout.new { world = w, steps = 10, controller = ctl,
       final = function(t, s) return t:index(t:centroid(s, "x"), 1) end,
       running = function(t, _, a) return t:scale(t:dot(a, a), 0.01) end }
@@ -100,13 +103,25 @@ describe("open-loop controller with knots", function()
     assert.is_true(math.abs(analytic) > 1e-6 and rel <= 1e-6)
   end)
 
-  it("refuses a start without the linear shape, and a bad shape", function()
-    local ok, err = pcall(control.open_loop, { steps = 4, outputs = 1, start = 0 })
-    assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("start needs shape = \"linear\"", 1, true))
-    ok, err = pcall(control.open_loop, { steps = 4, outputs = 1, shape = "cubic" })
-    assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("shape", 1, true) and tostring(err):find("cubic", 1, true))
+  it("refuses a start without the linear shape, a bad shape, lists of the wrong length and steps out of range",
+    function()
+    local function fails(f, ...)
+      local ok, err = pcall(f, ...)
+      assert.is_false(ok)
+      return tostring(err)
+    end
+    local err = fails(control.open_loop, { steps = 4, outputs = 1, start = 0 })
+    assert.is_truthy(err:find('start needs shape = "linear"', 1, true) and err:find("hold", 1, true))
+    err = fails(control.open_loop, { steps = 4, outputs = 1, shape = "cubic" })
+    assert.is_truthy(err:find("shape", 1, true) and err:find("cubic", 1, true))
+    err = fails(control.open_loop, { steps = 4, outputs = 3, shape = "linear", start = { 0, 0 } })
+    assert.is_truthy(err:find("list of outputs = 3 numbers (got a list of 2)", 1, true))
+    err = fails(control.open_loop, { steps = 8, outputs = 1, every = 4, init = { 1, 2, 3 } })
+    assert.is_truthy(err:find("list of 2 numbers (2 trainable knots x 1 outputs; got a list of 3)", 1, true))
+    local ctl = control.open_loop { steps = 4, outputs = 2, every = 2 }
+    assert.is_truthy(fails(ctl.value, ctl, 4, 1):find("control step k must be in [0, 3]", 1, true))
+    assert.is_truthy(fails(ctl.value, ctl, 1.5, 1):find("control step k must be in [0, 3]", 1, true))
+    assert.is_truthy(fails(ctl.value, ctl, 0, 3):find("value's output must be in [1, 2]", 1, true))
   end)
 end)
 

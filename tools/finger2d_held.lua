@@ -29,7 +29,7 @@ local function own_J_range()
   return lo, hi
 end
 for k = 1, math.floor(T / DT + 0.5) do
-  local u = pk / 20 * math.min(1, (k - 1) * DT / 0.3)
+  local u = pk * 1e3 / finger2d.P_MAX * math.min(1, (k - 1) * DT / 0.3)
   local ok, err = pcall(world.step, world, s, { u })
   if not ok then
     print(string.format("substep %d (t %.3f s): %s", k, k * DT, err))
@@ -43,8 +43,9 @@ for k = 1, math.floor(T / DT + 0.5) do
   if k % 10 == 0 then
     local x, st = s:mean("x", tip), world:solver_stats(true)
     local lo, hi = own_J_range()
-    print(string.format("substep %3d t %.3f s  p %5.2f kPa  tip (%.2f, %.2f) mm  Newton %4d CG %5d splits %2d  own J " ..
-      "[%.4f, %.4f]", k, k * DT, u * 20, x[1] * 1e3, x[2] * 1e3, st.newton, st.cg, st.splits, lo, hi))
+    print(string.format("substep %3d t %.3f s  p %5.2f kPa  tip (%.2f, %.2f) mm  Newton %4d CG %5d splits %2d  " ..
+      "own J [%.4f, %.4f]", k, k * DT, u * finger2d.P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, st.newton, st.cg, st.splits,
+      lo, hi))
     io.stdout:flush()
   end
 end

@@ -178,62 +178,83 @@ function M.open_loop(opts)
   local outputs = check.integer(where, "outputs", opts.outputs, 1)
   local every = check.integer(where, "every", opts.every or 1, 1)
   local shape = check.oneof(where, "shape", opts.shape or "hold", { "hold", "linear" })
-  local segments = math.ceil(steps / every)
   local start
   if opts.start ~= nil then
-    if shape ~= "linear" then check.fail(where, 'start needs shape = "linear" (the value at t = 0 a ramp starts from)',
-      opts.start) end
+    if shape ~= "linear" then
+      check.fail(where, 'start needs shape = "linear" (the value at t = 0 that a ramp starts from)', shape)
+    end
+    if type(opts.start) == "table" and #opts.start ~= outputs then
+      check.fail(where, "start must be a number or a list of outputs = " .. outputs .. " numbers (got a list of " ..
+        #opts.start .. ")", opts.start)
+    end
     start = {}
     for a = 1, outputs do
-      local v = type(opts.start) == "table" and opts.start[a] or opts.start
-      start[a] = check.number(where, type(opts.start) == "table" and "start[" .. a .. "]" or "start", v)
+      local v, name = opts.start, "start"
+      if type(v) == "table" then v, name = v[a], "start[" .. a .. "]" end
+      start[a] = check.number(where, name, v)
     end
   end
-  -- the knots the parameters hold: hold: one per segment; linear: segments + 1 ends, less knot 0 when it is fixed
-  local knots = shape == "hold" and segments or segments + 1
+  -- knots the steps reach: hold: one per segment of `every` steps; linear: also the end of the last step's segment
+  local knots = shape == "hold" and math.ceil(steps / every) or math.ceil((steps - 1) / every) + 1
   local first = start and 1 or 0 -- the first trainable knot
-  local u = tape.param((knots - first) * outputs, opts.init or 0)
-  -- (knot, weight) pairs that make up control step k's actuation
+  local n = (knots - first) * outputs
+  if type(opts.init) == "table" and #opts.init ~= n then
+    check.fail(where, "init must be a number, a function or a list of " .. n .. " numbers (" .. (knots - first) ..
+      " trainable knots x " .. outputs .. " outputs; got a list of " .. #opts.init .. ")", opts.init)
+  end
+  local u = tape.param(n, opts.init or 0)
+  local function check_step(k, level)
+    if type(k) ~= "number" or k < 0 or k >= steps or k % 1 ~= 0 then
+      check.fail(where, "control step k must be in [0, " .. (steps - 1) .. "] (the open-loop controller has " ..
+        steps .. " steps; give the rollout at most as many)", k, level + 1)
+    end
+  end
+  -- Control step k's actuation as (knot, weight) pairs: (j0, w0) and, for "linear", (j0 + 1, 1 - w0)
   local function weights(k)
     local j = math.floor(k / every)
     if shape == "hold" then return j, 1 end
     local f = (k - j * every) / every
     return j, 1 - f, j + 1, f
   end
-  local function knot(j, a) -- knot j's value of output a (1-based), and its parameter index (nil when fixed)
-    if j < first then return start[a], nil end
-    local i = (j - first) * outputs + a - 1
-    return u.v[i], i
-  end
-  local ctl = { params = { u }, every = every, shape = shape }
-  --- The actuation of control step k (0-based), output a (1-based): what act gives, without a tape.
-  function ctl.value(_, k, a)
+  -- Each (knot, weight) pair's parameter index of output a (nil for the fixed start) or value, to f(index, w, value)
+  local function each(k, a, f)
     local j0, w0, j1, w1 = weights(k)
-    local v = w0 * knot(j0, a or 1)
-    if j1 and w1 ~= 0 then v = v + w1 * knot(j1, a or 1) end
-    return v
-  end
-  function ctl.act(self, t, _, k) -- k: 0-based control step
-    if type(k) ~= "number" or k < 0 or k >= steps or k % 1 ~= 0 then
-      check.fail(where, "control step k must be in [0, " .. (steps - 1) .. "] (the open-loop controller has " ..
-        steps .. " steps; give the rollout at most as many)", k, 2)
-    end
-    local y = t:const(outputs)
-    for a = 1, outputs do y.v[a - 1] = self:value(k, a) end
-    local j0, w0, j1, w1 = weights(k)
-    y.back = function(y)
-      for a = 1, outputs do
-        local _, i0 = knot(j0, a)
-        if i0 then u.g[i0] = u.g[i0] + w0 * y.g[a - 1] end
-        if j1 and w1 ~= 0 then
-          local _, i1 = knot(j1, a)
-          if i1 then u.g[i1] = u.g[i1] + w1 * y.g[a - 1] end
+    for _, jw in ipairs { { j0, w0 }, { j1, w1 } } do
+      local j, w = jw[1], jw[2]
+      if j and w ~= 0 then
+        if j < first then f(nil, w, start[a]) else
+          local i = (j - first) * outputs + a - 1
+          f(i, w, u.v[i])
         end
       end
     end
-    return y
   end
-  return ctl
+  local function value(k, a)
+    local v = 0
+    each(k, a, function(_, w, x) v = v + w * x end)
+    return v
+  end
+  return {
+    params = { u }, every = every, shape = shape,
+    --- The actuation of control step k (0-based), output a (1-based, default 1): act's, without a tape.
+    value = function(_, k, a)
+      check_step(k, 2)
+      a = a or 1
+      if type(a) ~= "number" or a < 1 or a > outputs or a % 1 ~= 0 then
+        check.fail(where, "value's output must be in [1, " .. outputs .. "]", a, 2)
+      end
+      return value(k, a)
+    end,
+    act = function(_, t, _, k) -- k: 0-based control step
+      check_step(k, 2)
+      local y = t:const(outputs)
+      for a = 1, outputs do y.v[a - 1] = value(k, a) end
+      y.back = function(y)
+        for a = 1, outputs do each(k, a, function(i, w) if i then u.g[i] = u.g[i] + w * y.g[a - 1] end end) end
+      end
+      return y
+    end,
+  }
 end
 
 --- DiffTaichi's sine controller: u_i = tanh(sum_j W_ij sin(omega t + 2 pi j / waves) + b_i), t = k dt.

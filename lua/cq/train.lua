@@ -34,10 +34,10 @@ local SIGNALS = { [2] = "SIGINT", [15] = "SIGTERM" }
 -- as opposed to a bug in the script, which is raised at once.
 local function numerical(err, world)
   local msg = tostring(err)
-  if world and world:blowup() then return true end
+  if world and (world:blowup() or world._failed_status == ffi.C.CQ_ERR_BLOWUP) then return true end
   return msg:find("blow%-up") or msg:find("not finite") or msg:find("nonfinite_gradient") or msg:find(" is nan")
     or msg:find(" is inf") or msg:find(" is %-inf") or msg:find("stable limit")
-    or msg:find("did not converge") -- an implicit solve (Newton, or the adjoint's CG) at these parameters
+    or msg:find("did not converge") -- an implicit solve (Newton, or the adjoint's) without a world to ask
 end
 
 -- Copies of the values, gradients and optimizer state that the recovery restores (1-based lists: JSON-ready, so
@@ -186,6 +186,7 @@ function M.train(opts)
       if host.interrupted() ~= 0 then stop_interrupted(it) end
       local next_it = it + 1
       if opts.before then opts.before(next_it, run) end
+      if world then world._failed_status = nil end -- (numerical() reads this evaluation's status only)
       local eok, value = pcall(evaluate, next_it)
       local rejected -- recover.worse: a finite loss too far above the last accepted one, while retries are left
       if eok and (type(value) ~= "number" or value ~= value or math.abs(value) == math.huge) then

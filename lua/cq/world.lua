@@ -182,6 +182,7 @@ end
 -- Raises the engine's message for a failed status; a blow-up names the robot group of the failing particle.
 function World:_check(status, what)
   if status == 0 then return end
+  self._failed_status = status -- cq.train's recovery policy: a CQ_ERR_BLOWUP is a numerical failure
   local msg = ffi.string(self._lib.cq_world_error(self._h))
   if status == ffi.C.CQ_ERR_BLOWUP and self.groups then
     local b = ffi.new("cq_blowup")
