@@ -26,7 +26,8 @@
 -- worse: an iteration whose loss is above worse times the last accepted one is rejected, and the step that led there
 -- taken again at half the size (cq.train's recover.worse; 0: off). At the real moduli the loss is rough and its
 -- gradient explodes where the controls drive the chambers into a violent phase (docs/benchmarks.md, "the exploding
--- gradients of the fill-water inverse"); those iterations are the ones with a much worse loss.
+-- gradients of the fill-water inverse"); those iterations are the ones with a much worse loss. Each accepted iteration
+-- then grows the step by 1.5, back to lr (recover.grow): near the optimum a rejection is often one unlucky step.
 -- groups: volumetric = averaged's volumetric_groups ("current" or "initial": the groups of the first state, so that a
 -- particle does not change group as it moves; docs/api.md).
 -- shape: "hold" (the pressure holds each control step's value, stepping between them; the search starts with a 5 kPa
@@ -227,7 +228,7 @@ local result = cq.train { rollout = run, state = s0, iterations = iters, name = 
   resume = (saved and saved.extra and saved.extra.key == key) and "auto" or false,
   extra = { save = function() return { key = key } end, load = function() end },
   optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, p_max / P_MAX } } }, columns = { "reach_mm", "hold_max_mm", "grad_x0" },
-  keep_best = true, recover = { worse = worse ~= 0 and worse or nil },
+  keep_best = true, recover = { worse = worse ~= 0 and worse or nil, grow = 1.5 },
   values = function(it, loss)
     local d, worst = distances(run:trajectory())
     if it == 1 then d_initial = d end

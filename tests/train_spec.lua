@@ -168,6 +168,28 @@ describe("cq.train", function()
     assert.matches("got 1", err)
   end)
 
+  it("regrows the step after a rejection (recover.grow), up to the unshrunk one", function()
+    local p = cq.param { n = 1, init = 1 }
+    local lrs = {}
+    cq.train { optimizer = cq.sgd { params = { p }, lr = 1.2 }, iterations = 6, checkpoint = false,
+      recover = { worse = 1.5, grow = 1.5 }, log = cq.log { name = "grow", dir = cwd_out, columns = { "iteration",
+        "loss", "lr", "note" }, quiet = true },
+      evaluate = function(it) -- x^2: lr 1.2 overshoots (rejected at iteration 2), lr 0.6 shrinks x
+        p.g[0] = 2 * p.v[0]
+        return p.v[0] ^ 2
+      end }
+    for it, lr in read(cwd_out .. "/grow.csv"):gmatch("\n(%d+),[^,]*,([^,]+),") do lrs[tonumber(it)] = tonumber(lr) end
+    print(string.format("  lr after each accepted iteration: %s", table.concat(lrs, ", ")))
+    -- the step size of the step after each accepted iteration: 1.2, rejected at 2 (0.6), then 0.6 x 1.5 = 0.9, then
+    -- 1.2 (capped at the unshrunk step)
+    assert.is_true(lrs[1] == 1.2 and math.abs(lrs[2] - 0.9) < 1e-12 and math.abs(lrs[3] - 1.2) < 1e-12)
+    local ok, err = pcall(cq.train, { optimizer = cq.sgd { params = { p } }, iterations = 1, checkpoint = false,
+      recover = { grow = 0.5 }, log = cq.log { name = "grow_bad", dir = cwd_out, columns = { "iteration" },
+        quiet = true }, evaluate = function() return 1 end })
+    assert.is_false(ok)
+    assert.matches("recover.grow", err)
+  end)
+
   it("recovers from a non-finite loss and gives up after the retries, naming the last failure", function()
     local p = cq.param { n = 1, init = 1 }
     local res = cq.train { optimizer = cq.sgd { params = { p }, lr = 1.5 }, iterations = 6, checkpoint = false,

@@ -10,7 +10,7 @@ local json = require "cq.json"
 local M = {}
 local OPTIONS = check.option_set("cq.train", { "rollout", "state", "optimizer", "iterations", "name", "log", "columns",
   "values", "lr_schedule", "before", "evaluate", "keep_best", "checkpoint", "resume", "recover", "extra", "quiet" })
-local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink", "worse" })
+local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink", "worse", "grow" })
 local EXTRA_OPTIONS = check.option_set("cq.train extra", { "save", "load" })
 
 -- The host's interruption API (engine/host.h), or stand-ins when the script runs in another host. Its declarations
@@ -66,8 +66,9 @@ end
 ---   keep_best = true: restore the parameters of the lowest loss at the end (result.best);
 ---   checkpoint = path | false (default out/<name>.ckpt.json); resume = "auto" (default: continue an unfinished
 ---   run's checkpoint), true (the checkpoint must exist) or false (start over; the old log is rotated);
----   recover = {retries = 5, shrink = 0.5, worse = nil} | false (worse = r > 1: an iteration whose loss is above r
----   times the last accepted one is rejected as a failure is: backtracking on a rough loss);
+---   recover = {retries = 5, shrink = 0.5, worse = nil, grow = 1} | false (worse = r > 1: an iteration whose loss is
+---   above r times the last accepted one is rejected as a failure is: backtracking on a rough loss; grow = g >= 1:
+---   each accepted iteration multiplies the shrunk step size by g, up to the unshrunk one);
 ---   extra = {save = f() -> table, load = f(table)}: more state for the checkpoint (e.g. a random generator's seed);
 ---   quiet: no progress lines.
 --- Returns {loss, iteration, best = {loss, iteration}, recoveries, resumed_from, log, checkpoint}.
@@ -105,7 +106,8 @@ function M.train(opts)
     recover = { retries = check.integer(where, "recover.retries", recover.retries or 5, 1),
       shrink = check.number(where, "recover.shrink", recover.shrink or 0.5, 0, 1, { open_lo = true, open_hi = true }),
       worse = recover.worse ~= nil and check.number(where, "recover.worse", recover.worse, 1, math.huge,
-        { open_lo = true, open_hi = true }) or nil }
+        { open_lo = true, open_hi = true }) or nil,
+      grow = check.number(where, "recover.grow", recover.grow or 1, 1, math.huge, { open_hi = true }) }
   end
   if opts.extra ~= nil then
     check.options(where .. ".extra", opts.extra, EXTRA_OPTIONS)
@@ -223,6 +225,7 @@ function M.train(opts)
         failures = 0
         loss, it, accepted = value, next_it, value
         if keeper then keeper:consider(loss) end
+        if recover then factor = math.min(1, factor * recover.grow) end -- (recover.grow: back towards the full step)
         set_lr(it) -- the step size of the step that follows, as logged
         local row = { loss = loss, grad_norm = require("cq.log").grad_norm(opt.params), lr = opt.groups[1].lr }
         if opts.values then
