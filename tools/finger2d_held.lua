@@ -7,14 +7,16 @@
 -- docs/benchmarks.md, "Issue 11: the inverse at t = 1 s": the fixed groups tear the finger after 0.6 s at 8 kPa.
 --
 -- usage: build/bin/cqlua tools/finger2d_held.lua [p_kPa=8] [groups=current] [T=1.2]
---   environment: FRAMES (substeps, e.g. "60,120,140": out/finger2d_held/<groups>_<p>_<substep>.png)
+--   environment: FRAMES (substeps, e.g. "60,120,140": out/finger2d_held/<groups>_<p>_<substep>.png), TOL and MAX_CG
+--   (implicit.tol and .max_cg: how far the tip moves with the solver's tolerance alone)
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger2d = require "finger2d"
 local pk, groups, T = tonumber(arg[1] or 8), arg[2] or "current", tonumber(arg[3] or 1.2)
 local DT = 5e-3
 local world, s, nf = finger2d.build { mesh = 1.5e-3, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
-  fluid = "fill", volumetric_groups = groups, dt = DT, gravity = 9.8 }
+  fluid = "fill", volumetric_groups = groups, dt = DT, gravity = 9.8,
+  implicit = { tol = tonumber(os.getenv("TOL")), max_cg = tonumber(os.getenv("MAX_CG")) } }
 local fw, fs = finger2d.build { mesh = 1.5e-3, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it
 local n, tip = world.n, finger2d.tip(s, nf)
 local frames = {}
@@ -43,7 +45,7 @@ for k = 1, math.floor(T / DT + 0.5) do
   if k % 10 == 0 then
     local x, st = s:mean("x", tip), world:solver_stats(true)
     local lo, hi = own_J_range()
-    print(string.format("substep %3d t %.3f s  p %5.2f kPa  tip (%.2f, %.2f) mm  Newton %4d CG %5d splits %2d  " ..
+    print(string.format("substep %3d t %.3f s  p %5.2f kPa  tip (%.4f, %.4f) mm  Newton %4d CG %5d splits %2d  " ..
       "own J [%.4f, %.4f]", k, k * DT, u * finger2d.P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, st.newton, st.cg, st.splits,
       lo, hi))
     io.stdout:flush()
