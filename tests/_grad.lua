@@ -166,6 +166,16 @@ function M.param_direction(params, salt)
   return d, analytic
 end
 
+--- A rollout's dL/d(params) along a fixed pseudo-random direction (salt) against central differences (step h), from
+--- state s0: returns analytic, fd, relative error.
+function M.rollout_params(R, s0, params, salt, h)
+  R:forward(s0)
+  R:backward()
+  local d, analytic = M.param_direction(params, salt)
+  local fd = M.fd_params(params, d, function() return R:forward(s0) end, h)
+  return analytic, fd, math.abs(analytic - fd) / math.abs(fd)
+end
+
 --- Checks dL/d(kind) along a fixed pseudo-random direction; returns analytic, fd, relative error, step used. The
 --- relative error is inf when |analytic| is below floor (default M.FLOOR): a vanishing gradient never passes.
 function M.check(P, g, kind, tol, floor)

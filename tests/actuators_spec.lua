@@ -42,11 +42,7 @@ describe("cable actuator", function()
     for i = 0, ctl.params[1].n - 1 do ctl.params[1].v[i] = 0.5 + 0.3 * G.prand(i, 3) end
     local R = cq.rollout { world = w, steps = 40, controller = ctl,
       final = function(t, s) local c = t:centroid(s, "x", tip) return t:add(t:index(c, 1), t:scale(t:index(c, 2), 0.5)) end }
-    R:forward(s0)
-    R:backward()
-    local d, an = G.param_direction(ctl.params, 4)
-    local fd = G.fd_params(ctl.params, d, function() return R:forward(s0) end, 1e-5)
-    local rel = math.abs(an - fd) / math.abs(fd)
+    local an, fd, rel = G.rollout_params(R, s0, ctl.params, 4, 1e-5)
     print(string.format("  cable: dL/du . d = %.10g (fd %.10g, rel %.1e)", an, fd, rel))
     assert.is_true(rel <= 1e-5)
   end)
