@@ -8,16 +8,20 @@
 --
 -- usage: build/bin/cqlua tools/finger2d_held.lua [p_kPa=8] [groups=current] [T=1.2]
 --   environment: FRAMES (substeps, e.g. "60,120,140": out/finger2d_held/<groups>_<p>_<substep>.png), TOL and MAX_CG
---   (implicit.tol and .max_cg: how far the tip moves with the solver's tolerance alone)
+--   (implicit.tol and .max_cg: how far the tip moves with the solver's tolerance alone), BUMP (Pa: a hat of that
+--   height added to the pressure from 0 to 0.1 s, peaking at 0.05 s: the ramp's first control changed, to measure
+--   how far the tip at T moves with it), DX (m: the cell, 2.5e-3; the finger's mesh 0.6 DX)
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger2d = require "finger2d"
 local pk, groups, T = tonumber(arg[1] or 8), arg[2] or "current", tonumber(arg[3] or 1.2)
 local DT = 5e-3
-local world, s, nf = finger2d.build { mesh = 1.5e-3, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
+local DX = tonumber(os.getenv("DX") or 2.5e-3)
+local bump = tonumber(os.getenv("BUMP") or 0)
+local world, s, nf = finger2d.build { dx = DX, mesh = 0.6 * DX, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
   fluid = "fill", volumetric_groups = groups, dt = DT, gravity = 9.8,
   implicit = { tol = tonumber(os.getenv("TOL")), max_cg = tonumber(os.getenv("MAX_CG")) } }
-local fw, fs = finger2d.build { mesh = 1.5e-3, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it
+local fw, fs = finger2d.build { dx = DX, mesh = 0.6 * DX, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it
 local n, tip = world.n, finger2d.tip(s, nf)
 local frames = {}
 for k in (os.getenv("FRAMES") or ""):gmatch("%d+") do frames[tonumber(k)] = true end
@@ -31,7 +35,8 @@ local function own_J_range()
   return lo, hi
 end
 for k = 1, math.floor(T / DT + 0.5) do
-  local u = pk * 1e3 / finger2d.P_MAX * math.min(1, (k - 1) * DT / 0.3)
+  local t = (k - 1) * DT
+  local u = (pk * 1e3 * math.min(1, t / 0.3) + bump * math.max(0, 1 - math.abs(t - 0.05) / 0.05)) / finger2d.P_MAX
   local ok, err = pcall(world.step, world, s, { u })
   if not ok then
     print(string.format("substep %d (t %.3f s): %s", k, k * DT, err))
