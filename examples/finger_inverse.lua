@@ -36,8 +36,8 @@
 -- (implicit: the control step in equal pieces of at most implicit_substep_s, at least two) or a tenth of the control
 -- step (explicit), so that the pressure changes every rollout step.
 -- p_ref: the reference pressure the target comes from; p_max: the search's upper bound (the lower one is 0). The 2D
--- section in water at the real moduli splits its substeps and its tip falls 3 mm at 12 kPa held, where it settles at
--- 8 kPa (docs/benchmarks.md, "the inverse at t = 1 s"), so its runs there take 8 and 10.
+-- section in water at the real moduli bursts its thin chamber walls at 12 kPa held and settles whole at 8 and 10 kPa
+-- (docs/benchmarks.md, "the inverse at t = 1 s"), so its runs there take 8 and 9.
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
