@@ -2,9 +2,10 @@
  * scatters every particle's Newton-matrix blocks (implicit.h implicit_blocks: the Hessian of eq. 12 with each
  * material block projected to positive semi-definite); here they become one block matrix with the boundary
  * projections and the masses, factorised by the supernodal Cholesky of sparse_cholesky.c. Its pattern is every pair of
- * nodes with mass within two cells of each other (the stencils' reach), or four with the fill water in 2D (its Hessian
- * couples two stencils through a node: fill_blocks), so it changes only when the set of nodes with mass does, and the
- * ordering and symbolic analysis are reused until then. Serial and in a fixed order: the same factors, so the same
+ * nodes with mass within two cells of each other (the stencils' reach), or four with the 2D fixed groups (a group's
+ * members' stencils), so it changes only when the set of nodes with mass does, and the ordering and symbolic analysis
+ * are reused until then. The fill water's Hessian, which couples nodes four cells apart, enters through one more
+ * unknown per node on the same pattern (augment). Serial and in a fixed order: the same factors, so the same
  * solve, for any thread count. */
 #include "implicit_factor.h"
 #include <stdlib.h>
@@ -14,7 +15,8 @@
 
 struct cqi_factor {
   int dim;
-  int width;      /* blocks per row: the 5^D offsets within two cells, or 9^D (four) with the fill water's */
+  int width;      /* blocks per row: the 5^D offsets within two cells, or 9^D (four) with the 2D fixed groups' */
+  int bs;         /* unknowns per node: D, or D + 1 with the fill water (augment) */
   long cap;       /* nodes the arrays below hold */
   long count;     /* nodes of the last update */
   int32_t* slot;  /* [n_nodes] node -> row block, -1 without mass */
@@ -22,11 +24,13 @@ struct cqi_factor {
   int32_t* nbr;   /* [cap][width] the row block of each node at each offset, -1 when none */
   double* blocks; /* [cap][width][D][D] Newton-matrix blocks, then the matrix's */
   double* proj;   /* [cap][D][D] the boundary projection Pi of each node */
-  double* rhs;    /* [count * D] solve vector */
-  /* with the fill water (width 9^D): the elastic blocks as the backend numbers them (within two cells) and the
-   * fill's rows g_ij (fill.h fill_rows), [cap][5^D] and [cap][5^D][D][D], [cap][5^D][D] */
+  double* rhs;    /* [count * bs] solve vector */
+  /* with width 9^D: the elastic blocks as the backend numbers them (within two cells), [cap][5^D], [cap][5^D][D][D] */
   int32_t* nbr5;
-  double *blocks5, *rows;
+  double* blocks5;
+  /* with the fill water: the fill's rows g_ij (fill.h fill_rows) [cap][5^D][D] and the augmented matrix
+   * [cap][width][bs][bs] */
+  double *rows, *aug;
   cqi_chol* chol;
   int factored;
 };
@@ -48,31 +52,36 @@ void cqi_factor_free(cqi_factor* f) {
   if (!f) return;
   cqi_chol_free(f->chol);
   free(f->slot), free(f->node), free(f->nbr), free(f->blocks), free(f->proj), free(f->rhs);
-  free(f->nbr5), free(f->blocks5), free(f->rows);
+  free(f->nbr5), free(f->blocks5), free(f->rows), free(f->aug);
   free(f);
 }
 
-static int grow(cqi_factor* f, cqi_sim* sim, long count, int D, int width) {
-  int near = D == 3 ? 125 : 25, wide = width != near;
-  if (count <= f->cap && wide == (f->rows != NULL) && width == f->width) return CQ_OK;
+static int grow(cqi_factor* f, cqi_sim* sim, long count, int D, int width, int fill) {
+  int near = D == 3 ? 125 : 25, wide = width != near, bs = fill ? D + 1 : D;
+  if (count <= f->cap && width == f->width && bs == f->bs) return CQ_OK;
   long cap = count + count / 4;
   free(f->node), free(f->nbr), free(f->blocks), free(f->proj), free(f->rhs);
-  free(f->nbr5), free(f->blocks5), free(f->rows);
-  f->nbr5 = NULL, f->blocks5 = f->rows = NULL;
+  free(f->nbr5), free(f->blocks5), free(f->rows), free(f->aug);
+  f->nbr5 = NULL, f->blocks5 = f->rows = f->aug = NULL;
   f->node = malloc(sizeof(long) * cap);
   f->nbr = malloc(sizeof(int32_t) * cap * width);
   f->blocks = malloc(sizeof(double) * cap * width * D * D);
   f->proj = malloc(sizeof(double) * cap * D * D);
-  f->rhs = malloc(sizeof(double) * cap * D);
+  f->rhs = malloc(sizeof(double) * cap * bs);
   int ok = f->node && f->nbr && f->blocks && f->proj && f->rhs;
   if (wide) {
     f->nbr5 = malloc(sizeof(int32_t) * cap * near);
     f->blocks5 = malloc(sizeof(double) * cap * near * D * D);
+    ok &= f->nbr5 && f->blocks5;
+  }
+  if (fill) {
     f->rows = malloc(sizeof(double) * cap * near * D);
-    ok &= f->nbr5 && f->blocks5 && f->rows;
+    f->aug = malloc(sizeof(double) * cap * width * bs * bs);
+    ok &= f->rows && f->aug;
   }
   f->cap = cap;
   f->width = width;
+  f->bs = bs;
   if (!ok) {
     f->cap = 0;
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory assembling the Hessian "
@@ -106,7 +115,7 @@ static void pattern(const cqi_factor* f, const cq_substep* c, int D, int reach, 
   }
 }
 
-/* The wide pattern (the fill water's, the fixed groups'): the elastic blocks (offsets within two cells) moved into
+/* The wide pattern (the 2D fixed groups'): the elastic blocks (offsets within two cells) moved into
  * the 9^D rows. */
 static void spread_blocks(cqi_factor* f, int D) {
   enum { NEAR3 = 125, NEAR2 = 25 };
@@ -121,36 +130,47 @@ static void spread_blocks(cqi_factor* f, int D) {
   }
 }
 
-/* With the fill water: W's Hessian added to the wide blocks, block (j, k) += dx^D sum_i c_i g_ij g_ik^T over the
- * nodes i within two cells of j (c_i = K_i / phi0_i^2 where node i is under pressure at the iterate: `at`,
- * cqi_fill_linearise's; g: the fill's rows). Row by row, each its own: the same sums in the same order for any thread
- * count. Without it CG works on W's condition number, about K dt^2 / (rho dx^2) (docs/benchmarks.md, "the fill water
- * in the implicit solve"). */
-static void fill_blocks(cqi_factor* f, int D, const cq_real* at, double Vc) {
-  enum { NEAR3 = 125, NEAR2 = 25 };
-  int near = D == 3 ? NEAR3 : NEAR2, width = f->width, DD = D * D;
-  int d5[NEAR3][3]; /* offset o within two cells, per axis */
+/* With the fill water: the quasi-definite matrix [[K, B^T], [B, -A]] whose Schur complement in the velocities,
+ * K + B^T A^-1 B, is K + H_W, W's Hessian projected: H_W = dx^D sum_i c_i (Pi g_i)(Pi g_i)^T over the nodes i under
+ * pressure at the iterate (c_i = K_i / phi0_i^2, cqi_fill_linearise's `at`; g_i node i's fill row: g_ij its fill
+ * change per unit velocity of node j, fill.h fill_rows). One more unknown per node, y_i = sqrt(dx^D c_i / a_i) g_i.v:
+ * B's row i holds sqrt(a_i dx^D c_i) (Pi_j g_ij)^T at node j, A = diag(a_i), a_i node i's mass term (K's scale). B
+ * couples nodes within two cells, so the matrix keeps K's pattern, where H_W couples nodes four cells apart: 9^3
+ * blocks per row in 3D, too large for the factor's fronts. Factorised as L S L^T (sparse_cholesky.h, neg = 1): the
+ * solve with it is the solve with K + H_W. Without it CG works on W's condition number, about K dt^2 / (rho dx^2)
+ * (docs/benchmarks.md, "the fill water in the implicit solve"). Row by row, serial: the same for any thread count. */
+static void augment(cqi_factor* f, int D, const cq_real* at, double Vc, const cq_real* vstar, double damp) {
+  enum { NEAR3 = 125 };
+  int near = D == 3 ? NEAR3 : 25, width = f->width, bs = D + 1, DD = D * D, BB = bs * bs, center = (width - 1) / 2;
+  int at_w[NEAR3]; /* offset o within two cells -> its position in a row of width */
   for (int o = 0; o < near; o++) {
-    int code = o;
-    for (int a = 0; a < D; a++, code /= 5) d5[o][a] = code % 5 - 2;
+    int code = o, w = 0, scale = 1, side = width == near ? 5 : 9;
+    for (int a = 0; a < D; a++, code /= 5, scale *= side) w += (code % 5 - 2 + (side - 1) / 2) * scale;
+    at_w[o] = w;
   }
-  for (long j = 0; j < f->count; j++)
-    for (int oi = 0; oi < near; oi++) { /* node i = j + d5[oi] */
-      int32_t i = f->nbr5[j * near + oi];
-      if (i < 0) continue;
-      double ci = Vc * (double)at[f->node[i] * (D + 1) + 2];
-      if (!(ci > 0)) continue;
-      const double* gij = f->rows + ((long)i * near + (near - 1 - oi)) * D; /* j's offset from i: -d5[oi] */
-      for (int ok = 0; ok < near; ok++) { /* node k = i + d5[ok] */
-        if (f->nbr5[(long)i * near + ok] < 0) continue;
-        const double* gik = f->rows + ((long)i * near + ok) * D;
-        int o9 = 0, scale = 1;
-        for (int a = 0; a < D; a++, scale *= 9) o9 += (d5[oi][a] + d5[ok][a] + 4) * scale;
-        double* blk = f->blocks + (j * width + o9) * DD;
-        for (int a = 0; a < D; a++)
-          for (int b = 0; b < D; b++) blk[a * D + b] += ci * gij[a] * gik[b];
+  const int32_t* nbr5 = width == near ? f->nbr : f->nbr5;
+  memset(f->aug, 0, sizeof(double) * f->count * width * BB);
+  for (long k = 0; k < f->count * width; k++)
+    if (f->nbr[k] >= 0)
+      for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++) f->aug[k * BB + a * bs + b] = f->blocks[k * DD + a * D + b];
+  for (long i = 0; i < f->count; i++) {
+    double m = (double)vstar[f->node[i] * (D + 1) + D] / damp, ai = m > 0 ? m : 1;
+    double ci = Vc * (double)at[f->node[i] * (D + 1) + 2], si = ci > 0 ? sqrt(ai * ci) : 0;
+    f->aug[(i * width + center) * BB + D * bs + D] = -ai;
+    if (si == 0) continue;
+    for (int o = 0; o < near; o++) {
+      int32_t j = nbr5[i * near + o];
+      if (j < 0) continue;
+      const double *g = f->rows + (i * near + o) * D, *Pj = f->proj + (long)j * DD;
+      for (int b = 0; b < D; b++) {
+        double pg = 0;
+        for (int a = 0; a < D; a++) pg += Pj[b * D + a] * g[a];
+        f->aug[(i * width + at_w[o]) * BB + D * bs + b] = si * pg;                  /* (y_i, v_j) */
+        f->aug[((long)j * width + at_w[near - 1 - o]) * BB + b * bs + D] = si * pg; /* (v_j, y_i) */
       }
     }
+  }
 }
 
 /* Pi of every numbered node: the solve's projection (implicit_node with no x) of the unit vectors, column by
@@ -189,11 +209,11 @@ static void k_block(int D, const double* Pi, double* B, const double* Pj, double
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok) {
   cqi_backend* be = sim->be;
-  /* the fill's Hessian and the fixed groups' exact blocks in 2D only: their 9^3 couplings make 3D fronts too large
-   * (docs/benchmarks.md); 3D fixed groups take vol_blocks_node's on the group node's stencil */
-  int D = be->dim, near = D == 3 ? 125 : 25, fill = c->fill && be->ops->fill_rows && D == 2;
+  /* the fixed groups' exact blocks in 2D only: their 9^3 couplings make 3D fronts too large (docs/benchmarks.md);
+   * 3D fixed groups take vol_blocks_node's on the group node's stencil */
+  int D = be->dim, near = D == 3 ? 125 : 25, fill = c->fill && be->ops->fill_rows;
   int fixed = c->vol_averaged && c->vol_group_of && be->ops->vol_group_blocks && D == 2;
-  int width = fill || fixed ? (D == 3 ? 729 : 81) : near, center = (width - 1) / 2;
+  int width = fixed ? (D == 3 ? 729 : 81) : near, center = (width - 1) / 2;
   f->factored = 0;
   *ok = 0;
   f->dim = D;
@@ -204,7 +224,7 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
   long count;
   int st = be->ops->implicit_slots(be, c, vstar, f->slot, &count);
   if (st != CQ_OK) return st;
-  if ((st = grow(f, sim, count, D, width)) != CQ_OK) return st;
+  if ((st = grow(f, sim, count, D, width, fill)) != CQ_OK) return st;
   f->count = count;
   for (long k = 0; k < be->n_nodes; k++)
     if (f->slot[k] >= 0) f->node[f->slot[k]] = k;
@@ -218,13 +238,10 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
     spread_blocks(f, D);
   }
   if (fixed && (st = be->ops->vol_group_blocks(be, c, s, &sim->view->params, f->slot, f->blocks)) != CQ_OK) return st;
-  if (fill) { /* W's Hessian at v (fill.h): its rows from the particles, their products per node */
+  if (fill) { /* W's Hessian at v (fill.h): its rows from the particles, their node weights at v */
     memset(f->rows, 0, sizeof(double) * count * near * D);
     if ((st = cqi_fill_linearise(sim, c, s, v)) != CQ_OK) return st;
     if ((st = be->ops->fill_rows(be, c, s, &sim->view->params, f->slot, f->rows)) != CQ_OK) return st;
-    double Vc = 1;
-    for (int a = 0; a < D; a++) Vc *= c->dx;
-    fill_blocks(f, D, sim->fill.at, Vc);
   }
   if ((st = projections(f, sim, c, vstar, scratch)) != CQ_OK) return st;
   for (long i = 0; i < count; i++)
@@ -234,8 +251,13 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
       double m = o == center ? (double)vstar[f->node[i] * (D + 1) + D] / (double)c->damp : 0; /* implicit_inertia */
       k_block(D, f->proj + i * D * D, f->blocks + (i * width + o) * D * D, f->proj + (long)j * D * D, m);
     }
+  if (fill) {
+    double Vc = 1;
+    for (int a = 0; a < D; a++) Vc *= c->dx;
+    augment(f, D, sim->fill.at, Vc, vstar, (double)c->damp);
+  }
   sim->stats.factorizations++;
-  cqi_block_matrix K = {count, D, width, f->nbr, f->blocks};
+  cqi_block_matrix K = {count, f->bs, width, f->nbr, fill ? f->aug : f->blocks, fill};
   int cs = cqi_chol_factor(f->chol, &K, be->threads);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   sim->stats.factor_seconds += (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
@@ -250,11 +272,11 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
 }
 
 int cqi_factor_solve(cqi_factor* f, const cq_real* r, cq_real* z) {
-  int D = f->dim;
+  int D = f->dim, bs = f->bs; /* bs = D + 1: the fill's unknowns y, zero on the right */
   for (long k = 0; k < f->count; k++)
-    for (int a = 0; a < D; a++) f->rhs[k * D + a] = r[f->node[k] * (D + 1) + a];
+    for (int a = 0; a < bs; a++) f->rhs[k * bs + a] = a < D ? r[f->node[k] * (D + 1) + a] : 0;
   cqi_chol_solve(f->chol, f->rhs);
   for (long k = 0; k < f->count; k++)
-    for (int a = 0; a < D; a++) z[f->node[k] * (D + 1) + a] = (cq_real)f->rhs[k * D + a];
+    for (int a = 0; a < D; a++) z[f->node[k] * (D + 1) + a] = (cq_real)f->rhs[k * bs + a];
   return CQ_OK;
 }

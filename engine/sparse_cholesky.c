@@ -14,6 +14,7 @@
 #include <metis.h>
 #include <omp.h>
 #include <pthread.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,7 @@ struct cqi_chol {
   /* the pattern the analysis is for */
   long n;
   int bs, width;
+  int neg; /* of the last factorisation: the negative unknowns at each block's end (L S L^T) */
   int32_t* pattern; /* [n][width], a copy of A.col */
   int analysed;
   /* ordering: node perm[k] of A is column k of L; iperm is its inverse */
@@ -405,6 +407,56 @@ static void assemble(cqi_chol* c, const cqi_block_matrix* A, long s, double* F, 
   }
 }
 
+/* The quasi-definite front (neg > 0): its first fc unknowns eliminated as F = L S L^T (s = -1 for the last neg
+ * unknowns of each block, whatever the order: sparse_cholesky.h), in panels of SIGNED_PANEL columns, each as
+ *   its diagonal block  left-looking, unblocked: l_jj = sqrt(s_j d_j), l_ij = f_ij / (s_j l_jj)
+ *   the rows below      X = F21 L11^-T (dtrsm), L21 = X S1
+ *   the rest            F22 -= X S1 X^T, as -X+ X+^T + X- X-^T by two dsyrk on the panel's columns of each sign.
+ * The same operations as dpotrf/dtrsm/dsyrk's on a definite front. Returns CQI_CHOL_NOT_PD when a pivot's sign is
+ * not its unknown's. */
+enum { SIGNED_PANEL = 64 };
+static int signed_front(double* F, long f, int fc, int bs, int neg) {
+  int fi = (int)f;
+#define SIGN(k) ((k) % bs >= bs - neg ? -1.0 : 1.0)
+  for (int k0 = 0; k0 < fc; k0 += SIGNED_PANEL) {
+    int k1 = k0 + SIGNED_PANEL < fc ? k0 + SIGNED_PANEL : fc, w = k1 - k0, m = (int)(f - k1);
+    for (int j = k0; j < k1; j++) {
+      double* Fj = F + (long)j * f;
+      for (int p = k0; p < j; p++) {
+        const double* Fp = F + (long)p * f;
+        double cp = Fp[j] * SIGN(p);
+        for (int i = j; i < k1; i++) Fj[i] -= Fp[i] * cp;
+      }
+      double sj = SIGN(j), d = Fj[j] * sj;
+      if (!(d > 0)) return CQI_CHOL_NOT_PD;
+      double l = sqrt(d);
+      Fj[j] = l;
+      for (int i = j + 1; i < k1; i++) Fj[i] /= sj * l;
+    }
+    if (m == 0) continue;
+    const double one = 1, minus = -1;
+    double* X = F + k1 + (long)k0 * f;
+    dtrsm_("R", "L", "T", "N", &m, &w, &one, F + k0 + (long)k0 * f, &fi, X, &fi);
+    double* W = malloc(sizeof(double) * (size_t)m * w);
+    if (!W) return CQI_CHOL_NOMEM;
+    int np = 0, nn = 0;
+    for (int j = k0; j < k1; j++) /* the positive columns first, then the negative ones */
+      if (SIGN(j) > 0) memcpy(W + (long)m * np++, X + (long)(j - k0) * f, sizeof(double) * m);
+    for (int j = k0; j < k1; j++)
+      if (SIGN(j) < 0) {
+        double* Xj = X + (long)(j - k0) * f;
+        memcpy(W + (long)m * (np + nn++), Xj, sizeof(double) * m);
+        for (int i = 0; i < m; i++) Xj[i] = -Xj[i]; /* L21 = X S1 */
+      }
+    double* F22 = F + k1 + (long)k1 * f;
+    if (np > 0) dsyrk_("L", "N", &m, &np, &minus, W, &m, &one, F22, &fi);
+    if (nn > 0) dsyrk_("L", "N", &m, &nn, &one, W + (long)m * np, &m, &one, F22, &fi);
+    free(W);
+  }
+#undef SIGN
+  return CQI_CHOL_OK;
+}
+
 /* Supernode s's front on this thread's workspace: assembly, dpotrf, dtrsm, dsyrk; its panel into L and its update
  * matrix (lower triangle, leading dimension nb) into upd[s]. Returns a CQI_CHOL status. */
 static int factor_front(cqi_chol* c, const cqi_block_matrix* A, long s) {
@@ -418,12 +470,19 @@ static int factor_front(cqi_chol* c, const cqi_block_matrix* A, long s) {
   for (long q = 0; q < nc; q++) map[k0 + q] = (int32_t)q;
   for (long q = 0; q < nr; q++) map[c->rows[c->rptr[s] + q]] = (int32_t)(nc + q);
   assemble(c, A, s, F, f, map);
-  dpotrf_("L", &fc, F, &fi, &info);
-  if (info != 0) return CQI_CHOL_NOT_PD;
-  if (nb > 0) {
+  if (c->neg > 0) {
+    int st = signed_front(F, f, fc, bs, c->neg);
+    if (st != CQI_CHOL_OK) return st;
+  } else {
+    dpotrf_("L", &fc, F, &fi, &info);
+    if (info != 0) return CQI_CHOL_NOT_PD;
+  }
+  if (nb > 0 && c->neg == 0) {
     const double one = 1, minus = -1;
     dtrsm_("R", "L", "T", "N", &nb, &fc, &one, F, &fi, F + fc, &fi);
     dsyrk_("L", "N", &nb, &fc, &minus, F + fc, &fi, &one, F + fc + (long)fc * f, &fi);
+  }
+  if (nb > 0) {
     double* U = c->upd[s] = malloc(sizeof(double) * nb * nb);
     if (!U) return CQI_CHOL_NOMEM;
     for (long q = 0; q < nb; q++) memcpy(U + q * nb + q, F + fc + (long)(fc + q) * f + q, sizeof(double) * (nb - q));
@@ -503,6 +562,7 @@ int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads) {
     int st = analyse(c, A);
     if (st != CQI_CHOL_OK) return st;
   }
+  c->neg = A->neg;
   if (threads < 1 || !cqi_chol_concurrent()) threads = 1; /* a BLAS not safe concurrently: one front at a time */
   int st = workspace(c, threads);
   if (st != CQI_CHOL_OK) {
@@ -545,6 +605,9 @@ void cqi_chol_solve(cqi_chol* c, double* x) {
     for (long q = 0; q < nr; q++)
       for (int a = 0; a < bs; a++) y[(long)rows[q] * bs + a] -= t[q * bs + a];
   }
+  if (c->neg > 0) /* S y: S^-1 = S */
+    for (long k = 0; k < c->n * bs; k++)
+      if (k % bs >= bs - c->neg) y[k] = -y[k];
   /* backward: L^T x = y */
   for (long s = c->ns - 1; s >= 0; s--) {
     long nc = c->first[s + 1] - c->first[s], nr = (long)(c->rptr[s + 1] - c->rptr[s]);

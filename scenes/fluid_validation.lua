@@ -224,19 +224,29 @@ end
 --- gravity 9.8. Water at rest should stay at rest: its mean height falls by its compression (micrometres) and its
 --- speeds decay with the start-up pressure wave. Options (all optional): per_axis = 2.5 (particles per cell and
 --- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
---- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid, implicit, threads (the world's). Returns { drop = the mean height's fall (m) and
+--- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid, implicit, threads (the world's), cells = { 15, 21 }
+--- (the water's size in cells; three of them: a 3D tank). Returns { drop = the mean height's fall (m) and
 --- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what
 --- robot:world (world:commit) warned }.
 function M.resting_tank(o)
   o = o or {}
   local dx, per_axis = 2.5e-3, o.per_axis or 2.5
-  local h, r = dx / per_axis, cq.robot { dim = 2 }
-  r:box { offset = { 2 * dx, 2 * dx },
-    size = { math.floor(15 * dx / h + 1e-9) * h, math.floor(21 * dx / h + 1e-9) * h }, spacing = h, name = "water",
+  local cells = o.cells or { 15, 21 }
+  local D = #cells
+  local h, r = dx / per_axis, cq.robot { dim = D }
+  local offset, size, res = {}, {}, {}
+  for a = 1, D do
+    offset[a] = 2 * dx
+    size[a] = math.floor(cells[a] * dx / h + 1e-9) * h
+    res[a] = cells[a] + 5
+  end
+  res[2] = math.max(40, cells[2] + 5)
+  r:box { offset = offset, size = size, spacing = h, name = "water",
     material = { preset = "water", bulk = o.K or 2.2e9, visc = o.visc or 1e-3 } }
   local dt = o.dt or 0.005
-  local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = { 20, 40 }, dx = dx, dt = dt,
-    gravity = { 0, -9.8 }, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },
+  local gravity = D == 3 and { 0, -9.8, 0 } or { 0, -9.8 }
+  local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = res, dx = dx, dt = dt,
+    gravity = gravity, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },
     integrator = o.integrator or "implicit", volumetric = o.volumetric, fluid = o.fluid, fluid_rest = o.fluid_rest,
     implicit = o.implicit, threads = o.threads })
   local n = w.n
@@ -251,7 +261,11 @@ function M.resting_tank(o)
     w:step(s, {})
     if k % every == 0 then
       local vmax = 0
-      for p = 0, n - 1 do vmax = math.max(vmax, math.sqrt(s.v[p] ^ 2 + s.v[n + p] ^ 2)) end
+      for p = 0, n - 1 do
+        local v2 = 0
+        for a = 0, D - 1 do v2 = v2 + s.v[a * n + p] ^ 2 end
+        vmax = math.max(vmax, math.sqrt(v2))
+      end
       drop[#drop + 1], fastest[#fastest + 1] = y0 - mean_y(), vmax
     end
   end

@@ -10,7 +10,8 @@
 --   environment: FRAMES (substeps, e.g. "60,120,140": out/finger2d_held/<groups>_<p>_<substep>.png), TOL and MAX_CG
 --   (implicit.tol and .max_cg: how far the tip moves with the solver's tolerance alone), BUMP (Pa: a hat of that
 --   height added to the pressure from 0 to 0.1 s, peaking at 0.05 s: the ramp's first control changed, to measure
---   how far the tip at T moves with it), DX (m: the cell, 2.5e-3; the finger's mesh 0.6 DX)
+--   how far the tip at T moves with it), DX (m: the cell, 2.5e-3), MESH (m: the finger's mesh size, 0.6 DX; below it
+--   more particles per cell across the thin walls)
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger2d = require "finger2d"
@@ -18,10 +19,11 @@ local pk, groups, T = tonumber(arg[1] or 8), arg[2] or "current", tonumber(arg[3
 local DT = 5e-3
 local DX = tonumber(os.getenv("DX") or 2.5e-3)
 local bump = tonumber(os.getenv("BUMP") or 0)
-local world, s, nf = finger2d.build { dx = DX, mesh = 0.6 * DX, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
+local MESH = tonumber(os.getenv("MESH") or 0.6 * DX)
+local world, s, nf = finger2d.build { dx = DX, mesh = MESH, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
   fluid = "fill", volumetric_groups = groups, dt = DT, gravity = 9.8,
   implicit = { tol = tonumber(os.getenv("TOL")), max_cg = tonumber(os.getenv("MAX_CG")) } }
-local fw, fs = finger2d.build { dx = DX, mesh = 0.6 * DX, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it
+local fw, fs = finger2d.build { dx = DX, mesh = MESH, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it
 local n, tip = world.n, finger2d.tip(s, nf)
 local frames = {}
 for k in (os.getenv("FRAMES") or ""):gmatch("%d+") do frames[tonumber(k)] = true end

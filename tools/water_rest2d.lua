@@ -5,14 +5,20 @@
 -- usage: build/bin/cqlua tools/water_rest2d.lua [per_axis=2.5] [T=1]
 --   environment: DAMP (the world's damping, 1/s, 25), VOL (the world's volumetric, "averaged" or "particle";
 --   averaged), BULK (the water's bulk modulus, 2.2e9), VISC (its viscosity, 1e-3), DT (the substep, 5e-3), INT (the
---   integrator, implicit), FLUID (the world's fluid: "particle" or "fill")
+--   integrator, implicit), FLUID (the world's fluid: "particle" or "fill"), CELLS (the water's size in cells, "15,21";
+--   three numbers: a 3D tank, e.g. "10,12,10"), PRECOND (implicit.precond)
 package.path = "./scenes/?.lua;" .. package.path
 local fv = require "fluid_validation"
 local T = tonumber(arg[2] or 1)
+local cells
+if os.getenv("CELLS") then
+  cells = {}
+  for c in os.getenv("CELLS"):gmatch("%d+") do cells[#cells + 1] = tonumber(c) end
+end
 local r = fv.resting_tank { per_axis = tonumber(arg[1] or 2.5), T = T, reports = 10,
   volumetric = os.getenv("VOL") or "averaged", K = tonumber(os.getenv("BULK")), visc = tonumber(os.getenv("VISC")),
   damping = tonumber(os.getenv("DAMP")), dt = tonumber(os.getenv("DT")), integrator = os.getenv("INT"),
-  fluid = os.getenv("FLUID") }
+  fluid = os.getenv("FLUID"), cells = cells, implicit = { precond = os.getenv("PRECOND") } }
 for k = 1, #r.drop do
   print(string.format("%d particles, t %.3f s: mean height %+.4f mm, fastest %.2e m/s", r.n, k * T / #r.drop,
     -r.drop[k] * 1e3, r.fastest[k]))

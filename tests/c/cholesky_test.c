@@ -3,7 +3,8 @@
  * a box of cells, each coupled to those within two cells; a ball of missing nodes, two separate components), with
  * random symmetric values made definite by diagonal dominance: the solve's residual ||A x - b|| / ||b||, the same
  * factors on a second factorisation (bit for bit), reuse of the analysis with new values, a new pattern, a matrix
- * that is not definite, and the empty and one-node cases. The projection: a semi-definite result, A - P(A)
+ * that is not definite, and the empty and one-node cases; quasi-definite matrices (L S L^T, the fill water's augmented
+ * matrix in implicit_factor.c) likewise. The projection: a semi-definite result, A - P(A)
  * semi-definite too with P(A) (A - P(A)) = 0 (so P(A) is the nearest one), and a semi-definite A left as it is. Built
  * and run by tests/engine_spec.lua; prints one line per case and exits 1 if any fails. */
 #include <math.h>
@@ -75,7 +76,7 @@ static bmat grid_matrix(int nx, int ny, int nz, int bs, double hole, int split, 
     }
   for (long a = 0; a < n; a++) {
     double* diag = NULL;
-    double sum[3] = {0, 0, 0};
+    double sum[4] = {0, 0, 0, 0};
     for (int o = 0; o < width; o++) {
       long b = A.col[a * width + o];
       if (b < 0) continue;
@@ -97,7 +98,7 @@ static bmat grid_matrix(int nx, int ny, int nz, int bs, double hole, int split, 
   return A;
 }
 
-static cqi_block_matrix view(const bmat* A) { return (cqi_block_matrix){A->n, A->bs, A->width, A->col, A->val}; }
+static cqi_block_matrix view(const bmat* A) { return (cqi_block_matrix){A->n, A->bs, A->width, A->col, A->val, 0}; }
 
 /* ||A x - b|| / ||b|| after x = A^-1 b by the factors in c. */
 static double residual(cqi_chol* c, const bmat* A) {
@@ -183,6 +184,46 @@ static void cholesky_cases(void) {
   free_bmat(&A), free_bmat(&B);
 }
 
+/* Quasi-definite matrices (neg = 1), as implicit_factor.c makes of the fill water: a definite grid matrix of 4 x 4
+ * blocks with every block's (3, 3) entry negated (so the last unknowns' part is negative definite), its couplings
+ * between the signs scaled by stiff (the water's sqrt(K)): L S L^T in METIS's order, the residual, the same solution
+ * on 2 threads, and a matrix whose positive part is not definite refused. */
+static void quasi_definite_cases(void) {
+  char what[160];
+  const double stiffs[] = {1, 1e3};
+  for (int k = 0; k < 2; k++) {
+    bmat A = grid_matrix(12, 9, 7, 4, 2.5, 0, 20 + k);
+    for (long b = 0; b < A.n * A.width; b++) {
+      double* blk = A.val + b * 16;
+      blk[15] = -blk[15];
+      for (int r = 0; r < 3; r++) blk[r * 4 + 3] *= stiffs[k], blk[12 + r] *= stiffs[k];
+    }
+    cqi_block_matrix V = view(&A);
+    V.neg = 1;
+    cqi_chol* c = cqi_chol_create();
+    int st = cqi_chol_factor(c, &V, 1);
+    double res = st == CQI_CHOL_OK ? residual(c, &A) : 1;
+    snprintf(what, sizeof what, "quasi-definite 12x9x7 (bs 4, neg 1, couplings x %g): L S L^T, residual", stiffs[k]);
+    check(st == CQI_CHOL_OK && res < (k ? 1e-9 : 1e-12), what, res);
+    long len = A.n * A.bs;
+    double *x1 = malloc(sizeof(double) * len), *x2 = malloc(sizeof(double) * len);
+    for (long i = 0; i < len; i++) x1[i] = x2[i] = prand(i, 6);
+    cqi_chol_solve(c, x1);
+    st = cqi_chol_factor(c, &V, 2);
+    cqi_chol_solve(c, x2);
+    check(st == CQI_CHOL_OK && memcmp(x1, x2, sizeof(double) * len) == 0, "  on 2 threads: the same solution, bit for bit",
+          0);
+    if (k == 1) { /* a positive unknown's diagonal made negative: its pivot has the wrong sign */
+      A.val[(A.width - 1) / 2 * 16] = -1e9;
+      st = cqi_chol_factor(c, &V, 1);
+      check(st == CQI_CHOL_NOT_PD, "  a positive unknown's negative diagonal: refused", st);
+    }
+    free(x1), free(x2);
+    cqi_chol_free(c);
+    free_bmat(&A);
+  }
+}
+
 /* x^T M x over many directions: the smallest, relative to |M|. */
 static double min_quadratic(int n, cq_real M[9][9]) {
   double worst = INFINITY, norm = 0;
@@ -238,6 +279,7 @@ static void projection_cases(void) {
 
 int main(void) {
   cholesky_cases();
+  quasi_definite_cases();
   projection_cases();
   printf("rc=%d\n", failed);
   return failed;
