@@ -1,6 +1,7 @@
 /* The direct preconditioner of the implicit solve (implicit.precond = "factor"): the Newton matrix of eq. 12 (its
  * Hessian with every particle's material block projected to semi-definite, implicit.h implicit_blocks) with the
- * boundary projections, assembled as a sparse block matrix and Cholesky-factorised (sparse_cholesky.c). Conjugate
+ * boundary projections, assembled as a sparse block matrix and Cholesky-factorised (sparse_cholesky.c; with the fill
+ * water a quasi-definite matrix, L S L^T). Conjugate
  * gradients preconditioned by the nodal masses
  * need thousands of iterations on a nearly incompressible solid (silicone: bulk / shear ~ 4e4); preconditioned by
  * the factorised Hessian of the same substep they need a handful. Host-memory backends only (the backend's
@@ -18,7 +19,8 @@ void cqi_factor_free(cqi_factor* f);
 /* Assembles K = Pi (H_el + H_W + M) Pi + (I - Pi) M at the grid velocities v (Pi: the boundary projections of the
  * solve, H_el: the projected elastic Hessian of dt E, H_W: the fill water's Hessian at v, through the
  * quasi-definite augmented matrix of implicit_factor.c's augment, M: the nodal
- * masses) and factorises it. scratch: a grid vector. *ok = 0 when K is not positive definite (round-off on a nearly
+ * masses) and factorises it. scratch: a grid vector. *ok = 0 when K is not positive definite (or a pivot of the
+ * quasi-definite matrix has the wrong sign: round-off on a nearly
  * singular K): the caller then preconditions by the masses. */
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok);

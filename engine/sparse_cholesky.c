@@ -4,11 +4,12 @@
  *              rule), the supernodal tree and its subtrees' costs, the panels' sizes; all at node level (bs x bs
  *              blocks)
  *   factor     per supernode, children before parents: the frontal matrix from A's blocks and the children's update
- *              matrices (extend-add, in child order), then dpotrf, dtrsm and dsyrk; the panel is kept, the update
+ *              matrices (extend-add, in child order), then dpotrf, dtrsm and dsyrk (quasi-definite fronts: the same in
+ *              panels with the signs, signed_front); the panel is kept, the update
  *              matrix handed to the parent. Subtrees run as OpenMP tasks, each front on one thread with its own
  *              workspace, so the factors are the same bit for bit for any thread count (where the BLAS is safe to
  *              call concurrently: see check_blas)
- *   solve      forward and backward substitution by supernodes (dtrsv, dgemv)
+ *   solve      forward and backward substitution by supernodes (dtrsv, dgemv), with S between them for L S L^T
  * Fronts and panels are column-major with leading dimension f, the front's order in unknowns. */
 #include "sparse_cholesky.h"
 #include <metis.h>
@@ -416,7 +417,9 @@ static void assemble(cqi_chol* c, const cqi_block_matrix* A, long s, double* F, 
  * not its unknown's. */
 enum { SIGNED_PANEL = 64 };
 static int signed_front(double* F, long f, int fc, int bs, int neg) {
-  int fi = (int)f;
+  int fi = (int)f, first = fc < SIGNED_PANEL ? fc : SIGNED_PANEL;
+  double* W = malloc(sizeof(double) * ((size_t)(f - first) * first + 1)); /* the columns of X by sign */
+  if (!W) return CQI_CHOL_NOMEM;
 #define SIGN(k) ((k) % bs >= bs - neg ? -1.0 : 1.0)
   for (int k0 = 0; k0 < fc; k0 += SIGNED_PANEL) {
     int k1 = k0 + SIGNED_PANEL < fc ? k0 + SIGNED_PANEL : fc, w = k1 - k0, m = (int)(f - k1);
@@ -428,7 +431,10 @@ static int signed_front(double* F, long f, int fc, int bs, int neg) {
         for (int i = j; i < k1; i++) Fj[i] -= Fp[i] * cp;
       }
       double sj = SIGN(j), d = Fj[j] * sj;
-      if (!(d > 0)) return CQI_CHOL_NOT_PD;
+      if (!(d > 0)) {
+        free(W);
+        return CQI_CHOL_NOT_PD;
+      }
       double l = sqrt(d);
       Fj[j] = l;
       for (int i = j + 1; i < k1; i++) Fj[i] /= sj * l;
@@ -437,8 +443,6 @@ static int signed_front(double* F, long f, int fc, int bs, int neg) {
     const double one = 1, minus = -1;
     double* X = F + k1 + (long)k0 * f;
     dtrsm_("R", "L", "T", "N", &m, &w, &one, F + k0 + (long)k0 * f, &fi, X, &fi);
-    double* W = malloc(sizeof(double) * (size_t)m * w);
-    if (!W) return CQI_CHOL_NOMEM;
     int np = 0, nn = 0;
     for (int j = k0; j < k1; j++) /* the positive columns first, then the negative ones */
       if (SIGN(j) > 0) memcpy(W + (long)m * np++, X + (long)(j - k0) * f, sizeof(double) * m);
@@ -451,13 +455,13 @@ static int signed_front(double* F, long f, int fc, int bs, int neg) {
     double* F22 = F + k1 + (long)k1 * f;
     if (np > 0) dsyrk_("L", "N", &m, &np, &minus, W, &m, &one, F22, &fi);
     if (nn > 0) dsyrk_("L", "N", &m, &nn, &one, W + (long)m * np, &m, &one, F22, &fi);
-    free(W);
   }
 #undef SIGN
+  free(W);
   return CQI_CHOL_OK;
 }
 
-/* Supernode s's front on this thread's workspace: assembly, dpotrf, dtrsm, dsyrk; its panel into L and its update
+/* Supernode s's front on this thread's workspace: assembly, dpotrf, dtrsm, dsyrk (or signed_front); its panel into L and its update
  * matrix (lower triangle, leading dimension nb) into upd[s]. Returns a CQI_CHOL status. */
 static int factor_front(cqi_chol* c, const cqi_block_matrix* A, long s) {
   int bs = c->bs, t = omp_get_thread_num();

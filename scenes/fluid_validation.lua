@@ -225,7 +225,7 @@ end
 --- speeds decay with the start-up pressure wave. Options (all optional): per_axis = 2.5 (particles per cell and
 --- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
 --- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid, implicit, threads (the world's), cells = { 15, 21 }
---- (the water's size in cells; three of them: a 3D tank). Returns { drop = the mean height's fall (m) and
+--- (the water's size in cells; three of them: a 3D tank), volumetric_groups. Returns { drop = the mean height's fall (m) and
 --- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what
 --- robot:world (world:commit) warned }.
 function M.resting_tank(o)
@@ -248,7 +248,7 @@ function M.resting_tank(o)
   local warnings, w, s = require("cq.robot").warnings_of(r.world, r, { res = res, dx = dx, dt = dt,
     gravity = gravity, damping = o.damping or 25, walls = { all = { type = "slip", thickness = 3 } },
     integrator = o.integrator or "implicit", volumetric = o.volumetric, fluid = o.fluid, fluid_rest = o.fluid_rest,
-    implicit = o.implicit, threads = o.threads })
+    implicit = o.implicit, threads = o.threads, volumetric_groups = o.volumetric_groups })
   local n = w.n
   local function mean_y()
     local m = 0

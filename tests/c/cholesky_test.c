@@ -185,25 +185,27 @@ static void cholesky_cases(void) {
 }
 
 /* Quasi-definite matrices (neg = 1), as implicit_factor.c makes of the fill water: a definite grid matrix of 4 x 4
- * blocks with every block's (3, 3) entry negated (so the last unknowns' part is negative definite), its couplings
+ * blocks (3D; 3 x 3 in 2D) with every block's last diagonal entry negated (so the last unknowns' part is negative definite), its couplings
  * between the signs scaled by stiff (the water's sqrt(K)): L S L^T in METIS's order, the residual, the same solution
  * on 2 threads, and a matrix whose positive part is not definite refused. */
 static void quasi_definite_cases(void) {
   char what[160];
-  const double stiffs[] = {1, 1e3};
-  for (int k = 0; k < 2; k++) {
-    bmat A = grid_matrix(12, 9, 7, 4, 2.5, 0, 20 + k);
+  const double stiffs[] = {1, 1e3, 1e3};
+  for (int k = 0; k < 3; k++) {
+    int bs = k < 2 ? 4 : 3, last = bs - 1, BB = bs * bs;
+    bmat A = k < 2 ? grid_matrix(12, 9, 7, 4, 2.5, 0, 20 + k) : grid_matrix(30, 22, 1, 3, 5, 0, 22);
     for (long b = 0; b < A.n * A.width; b++) {
-      double* blk = A.val + b * 16;
-      blk[15] = -blk[15];
-      for (int r = 0; r < 3; r++) blk[r * 4 + 3] *= stiffs[k], blk[12 + r] *= stiffs[k];
+      double* blk = A.val + b * BB;
+      blk[BB - 1] = -blk[BB - 1];
+      for (int r = 0; r < last; r++) blk[r * bs + last] *= stiffs[k], blk[last * bs + r] *= stiffs[k];
     }
     cqi_block_matrix V = view(&A);
     V.neg = 1;
     cqi_chol* c = cqi_chol_create();
     int st = cqi_chol_factor(c, &V, 1);
     double res = st == CQI_CHOL_OK ? residual(c, &A) : 1;
-    snprintf(what, sizeof what, "quasi-definite 12x9x7 (bs 4, neg 1, couplings x %g): L S L^T, residual", stiffs[k]);
+    snprintf(what, sizeof what, "quasi-definite %s (bs %d, neg 1, couplings x %g): L S L^T, residual",
+             k < 2 ? "12x9x7" : "30x22", bs, stiffs[k]);
     check(st == CQI_CHOL_OK && res < (k ? 1e-9 : 1e-12), what, res);
     long len = A.n * A.bs;
     double *x1 = malloc(sizeof(double) * len), *x2 = malloc(sizeof(double) * len);
@@ -214,7 +216,7 @@ static void quasi_definite_cases(void) {
     check(st == CQI_CHOL_OK && memcmp(x1, x2, sizeof(double) * len) == 0, "  on 2 threads: the same solution, bit for bit",
           0);
     if (k == 1) { /* a positive unknown's diagonal made negative: its pivot has the wrong sign */
-      A.val[(A.width - 1) / 2 * 16] = -1e9;
+      A.val[(A.width - 1) / 2 * BB] = -1e9;
       st = cqi_chol_factor(c, &V, 1);
       check(st == CQI_CHOL_NOT_PD, "  a positive unknown's negative diagonal: refused", st);
     }
