@@ -124,6 +124,8 @@ typedef struct cq_solver_stats {
   double factor_seconds; /* wall time spent assembling and factorising them */
   long simd_particles; /* particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h) */
   long kept_substeps;  /* adjoint substeps that took their P2G from the memo's records instead of recomputing it */
+  long factor_failures; /* factorisations refused (K not definite, or a wrong-sign pivot of the fill water's
+                         * quasi-definite matrix): those Newton directions were preconditioned by the masses */
 } cq_solver_stats;
 
 int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */

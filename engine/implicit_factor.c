@@ -269,6 +269,7 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": METIS could not order the Hessian "
                       "of %ld nodes", count);
   f->factored = *ok = cs == CQI_CHOL_OK; /* not positive definite: the caller preconditions by the masses */
+  if (cs == CQI_CHOL_NOT_PD) sim->stats.factor_failures++;
   return CQ_OK;
 }
 

@@ -37,9 +37,9 @@ for k = 1, math.floor(T / DT + 0.5) do
     local x, st = tip(), world:solver_stats(true)
     local d = { (x[1] - x0[1]) * 1e3, (x[2] - x0[2]) * 1e3, (x[3] - x0[3]) * 1e3 }
     print(string.format("substep %4d t %.3f s  p %5.2f kPa  tip d (%.4f, %.4f, %.4f) mm |d| %.4f  Newton %4d CG %5d " ..
-      "factorisations %3d (%.1f s) splits %d  wall %d s", k, k * DT, u * finger.P_MAX / 1e3, d[1], d[2], d[3],
-      math.sqrt(d[1] ^ 2 + d[2] ^ 2 + d[3] ^ 2), st.newton, st.cg, st.factorizations, st.factor_seconds, st.splits,
-      os.time() - wall0))
+      "factorisations %3d (%.1f s, %d refused) splits %d  wall %d s", k, k * DT, u * finger.P_MAX / 1e3, d[1], d[2],
+      d[3], math.sqrt(d[1] ^ 2 + d[2] ^ 2 + d[3] ^ 2), st.newton, st.cg, st.factorizations, st.factor_seconds,
+      st.factor_failures, st.splits, os.time() - wall0))
     io.stdout:flush()
     if csv then
       csv:write(string.format("%.4f,%.5f,%.5f,%.5f,%d,%d,%.2f\n", k * DT, d[1], d[2], d[3], st.newton, st.cg,

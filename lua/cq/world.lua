@@ -211,7 +211,8 @@ end
 --- substeps, newton, cg (Newton directions' CG iterations), halvings (line search), adjoint_cg (backward solves),
 --- factorizations (Hessians factorised by implicit.precond = "factor") and factor_seconds (their wall time); and
 --- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h);
---- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/memo.c) instead of recomputing it.
+--- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/memo.c) instead of recomputing it;
+--- factor_failures: factorisations refused as not definite (CG then preconditions by the masses).
 function World:solver_stats(reset)
   if reset ~= nil and type(reset) ~= "boolean" then
     check.fail("world:solver_stats", "reset must be true, false or nil", reset)
@@ -221,7 +222,8 @@ function World:solver_stats(reset)
   return { substeps = tonumber(st.substeps), newton = tonumber(st.newton), cg = tonumber(st.cg),
     halvings = tonumber(st.halvings), adjoint_cg = tonumber(st.adjoint_cg),
     factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds, splits = tonumber(st.splits),
-    simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps) }
+    simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps),
+    factor_failures = tonumber(st.factor_failures) }
 end
 
 --- fluid = "fill" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
