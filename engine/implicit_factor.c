@@ -130,16 +130,17 @@ static void spread_blocks(cqi_factor* f, int D) {
   }
 }
 
-/* With the fill water: the quasi-definite matrix [[K, B^T], [B, -A]] whose Schur complement in the velocities,
- * K + B^T A^-1 B, is K + H_W, W's Hessian projected: H_W = dx^D sum_i c_i (Pi g_i)(Pi g_i)^T over the nodes i under
- * pressure at the iterate (c_i = K_i / phi0_i^2, cqi_fill_linearise's `at`; g_i node i's fill row: g_ij its fill
- * change per unit velocity of node j, fill.h fill_rows). One more unknown per node, y_i = sqrt(dx^D c_i / a_i) (Pi g_i).v:
- * B's row i holds sqrt(a_i dx^D c_i) (Pi_j g_ij)^T at node j, A = diag(a_i), a_i node i's mass term (K's scale). B
- * couples nodes within two cells, so the matrix keeps K's pattern, where H_W couples nodes four cells apart: 9^3
- * blocks per row in 3D, too large for the factor's fronts. Factorised as L S L^T (sparse_cholesky.h, neg = 1): the
- * solve with it is the solve with K + H_W (the sign test of its pivots stands in for the definiteness test: a failed one
- * leaves the masses as the preconditioner, as a failed Cholesky does). Without it CG works on W's condition number, about K dt^2 / (rho dx^2)
- * (docs/benchmarks.md, "the fill water in the implicit solve"). Row by row, serial: the same for any thread count. */
+/* With the fill water: the quasi-definite matrix [[K, B^T], [B, -A]] whose Schur complement in the velocities, K + B^T
+ * A^-1 B, is K + H_W, W's Hessian projected: H_W = dx^D sum_i c_i (Pi g_i)(Pi g_i)^T over the nodes i under pressure
+ * at the iterate (c_i = K_i / phi0_i^2, cqi_fill_linearise's `at`; g_i node i's fill row: g_ij its fill change per
+ * unit velocity of node j, fill.h fill_rows). One more unknown per node, y_i = sqrt(dx^D c_i / a_i) (Pi g_i).v: B's
+ * row i holds sqrt(a_i dx^D c_i) (Pi_j g_ij)^T at node j, A = diag(a_i), a_i node i's mass term (K's scale). B couples
+ * nodes within two cells, so the matrix keeps K's pattern, where H_W couples nodes four cells apart: 9^3 blocks per
+ * row in 3D, too large for the factor's fronts. Factorised as L S L^T (sparse_cholesky.h, neg = 1): the solve with it
+ * is the solve with K + H_W (the sign test of its pivots stands in for the definiteness test: a failed one leaves the
+ * masses as the preconditioner, as a failed Cholesky does). Without it CG works on W's condition number, about K dt^2
+ * / (rho dx^2) (docs/benchmarks.md, "the fill water in the implicit solve"). Row by row, serial: the same for any
+ * thread count. */
 static void augment(cqi_factor* f, int D, const cq_real* at, double Vc, const cq_real* vstar, double damp) {
   enum { NEAR3 = 125 };
   int near = D == 3 ? NEAR3 : 25, width = f->width, bs = D + 1, DD = D * D, BB = bs * bs, center = (width - 1) / 2;

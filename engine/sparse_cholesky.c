@@ -461,8 +461,8 @@ static int signed_front(double* F, long f, int fc, int bs, int neg) {
   return CQI_CHOL_OK;
 }
 
-/* Supernode s's front on this thread's workspace: assembly, dpotrf, dtrsm, dsyrk (or signed_front); its panel into L and its update
- * matrix (lower triangle, leading dimension nb) into upd[s]. Returns a CQI_CHOL status. */
+/* Supernode s's front on this thread's workspace: assembly, dpotrf, dtrsm, dsyrk (or signed_front); its panel into L
+ * and its update matrix (lower triangle, leading dimension nb) into upd[s]. Returns a CQI_CHOL status. */
 static int factor_front(cqi_chol* c, const cqi_block_matrix* A, long s) {
   int bs = c->bs, t = omp_get_thread_num();
   double* F = c->fronts[t];

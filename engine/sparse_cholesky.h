@@ -1,10 +1,11 @@
-/* A supernodal multifrontal sparse Cholesky factorisation A = L L^T of a symmetric positive definite matrix made of
- * bs x bs blocks on a graph of nodes (the implicit solve's Hessian, implicit_factor.c: one node per grid node with
- * mass, bs = D), or A = L S L^T of a quasi-definite one (neg below: with the fill water, bs = D + 1). METIS orders the nodes (nested dissection); the dense work runs in LAPACK/BLAS (dpotrf, dtrsm,
- * dsyrk), so it goes at the speed of the system's BLAS. Written here because no permissively licensed supernodal
- * Cholesky is packaged for Debian (CHOLMOD's supernodal module is GPL; MUMPS and PaStiX are CeCILL-C/LGPL), and
- * SuperLU's LU, which it replaces, took 12x longer on the finger's Hessian (docs/benchmarks.md, "Issue 11").
- * Serial and in a fixed order: the same matrix gives the same factors, bit for bit. */
+/* A supernodal multifrontal sparse Cholesky factorisation A = L L^T of a symmetric positive definite matrix made of bs
+ * x bs blocks on a graph of nodes (the implicit solve's Hessian, implicit_factor.c: one node per grid node with mass,
+ * bs = D), or A = L S L^T of a quasi-definite one (neg below: with the fill water, bs = D + 1). METIS orders the nodes
+ * (nested dissection); the dense work runs in LAPACK/BLAS (dpotrf, dtrsm, dsyrk), so it goes at the speed of the
+ * system's BLAS. Written here because no permissively licensed supernodal Cholesky is packaged for Debian (CHOLMOD's
+ * supernodal module is GPL; MUMPS and PaStiX are CeCILL-C/LGPL), and SuperLU's LU, which it replaces, took 12x longer
+ * on the finger's Hessian (docs/benchmarks.md, "Issue 11"). Serial and in a fixed order: the same matrix gives the
+ * same factors, bit for bit. */
 #ifndef CQ_SPARSE_CHOLESKY_H
 #define CQ_SPARSE_CHOLESKY_H
 #include <stdint.h>

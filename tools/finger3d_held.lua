@@ -1,9 +1,9 @@
 -- tools/finger3d_held.lua: the 3D finger of scenes/finger.lua (DragonSkin-30 at its real bulk modulus 1.75 GPa,
--- volumetric = "averaged") in its tank of fill water (fluid = "fill", bulk WATER_BULK, particles SPACING apart), implicit
--- 5 ms substeps, its chamber pressure ramped from 0 to p_kPa over RAMP s and then held, for T seconds. Prints every
--- EVERY substeps the tip's displacement from the start and the solver's work (Newton, CG, factorisations and their
--- time, splits). With MEDIUM=air the same finger without the water. docs/benchmarks.md, "Issue 11: the fill water in
--- 3D, implicitly".
+-- volumetric = "averaged") in its tank of fill water (fluid = "fill", bulk WATER_BULK, particles SPACING apart),
+-- implicit 5 ms substeps, its chamber pressure ramped from 0 to p_kPa over RAMP s and then held, for T seconds. Prints
+-- every EVERY substeps the tip's displacement from the start and the solver's work (Newton, CG, factorisations and
+-- their time, splits). With MEDIUM=air the same finger without the water. docs/benchmarks.md, "Issue 11: the fill water
+-- in 3D, implicitly".
 --
 -- usage: build/bin/cqlua tools/finger3d_held.lua [p_kPa=10] [T=0.6] [mesh_mm=3]
 --   environment: WATER_BULK (Pa, 2.2e9), SPACING (m, 2e-3), RAMP (s, 0.1), DT (s, 5e-3), EVERY (10), MEDIUM (water),
