@@ -6,7 +6,8 @@
 -- in 3D, implicitly".
 --
 -- usage: build/bin/cqlua tools/finger3d_held.lua [p_kPa=10] [T=0.6] [mesh_mm=3]
---   environment: WATER_BULK (Pa, 2.2e9), SPACING (m, 2e-3), RAMP (s, 0.1), DT (s, 5e-3), EVERY (10), MEDIUM (water),
+--   environment: WATER_BULK (Pa, 2.2e9), SPACING (m, 2e-3), GAP (m: the water on every side of the finger; scenes/
+--   finger.lua's 14/10/10 mm by default), RAMP (s, 0.1), DT (s, 5e-3), EVERY (10), MEDIUM (water),
 --   PRECOND (implicit.precond), CSV (a file: t and the tip's displacement per printed line)
 package.path = "./scenes/?.lua;" .. package.path
 local finger = require "finger"
@@ -14,7 +15,9 @@ local pk, T, mesh = tonumber(arg[1] or 10), tonumber(arg[2] or 0.6), tonumber(ar
 local DT, RAMP = tonumber(os.getenv("DT") or 5e-3), tonumber(os.getenv("RAMP") or 0.1)
 local EVERY = tonumber(os.getenv("EVERY") or 10)
 local water = (os.getenv("MEDIUM") or "water") == "water" and
-  { bulk = tonumber(os.getenv("WATER_BULK") or 2.2e9), spacing = tonumber(os.getenv("SPACING") or 2e-3) } or nil
+  { bulk = tonumber(os.getenv("WATER_BULK") or 2.2e9), spacing = tonumber(os.getenv("SPACING") or 2e-3),
+    gap = os.getenv("GAP") and { tonumber(os.getenv("GAP")), tonumber(os.getenv("GAP")), tonumber(os.getenv("GAP")) } }
+  or nil
 local world, s, nf = finger.build { mesh_size = mesh, bulk = 1.75e9, water = water, fluid = water and "fill" or nil,
   volumetric = "averaged", integrator = "implicit", dt = DT, implicit = { precond = os.getenv("PRECOND") } }
 local tip = finger.tip_of(world, s, nf)
