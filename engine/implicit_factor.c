@@ -115,6 +115,14 @@ static void pattern(const cqi_factor* f, const cq_substep* c, int D, int reach, 
   }
 }
 
+/* Offset o within two cells (axis a in [-2, 2] weighted 5^a) as a position in a row of width blocks (5^D: o itself;
+ * 9^D: axis a in [-4, 4] weighted 9^a). */
+static int row_position(int o, int D, int width) {
+  int side = width == (D == 3 ? 125 : 25) ? 5 : 9, w = 0, scale = 1;
+  for (int a = 0; a < D; a++, o /= 5, scale *= side) w += (o % 5 - 2 + (side - 1) / 2) * scale;
+  return w;
+}
+
 /* The wide pattern (the 2D fixed groups'): the elastic blocks (offsets within two cells) moved into
  * the 9^D rows. */
 static void spread_blocks(cqi_factor* f, int D) {
@@ -122,8 +130,7 @@ static void spread_blocks(cqi_factor* f, int D) {
   int near = D == 3 ? NEAR3 : NEAR2, width = f->width, DD = D * D;
   memset(f->blocks, 0, sizeof(double) * f->count * width * DD);
   for (int o = 0; o < near; o++) {
-    int code = o, w = 0, scale = 1;
-    for (int a = 0; a < D; a++, code /= 5, scale *= 9) w += (code % 5 - 2 + 4) * scale;
+    int w = row_position(o, D, width);
     for (long j = 0; j < f->count; j++)
       if (f->nbr5[j * near + o] >= 0)
         memcpy(f->blocks + (j * width + w) * DD, f->blocks5 + (j * near + o) * DD, sizeof(double) * DD);
@@ -145,11 +152,7 @@ static void augment(cqi_factor* f, int D, const cq_real* at, double Vc, const cq
   enum { NEAR3 = 125 };
   int near = D == 3 ? NEAR3 : 25, width = f->width, bs = D + 1, DD = D * D, BB = bs * bs, center = (width - 1) / 2;
   int at_w[NEAR3]; /* offset o within two cells -> its position in a row of width */
-  for (int o = 0; o < near; o++) {
-    int code = o, w = 0, scale = 1, side = width == near ? 5 : 9;
-    for (int a = 0; a < D; a++, code /= 5, scale *= side) w += (code % 5 - 2 + (side - 1) / 2) * scale;
-    at_w[o] = w;
-  }
+  for (int o = 0; o < near; o++) at_w[o] = row_position(o, D, width);
   const int32_t* nbr5 = width == near ? f->nbr : f->nbr5;
   memset(f->aug, 0, sizeof(double) * f->count * width * BB);
   for (long k = 0; k < f->count * width; k++)
