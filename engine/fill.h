@@ -107,6 +107,21 @@ CQ_HD void CQ_D(fill_line_node)(const cq_real* base, const cq_real* at_v, const 
   for (int a = 3; a <= D; a++) out[a] = 0;
 }
 
+/* Node pass CQI_FILL_PREDICT (the Newton solve's active-set rounds, integrator_implicit.c fill_active_set): lin
+ * the linearisation at v (lin[0] = dphi_i there, lin[1] = p_i, lin[2] node i's Hessian weight), out[0] = delta_i,
+ * the fill change of a direction d. W is exactly piecewise quadratic in v, so the quadratic piece node i is on at
+ * v + d is known: under pressure when e_i + delta_i / phi0_i > 0 (e_i = r_i - 1 at v). lin[2] becomes that piece's
+ * weight, out[1] the change of node i's pressure term in the gradient of that piece at v (K_i e_i / phi0_i, negative
+ * below the rest fill, minus p_i), out[2] = 1 where the piece differs from the one lin[2] had. */
+CQ_HD void CQ_D(fill_predict_node)(const cq_real* base, cq_real* lin, cq_real* out) {
+  cq_real K = base[1], phi0 = base[2], e = (base[0] + lin[0]) / phi0 - 1;
+  int on = K > 0 && e + out[0] / phi0 > 0;
+  cq_real weight = on ? K / (phi0 * phi0) : 0;
+  out[1] = (on ? K * e / phi0 : 0) - lin[1];
+  out[2] = (weight > 0) != (lin[2] > 0);
+  lin[2] = weight;
+}
+
 /* The node passes (mode CQI_FILL_*, kernel_types.h), pointers at node i's D + 1 reals:
  *   BASE:  base from the sums (slot 0 the particles' fill, slot 1 their fluid V K): the walls' share added to slot 0,
  *          slot 1 -> K_i = (fluid V K / dx^D) / phi_i, slot 2 = phi0_i = 1 + ref[0] (ref NULL: 1);
@@ -115,7 +130,8 @@ CQ_HD void CQ_D(fill_line_node)(const cq_real* base, const cq_real* at_v, const 
  *   HVP:   out[1] = at[2] out[0], the pressure's differential along the direction whose dphi is out[0];
  *   ADJ:   fill_adj_node(base, at, out), at the linearisation at the converged velocities;
  *   LINE:  along a line v + a d (the Newton step's line search): ref[0] = dphi_i at v, at[0] = delta_i (d's dphi),
- *          out[0] = a delta_i on entry; out = (W_i(a) - W_i(0), dW_i/da, d2W_i/da2) (fill_line_node). */
+ *          out[0] = a delta_i on entry; out = (W_i(a) - W_i(0), dW_i/da, d2W_i/da2) (fill_line_node);
+ *   PREDICT: fill_predict_node(base, ref, out): ref the linearisation at v, out[0] = delta_i on entry. */
 CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_real* base, cq_real* ref,
                            const cq_real* at, cq_real* out) {
   if (mode == CQI_FILL_BASE) {
@@ -131,6 +147,8 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_rea
     out[2] = on ? base[1] / (base[2] * base[2]) : 0;
   } else if (mode == CQI_FILL_HVP) {
     out[1] = at[2] * out[0];
+  } else if (mode == CQI_FILL_PREDICT) {
+    CQ_D(fill_predict_node)(base, ref, out);
   } else {
     cq_real Vc = 1;
     for (int a = 0; a < D; a++) Vc *= c->dx;

@@ -139,7 +139,7 @@ static void spread_blocks(cqi_factor* f, int D) {
 
 /* With the fill water: the quasi-definite matrix [[K, B^T], [B, -A]] whose Schur complement in the velocities, K + B^T
  * A^-1 B, is K + H_W, W's Hessian projected: H_W = dx^D sum_i c_i (Pi g_i)(Pi g_i)^T over the nodes i under pressure
- * at the iterate (c_i = K_i / phi0_i^2, cqi_fill_linearise's `at`; g_i node i's fill row: g_ij its fill change per
+ * in the linearisation (c_i = K_i / phi0_i^2, cqi_fill_linearise's or cqi_fill_predict's `at`; g_i node i's fill row: g_ij its fill change per
  * unit velocity of node j, fill.h fill_rows). One more unknown per node, y_i = sqrt(dx^D c_i / a_i) (Pi g_i).v: B's
  * row i holds sqrt(a_i dx^D c_i) (Pi_j g_ij)^T at node j, A = diag(a_i), a_i node i's mass term (K's scale). B couples
  * nodes within two cells, so the matrix keeps K's pattern, where H_W couples nodes four cells apart: 9^3 blocks per
@@ -243,9 +243,8 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
     spread_blocks(f, D);
   }
   if (fixed && (st = be->ops->vol_group_blocks(be, c, s, &sim->view->params, f->slot, f->blocks)) != CQ_OK) return st;
-  if (fill) { /* W's Hessian at v (fill.h): its rows from the particles, their node weights at v */
+  if (fill) { /* W's Hessian (fill.h): its rows from the particles, its node weights the caller's linearisation */
     memset(f->rows, 0, sizeof(double) * count * near * D);
-    if ((st = cqi_fill_linearise(sim, c, s, v)) != CQ_OK) return st;
     if ((st = be->ops->fill_rows(be, c, s, &sim->view->params, f->slot, f->rows)) != CQ_OK) return st;
   }
   if ((st = projections(f, sim, c, vstar, scratch)) != CQ_OK) return st;

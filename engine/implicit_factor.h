@@ -16,8 +16,9 @@ int cqi_factor_supported(const cqi_backend* be);
 cqi_factor* cqi_factor_create(void);
 void cqi_factor_free(cqi_factor* f);
 /* Assembles K = Pi (H_el + H_W + M) Pi + (I - Pi) M at the grid velocities v (Pi: the boundary projections of the
- * solve, H_el: the projected elastic Hessian of dt E, H_W: the fill water's Hessian at v, through the quasi-definite
- * augmented matrix of implicit_factor.c's augment, M: the nodal masses) and factorises it. scratch: a grid vector.
+ * solve, H_el: the projected elastic Hessian of dt E, H_W: the fill water's Hessian with the node weights of the
+ * last cqi_fill_linearise or cqi_fill_predict, through the quasi-definite augmented matrix of implicit_factor.c's
+ * augment, M: the nodal masses) and factorises it. scratch: a grid vector.
  * *ok = 0 when K is not positive definite (or a pivot of the quasi-definite matrix has the wrong sign: round-off on a
  * nearly singular K): the caller then preconditions by the masses (counted in the solver stats' factor_failures). */
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,

@@ -186,6 +186,12 @@ int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
 int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v);
 int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out);
 int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid);
+/* The Newton solve's active-set round (integrator_implicit.c fill_active_set): with the linearisation at v of the
+ * last cqi_fill_linearise, puts into it the nodes' pieces of W at v + d (the Hessian weights cqi_fill_hvp and the
+ * factor then use), adds to g the change of dW/dv at v that the switch to those pieces makes (the gradient at v of
+ * the quadratic W is on at v + d: fill.h fill_predict_node), and counts in *changed the nodes whose piece changed. */
+int cqi_fill_predict(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, cq_real* g,
+                     long* changed);
 /* W along the Newton step's line v + a d (v: the iterate of the last cqi_fill_linearise): cqi_fill_line_begin takes
  * d's change of the fill (it replaces cqi_fill_hvp's direction), then cqi_fill_line gives w[0] = W(v + a d) - W(v),
  * w[1] = dW/da and w[2] = d2W/da2 there (node passes and a sum: no particle pass). */

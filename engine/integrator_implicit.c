@@ -23,6 +23,12 @@ enum { DEFAULT_MAX_SPLIT = 6 };
  * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation far more
  * (5 s on the finger of examples/finger_pressure.lua), so stale factors are kept while they still work. */
 enum { REFACTOR_CG = 8 };
+/* implicit.fill_rounds' default with the factor preconditioner: the fill water's active-set rounds per Newton
+ * iteration (fill_active_set). */
+enum { DEFAULT_FILL_ROUNDS = 4 };
+/* What fill_active_set chose: no direction of its own (the caller's first, and its step), or the best of its rounds,
+ * after which no node changed piece (settled) or some still did (unsettled: the factors' pieces are no iterate's). */
+enum { FILL_NONE = 0, FILL_SETTLED = 1, FILL_UNSETTLED = 2 };
 
 /* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
 typedef struct {
@@ -39,6 +45,7 @@ typedef struct {
   double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
   double tol;
   int max_newton, max_cg;
+  int fill_rounds; /* the fill water's active-set rounds per Newton iteration (0: none; fill_active_set) */
   cqi_factor* factor; /* implicit.precond = "factor": the substep's factorised Hessian (NULL: the masses) */
   int factored;       /* factor holds this substep's factors */
   /* split substeps (piece_forward, piece_adj): per level of halving, state blocks allocated when first needed */
@@ -74,6 +81,10 @@ static int implicit_create(cqi_sim* sim) {
                       be->ops->kind, NULL));
   if (precond == CQ_PRECOND_FACTOR || (precond == CQ_PRECOND_AUTO && cqi_factor_supported(be)))
     if (!(ws->factor = cqi_factor_create())) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
+  /* the rounds' solves need the factors: with the masses' inexact CG the rounds do not settle and cost 3x the CG
+   * (docs/benchmarks.md), so by default none there */
+  ws->fill_rounds = d->implicit_fill_rounds > 0 ? d->implicit_fill_rounds
+                    : d->implicit_fill_rounds == 0 && ws->factor ? DEFAULT_FILL_ROUNDS : 0;
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
   cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g, &ws->d, &ws->r, &ws->p, &ws->q, &ws->hp,
                        &ws->z, &ws->vt, &ws->gt, &ws->tmp};
@@ -162,14 +173,14 @@ static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_
  * curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the direction so far, or, if
  * there is none yet, the preconditioned -g (with the factors, the projected Newton step): each iterate stays a
  * descent direction, since the preconditioner is definite. dHd receives d.H d (the sum of alpha_k r_k.z_k over the
- * iterations, as the directions are H-conjugate; 0 for the fallback, whose curvature is not known). */
-static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* iters,
-                        double* dHd) {
+ * iterations, as the directions are H-conjugate; 0 for the fallback, whose curvature is not known). With the fill
+ * water, H's share of W is that of the last cqi_fill_linearise or cqi_fill_predict. */
+static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* g, double eta,
+                        int* iters, double* dHd) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   TRY(be->ops->grid_clear(be, ws->d));
-  if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
-  TRY(lincomb(be, ws->r, -1, ws->g, 0, ws->g));
+  TRY(lincomb(be, ws->r, -1, g, 0, g));
   TRY(precondition(sim, c, ws->r, ws->z));
   TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
   double rr, rz, gg;
@@ -203,8 +214,9 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
   return CQ_OK;
 }
 
-/* The factorised Hessian at the iterate ws->v, when implicit.precond asks for one (ws->q is free here). A singular
- * Hessian leaves the masses as the preconditioner. */
+/* The factorised Hessian at the iterate ws->v (with the fill water, its pieces of W those of the linearisation),
+ * when implicit.precond asks for one (ws->q is free here). A singular Hessian leaves the masses as the
+ * preconditioner. */
 static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
   implicit_ws* ws = sim->ws;
   ws->factored = 0;
@@ -236,6 +248,77 @@ static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
                     k + 1, piece, why, hist, ws->tol, ws->max_newton, ws->max_cg);
 }
 
+/* The model of dt E along the direction d of curvature dHd = d.H d: the rest's slope and curvature (dHd less hw =
+ * d.H_W d, W's share of it: on the pieces at v (at_v: the line's w0[2]) or on the linearisation's (a product)) plus W
+ * exactly, at its minimum a (cqi_fill_step) -> *value, *step. +inf when d does not descend. Uses tmp. */
+static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, double dHd,
+                      int at_v, double* value, double* step) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  double slope, w0[3], wa[3], hw = 0;
+  TRY(be->ops->grid_dot(be, ws->g, d, &slope));
+  *value = INFINITY, *step = 0;
+  if (!(slope < 0)) return CQ_OK;
+  if (!at_v) {
+    TRY(be->ops->grid_clear(be, ws->tmp));
+    TRY(cqi_fill_hvp(sim, c, s, d, ws->tmp));
+    TRY(be->ops->grid_dot(be, d, ws->tmp, &hw));
+  }
+  TRY(cqi_fill_line_begin(sim, c, s, d));
+  TRY(cqi_fill_line(sim, c, 0, w0));
+  double kappa = dHd - (at_v ? w0[2] : hw);
+  TRY(cqi_fill_step(sim, c, slope - w0[1], kappa, slope, step));
+  TRY(cqi_fill_line(sim, c, *step, wa));
+  *value = (slope - w0[1]) * *step + (kappa > 0 ? kappa : 0) * *step * *step / 2 + wa[0];
+  return CQ_OK;
+}
+
+/* The fill water's no-tension kink, as a primal-dual active-set (semismooth Newton) method treats it. W is exactly
+ * piecewise quadratic in v (fill.h): node i's piece is dx^D (K_i / 2)(r_i - 1)^2 above its rest fill and 0 below. The
+ * Newton direction d from the pieces at v compresses the nodes just below their rest fill far past it (they are not
+ * in its Hessian), and the line search then stops where the first of them fills: on the 3D finger's tank steps of
+ * a = 0.02-0.3 and 37-41 Newton iterations per substep. So each round takes the pieces the nodes are on at v + d
+ * (cqi_fill_predict: the Hessian's weights and the gradient at v of those pieces, in gt) and solves again, on a
+ * refactorised Hessian (its pieces changed): once no node changes piece, d minimises the rest's quadratic model plus
+ * the exact W. Such rounds can cycle (near the solution a node or two flip back and forth), so there are up to
+ * implicit.fill_rounds of them, and the direction kept is the one whose model (fill_model) falls lowest: in ws->d,
+ * with its dHd and the model's minimum a in *step (*chosen, FILL_*). FILL_NONE when no node changed piece along the
+ * first direction (d and dHd untouched) or when none descends: the caller then takes its own step. cg_its: the CG
+ * iterations of the last direction solved. Uses vt and tmp. On the 2D finger in water (tools/finger2d_held.lua, 8
+ * kPa, 0.4 s) Newton iterations 774 -> 179 and CG 16,761 -> 1,334 for factorisations 321 -> 561; fewer rounds do
+ * worse, as does stopping once a round's model gains little (docs/benchmarks.md). */
+static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* cg_its,
+                           double* dHd, double* step, int* chosen) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  double best = 0, best_dHd = *dHd, value, a;
+  long changed;
+  *chosen = FILL_NONE;
+  for (int round = 0;; round++) {
+    TRY(lincomb(be, ws->gt, 1, ws->g, 0, ws->g));
+    TRY(cqi_fill_predict(sim, c, s, ws->d, ws->gt, &changed));
+    if (round == 0) {
+      if (changed == 0) return CQ_OK;
+      TRY(fill_model(sim, c, s, ws->d, *dHd, 1, &best, step));
+      TRY(lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
+    }
+    if (changed == 0 || round == ws->fill_rounds) break;
+    TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, ws->gt)); /* projected, as g is */
+    TRY(refactor(sim, c, s)); /* stale factors here cost more CG and Newton iterations than they save */
+    TRY(cg_direction(sim, c, s, ws->gt, eta, cg_its, dHd));
+    sim->stats.fill_rounds++;
+    sim->stats.cg += *cg_its;
+    TRY(fill_model(sim, c, s, ws->d, *dHd, 0, &value, &a));
+    if (value < best) {
+      TRY(lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
+      best = value, best_dHd = *dHd, *step = a;
+    }
+  }
+  *dHd = best_dHd;
+  *chosen = !isfinite(best) ? FILL_NONE : changed ? FILL_UNSETTLED : FILL_SETTLED;
+  return lincomb(be, ws->d, 1, ws->vt, 0, ws->vt);
+}
+
 /* Minimises dt E (eq. 12) over ws->v from the boundary-projected v* (ws->v on entry): Newton with CG directions
  * and a backtracking line search. The Armijo test E(v + a d) <= E(v) + c a grad.d needs E's change along the step,
  * which the trapezoid rule on the directional derivatives gives, (a/2)(grad(v).d + grad(v + a d).d), because the
@@ -244,6 +327,7 @@ static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
  * of a there, fill.c cqi_fill_line), in the test and in the first trial step, the minimum of the model slope * a +
  * curvature * a^2 / 2 + W (cqi_fill_step): a full Newton step compresses the nodes that were just below their rest
  * fill far past it (they are not in the Hessian), and halving from 1 cost 1.6 gradients per iteration on the tank.
+ * Where that happens the fill's active-set rounds (fill_active_set) replace the direction and its first step.
  * Converged when ||grad||_inf <= tol * scale, scale = the larger of ||m v*||_inf and the
  * elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start (both momenta per node). */
 static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long k) {
@@ -264,23 +348,25 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (!isfinite(gn)) return not_converged(sim, k, it, "the gradient is not finite");
     if (it == ws->max_newton) return not_converged(sim, k, it, "max_newton reached");
     double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope, dHd;
+    if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
     if (stale) TRY(refactor(sim, c, s));
-    int cg_its;
-    TRY(cg_direction(sim, c, s, eta, &cg_its, &dHd));
+    int cg_its, chosen = FILL_NONE;
+    double a = 1, w0[3] = {0, 0, 0}, wa[3] = {0, 0, 0};
+    TRY(cg_direction(sim, c, s, ws->g, eta, &cg_its, &dHd));
     sim->stats.newton++;
     sim->stats.cg += cg_its;
-    stale = cg_its > REFACTOR_CG;
+    if (c->fill && ws->fill_rounds > 0) TRY(fill_active_set(sim, c, s, eta, &cg_its, &dHd, &a, &chosen));
+    stale = cg_its > REFACTOR_CG || chosen == FILL_UNSETTLED; /* the factors' pieces: those of no iterate */
     TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
     if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
       TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
       dHd = 0; /* not known along this d: the fill's first step then takes W alone as the model's curvature */
     }
-    double a = 1, w0[3] = {0, 0, 0}, wa[3] = {0, 0, 0};
     if (c->fill) { /* W exactly along d (fill.c): the first step its model's minimum, the test W's exact change */
       TRY(cqi_fill_line_begin(sim, c, s, ws->d));
       TRY(cqi_fill_line(sim, c, 0, w0));
-      TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
+      if (chosen == FILL_NONE) TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
     }
     int h = 0;
     for (; h < MAX_HALVINGS; h++, a *= 0.5) {

@@ -118,7 +118,8 @@ CQ_HD int cqi_pressure_kind(int kind) { return kind == CQ_ACT_CHAMBER || kind ==
  * directions its symmetric part (K + K^T)/2, so that conjugate gradients apply; the adjoint K^T. */
 enum { CQI_PRODUCT_SYM = 0, CQI_PRODUCT_T = 1 };
 /* The fill water's node passes (fill.h fill_node). */
-enum { CQI_FILL_BASE = 0, CQI_FILL_REF = 1, CQI_FILL_GRAD = 2, CQI_FILL_HVP = 3, CQI_FILL_ADJ = 4, CQI_FILL_LINE = 5 };
+enum { CQI_FILL_BASE = 0, CQI_FILL_REF = 1, CQI_FILL_GRAD = 2, CQI_FILL_HVP = 3, CQI_FILL_ADJ = 4, CQI_FILL_LINE = 5,
+       CQI_FILL_PREDICT = 6 };
 typedef struct cq_substep {
   int res[3];                   /* grid nodes per axis */
   long stride[3];               /* node index = i*stride[0] + j*stride[1] (+ k*stride[2]) */

@@ -66,6 +66,9 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->implicit_pressure != CQ_PRESSURE_IMPLICIT && d->implicit_pressure != CQ_PRESSURE_LAGGED)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.pressure must be 0 (lagged) or 1 (implicit) (got %d)",
                       d->implicit_pressure);
+  if (d->implicit_fill_rounds < -1 || d->implicit_fill_rounds > 16)
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.fill_rounds must be in [-1, 16] (-1: none, 0: the default) (got %d)",
+                      d->implicit_fill_rounds);
   if (d->implicit_max_split < -1 || d->implicit_max_split > 30)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_split must be in [-1, 30] (-1: none, 0: the default) (got %d)",
                       d->implicit_max_split);

@@ -271,7 +271,7 @@ describe("implicit integrator", function()
     assert.is_true(st.newton >= 1 and st.cg >= st.newton and st.halvings >= 0 and st.adjoint_cg == 0)
     assert.is_true(st.factorizations >= 1 and st.factor_seconds > 0 and st.factor_failures == 0)
     assert.are.same({ substeps = 0, newton = 0, cg = 0, halvings = 0, adjoint_cg = 0, factorizations = 0,
-      factor_seconds = 0, splits = 0, simd_particles = 0, kept_substeps = 0, factor_failures = 0 }, w:solver_stats())
+      factor_seconds = 0, splits = 0, simd_particles = 0, kept_substeps = 0, factor_failures = 0, fill_rounds = 0 }, w:solver_stats())
     E.has(E.err_of(w.solver_stats, w, 1), "world:solver_stats", "reset must be true, false or nil")
     local we = cube("explicit", 2e-5)
     assert.are.equal(0, we:solver_stats().substeps)

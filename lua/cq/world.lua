@@ -15,7 +15,7 @@ local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "subste
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric", "fluid",
   "fluid_rest", "volumetric_groups" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
-  "max_split", "pressure" })
+  "max_split", "pressure", "fill_rounds" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
@@ -121,7 +121,8 @@ function M.new(opts)
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
     if type(io) ~= "table" then
-      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond, volume, max_split, pressure}", io)
+      check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond, volume, max_split, pressure, " ..
+        "fill_rounds}", io)
     end
     check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
     d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
@@ -135,6 +136,10 @@ function M.new(opts)
       == "implicit" and 1 or 0
     local split = check.integer(where, "implicit.max_split", io.max_split or 6, 0, 30)
     d.implicit_max_split = split == 0 and -1 or split -- the engine's 0 is its default, -1 none
+    if io.fill_rounds ~= nil then -- nil: the engine's default (4 with the factor preconditioner, none with the masses)
+      local rounds = check.integer(where, "implicit.fill_rounds", io.fill_rounds, 0, 16)
+      d.implicit_fill_rounds = rounds == 0 and -1 or rounds
+    end
   end
   local names = {} -- "all" first, so named walls override it
   for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
@@ -212,7 +217,8 @@ end
 --- factorizations (Hessians factorised by implicit.precond = "factor") and factor_seconds (their wall time); and
 --- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h);
 --- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/memo.c) instead of recomputing it;
---- factor_failures: factorisations refused as not definite (CG then preconditions by the masses).
+--- factor_failures: factorisations refused as not definite (CG then preconditions by the masses); fill_rounds: the fill
+--- water's active-set rounds (Newton directions solved again with the pieces of W the nodes end on).
 function World:solver_stats(reset)
   if reset ~= nil and type(reset) ~= "boolean" then
     check.fail("world:solver_stats", "reset must be true, false or nil", reset)
@@ -223,7 +229,7 @@ function World:solver_stats(reset)
     halvings = tonumber(st.halvings), adjoint_cg = tonumber(st.adjoint_cg),
     factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds, splits = tonumber(st.splits),
     simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps),
-    factor_failures = tonumber(st.factor_failures) }
+    factor_failures = tonumber(st.factor_failures), fill_rounds = tonumber(st.fill_rounds) }
 end
 
 --- fluid = "fill" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
