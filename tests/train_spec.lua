@@ -238,6 +238,43 @@ describe("cq.train", function()
     assert.is_true(math.abs(p.v[0]) < 1)
   end)
 
+  -- A real engine failure: iteration 2's rollout blows up (gravity 1e6 for that evaluation: the boxes leave a cell
+  -- per substep). The evaluation hides the engine's message behind its own, so only the world's recorded
+  -- CQ_ERR_BLOWUP status tells cq.train that it is numerical; the run goes back to the last good parameters.
+  it("recovers from a blow-up in a real rollout by the engine's status, whatever the message", function()
+    local P = require("tests._train_scene").problem { steps = 4 }
+    local calls = 0 -- the second evaluation (iteration 2's first attempt) blows up
+    local res = cq.train { rollout = P.run, state = P.s0, optimizer = P.opt, iterations = 3, checkpoint = false,
+      log = cq.log { name = "real_blowup", dir = cwd_out, columns = { "iteration", "loss", "grad_norm", "lr",
+        "seconds", "note" }, quiet = true },
+      before = function()
+        calls = calls + 1
+        P.world:set_gravity { 0, calls == 2 and -1e6 or -4 }
+      end,
+      evaluate = function()
+        local ok, loss = pcall(P.run.forward, P.run, P.s0)
+        if not ok then error("my evaluation failed", 0) end
+        P.run:backward()
+        return loss
+      end }
+    print(string.format("  loss %.6g after %d recoveries", res.loss, res.recoveries))
+    assert.are.equal(1, res.recoveries)
+    assert.is_true(res.loss == res.loss and res.loss < math.huge)
+    -- a script error after a blow-up is still a script error: the status is this evaluation's only
+    calls = 0
+    local ok, err = pcall(cq.train, { rollout = P.run, state = P.s0, optimizer = P.opt, iterations = 3,
+      checkpoint = false, log = cq.log { name = "real_blowup2", dir = cwd_out, columns = { "iteration" }, quiet = true },
+      before = function() calls = calls + 1 end,
+      evaluate = function()
+        if calls == 1 then return P.run:forward(P.s0) end
+        P.world:set_gravity { 0, calls == 2 and -1e6 or -4 }
+        pcall(P.run.forward, P.run, P.s0)
+        error("a bug in my script", 0)
+      end })
+    assert.is_false(ok)
+    assert.matches("a bug in my script", err)
+  end)
+
   -- Starts a child cqlua process running a cq.train of the scene in dir; returns a handle.
   local function child(dir, iterations, tag)
     local script = dir .. "/train_child.lua"
