@@ -8,7 +8,8 @@
 -- usage: build/bin/cqlua tools/finger3d_held.lua [p_kPa=10] [T=0.6] [mesh_mm=3]
 --   environment: WATER_BULK (Pa, 2.2e9), SPACING (m, 2e-3), GAP (m: the water on every side of the finger; scenes/
 --   finger.lua's 14/10/10 mm by default), RAMP (s, 0.1), DT (s, 5e-3), EVERY (10), MEDIUM (water),
---   PRECOND (implicit.precond), CSV (a file: t and the tip's displacement per printed line)
+--   PRECOND (implicit.precond), FILL_ROUNDS (implicit.fill_rounds), CSV (a file: t and the tip's displacement per
+--   printed line)
 package.path = "./scenes/?.lua;" .. package.path
 local finger = require "finger"
 local pk, T, mesh = tonumber(arg[1] or 10), tonumber(arg[2] or 0.6), tonumber(arg[3] or 3)
@@ -19,7 +20,8 @@ local water = (os.getenv("MEDIUM") or "water") == "water" and
     gap = os.getenv("GAP") and { tonumber(os.getenv("GAP")), tonumber(os.getenv("GAP")), tonumber(os.getenv("GAP")) } }
   or nil
 local world, s, nf = finger.build { mesh_size = mesh, bulk = 1.75e9, water = water, fluid = water and "fill" or nil,
-  volumetric = "averaged", integrator = "implicit", dt = DT, implicit = { precond = os.getenv("PRECOND") } }
+  volumetric = "averaged", integrator = "implicit", dt = DT,
+  implicit = { precond = os.getenv("PRECOND"), fill_rounds = tonumber(os.getenv("FILL_ROUNDS")) } }
 local tip = finger.tip_of(world, s, nf)
 local x0 = tip()
 print(string.format("%d particles (%d finger), %s, %.1f kPa over %.2f s, dt %g s", world.n, nf,
