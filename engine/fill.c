@@ -81,17 +81,19 @@ int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const
   return be->ops->fill_force(be, c, s, m, sim->fill.dir, c->dt, out);
 }
 
-int cqi_fill_predict(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, cq_real* g,
-                     long* changed) {
+int cqi_fill_predict(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, long* changed) {
   cqi_backend* be = sim->be;
-  const cq_params* m = &sim->view->params;
   double sums[4];
   TRY(be->ops->grid_clear(be, sim->fill.dir));
-  TRY(be->ops->fill_scatter(be, c, s, m, d, sim->fill.dir));
+  TRY(be->ops->fill_scatter(be, c, s, &sim->view->params, d, sim->fill.dir));
   TRY(be->ops->fill_node(be, c, CQI_FILL_PREDICT, sim->fill.base, sim->fill.at, NULL, sim->fill.dir));
   TRY(be->ops->grid_sums(be, sim->fill.dir, sums));
   *changed = (long)(sums[2] + 0.5);
-  return be->ops->fill_force(be, c, s, m, sim->fill.dir, c->dt, g);
+  return CQ_OK;
+}
+
+int cqi_fill_predict_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* g) {
+  return sim->be->ops->fill_force(sim->be, c, s, &sim->view->params, sim->fill.dir, c->dt, g);
 }
 
 int cqi_fill_line_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d) {

@@ -19,7 +19,8 @@
  * (semi-definite: no second derivative of phi in v). Explicitly the same force at v = 0 goes into P2G's momentum.
  * Each is two particle passes (fill_scatter into the nodes, fill_force back) around one node pass (fill_node).
  * Node vectors are grid vectors (D + 1 >= 3 reals per node): base = (phi^n, K_i, phi0_i) of the substep; a
- * linearisation = (dphi, p, K_i / phi0_i^2 where r > 1). Included once per dimension by kernels.h. */
+ * linearisation = (dphi, p, K_i / phi0_i^2 where r > 1, or where the node is under pressure at v + d after an
+ * active-set round's CQI_FILL_PREDICT). Included once per dimension by kernels.h. */
 
 /* The fill sums of particle p into its stencil nodes. v NULL: slot 0 += w V / dx^D, slot 1 += w V K / dx^D for a
  * fluid (K its bulk). Else slot 0 += the fill's change dt (V / dx^D) grad w . u_p at the grid velocities v. */

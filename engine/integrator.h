@@ -178,20 +178,22 @@ int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1);
 int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s);
 /* The fill water of a substep (fill.c; c->fill set, the backend's active region the substep's): cqi_fill_begin takes
  * the base from s (and the rest fill, the first time with fluid_rest = "initial"); cqi_fill_gradient adds dW/dv at
- * the grid velocities v into the grid vector g; cqi_fill_linearise fixes the Hessian's active nodes at v, and
- * cqi_fill_hvp adds the Hessian of W there times x into out; cqi_fill_explicit adds the explicit step's impulse
+ * the grid velocities v into the grid vector g; cqi_fill_linearise fixes the Hessian's active nodes at v (the
+ * pieces of W there; cqi_fill_predict may change them), and cqi_fill_hvp adds the Hessian of W on them times x into
+ * out; cqi_fill_explicit adds the explicit step's impulse
  * -dt dW/dx into P2G's momentum grid. */
 int cqi_fill_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s);
 int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* g);
 int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v);
 int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out);
 int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid);
-/* The Newton solve's active-set round (integrator_implicit.c fill_active_set): with the linearisation at v of the
- * last cqi_fill_linearise, puts into it the nodes' pieces of W at v + d (the Hessian weights cqi_fill_hvp and the
- * factor then use), adds to g the change of dW/dv at v that the switch to those pieces makes (the gradient at v of
- * the quadratic W is on at v + d: fill.h fill_predict_node), and counts in *changed the nodes whose piece changed. */
-int cqi_fill_predict(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, cq_real* g,
-                     long* changed);
+/* The Newton solve's active-set round (integrator_implicit.c fill_active_set): cqi_fill_predict puts into the
+ * linearisation at v of the last cqi_fill_linearise the nodes' pieces of W at v + d (the Hessian weights cqi_fill_hvp
+ * and the factor then use) and counts in *changed the nodes whose piece changed; cqi_fill_predict_gradient then adds
+ * to g the change of dW/dv at v that the switch to those pieces makes (g + it: the gradient at v of the piecewise
+ * quadratic W on them; fill.h fill_predict_node). */
+int cqi_fill_predict(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, long* changed);
+int cqi_fill_predict_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* g);
 /* W along the Newton step's line v + a d (v: the iterate of the last cqi_fill_linearise): cqi_fill_line_begin takes
  * d's change of the fill (it replaces cqi_fill_hvp's direction), then cqi_fill_line gives w[0] = W(v + a d) - W(v),
  * w[1] = dW/da and w[2] = d2W/da2 there (node passes and a sum: no particle pass). */

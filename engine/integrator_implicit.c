@@ -26,9 +26,11 @@ enum { REFACTOR_CG = 8 };
 /* implicit.fill_rounds' default with the factor preconditioner: the fill water's active-set rounds per Newton
  * iteration (fill_active_set). */
 enum { DEFAULT_FILL_ROUNDS = 4 };
-/* What fill_active_set chose: no direction of its own (the caller's first, and its step), or the best of its rounds,
- * after which no node changed piece (settled) or some still did (unsettled: the factors' pieces are no iterate's). */
-enum { FILL_NONE = 0, FILL_SETTLED = 1, FILL_UNSETTLED = 2 };
+/* What fill_active_set chose: no direction of its own (the caller's first, and its step: no node changed piece, or,
+ * STALE_NONE, no round's direction descends), or the best of its rounds. SETTLED: no node changes piece at its end
+ * and it was the last solved, so the factors' pieces are the next iterate's; UNSETTLED, STALE_NONE: they are no
+ * iterate's (the caller marks them stale). */
+enum { FILL_NONE = 0, FILL_SETTLED = 1, FILL_UNSETTLED = 2, FILL_STALE_NONE = 3 };
 
 /* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
 typedef struct {
@@ -153,7 +155,7 @@ static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* 
   if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, x)); /* the groups' pressures' differential along x */
   TRY(be->ops->grid_clear(be, out));
   TRY(be->ops->implicit_hvp(be, &cv, s, &sim->view->params, v, x, out));
-  if (c->fill) TRY(cqi_fill_hvp(sim, c, s, x, out)); /* at the iterate of the last cqi_fill_linearise */
+  if (c->fill) TRY(cqi_fill_hvp(sim, c, s, x, out)); /* the pieces of the last cqi_fill_linearise / _predict */
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
@@ -250,14 +252,15 @@ static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
 
 /* The model of dt E along the direction d of curvature dHd = d.H d: the rest's slope and curvature (dHd less hw =
  * d.H_W d, W's share of it: on the pieces at v (at_v: the line's w0[2]) or on the linearisation's (a product)) plus W
- * exactly, at its minimum a (cqi_fill_step) -> *value, *step. +inf when d does not descend. Uses tmp. */
+ * exactly, at its minimum a (cqi_fill_step) -> *value, *step. *value = +inf (and *step untouched) when d does not
+ * descend or the model is not finite. Uses tmp. */
 static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, double dHd,
                       int at_v, double* value, double* step) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
-  double slope, w0[3], wa[3], hw = 0;
+  double slope, w0[3], wa[3], hw = 0, a;
   TRY(be->ops->grid_dot(be, ws->g, d, &slope));
-  *value = INFINITY, *step = 0;
+  *value = INFINITY;
   if (!(slope < 0)) return CQ_OK;
   if (!at_v) {
     TRY(be->ops->grid_clear(be, ws->tmp));
@@ -267,9 +270,10 @@ static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
   TRY(cqi_fill_line_begin(sim, c, s, d));
   TRY(cqi_fill_line(sim, c, 0, w0));
   double kappa = dHd - (at_v ? w0[2] : hw);
-  TRY(cqi_fill_step(sim, c, slope - w0[1], kappa, slope, step));
-  TRY(cqi_fill_line(sim, c, *step, wa));
-  *value = (slope - w0[1]) * *step + (kappa > 0 ? kappa : 0) * *step * *step / 2 + wa[0];
+  TRY(cqi_fill_step(sim, c, slope - w0[1], kappa, slope, &a));
+  TRY(cqi_fill_line(sim, c, a, wa));
+  double value_a = (slope - w0[1]) * a + (kappa > 0 ? kappa : 0) * a * a / 2 + wa[0];
+  if (value_a < INFINITY) *value = value_a, *step = a; /* (NaN: no value) */
   return CQ_OK;
 }
 
@@ -283,7 +287,8 @@ static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
  * the exact W. Such rounds can cycle (near the solution a node or two flip back and forth), so there are up to
  * implicit.fill_rounds of them, and the direction kept is the one whose model (fill_model) falls lowest: in ws->d,
  * with its dHd and the model's minimum a in *step (*chosen, FILL_*). FILL_NONE when no node changed piece along the
- * first direction (d and dHd untouched) or when none descends: the caller then takes its own step. cg_its: the CG
+ * first direction (d and dHd untouched), FILL_STALE_NONE when none descends: the caller then takes its own step
+ * from the first direction (restored in d, its dHd in *dHd). cg_its: the CG
  * iterations of the last direction solved. Uses vt and tmp. On the 2D finger in water (tools/finger2d_held.lua, 8
  * kPa, 0.4 s) Newton iterations 774 -> 179 and CG 16,761 -> 1,334 for factorisations 321 -> 561; fewer rounds do
  * worse, as does stopping once a round's model gains little (docs/benchmarks.md). */
@@ -293,29 +298,33 @@ static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles
   cqi_backend* be = sim->be;
   double best = 0, best_dHd = *dHd, value, a;
   long changed;
+  int last = 0; /* the last round's direction is the one kept */
   *chosen = FILL_NONE;
   for (int round = 0;; round++) {
+    TRY(cqi_fill_predict(sim, c, s, ws->d, &changed));
+    if (round == 0 && changed == 0) return CQ_OK;
+    if (changed == 0 || round == ws->fill_rounds) break;
     TRY(lincomb(be, ws->gt, 1, ws->g, 0, ws->g));
-    TRY(cqi_fill_predict(sim, c, s, ws->d, ws->gt, &changed));
+    TRY(cqi_fill_predict_gradient(sim, c, s, ws->gt)); /* (before fill_model, which reuses the fill's buffers) */
     if (round == 0) {
-      if (changed == 0) return CQ_OK;
       TRY(fill_model(sim, c, s, ws->d, *dHd, 1, &best, step));
       TRY(lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
     }
-    if (changed == 0 || round == ws->fill_rounds) break;
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, ws->gt)); /* projected, as g is */
     TRY(refactor(sim, c, s)); /* stale factors here cost more CG and Newton iterations than they save */
     TRY(cg_direction(sim, c, s, ws->gt, eta, cg_its, dHd));
     sim->stats.fill_rounds++;
     sim->stats.cg += *cg_its;
     TRY(fill_model(sim, c, s, ws->d, *dHd, 0, &value, &a));
-    if (value < best) {
+    last = value < best;
+    if (last) {
       TRY(lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
       best = value, best_dHd = *dHd, *step = a;
     }
   }
   *dHd = best_dHd;
-  *chosen = !isfinite(best) ? FILL_NONE : changed ? FILL_UNSETTLED : FILL_SETTLED;
+  /* the factors hold the last round's pieces: the next iterate's only if it settled and its direction is kept */
+  *chosen = !(best < INFINITY) ? FILL_STALE_NONE : changed || !last ? FILL_UNSETTLED : FILL_SETTLED;
   return lincomb(be, ws->d, 1, ws->vt, 0, ws->vt);
 }
 
@@ -356,7 +365,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     sim->stats.newton++;
     sim->stats.cg += cg_its;
     if (c->fill && ws->fill_rounds > 0) TRY(fill_active_set(sim, c, s, eta, &cg_its, &dHd, &a, &chosen));
-    stale = cg_its > REFACTOR_CG || chosen == FILL_UNSETTLED; /* the factors' pieces: those of no iterate */
+    stale = cg_its > REFACTOR_CG || chosen == FILL_UNSETTLED || chosen == FILL_STALE_NONE;
     TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
     if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
       TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
@@ -366,7 +375,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (c->fill) { /* W exactly along d (fill.c): the first step its model's minimum, the test W's exact change */
       TRY(cqi_fill_line_begin(sim, c, s, ws->d));
       TRY(cqi_fill_line(sim, c, 0, w0));
-      if (chosen == FILL_NONE) TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
+      if (chosen == FILL_NONE || chosen == FILL_STALE_NONE) TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
     }
     int h = 0;
     for (; h < MAX_HALVINGS; h++, a *= 0.5) {
