@@ -18,7 +18,7 @@
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
---          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20]
+--          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1]
 -- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
@@ -38,6 +38,10 @@
 -- p_ref: the reference pressure the target comes from; p_max: the search's upper bound (the lower one is 0). The 2D
 -- section in water at the real moduli bursts its thin chamber walls at 12 kPa held and settles whole at 8 and 10 kPa
 -- (docs/benchmarks.md, "the inverse at t = 1 s"), so its runs there take 8 and 9.
+-- lr_decay: iteration k's step size is lr * lr_decay^(k - 1) (cq.train's lr_schedule). Adam moves each control by
+-- about lr per iteration whatever the gradient, so a constant lr leaves the search wandering at that resolution: with
+-- the fixed groups, whose forward is continuous, at 0.1-0.15 mm at lr 0.05 (docs/benchmarks.md, "the inverse with the
+-- fixed groups").
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
@@ -81,6 +85,9 @@ local groups = A[16] or "current"
 local shape = A[17] or "hold"
 local p_ref = (tonumber(A[18]) or 12) * 1e3
 local p_max = (tonumber(A[19]) or 20) * 1e3
+local lr_decay = tonumber(A[20]) or 1
+if not (lr_decay > 0 and lr_decay <= 1) then error("finger_inverse: lr_decay (argument 20) must be in (0, 1], got " ..
+  tostring(A[20]), 0) end
 if not (p_max > 0 and p_max <= P_MAX) then error(string.format("finger_inverse: p_max_kPa (argument 19) must be in " ..
   "(0, %g], got %s", P_MAX / 1e3, tostring(A[19])), 0) end
 if not (p_ref >= 0 and p_ref <= p_max) then error(string.format("finger_inverse: p_ref_kPa (argument 18) must be in " ..
@@ -160,7 +167,7 @@ local reference_p = pressures()
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
 for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
-for i = 17, 19 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
+for i = 17, 20 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
@@ -229,6 +236,7 @@ local result = cq.train { rollout = run, state = s0, iterations = iters, name = 
   extra = { save = function() return { key = key } end, load = function() end },
   optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, p_max / P_MAX } } }, columns = { "reach_mm", "hold_max_mm", "grad_x0" },
   keep_best = true, recover = { worse = worse ~= 0 and worse or nil, grow = 1.5 },
+  lr_schedule = lr_decay ~= 1 and function(it) return lr_decay ^ (it - 1) end or nil,
   values = function(it, loss)
     local d, worst = distances(run:trajectory())
     if it == 1 then d_initial = d end
