@@ -18,7 +18,7 @@
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
---          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1]
+--          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam]
 -- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
@@ -42,6 +42,9 @@
 -- about lr per iteration whatever the gradient, so a constant lr leaves the search wandering at that resolution: with
 -- the fixed groups, whose forward is continuous, at 0.1-0.15 mm at lr 0.05 (docs/benchmarks.md, "the inverse with the
 -- fixed groups").
+-- optimizer: "adam" (cq.train, with the recovery above) or "lbfgs" (cq.nlopt's bounded L-BFGS with its line search,
+-- one evaluation per logged row, iterations = its evaluations; no resume): for a forward continuous in the controls
+-- (groups = initial), where Adam stalls at its step size (docs/benchmarks.md, "the inverse with the fixed groups").
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
@@ -86,6 +89,10 @@ local shape = A[17] or "hold"
 local p_ref = (tonumber(A[18]) or 12) * 1e3
 local p_max = (tonumber(A[19]) or 20) * 1e3
 local lr_decay = tonumber(A[20]) or 1
+local optimizer = A[21] or "adam"
+if optimizer ~= "adam" and optimizer ~= "lbfgs" then
+  error('finger_inverse: optimizer (argument 21) must be "adam" or "lbfgs", got ' .. tostring(A[21]), 0)
+end
 if not (lr_decay > 0 and lr_decay <= 1) then error("finger_inverse: lr_decay (argument 20) must be in (0, 1], got " ..
   tostring(A[20]), 0) end
 if not (p_max > 0 and p_max <= P_MAX) then error(string.format("finger_inverse: p_max_kPa (argument 19) must be in " ..
@@ -167,7 +174,7 @@ local reference_p = pressures()
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
 for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
-for i = 17, 20 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
+for i = 17, 21 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
@@ -231,22 +238,49 @@ local d_initial, best
 local CKPT = "out/finger_inverse.ckpt.json" -- resumed only by a run with the same arguments
 local saved = io.open(CKPT)
 if saved then saved:close() saved = require("cq.json").read(CKPT) end
-local result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse", checkpoint = CKPT,
+local result
+local function keep(loss, first) -- the evaluation's distances, and the best run's record (first: the initial guess's)
+  local d, worst = distances(run:trajectory())
+  if first then d_initial = d end
+  if not best or loss < best.loss then
+    best = record(run:trajectory())
+    best.loss = loss
+  end
+  return d, worst
+end
+if optimizer == "lbfgs" then
+  local log = cq.log { name = "finger_inverse", columns = { "iteration", "loss", "grad_norm", "reach_mm",
+    "hold_max_mm", "seconds" } }
+  local evals = 0
+  cq.nlopt { algorithm = "lbfgs", params = { u }, bounds = { [u] = { 0, p_max / P_MAX } }, maxeval = iters,
+    objective = function(need_grad)
+      local loss = run:forward(s0)
+      local gn = nil
+      if need_grad then
+        run:backward()
+        gn = 0
+        for j = 0, u.n - 1 do gn = gn + u.g[j] ^ 2 end
+        gn = math.sqrt(gn)
+      end
+      local d, worst = keep(loss, evals == 0)
+      evals = evals + 1
+      log:iteration(evals, iters, { loss = loss, grad_norm = gn, reach_mm = d[k_reach], hold_max_mm = worst })
+      return loss
+    end }:run()
+  result = { best = { loss = best.loss }, log = log }
+else
+result = cq.train { rollout = run, state = s0, iterations = iters, name = "finger_inverse", checkpoint = CKPT,
   resume = (saved and saved.extra and saved.extra.key == key) and "auto" or false,
   extra = { save = function() return { key = key } end, load = function() end },
   optimizer = cq.adam { params = { u }, lr = lr, bounds = { [u] = { 0, p_max / P_MAX } } }, columns = { "reach_mm", "hold_max_mm", "grad_x0" },
   keep_best = true, recover = { worse = worse ~= 0 and worse or nil, grow = 1.5 },
   lr_schedule = lr_decay ~= 1 and function(it) return lr_decay ^ (it - 1) end or nil,
   values = function(it, loss)
-    local d, worst = distances(run:trajectory())
-    if it == 1 then d_initial = d end
-    if not best or loss < best.loss then
-      best = record(run:trajectory())
-      best.loss = loss
-    end
+    local d, worst = keep(loss, it == 1)
     -- |dL/dx_0|: how far the gradient grew on its way back (it explodes through a violent phase of the forward)
     return { reach_mm = d[k_reach], hold_max_mm = worst, grad_x0 = run.memo.grad:norm("x") }
   end }
+end
 
 -- The optimised run (the best parameters), its CSV and frames. A resumed run has not seen every iteration: it runs
 -- the initial guess and the best parameters again.

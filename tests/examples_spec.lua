@@ -260,6 +260,16 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
     assert.is_true(r.initial_mm > 0.05)               -- the guess misses the target
     assert.is_true(r.reach_mm < 0.85 * r.initial_mm)  -- a gradient step closes part of the gap
   end)
+
+  -- optimizer = lbfgs (cq.nlopt, for the fixed groups' continuous forward): its first line-search step descends
+  it("with the fixed groups and L-BFGS (2 evaluations): the line search's step descends", function()
+    local r = run_example("examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01", "0.1", "1",
+      "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+    print(string.format("  finger_inverse 2D, L-BFGS: distance at t = 0.03 s %.3f mm (initial guess %.3f mm)",
+      r.reach_mm, r.initial_mm))
+    -- measured: 1.067 -> 1.016 mm
+    assert.is_true(r.initial_mm > 0.05 and r.reach_mm < 0.97 * r.initial_mm)
+  end)
 end)
 
 describe("examples/topo.lua", function()
