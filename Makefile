@@ -158,9 +158,11 @@ $(BUILD)/test/cholesky_test: tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cho
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cholesky.o $(ENGINE_LIBS)
 
+# The spec files run in one worker process per core (tests/_parallel.lua); TEST_JOBS=1 runs them one after another.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/fill_test $(BUILD)/test/material_test \
   $(BUILD)/test/cholesky_test
-	$(BUILD)/bin/cqlua tests/run.lua
+	$(BUILD)/bin/cqlua tests/run.lua --jobs $(TEST_JOBS)
 
 # The SLURM part of the suite alone (make test runs it too): a one-node SLURM started here, a study submitted as a
 # job array and collected (tests/study_slurm_spec.lua; needs root, like the daemons).

@@ -1,8 +1,9 @@
 -- tests/run.lua: runs the busted specs inside the cqlua host and ends with a "N passed, N failed, N skipped" line.
 --
--- usage: build/bin/cqlua tests/run.lua [busted options] [spec files or dirs]
+-- usage: build/bin/cqlua tests/run.lua [--jobs N] [busted options] [spec files or dirs]
 -- Without files it runs every tests/**/*_spec.lua. Busted options pass through
 -- (--tags, --exclude-tags=gpu, --filter, -v for tracebacks, --list, ...).
+-- --jobs N: the spec files in N worker processes at once (tests/_parallel.lua; make test gives one per core).
 --
 -- How it hooks busted: busted.runner is called in-process (so specs use this very
 -- host). Our reporter subscribes to busted's event mediator from a `-e` statement,
@@ -276,9 +277,53 @@ end
 
 ---------------------------------------------------------------------------
 
+-- Takes --jobs N (or --jobs=N, -j N) out of the user's arguments; returns N (1 without it).
+local function take_jobs(user)
+  for i, a in ipairs(user) do
+    if a == '--' then break end
+    local n = a:match('^%-%-jobs=(.*)$')
+    local width = 1
+    if not n and (a == '--jobs' or a == '-j') then n, width = user[i + 1], 2 end
+    if n then
+      local jobs = tonumber(n)
+      if not jobs or jobs < 1 or jobs % 1 ~= 0 then die('--jobs must be a whole number >= 1, got ' .. tostring(n)) end
+      for _ = 1, width do table.remove(user, i) end
+      return jobs
+    end
+  end
+  return 1
+end
+
+-- With --jobs N > 1: the files under the roots in N workers (tests/_parallel.lua), each given the same options.
+-- Not with a busted output handler or --list, whose output is busted's own.
+local function run_parallel(jobs, user)
+  local parser = require 'busted.modules.cli'({ standalone = false, output = SILENT_OUTPUT })
+  local parsed = parser:parse(user)
+  if not parsed or parsed.output ~= SILENT_OUTPUT or parsed.list or has_help_flag(user) then return end
+  local opts, roots = {}, {}
+  for _, a in ipairs(user) do opts[#opts + 1] = a end
+  for _, root in ipairs(parsed.ROOT or {}) do
+    if root ~= 'spec' then
+      roots[#roots + 1] = root
+      for i = #opts, 1, -1 do
+        if opts[i] == root then table.remove(opts, i); break end
+      end
+    end
+  end
+  if #roots == 0 then roots = { script_dir() } end
+  local pattern = DEFAULT_PATTERN
+  for _, p in ipairs(type(parsed.pattern) == 'table' and parsed.pattern or { parsed.pattern }) do
+    if p ~= '_spec' then pattern = p end
+  end
+  package.path = script_dir() .. '/?.lua;' .. package.path
+  require('_parallel').run(jobs, roots, pattern, opts, arg[-1], arg[0])
+end
+
 local function main()
   local user = {}
   for i = 1, #arg do user[i] = arg[i] end
+  local jobs = take_jobs(user)
+  if jobs > 1 then run_parallel(jobs, user) end
   arg = busted_args(user)
 
   -- busted exits through error() when something failed; we want the summary either way

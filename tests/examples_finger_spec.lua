@@ -1,0 +1,179 @@
+-- Smoke tests of the finger examples (seed 003: examples/finger_air_water.lua, finger_inverse.lua, finger_pressure.lua)
+-- and of scenes/finger.lua. The other examples' are in tests/examples_spec.lua; the two files run side by side
+-- under make test.
+local run_example = require("tests._examples").run_example
+
+describe("examples/finger_air_water.lua", function()
+  it("the finger at 20 kPa in air and in water (coarse, 0.02 s): the water holds it back; CSV, ratios, plot, " ..
+    "pictures, frames and VTK", function()
+    local files = { "out/finger_air_water.csv", "out/finger_air_water_ratios.csv", "out/finger_air_water.png",
+      "out/finger_air_water/water_p20.png", "out/finger_air_water/water_p20.vtp", "out/finger_air_water/air_p20.png",
+      "out/finger_air_water/water_frames/frame_0000.png", "out/finger_air_water/water_p20_tip.csv" }
+    for _, f in ipairs(files) do os.remove(f) end
+    local r = run_example("examples/finger_air_water.lua", { "6", "0.02", "2e6", "20", "air,water", "2.5" })
+    print(string.format("  finger_air_water: 20 kPa for 0.02 s moved the tip %.3f mm in air, %.3f mm in water",
+      r.air[20e3], r.water[20e3]))
+    assert.is_true(r.air[20e3] > 0.2)
+    assert.is_true(r.water[20e3] > 0.05)
+    assert.is_true(r.water[20e3] < 0.9 * r.air[20e3])
+    for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+    local track = {} -- the tip's path: a header, then every 10 ms to 0.02 s, ending where the run's row says
+    for line in io.lines("out/finger_air_water/water_p20_tip.csv") do track[#track + 1] = line end
+    assert.are.equal("t_s,dx_mm,dy_mm,dz_mm", track[1])
+    assert.are.equal(3, #track)
+    local t, dx, dy, dz = track[3]:match("^([^,]+),([^,]+),([^,]+),([^,]+)$")
+    assert.is_true(math.abs(tonumber(t) - 0.02) < 1e-3, track[3])
+    local from_start -- the run's row: medium,pressure_kPa,dx,dy,dz,distance,from_start_mm,...
+    for line in io.lines("out/finger_air_water.csv") do
+      local field = line:match("^water,20,[^,]*,[^,]*,[^,]*,[^,]*,([^,]*),")
+      if field then from_start = tonumber(field) end
+    end
+    local moved = math.sqrt(tonumber(dx) ^ 2 + tonumber(dy) ^ 2 + tonumber(dz) ^ 2)
+    assert.is_true(from_start > 0 and math.abs(moved - from_start) < 1e-4 * from_start, moved .. " vs " .. from_start)
+    -- the ratios from the start (seed 003 Fig. 6's measure) carry the same water run's distance
+    local ratio_row
+    for line in io.lines("out/finger_air_water_ratios.csv") do
+      if line:match("^20,") then ratio_row = line end
+    end
+    local v = {}
+    for field in ratio_row:gmatch("[^,]+") do v[#v + 1] = tonumber(field) end
+    assert.are.equal(7, #v)
+    assert.is_true(math.abs(v[6] - from_start) < 1e-4 * from_start and math.abs(v[7] - v[5] / v[6]) < 1e-4 * v[7],
+      ratio_row)
+  end)
+end)
+
+describe("examples/finger_air_water.lua, fill water", function()
+  it("the finger at 20 kPa in fill water (fluid = fill, coarse, 0.01 s): it moves, less than in air", function()
+    local r = run_example("examples/finger_air_water.lua", { "6", "0.01", "2e6", "20", "air,water", "2.5", "explicit",
+      "", "0", "averaged", "", "2e6", "fill" })
+    print(string.format("  finger_air_water fill: 20 kPa for 0.01 s moved the tip %.3f mm in air, %.3f mm in water",
+      r.air[20e3], r.water[20e3]))
+    assert.is_true(r.water[20e3] > 0.03)
+    assert.is_true(r.water[20e3] < 0.9 * r.air[20e3])
+  end)
+
+  it("rejects a fluid the world does not know, at the world's option", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local ok, err = pcall(require("finger").build, { mesh_size = 6, bulk = 2e6, water = true, fluid = "jelly" })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("fluid", 1, true), tostring(err))
+  end)
+end)
+
+describe("scenes/finger.lua", function()
+  it("rejects an unknown water option, naming the valid ones", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local ok, err = pcall(require("finger").build, { water = { lo = { 0, 0, 0 } } })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("water.lo is not an option (bulk, visc, spacing, level, gap)", 1, true))
+  end)
+
+  it("fills the tank as one even lattice: the water starts half a spacing from the finger's side faces and from " ..
+    "the walls, and the finger is centred in z", function()
+    package.path = "./scenes/?.lua;" .. package.path
+    local finger = require "finger"
+    local h = finger.WATER.spacing
+    local t = finger.tank(true)
+    local world, s, nf = finger.build { mesh_size = 6, bulk = 2e6, water = true }
+    local n = world.n
+    local function pos(i) return { s.x[i], s.x[n + i], s.x[2 * n + i] } end
+    -- per axis a (x, z) and the other b: the water beside the finger (within its span in b, below the surface)
+    for _, ab in ipairs({ { 1, 3 }, { 3, 1 } }) do
+      local a, b = ab[1], ab[2]
+      local below, above, least, most = -math.huge, math.huge, math.huge, -math.huge
+      for i = nf, n - 1 do
+        local x = pos(i)
+        least, most = math.min(least, x[a]), math.max(most, x[a])
+        if x[b] > t.finger_lo[b] and x[b] < t.finger_hi[b] and x[2] > t.finger_lo[2] then
+          if x[a] < t.finger_lo[a] then below = math.max(below, x[a]) end
+          if x[a] > t.finger_hi[a] then above = math.min(above, x[a]) end
+        end
+      end
+      local gaps = { t.finger_lo[a] - below, above - t.finger_hi[a], least - t.water_lo[a], t.water_hi[a] - most }
+      for k, g in ipairs(gaps) do
+        assert.is_true(math.abs(g - h / 2) < 1e-9, "axis " .. a .. " gap " .. k .. ": " .. g)
+      end
+    end
+    local left, right = t.finger_lo[3] - t.water_lo[3], t.water_hi[3] - t.finger_hi[3]
+    assert.is_true(math.abs(left - right) < 1e-12 and left >= finger.WATER.gap[3] - 1e-12, left .. " vs " .. right)
+    world:release()
+  end)
+end)
+
+describe("examples/finger_air_water.lua, implicitly", function()
+  it("runs the finger at the real bulk modulus with 5 ms substeps (coarse, 0.01 s): the tip bends towards -x", function()
+    os.remove("out/finger_air_water.csv")
+    local r = run_example("examples/finger_air_water.lua", { "6", "0.01", "1.75e9", "10", "air", "2.5", "implicit",
+      "0.005" })
+    local rows = {}
+    for line in io.lines("out/finger_air_water.csv") do rows[#rows + 1] = line end
+    print(string.format("  finger_air_water implicit: 10 kPa for 0.01 s moved the tip %.3f mm; %s", r.air[10e3],
+      rows[#rows]))
+    assert.is_true(r.air[10e3] > 0.05)
+    assert.is_truthy(rows[#rows]:match("^air,10,%-[%d.e-]+,.*,0%.005,2,%d+,implicit,ok$"))
+  end)
+
+  it("presettle: every run starts from the state settled at 0 kPa (0.01 s settled then 0.01 s at rest = 0.02 s at " ..
+    "rest), the tip measured from where the finger was built", function()
+    -- the rest run alone (pressures "0"): the presettle is what is tested
+    local _, settled = run_example("examples/finger_air_water.lua", { "6", "0.01", "1.75e9", "0", "air", "2.5",
+      "implicit", "0.005", "0.01" })
+    local _, straight = run_example("examples/finger_air_water.lua", { "6", "0.02", "1.75e9", "0", "air", "2.5",
+      "implicit", "0.005" })
+    local a, b = settled.air[0], straight.air[0]
+    print(string.format("  finger_air_water presettle: rest tip %.6f mm from the start, %.6f mm straight", a, b))
+    assert.is_true(b > 0.05 and math.abs(a - b) < 1e-3 * b, a .. " vs " .. b)
+  end)
+end)
+
+describe("examples/finger_inverse.lua", function()
+  it("the finger in water (coarse, 0.03 s, 2 iterations): the pressure search brings the tip closer to its target; " ..
+    "CSV, plots and frames", function()
+    local files = { "out/finger_inverse.csv", "out/finger_inverse/control.csv", "out/finger_inverse/pressure.png",
+      "out/finger_inverse/distance.png", "out/finger_inverse/history.png", "out/finger_inverse/frames/frame_0000.png" }
+    for _, f in ipairs(files) do os.remove(f) end
+    local r = run_example("examples/finger_inverse.lua", { "2", "6", "explicit", "0.02", "0.01", "0.01", "0.05", "6" })
+    print(string.format("  finger_inverse: distance at t = 0.02 s %.3f mm (initial guess %.3f mm), held within %.3f mm",
+      r.reach_mm, r.initial_mm, r.hold_max_mm))
+    assert.is_true(r.initial_mm > 0.5)                -- the guess misses the target
+    assert.is_true(r.reach_mm < 0.85 * r.initial_mm)  -- two gradient steps close part of the gap
+    for _, f in ipairs(files) do assert.is_truthy(io.open(f, "rb"), f) end
+  end)
+end)
+
+describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
+  it("the 2D finger in fill water at the real bulk moduli, implicitly, the pressure ramped from 0 (coarse, 0.03 s): "
+    .. "a gradient step closes part of the gap", function()
+    local r = run_example("examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01", "0.1", "1",
+      "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "current", "ramp" })
+    print(string.format("  finger_inverse 2D: distance at t = 0.03 s %.3f mm (initial guess %.3f mm), held within %.3f "
+      .. "mm", r.reach_mm, r.initial_mm, r.hold_max_mm))
+    assert.is_true(r.initial_mm > 0.05)               -- the guess misses the target
+    assert.is_true(r.reach_mm < 0.85 * r.initial_mm)  -- a gradient step closes part of the gap
+  end)
+
+  -- optimizer = lbfgs (cq.nlopt, for the fixed groups' continuous forward): its first line-search step descends
+  it("with the fixed groups and L-BFGS (2 evaluations): the line search's step descends", function()
+    local r = run_example("examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01", "0.1", "1",
+      "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+    print(string.format("  finger_inverse 2D, L-BFGS: distance at t = 0.03 s %.3f mm (initial guess %.3f mm)",
+      r.reach_mm, r.initial_mm))
+    -- measured: 1.067 -> 1.016 mm
+    assert.is_true(r.initial_mm > 0.05 and r.reach_mm < 0.97 * r.initial_mm)
+  end)
+end)
+
+describe("examples/finger_pressure.lua", function()
+  it("the meshed finger at 0 and 20 kPa (soft bulk, 0.03 s): pressure moves the tip; CSV, plot and pictures", function()
+    for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do
+      os.remove(f)
+    end
+    local r = run_example("examples/finger_pressure.lua", { "4", "0.03", "1.75e6", "0,20" })
+    print(string.format("  finger_pressure: tip moved %.3f mm at 0 kPa, %.3f mm at 20 kPa", r[1].dist, r[2].dist))
+    assert.is_true(r[2].dist > r[1].dist + 0.5)
+    for _, f in ipairs { "out/finger_pressure.csv", "out/finger_pressure.png", "out/finger_pressure/p20.png" } do
+      assert.is_truthy(io.open(f, "rb"), f)
+    end
+  end)
+end)
