@@ -12,13 +12,7 @@ local M = {}
 
 local TIMES = "build/test_times.txt"
 
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read_file = require("_shell").read_file
 
 local function quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
