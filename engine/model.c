@@ -59,6 +59,9 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->volumetric_groups != CQ_VOL_GROUPS_CURRENT && d->volumetric_groups != CQ_VOL_GROUPS_INITIAL)
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric_groups must be 0 (current) or 1 (initial) (got %d)",
                       d->volumetric_groups);
+  if (!(d->volumetric_own >= 0 && d->volumetric_own <= 1e6))
+    return cqi_errorf(e, CQ_ERR_ARG, "volumetric_own must be in [0, 1e6] (0: the default 1) (got %g)",
+                      d->volumetric_own);
   if (d->fluid != CQ_FLUID_PARTICLE && d->fluid != CQ_FLUID_FILL)
     return cqi_errorf(e, CQ_ERR_ARG, "fluid must be 0 (particle) or 1 (fill) (got %d)", d->fluid);
   if (d->fluid_rest != CQ_FILL_REST_ONE && d->fluid_rest != CQ_FILL_REST_INITIAL)
@@ -178,6 +181,7 @@ cq_params cqi_model_params(const cqi_model* m) {
 #undef CQI_VIEW
   p.act_kind = m->act_kind;
   p.fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
+  p.vol_own = (cq_real)cqi_vol_own(&m->desc);
   return p;
 }
 

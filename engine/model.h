@@ -34,6 +34,8 @@ void cqi_model_free(cqi_model* m);
 /* The parameter array called name (fields.h) for writing: bumps the generation. NULL if there is none. */
 void* cqi_model_param(cqi_model* m, const char* name);
 cq_params cqi_model_params(const cqi_model* m); /* host views of every parameter */
+/* The world option volumetric_own with its default: K_s = min(K, volumetric_own M) (volumetric.h vol_own_bulk). */
+static inline double cqi_vol_own(const cq_world_desc* d) { return d->volumetric_own > 0 ? d->volumetric_own : 1; }
 /* The stable substep of particle p: the wave limit dx / c (c^2 = M / rho, M the P-wave modulus of its material,
  * rho = mass / vol0) and, when visc > 0, the viscous limit rho dx^2 / (2 d visc), combined so that
  * (dt / dt_wave)^2 + dt / dt_visc <= 1 (the explicit limit of a damped oscillator; below both, equal to either

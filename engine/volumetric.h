@@ -14,11 +14,14 @@
  * step and the linearised Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve (implicit.volume = "linear",
  * implicit.h). Particles without a bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
 
-/* The share of particle p's bulk modulus K that stays on its own J: K_s = min(K, M), M the P-wave modulus of its
- * model (about its shear stiffness). The isochoric models (Mooney-Rivlin, Yeoh, Ogden) have no other stiffness
- * against one particle's volume changing while its group's stays, and without it those volumes drift apart step
- * after step until a particle inverts; a K_s of the order of the shear modulus does not lock. The group takes
- * K - K_s.
+/* The share of particle p's bulk modulus K that stays on its own J: K_s = min(K, c M), M the P-wave modulus of its
+ * model (about its shear stiffness) and c the world option volumetric_own (1 by default). The isochoric models
+ * (Mooney-Rivlin, Yeoh, Ogden) have no other stiffness against one particle's volume changing while its group's
+ * stays, and without it those volumes drift apart step after step until a particle inverts; a K_s of the order of the
+ * shear modulus does not lock. The group takes K - K_s. A larger c holds the members' volumes together where their
+ * stencils differ (the fixed groups: c = 16 keeps the 2D finger at 8 kPa whole, c = 1 tears it) and barely stiffens
+ * the body: a cantilever at bulk / shear 1e4 sags 0.1 % less at c = 16, 1.6 % less at 1024 (docs/benchmarks.md,
+ * "the own share").
  * A fluid has no shear modulus: it keeps K_s = CQ_FLUID_OWN_SHARE K. With all of its K on its own J, water sampled at
  * 2 or more particles per cell and axis locks (a soft body in it cannot bend: 0 % of a buoyed beam's deflection);
  * with none (one constraint per group) its particles pack and it sinks, as at 1.25 per cell and axis. 1e-3 of
@@ -30,7 +33,7 @@
 CQ_HD cq_real CQ_D(vol_own_bulk)(const cq_params* m, int p) {
   cq_real K = m->bulk[p];
   if (m->material[p] == CQ_MAT_FLUID) return (cq_real)CQ_FLUID_OWN_SHARE * K;
-  cq_real M = CQ_D(material_model_modulus)(m, p);
+  cq_real M = m->vol_own * CQ_D(material_model_modulus)(m, p);
   return M < K ? M : K;
 }
 
@@ -43,8 +46,8 @@ CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g
   cq_real gs = g_Ks - g_Kg;
   if (m->material[p] == CQ_MAT_FLUID)
     g->bulk += (cq_real)CQ_FLUID_OWN_SHARE * gs;
-  else if (CQ_D(material_model_modulus)(m, p) < K)
-    CQ_D(material_model_modulus_vjp)(m, p, gs, g);
+  else if (m->vol_own * CQ_D(material_model_modulus)(m, p) < K)
+    CQ_D(material_model_modulus_vjp)(m, p, m->vol_own * gs, g);
   else
     g->bulk += gs;
 }

@@ -129,7 +129,7 @@ function M.build(opts)
   local world, s = robot:world { res = tank.res, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -gravity, 0 },
     damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads, volumetric = opts.volumetric,
-    fluid = opts.fluid, volumetric_groups = opts.volumetric_groups }
+    fluid = opts.fluid, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
   return world, s, #finger.particles -- the finger's particles come first, then the water's
 end
 

@@ -31,7 +31,8 @@ end
 --- A world, its state and the finger's particle count (they come first, then the water's). opts (all optional): dx
 --- (m, M.DX), mesh (the finger's mesh size, m; 0.6 dx), bulk (the silicone's bulk modulus, Pa, 1.75e9), gap (m, 5e-3),
 --- water (nil: in air; true or a table over M.WATER: bulk (Pa), visc (Pa s), per_axis (particles per cell and axis)),
---- fluid ("particle" or "fill", the world's), volumetric ("averaged"), volumetric_groups (the world's), integrator ("implicit"), dt (s, 5e-3),
+--- fluid ("particle" or "fill", the world's), volumetric ("averaged"), volumetric_groups and volumetric_own (the
+--- world's), integrator ("implicit"), dt (s, 5e-3),
 --- control_dt (s: a control step of ceil(control_dt / dt) substeps; default one substep), gravity (m/s^2, 0),
 --- damping (1/s, 25), implicit (solver options), threads.
 function M.build(opts)
@@ -65,7 +66,8 @@ function M.build(opts)
     damping = opts.damping or 25,
     walls = { all = { type = "slip", thickness = 3 }, left = { type = "sticky", thickness = math.floor(0.015 / dx + 0.5) } },
     integrator = opts.integrator or "implicit", volumetric = opts.volumetric or "averaged", fluid = opts.fluid,
-    implicit = opts.implicit, threads = opts.threads, volumetric_groups = opts.volumetric_groups }
+    implicit = opts.implicit, threads = opts.threads, volumetric_groups = opts.volumetric_groups,
+    volumetric_own = opts.volumetric_own }
   return world, s, n_finger
 end
 

@@ -10,7 +10,8 @@ M.prand = prand
 --- (actuator 1: stress, actuator 2: force, or a chamber with opts.act2 = "chamber" or "cavity": its particles carry a wall
 --- normal and area). opts: dim, material, inc_p, params ({field = value}: more per-particle parameters), bc,
 --- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2, E (mean Young's
---- modulus, default 30), integrator, implicit, volumetric, volumetric_groups and fluid (cq.world's options).
+--- modulus, default 30), integrator, implicit, volumetric, volumetric_groups, volumetric_own and fluid (cq.world's
+--- options).
 function M.scene(opts)
   local dim = opts.dim
   local side = opts.side or (dim == 2 and 6 or 4)
@@ -26,7 +27,7 @@ function M.scene(opts)
     precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
     backend = opts.backend or "cpu", -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
     integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric, damping = opts.damping,
-    fluid = opts.fluid, volumetric_groups = opts.volumetric_groups }
+    fluid = opts.fluid, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
   w:fill("E", function(p) return (opts.E or 30) * (1 + 0.2 * prand(p, 1)) end)

@@ -26,6 +26,9 @@ local materials = {
   -- particle keeping K_s = its model's P-wave modulus (< K here) on its own: c10 and c01 reach the loss through K_s too
   { name = "mooney_rivlin, averaged bulk", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 150 },
     volumetric = "averaged", kinds = { "c10", "c01", "bulk" }, bcs = { "friction", "moving" } },
+  -- the same with volumetric_own = 4: K_s = 4 M (still < K), so c10 and c01 reach the loss through 4 M
+  { name = "mooney_rivlin, averaged bulk, own share 4", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5,
+    bulk = 150 }, volumetric = "averaged", volumetric_own = 4, kinds = { "c10", "c01", "bulk" }, bcs = { "friction" } },
   -- a fluid in the groups: its own share K_s = 1e-3 K (volumetric.h vol_own_bulk), the rest on its group's J, and
   -- its J projected to its group's mean at each substep's start like a solid's. Slip walls: a particle's group is
   -- discrete, and against friction walls this fluid has particles that cross a group's edge within the FD step down
@@ -71,7 +74,8 @@ for _, dim in ipairs { 2, 3 } do
         it(name, function()
           local w, s0 = G.scene { dim = dim, material = mat.model, inc_p = mat.inc_p, params = mat.params,
             strain = mat.strain, act2 = mat.act2, bc = bc == "moving" and "friction" or bc, moving = bc == "moving",
-            volumetric = mat.volumetric, fluid = mat.fluid, volumetric_groups = mat.volumetric_groups }
+            volumetric = mat.volumetric, fluid = mat.fluid, volumetric_groups = mat.volumetric_groups,
+            volumetric_own = mat.volumetric_own }
           local P = G.problem(w, s0, 100)
           P.loss()
           local g = P.backward()

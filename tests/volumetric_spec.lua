@@ -22,7 +22,7 @@ local function cantilever(opts)
   return r:world { res = { 64, 64 }, dx = DX, dt = opts.dt or 2e-3, substeps = opts.substeps, gravity = { 0, -10 },
     damping = 20, threads = opts.threads or 1, backend = "cpu", walls = { left = { type = "sticky", thickness = 3 } },
     integrator = opts.integrator or "implicit", volumetric = opts.volumetric, precision = opts.precision or "f64",
-    implicit = opts.implicit, volumetric_groups = opts.volumetric_groups }
+    implicit = opts.implicit, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.own }
 end
 
 -- The tip's particles (the last column), and the length from the wall's face to the beam's end.
@@ -252,10 +252,39 @@ describe("the averaged volumetric term", function()
     assert.is_true(m.grad:norm("x") > 0)
   end)
 
+  -- volumetric_own = c: K_s = min(K, c M). A larger share holds the members' volumes together (what keeps the fixed
+  -- groups from tearing the 2D finger at 8 kPa: docs/benchmarks.md, "the own share") without stiffening the beam
+  it("holds a group's members' volumes closer with a larger own share (volumetric_own = 16), the sag the same", function()
+    local spread, sag = {}, {}
+    for _, c in ipairs { 1, 16 } do
+      local w, s = cantilever { ratio = 1e4, volumetric = "averaged", volumetric_groups = "initial", own = c }
+      local tip = tip_of(s)
+      local y0 = s:mean("x", tip)[2]
+      for k = 1, 300 do
+        w:step(s)
+        if k == 50 then -- mid-swing: how far one substep lets the members' J drift from their group's mean
+          local n, F, lo, hi = s.n, s.F, math.huge, -math.huge
+          for p = 0, n - 1 do
+            local J = F[p] * F[3 * n + p] - F[n + p] * F[2 * n + p]
+            lo, hi = math.min(lo, J), math.max(hi, J)
+          end
+          spread[c] = hi - lo
+        end
+      end
+      sag[c] = y0 - s:mean("x", tip)[2]
+      w:release()
+    end
+    print(string.format("  own J spread at substep 50: %.2e (own 1), %.2e (own 16); settled sag %.4f / %.4f mm",
+      spread[1], spread[16], 1e3 * sag[1], 1e3 * sag[16]))
+    assert.is_true(spread[16] < 0.7 * spread[1]) -- measured 4.3e-5 against 7.6e-5
+    assert.is_true(math.abs(sag[16] / sag[1] - 1) < 0.005) -- measured -0.1 %
+  end)
+
   it("names a bad option and the exact implicit volume", function()
     E.has(E.err_of(cantilever, { volumetric = "mean", ratio = 100 }), "volumetric", "particle", "averaged", "mean")
     E.has(E.err_of(cantilever, { volumetric = "averaged", ratio = 100, volumetric_groups = "first" }),
       "volumetric_groups", "current", "initial", "first")
+    E.has(E.err_of(cantilever, { volumetric = "averaged", ratio = 100, own = 0 }), "volumetric_own", "1e-06", "0")
     E.has(E.err_of(cantilever, { volumetric = "averaged", ratio = 100, implicit = { volume = "exact" } }),
       "volumetric = \"averaged\"", "implicit.volume = \"linear\"")
   end)

@@ -12,7 +12,8 @@
 --   (implicit.tol and .max_cg: how far the tip moves with the solver's tolerance alone), BUMP (Pa: a hat of that
 --   height added to the pressure from 0 to 0.1 s, peaking at 0.05 s: the ramp's first control changed, to measure
 --   how far the tip at T moves with it), DX (m: the cell, 2.5e-3), MESH (m: the finger's mesh size, 0.6 DX; below it
---   more particles per cell across the thin walls), RAMP (s), FILL_ROUNDS (implicit.fill_rounds)
+--   more particles per cell across the thin walls), RAMP (s), FILL_ROUNDS (implicit.fill_rounds), OWN (volumetric_own:
+--   16 keeps the fixed groups' finger whole at 8 kPa, docs/benchmarks.md "the own share")
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger2d = require "finger2d"
@@ -23,7 +24,7 @@ local bump = tonumber(os.getenv("BUMP") or 0)
 local MESH = tonumber(os.getenv("MESH") or 0.6 * DX)
 local RAMP = tonumber(os.getenv("RAMP") or 0.3)
 local world, s, nf = finger2d.build { dx = DX, mesh = MESH, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
-  fluid = "fill", volumetric_groups = groups, dt = DT, gravity = 9.8,
+  fluid = "fill", volumetric_groups = groups, volumetric_own = tonumber(os.getenv("OWN")), dt = DT, gravity = 9.8,
   implicit = { tol = tonumber(os.getenv("TOL")), max_cg = tonumber(os.getenv("MAX_CG")),
     fill_rounds = tonumber(os.getenv("FILL_ROUNDS")) } }
 local fw, fs = finger2d.build { dx = DX, mesh = MESH, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it

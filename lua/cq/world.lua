@@ -13,7 +13,7 @@ M.World = World
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric", "fluid",
-  "fluid_rest", "volumetric_groups" })
+  "fluid_rest", "volumetric_groups", "volumetric_own" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
   "max_split", "pressure", "fill_rounds" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
@@ -74,8 +74,8 @@ function Params.__newindex(t, name)
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
---- integrator, implicit, volumetric, volumetric_groups, fluid, fluid_rest}: see docs/api.md. backend: "auto"
---- (default: CUDA when its library loads and sees a device, else the CPU), "cpu" or "cuda".
+--- integrator, implicit, volumetric, volumetric_groups, volumetric_own, fluid, fluid_rest}: see docs/api.md.
+--- backend: "auto" (default: CUDA when its library loads and sees a device, else the CPU), "cpu" or "cuda".
 function M.new(opts)
   local where = "cq.world"
   check.options(where, opts, OPTIONS)
@@ -114,6 +114,8 @@ function M.new(opts)
   -- engine/cq.h CQ_VOL_GROUPS_*: the averaged term's groups by the particles' nodes now, or in the first state stepped
   d.volumetric_groups = check.oneof(where, "volumetric_groups", opts.volumetric_groups or "current",
     { "current", "initial" }) == "initial" and 1 or 0
+  -- the averaged term's own share K_s = min(K, volumetric_own M) of each particle (engine/volumetric.h vol_own_bulk)
+  d.volumetric_own = check.number(where, "volumetric_own", opts.volumetric_own or 1, 1e-6, 1e6)
   -- engine/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
   d.fluid = check.oneof(where, "fluid", opts.fluid or "particle", { "particle", "fill" }) == "fill" and 1 or 0
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })

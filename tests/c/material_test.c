@@ -17,6 +17,7 @@ CQ_PARAM_FIELDS(CQI_STORE)
 static cq_params params(void) {
   cq_params m;
   memset(&m, 0, sizeof m);
+  m.vol_own = 1;
 #define CQI_POINT(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) m.name = name##_v;
   CQ_PARAM_FIELDS(CQI_POINT)
 #undef CQI_POINT
