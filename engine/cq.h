@@ -74,7 +74,7 @@ typedef struct cq_world_desc {
   int fluid_rest;          /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
   int volumetric_groups;   /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or first) */
   double volumetric_own;   /* volumetric = averaged: the bulk modulus each particle keeps on its own J, as a multiple of
-                            * its model's P-wave modulus, in [0, 1e6] (0 = 1; volumetric.h vol_own_bulk) */
+                            * its model's P-wave modulus, in [1e-6, 1e6] (0 = 1; volumetric.h vol_own_bulk) */
   cq_wall_desc walls[6];
 } cq_world_desc;
 

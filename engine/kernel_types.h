@@ -49,7 +49,7 @@ typedef struct cq_params {
 #undef CQI_MEMBER
   const uint8_t* act_kind; /* [n_actuators] CQ_ACT_* */
   int fluid_fill;          /* world option fluid = "fill": a fluid's pressure comes from the grid's fill (fill.h) */
-  cq_real vol_own;         /* world option volumetric_own (>= 1e-6 here; volumetric.h vol_own_bulk) */
+  cq_real vol_own;         /* world option volumetric_own, its default 1 for 0 (volumetric.h vol_own_bulk) */
 } cq_params;
 
 /* dL/d(parameter) of the differentiable parameters, per particle, accumulated (+=) by the adjoint kernels. */

@@ -59,8 +59,8 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->volumetric_groups != CQ_VOL_GROUPS_CURRENT && d->volumetric_groups != CQ_VOL_GROUPS_INITIAL)
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric_groups must be 0 (current) or 1 (initial) (got %d)",
                       d->volumetric_groups);
-  if (!(d->volumetric_own >= 0 && d->volumetric_own <= 1e6))
-    return cqi_errorf(e, CQ_ERR_ARG, "volumetric_own must be in [0, 1e6] (0: the default 1) (got %g)",
+  if (!(d->volumetric_own == 0 || (d->volumetric_own >= 1e-6 && d->volumetric_own <= 1e6)))
+    return cqi_errorf(e, CQ_ERR_ARG, "volumetric_own must be 0 (the default 1) or in [1e-6, 1e6] (got %g)",
                       d->volumetric_own);
   if (d->fluid != CQ_FLUID_PARTICLE && d->fluid != CQ_FLUID_FILL)
     return cqi_errorf(e, CQ_ERR_ARG, "fluid must be 0 (particle) or 1 (fill) (got %d)", d->fluid);

@@ -54,6 +54,12 @@
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger = require "finger"
+-- an empty argument takes its default (to give a later one)
+local A = {}
+for i, a in pairs(arg or {}) do
+  if type(i) == "number" and i >= 1 and a ~= "" then A[i] = a end
+end
+arg = A
 local mesh_size = tonumber(arg and arg[1]) or 3
 local settle = tonumber(arg and arg[2]) or 0.4
 local bulk = tonumber(arg and arg[3]) or 2e6
@@ -70,7 +76,7 @@ local presettle = tonumber(arg and arg[9]) or 0
 local volumetric = (arg and arg[10]) or "particle" -- "averaged": no volumetric locking (docs/api.md)
 local control_dt = tonumber(arg and arg[11])
 local water_bulk = bulk
-if arg and arg[12] and arg[12] ~= "" then
+if arg[12] then
   water_bulk = tonumber(arg[12])
   if not (water_bulk and water_bulk > 0) then
     error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. arg[12], 0)
@@ -78,7 +84,7 @@ if arg and arg[12] and arg[12] ~= "" then
 end
 local fluid = (arg and arg[13]) or "particle" -- "fill": the water's pressure from the grid's fill (docs/api.md)
 local water_gap -- nil: scenes/finger.lua's
-if arg and arg[14] and arg[14] ~= "" then
+if arg[14] then
   local function bad() -- at the user's call: the script's argument
     error("finger_air_water: water_gap_mm (argument 14) must be one number > 0 or three, comma-separated (mm), got " ..
       arg[14], 0)

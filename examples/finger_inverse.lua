@@ -93,9 +93,9 @@ local p_ref = (tonumber(A[18]) or 12) * 1e3
 local p_max = (tonumber(A[19]) or 20) * 1e3
 local lr_decay = tonumber(A[20]) or 1
 local optimizer = A[21] or "adam"
-local own = tonumber(A[22]) or 1
-if not (own > 0 and own <= 1e6) then error("finger_inverse: own (argument 22) must be in (0, 1e6], got " ..
-  tostring(A[22]), 0) end
+local own = A[22] and tonumber(A[22]) or 1
+if not (own and own >= 1e-6 and own <= 1e6) then error("finger_inverse: own (argument 22) must be a number in " ..
+  "[1e-6, 1e6], got " .. tostring(A[22]), 0) end
 if optimizer ~= "adam" and optimizer ~= "lbfgs" then
   error('finger_inverse: optimizer (argument 21) must be "adam" or "lbfgs", got ' .. tostring(A[21]), 0)
 end

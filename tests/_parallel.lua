@@ -3,43 +3,56 @@
 -- workers do not oversubscribe the cores (a test that sets its world's threads keeps them). A worker's report is
 -- printed whole when it ends; the counts of all of them are summed into the usual last line.
 --
--- Order: the slowest files of the last run first (their times are kept in build/test_times.txt), so that no long
--- file starts last; files without a time go first, largest first.
+-- Order: the slowest files of the last full run first (their times are kept in build/test_times.txt), so that no
+-- long file starts last; files without a time go first, largest first.
 local ffi = require "ffi"
 pcall(ffi.cdef, "int usleep(unsigned int usec);")
+local read_file = require("_shell").read_file
 
 local M = {}
 
 local TIMES = "build/test_times.txt"
-
-local read_file = require("_shell").read_file
 
 local function quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
 local function cores()
-  local p = io.popen("nproc 2>/dev/null")
+  local p = io.popen("nproc --all 2>/dev/null")
   local n = p and tonumber(p:read("*a")) or nil
   if p then p:close() end
   return n or 1
 end
 
--- The spec files under root (a file is kept as given), sorted by name.
-local function spec_files(roots, pattern)
-  local files = {}
+local function any_match(name, patterns)
+  for _, p in ipairs(patterns) do
+    if name:find(p) then return true end
+  end
+  return false
+end
+
+-- The spec files under the roots, as busted picks them: a file is kept as given; in a directory, the files whose base
+-- name matches one of the patterns and none of the excluded ones, outside hidden directories. A root that is
+-- neither is returned in missing.
+local function spec_files(roots, patterns, excluded)
+  local files, missing = {}, {}
   for _, root in ipairs(roots) do
-    if root:match("%.lua$") then
-      table.insert(files, root)
-    else
-      local p = io.popen("find " .. quote(root) .. " -name '*.lua' 2>/dev/null | sort")
-      for line in p:lines() do
-        if line:match(pattern) then table.insert(files, line) end
-      end
-      p:close()
+    local p = io.popen("test -d " .. quote(root) .. " && find " .. quote(root) ..
+      " -name '.*' -prune -o -type f -name '*.lua' -print | sort")
+    local found = false
+    for line in p:lines() do
+      found = true
+      local base = line:match("[^/]+$")
+      if any_match(base, patterns) and not any_match(base, excluded) then table.insert(files, line) end
+    end
+    p:close()
+    if not found then
+      local f = io.open(root, "r")
+      if f then f:close() end
+      table.insert(f and root:match("%.lua$") and files or missing, root)
     end
   end
-  return files
+  return files, missing
 end
 
 -- The files' times of the runs before: name -> seconds.
@@ -65,25 +78,30 @@ local function schedule(files)
   return files
 end
 
--- Splits a worker's report into its test lines and its summary (counts, failed names, the file's time).
+-- Splits a worker's report into its test lines and its summary (counts, failed names, the file's time): the summary
+-- is what follows the reporter's last "  file" line.
 local function parse(report)
   local r = { passed = 0, failed = 0, skipped = 0, failed_names = {}, lines = {} }
-  local in_failed, in_tail = false, false
-  for line in (report .. "\n"):gmatch("(.-)\n") do
+  local lines = {}
+  for line in (report .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
+  local last_file = 0
+  for i, line in ipairs(lines) do
+    if line:match("^  file%s+[%d.]+ s  ") then last_file = i end
+  end
+  local in_failed = false
+  for i, line in ipairs(lines) do
     local p, f, s = line:match("^(%d+) passed, (%d+) failed, (%d+) skipped$")
-    local fs, fname = line:match("^  file%s+([%d.]+) s  (.+)$")
-    if p then
-      r.passed, r.failed, r.skipped, r.counted = tonumber(p), tonumber(f), tonumber(s), true
-    elseif fs then
-      r.seconds, r.file = tonumber(fs), fname
+    if i <= last_file or last_file == 0 and not p then
       table.insert(r.lines, line)
-    elseif line == "slowest spec files:" or line:match("^total time ") then
-      in_tail, in_failed = true, false
+      local fs = line:match("^  file%s+([%d.]+) s  ")
+      if fs then r.seconds = tonumber(fs) end
+    elseif p then
+      r.passed, r.failed, r.skipped, r.counted = tonumber(p), tonumber(f), tonumber(s), true
     elseif line == "failed:" then
-      in_failed, in_tail = true, true
+      in_failed = true
     elseif in_failed and line:match("^  ") then
       table.insert(r.failed_names, (line:gsub("^  ", "")))
-    elseif not in_tail then
+    elseif line:match("^run%.lua:") then -- the runner's own complaint (busted stopped)
       table.insert(r.lines, line)
     end
   end
@@ -95,20 +113,25 @@ local function sleep_ms(ms)
   if not pcall(ffi.C.usleep, ms * 1000) then os.execute("sleep " .. ms / 1000) end
 end
 
---- Runs the spec files under roots (the busted options in opts, passed to each worker) in jobs workers. Prints every
---- worker's report and the summed counts, writes the files' times for the next run's order, and exits.
-function M.run(jobs, roots, pattern, opts, cqlua, runner)
-  local files = schedule(spec_files(roots, pattern))
+--- Runs the spec files under roots (opts: the busted options for each worker; patterns, excluded: busted's file
+--- patterns; record: keep the files' times for the next run's order) in jobs workers. Prints every worker's report
+--- and the summed counts, and exits.
+function M.run(jobs, roots, opts, cqlua, runner, patterns, excluded, record)
+  local files, missing = spec_files(roots, patterns, excluded)
+  files = schedule(files)
   local threads = os.getenv("CQ_THREADS") or tostring(math.max(1, math.floor(cores() / jobs)))
   local dir = os.tmpname()
   os.remove(dir)
-  assert(os.execute("mkdir -p " .. quote(dir)) == 0, "run.lua: cannot make " .. dir)
-  local prefix = "CQ_THREADS=" .. quote(threads) .. " " .. quote(cqlua) ..
-    " " .. quote(runner)
+  os.execute("mkdir -p " .. quote(dir))
+  local prefix = "CQ_THREADS=" .. quote(threads) .. " " .. quote(cqlua) .. " " .. quote(runner)
   for _, o in ipairs(opts) do prefix = prefix .. " " .. quote(o) end
 
   local running, next_file, t0 = {}, 1, os.time()
   local total = { passed = 0, failed = 0, skipped = 0, failed_names = {}, seconds = {} }
+  for _, root in ipairs(missing) do
+    total.failed = total.failed + 1
+    table.insert(total.failed_names, "ERROR " .. root .. ": no such spec file or directory")
+  end
   local function start(i)
     local base = dir .. "/" .. i
     local cmd = prefix .. " " .. quote(files[i]) .. " > " .. quote(base .. ".out") .. " 2>&1; echo $? > " ..
@@ -129,30 +152,41 @@ function M.run(jobs, roots, pattern, opts, cqlua, runner)
     if not r.counted or (rc ~= 0 and r.failed == 0) then
       total.failed = total.failed + 1
       table.insert(total.failed_names, "ERROR " .. files[i] .. ": its worker exited with status " .. tostring(rc) ..
-        " without a count line")
+        (r.counted and " after a count line without failures" or " without a count line"))
     end
     if r.seconds then total.seconds[files[i]] = r.seconds end
     os.remove(base .. ".out")
     os.remove(base .. ".rc")
   end
 
-  while next_file <= #files or next(running) do
-    local n = 0
-    for _ in pairs(running) do n = n + 1 end
-    if n < jobs and next_file <= #files then
-      start(next_file)
-      next_file = next_file + 1
-    else
-      local done = false
-      for i in pairs(running) do
-        if read_file(dir .. "/" .. i .. ".rc") then
-          finish(i)
-          done = true
-          break
+  local ok, err = pcall(function()
+    while next_file <= #files or next(running) do
+      local n = 0
+      for _ in pairs(running) do n = n + 1 end
+      if n < jobs and next_file <= #files then
+        start(next_file)
+        next_file = next_file + 1
+      else
+        local done = false
+        for i in pairs(running) do
+          if read_file(dir .. "/" .. i .. ".rc") then
+            finish(i)
+            done = true
+            break
+          end
         end
+        if not done then sleep_ms(50) end
       end
-      if not done then sleep_ms(50) end
     end
+  end)
+  if not ok then -- ^C (the workers got it too) or a runner error: no files left behind
+    for _, p in pairs(running) do pcall(p.close, p) end
+    os.execute("rm -rf " .. quote(dir))
+    if tostring(err):find("interrupted", 1, true) then
+      io.stderr:write("run.lua: interrupted; ", total.passed, " passed and ", total.failed, " failed before it\n")
+      os.exit(130)
+    end
+    error(err, 0)
   end
   os.remove(dir)
 
@@ -162,7 +196,7 @@ function M.run(jobs, roots, pattern, opts, cqlua, runner)
     kept[f] = t
   end
   table.sort(order, function(a, b) return a[2] > b[2] end)
-  local times = io.open(TIMES, "w")
+  local times = record and io.open(TIMES, "w")
   if times then -- this run's files updated, the others kept
     for f, t in pairs(kept) do times:write(f, "\t", string.format("%.3f", t), "\n") end
     times:close()

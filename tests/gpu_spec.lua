@@ -85,6 +85,9 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
   { "neohookean", 0, nil, "neohookean, chamber", "chamber" },
   { "neohookean", 0, nil, "neohookean, cavity", "cavity" },
   { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 150 }, "mooney_rivlin, averaged bulk", nil, "averaged" },
+  -- volumetric_own = 4 (element 8): K_s = 4 M, cq_params.vol_own set by the CUDA backend's views
+  { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 150 }, "mooney_rivlin, averaged bulk, own share 4", nil,
+    "averaged", nil, 4 },
   -- a fluid in the groups (engine/volumetric.h since e15bea3: K_s = 1e-3 K on its own J, the rest on its group's)
   { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, averaged bulk", nil, "averaged" },
   -- fill water (engine/fill.h): the pressure from the grid's node fills, its adjoint
@@ -99,7 +102,8 @@ local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 local function scene_opts(dim, mat, bc, precision, backend)
   return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
     moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5], volumetric = mat[6],
-    fluid = mat[7], volumetric_groups = mat[6] == "averaged" and precision == "f32" and "initial" or nil }
+    fluid = mat[7], volumetric_groups = mat[6] == "averaged" and precision == "f32" and "initial" or nil,
+    volumetric_own = mat[8] }
 end
 
 describe("backend selection", function()

@@ -448,6 +448,11 @@ local cases = {
     material = "mooney_rivlin", params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = 30 * STIFF },
     volumetric = "averaged", volumetric_groups = "initial", common = true, damping = 20,
     kinds = { "c10", "c01" } }, -- (dL/dbulk is 9.0e-7 here, below G.FLOOR; differences agree with it to 9e-7)
+  -- volumetric_own = 4: K_s = 4 M (still < K), the model's parameters reaching the loss through 4 M
+  { dim = 2, name = "mooney_rivlin, averaged bulk in initial groups, own share 4, friction walls, damped",
+    bc = "friction", material = "mooney_rivlin", params = { c10 = STIFF / 8, c01 = STIFF / 20, bulk = 30 * STIFF },
+    volumetric = "averaged", volumetric_groups = "initial", volumetric_own = 4, damping = 20,
+    kinds = { "c10", "c01" } },
   -- a fluid in the groups (K_s = 1e-3 K on its own J, the rest on its group's; projected like a solid)
   { dim = 2, name = "fluid+visc, averaged bulk, slip walls", bc = "slip", material = "fluid",
     params = { bulk = STIFF, visc = 0.05 }, volumetric = "averaged", kinds = { "bulk", "visc" } },
@@ -471,7 +476,7 @@ describe("implicit gradients (implicit function theorem) vs central differences"
       local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
         material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain,
         volume = case.volume, volumetric = case.volumetric, damping = case.damping, pressure = case.pressure,
-        volumetric_groups = case.volumetric_groups, fluid = case.fluid }
+        volumetric_groups = case.volumetric_groups, volumetric_own = case.volumetric_own, fluid = case.fluid }
       local ratio = DT / w:stable_dt()
       assert.is_true(ratio > 5)
       local P = G.problem(w, s0, STEPS)

@@ -237,7 +237,8 @@ local function print_help(busted_help)
   print('Runs busted inside the cqlua host. Without files it runs '
     .. script_dir() .. '/**/*_spec.lua.')
   print('The last line is "N passed, N failed, N skipped"; exit code 0 iff nothing failed.')
-  print('Examples: --exclude-tags=gpu   --tags=fast   --filter=gradient   -v (tracebacks)\n')
+  print('--jobs N: the spec files in N worker processes at once, their reports printed as each ends.')
+  print('Examples: --exclude-tags=gpu   --tags=fast   --filter=gradient   -v (tracebacks)   --jobs 2\n')
   print('busted options:')
   print((busted_help:gsub('^.-error: ', ''):gsub('; re%-run with %-%-help for usage%.%s*$', '')))
 end
@@ -277,21 +278,29 @@ end
 
 ---------------------------------------------------------------------------
 
--- Takes --jobs N (or --jobs=N, -j N) out of the user's arguments; returns N (1 without it).
+-- Takes --jobs N (or --jobs=N, -j N, -jN) out of the user's arguments; returns N (1 without it).
 local function take_jobs(user)
   for i, a in ipairs(user) do
     if a == '--' then break end
-    local n = a:match('^%-%-jobs=(.*)$')
+    local n = a:match('^%-%-jobs=(.*)$') or a:match('^%-j(%d.*)$')
     local width = 1
     if not n and (a == '--jobs' or a == '-j') then n, width = user[i + 1], 2 end
-    if n then
+    if n or width == 2 then
       local jobs = tonumber(n)
-      if not jobs or jobs < 1 or jobs % 1 ~= 0 then die('--jobs must be a whole number >= 1, got ' .. tostring(n)) end
+      if not jobs or jobs < 1 or jobs % 1 ~= 0 then
+        die('--jobs must be a whole number >= 1, got ' .. (n and ("'" .. n .. "'") or 'nothing'))
+      end
       for _ = 1, width do table.remove(user, i) end
       return jobs
     end
   end
   return 1
+end
+
+-- A busted option's values as a list (it gives a string or a list).
+local function list(v)
+  if v == nil then return {} end
+  return type(v) == 'table' and v or { v }
 end
 
 -- With --jobs N > 1: the files under the roots in N workers (tests/_parallel.lua), each given the same options.
@@ -311,12 +320,17 @@ local function run_parallel(jobs, user)
     end
   end
   if #roots == 0 then roots = { script_dir() } end
-  local pattern = DEFAULT_PATTERN
-  for _, p in ipairs(type(parsed.pattern) == 'table' and parsed.pattern or { parsed.pattern }) do
-    if p ~= '_spec' then pattern = p end
+  local patterns = {}
+  for _, p in ipairs(list(parsed.pattern)) do
+    if p ~= '_spec' then patterns[#patterns + 1] = p end -- busted's own default, when none was given
   end
+  if #patterns == 0 then patterns = { DEFAULT_PATTERN } end
+  local interpreter = 0
+  while arg[interpreter - 1] do interpreter = interpreter - 1 end
   package.path = script_dir() .. '/?.lua;' .. package.path
-  require('_parallel').run(jobs, roots, pattern, opts, arg[-1], arg[0])
+  -- the files' times are kept from full runs only (a filtered run's would misorder the next one)
+  require('_parallel').run(jobs, roots, opts, arg[interpreter], arg[0], patterns, list(parsed['exclude-pattern']),
+    #opts == 0)
 end
 
 local function main()

@@ -262,7 +262,7 @@ describe("the averaged volumetric term", function()
       local y0 = s:mean("x", tip)[2]
       for k = 1, 300 do
         w:step(s)
-        if k == 50 then -- mid-swing: how far one substep lets the members' J drift from their group's mean
+        if k == 50 then -- mid-swing: the particles' J, each set to its group's mean at the substep's start, after it
           local n, F, lo, hi = s.n, s.F, math.huge, -math.huge
           for p = 0, n - 1 do
             local J = F[p] * F[3 * n + p] - F[n + p] * F[2 * n + p]
