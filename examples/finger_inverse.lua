@@ -51,6 +51,9 @@
 -- stiffness. The fixed groups tear the 2D finger at 8 kPa with 1 and hold it whole with 16 (docs/benchmarks.md, "the
 -- own share").
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
+-- CQ_INVERSE_FD = a control.csv of an earlier run with the same arguments: instead of optimising, check the gradient
+-- at its optimised pressures against central differences of the loss along it (h = 1e-3, 1e-4, 1e-5 in u = p / 20
+-- kPa) and print the slopes; where a search stalls, this tells a wrong or rough gradient from an optimiser's stall.
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger = require "finger"
@@ -214,6 +217,38 @@ run.running = function(t, s, _, k)
   return t:scale(near(t, s), w)
 end
 run.final = function(t, s) return t:scale(near(t, s), w) end
+
+if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised pressures, against differences
+  local p_at = {}
+  for line in io.lines(os.getenv("CQ_INVERSE_FD")) do
+    local k, p = line:match("^(%d+),[^,]*,[^,]*,[^,]*,([^,]*),")
+    if k then p_at[tonumber(k)] = tonumber(p) * 1e3 / P_MAX end
+  end
+  set_u(function(j) -- control value j: the pressure at its knot (ramp) or over its step (hold)
+    local k = math.min(shape == "ramp" and (j + 1) * pieces or j * pieces, steps - 1)
+    return assert(p_at[k], "CQ_INVERSE_FD: no row for rollout step " .. k)
+  end)
+  local loss0 = run:forward(s0)
+  run:backward()
+  local g, gn = {}, 0
+  for j = 0, u.n - 1 do g[j] = u.g[j]; gn = gn + g[j] ^ 2 end
+  gn = math.sqrt(gn)
+  local base = {}
+  for j = 0, u.n - 1 do base[j] = u.v[j] end
+  print(string.format("finger_inverse: FD check at the given pressures: loss %.10g, |dL/du| %.6g", loss0, gn))
+  local ratios = {}
+  for _, h in ipairs { 1e-3, 1e-4, 1e-5 } do
+    local at = {}
+    for _, sgn in ipairs { 1, -1 } do
+      set_u(function(j) return base[j] + sgn * h * g[j] / gn end)
+      at[sgn] = run:forward(s0)
+    end
+    local slope = (at[1] - at[-1]) / (2 * h)
+    print(string.format("  h = %g: central slope along the gradient %.6g = %.4f of |dL/du|", h, slope, slope / gn))
+    ratios[h] = slope / gn
+  end
+  return { loss = loss0, grad_norm = gn, fd_ratios = ratios }
+end
 
 local function distances(traj)
   local d = {}
