@@ -18,7 +18,7 @@
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
---          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=1]
+--          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=1] [tol]
 -- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
@@ -47,6 +47,8 @@
 -- (groups = initial), where Adam stalls at its step size (docs/benchmarks.md, "the inverse with the fixed groups").
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
+-- tol: the implicit solve's Newton tolerance (implicit.tol; default the engine's 1e-6 in f64): a tighter one tells a
+-- loss made rough by the solver's stopping point from one rough by the forward itself (CQ_INVERSE_FD below).
 -- own: the world option volumetric_own, the bulk modulus each particle keeps on its own J as a multiple of its shear
 -- stiffness. The fixed groups tear the 2D finger at 8 kPa with 1 and hold it whole with 16 (docs/benchmarks.md, "the
 -- own share").
@@ -99,6 +101,9 @@ local optimizer = A[21] or "adam"
 local own = A[22] and tonumber(A[22]) or 1
 if not (own and own >= 1e-6 and own <= 1e6) then error("finger_inverse: own (argument 22) must be a number in " ..
   "[1e-6, 1e6], got " .. tostring(A[22]), 0) end
+local tol = A[23] and tonumber(A[23]) -- nil: the engine's
+if A[23] and not (tol and tol > 0 and tol < 1) then error("finger_inverse: tol (argument 23) must be a number in " ..
+  "(0, 1), got " .. tostring(A[23]), 0) end
 if optimizer ~= "adam" and optimizer ~= "lbfgs" then
   error('finger_inverse: optimizer (argument 21) must be "adam" or "lbfgs", got ' .. tostring(A[21]), 0)
 end
@@ -127,7 +132,7 @@ if D == 3 then
   world, s0, n_finger = finger.build { mesh_size = mesh_size, msh = os.getenv("CQ_FINGER_MSH"), bulk = BULK,
     water = { bulk = BULK, spacing = water_spacing, gap = gap and { gap * 1e-3, gap * 1e-3, gap * 1e-3 } or nil },
     integrator = integrator, control_dt = step_dt, volumetric = volumetric, fluid = fluid, dt = sub_dt,
-    volumetric_groups = groups, volumetric_own = own }
+    volumetric_groups = groups, volumetric_own = own, implicit = tol and { tol = tol } or nil }
 else
   world, s0, n_finger = finger2d.build { mesh = mesh_size * 1e-3, bulk = BULK, gap = gap and gap * 1e-3,
     water = { bulk = BULK, per_axis = finger2d.DX / water_spacing }, integrator = integrator, control_dt = step_dt,
@@ -135,7 +140,7 @@ else
     volumetric_groups = groups, volumetric_own = own, fluid = fluid, gravity = 9.8,
     -- CG iterations per Newton direction and per adjoint solve: near the optimum the backward's solve needed more
     -- than the default 500 (docs/benchmarks.md, "the inverse at t = 1 s")
-    implicit = integrator == "implicit" and { max_cg = 2000 } or nil }
+    implicit = integrator == "implicit" and { max_cg = 2000, tol = tol } or nil }
 end
 local steps = math.floor((reach + hold) / step_dt + 0.5) -- rollout steps
 local k_reach = math.floor(reach / step_dt + 0.5)
@@ -183,7 +188,7 @@ local reference_p = pressures()
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
 for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
-for i = 17, 22 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
+for i = 17, 23 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")
