@@ -30,15 +30,20 @@
 #ifndef CQ_FLUID_OWN_SHARE
 #define CQ_FLUID_OWN_SHARE 1e-3
 #endif
+/* c M of a solid particle p: its own share where that is below K (the forward and the adjoint take it from here). */
+CQ_HD cq_real CQ_D(vol_own_modulus)(const cq_params* m, int p) {
+  return m->vol_own * CQ_D(material_model_modulus)(m, p);
+}
+
 CQ_HD cq_real CQ_D(vol_own_bulk)(const cq_params* m, int p) {
   cq_real K = m->bulk[p];
   if (m->material[p] == CQ_MAT_FLUID) return (cq_real)CQ_FLUID_OWN_SHARE * K;
-  cq_real M = m->vol_own * CQ_D(material_model_modulus)(m, p);
+  cq_real M = CQ_D(vol_own_modulus)(m, p);
   return M < K ? M : K;
 }
 
 /* The gradients of K_s and K_g = K - K_s (g_Ks, g_Kg) into particle p's parameters: bulk (a fluid's K_s is a fixed
- * share of it), or the model's own through M where K_s = M. */
+ * share of it), or the model's own through c M where K_s = c M. */
 CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g_Kg, cq_pgrad* g) {
   cq_real K = m->bulk[p];
   if (!(K > 0)) return;
@@ -46,7 +51,7 @@ CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g
   cq_real gs = g_Ks - g_Kg;
   if (m->material[p] == CQ_MAT_FLUID)
     g->bulk += (cq_real)CQ_FLUID_OWN_SHARE * gs;
-  else if (m->vol_own * CQ_D(material_model_modulus)(m, p) < K)
+  else if (CQ_D(vol_own_modulus)(m, p) < K) /* K_s = c M */
     CQ_D(material_model_modulus_vjp)(m, p, m->vol_own * gs, g);
   else
     g->bulk += gs;

@@ -319,6 +319,7 @@ local function run_parallel(jobs, user)
       end
     end
   end
+  local full = #roots == 0 and #opts == 0 -- every spec file, unfiltered
   if #roots == 0 then roots = { script_dir() } end
   local patterns = {}
   for _, p in ipairs(list(parsed.pattern)) do
@@ -330,7 +331,7 @@ local function run_parallel(jobs, user)
   package.path = script_dir() .. '/?.lua;' .. package.path
   -- the files' times are kept from full runs only (a filtered run's would misorder the next one)
   require('_parallel').run(jobs, roots, opts, arg[interpreter], arg[0], patterns, list(parsed['exclude-pattern']),
-    #opts == 0)
+    full)
 end
 
 local function main()
