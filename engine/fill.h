@@ -79,6 +79,16 @@ CQ_HD cq_real CQ_D(fill_wall_share)(const cq_substep* c, const int i[3]) {
   return 1 - inside;
 }
 
+/* The quadratic piece of W node i is on: under pressure (on, and K_i > 0) its pressure term K_i e / phi0_i and Hessian
+ * weight K_i / phi0_i^2, at fill excess e = r_i - 1; both 0 on the free piece (W has no tension). GRAD takes the
+ * piece of the linearisation (on = e > 0), PREDICT that of v + d. */
+CQ_HD void CQ_D(fill_piece)(const cq_real* base, cq_real e, int on, cq_real* p, cq_real* weight) {
+  cq_real K = base[1], phi0 = base[2];
+  on = on && K > 0;
+  *p = on ? K * e / phi0 : 0;
+  *weight = on ? K / (phi0 * phi0) : 0;
+}
+
 /* Node pass CQI_FILL_ADJ (fill_node's): from a_i = dt sum_q V_q grad w_iq . Lam_q, Lam_q = sum_j w_jq lam_j, in
  * adj[0] (fill_scatter of lam: a_i / dx^D, Vc = dx^D) and the linearisation lin at v (lin[0] = dphi_i), the node's
  * coefficients for the particles' gather: adj[0] = dL/dphi^n_i (through the fill and through K_i = kw_i /
@@ -115,10 +125,9 @@ CQ_HD void CQ_D(fill_line_node)(const cq_real* base, const cq_real* at_v, const 
  * weight, out[1] the change of node i's pressure term in the gradient of that piece at v (K_i e_i / phi0_i, negative
  * below the rest fill, minus p_i), out[2] = 1 where the piece differs from the one lin[2] had. */
 CQ_HD void CQ_D(fill_predict_node)(const cq_real* base, cq_real* lin, cq_real* out) {
-  cq_real K = base[1], phi0 = base[2], e = (base[0] + lin[0]) / phi0 - 1;
-  int on = K > 0 && e + out[0] / phi0 > 0;
-  cq_real weight = on ? K / (phi0 * phi0) : 0;
-  out[1] = (on ? K * e / phi0 : 0) - lin[1];
+  cq_real phi0 = base[2], e = (base[0] + lin[0]) / phi0 - 1, p, weight;
+  CQ_D(fill_piece)(base, e, e + out[0] / phi0 > 0, &p, &weight);
+  out[1] = p - lin[1];
   out[2] = (weight > 0) != (lin[2] > 0);
   lin[2] = weight;
 }
@@ -143,9 +152,8 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_rea
     ref[0] = base[0] > 1 ? base[0] - 1 : 0;
     base[2] = 1 + ref[0];
   } else if (mode == CQI_FILL_GRAD) {
-    cq_real r = (base[0] + out[0]) / base[2], on = r > 1 && base[1] > 0;
-    out[1] = on ? base[1] * (r - 1) / base[2] : 0;
-    out[2] = on ? base[1] / (base[2] * base[2]) : 0;
+    cq_real r = (base[0] + out[0]) / base[2];
+    CQ_D(fill_piece)(base, r - 1, r > 1, &out[1], &out[2]);
   } else if (mode == CQI_FILL_HVP) {
     out[1] = at[2] * out[0];
   } else if (mode == CQI_FILL_PREDICT) {
