@@ -56,6 +56,9 @@
 -- CQ_INVERSE_FD = a control.csv of an earlier run with the same arguments: instead of optimising, check the gradient
 -- at its optimised pressures against central differences of the loss along it (h = 1e-3, 1e-4, 1e-5 in u = p / 20
 -- kPa) and print the slopes; where a search stalls, this tells a wrong or rough gradient from an optimiser's stall.
+-- CQ_INVERSE_SCAN = offsets, e.g. "-2e-3,-1e-3,0,1e-3,2e-3" (with CQ_INVERSE_FD): instead of the slopes, the loss at
+-- those steps along -dL/du (in u) and each forward pass's solver counts, to see where and why the loss bends; the
+-- tip's path of each in out/finger_inverse/scan_<offset>.csv.
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger = require "finger"
@@ -241,6 +244,30 @@ if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised
   local base = {}
   for j = 0, u.n - 1 do base[j] = u.v[j] end
   print(string.format("finger_inverse: FD check at the given pressures: loss %.10g, |dL/du| %.6g", loss0, gn))
+  local scan = os.getenv("CQ_INVERSE_SCAN")
+  if scan then -- the loss itself along the gradient, with the solver's counts of each forward pass
+    print("  offset along -dL/du, loss, its change / offset, newton, cg, factorizations, splits, fill rounds")
+    local rows = {}
+    for h in scan:gmatch("[^,]+") do
+      local off = tonumber(h)
+      if not off then error("CQ_INVERSE_SCAN: a comma-separated list of numbers, got " .. scan, 0) end
+      set_u(function(j) return base[j] - off * g[j] / gn end)
+      world:solver_stats(true)
+      local l = run:forward(s0)
+      local st = world:solver_stats()
+      local f = assert(io.open(string.format("%s/scan_%s.csv", OUT, h), "w")) -- the tip's path at this offset
+      f:write("k,tip_x_mm,tip_y_mm\n")
+      for k = 0, steps do
+        local x = tip_at(run:trajectory(), k)
+        f:write(string.format("%d,%.12g,%.12g\n", k, x[1] * 1e3, x[2] * 1e3))
+      end
+      f:close()
+      print(string.format("  %10.3g  %.10g  %10.4g  %6d %7d %5d %4d %5d", off, l, off ~= 0 and (l - loss0) / off or 0,
+        st.newton, st.cg, st.factorizations, st.splits, st.fill_rounds))
+      rows[#rows + 1] = { offset = off, loss = l, path = string.format("%s/scan_%s.csv", OUT, h) }
+    end
+    return { loss = loss0, grad_norm = gn, scan = rows }
+  end
   local ratios = {}
   for _, h in ipairs { 1e-3, 1e-4, 1e-5 } do
     local at = {}

@@ -199,6 +199,24 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
     local best = math.huge -- the fixed groups' forward is smooth here: measured 0.988, 0.996, 0.995
     for _, q in pairs(fd.fd_ratios) do best = math.min(best, math.abs(q - 1)) end
     assert.is_true(fd.grad_norm > 0 and best < 0.02)
+    -- CQ_INVERSE_SCAN: the loss along -dL/du; the checked point's loss is the FD check's, and a small step descends at
+    -- the gradient's rate
+    ffi.C.setenv("CQ_INVERSE_FD", "out/finger_inverse/control.csv", 1)
+    ffi.C.setenv("CQ_INVERSE_SCAN", "1e-4", 1)
+    local sc
+    ok, sc = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01",
+      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+    ffi.C.unsetenv("CQ_INVERSE_FD")
+    ffi.C.unsetenv("CQ_INVERSE_SCAN")
+    assert(ok, sc)
+    local rate = (sc.scan[1].loss - sc.loss) / 1e-4 / sc.grad_norm
+    print(string.format("  finger_inverse 2D scan: loss %.10g (FD check's %.10g), change / offset / |dL/du| %.4f at 1e-4",
+      sc.loss, fd.loss, rate))
+    assert.are.equal(fd.loss, sc.loss)
+    assert.is_true(rate < -0.9 and rate > -1.1)
+    local rows = 0
+    for _ in io.lines(sc.scan[1].path) do rows = rows + 1 end
+    assert.is_true(rows > 2)
   end)
 end)
 
