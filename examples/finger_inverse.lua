@@ -227,6 +227,20 @@ end
 run.final = function(t, s) return t:scale(near(t, s), w) end
 
 if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised pressures, against differences
+  local scan = os.getenv("CQ_INVERSE_SCAN") -- its offsets, checked before the runs
+  local offsets = {}
+  if scan then
+    for h in scan:gmatch("[^,]+") do
+      local off = tonumber(h)
+      if not (off and off == off and math.abs(off) < 1) then
+        error("CQ_INVERSE_SCAN: a comma-separated list of finite offsets in (-1, 1), got '" .. scan .. "'", 0)
+      end
+      offsets[#offsets + 1] = off
+    end
+    if #offsets == 0 then
+      error("CQ_INVERSE_SCAN: a comma-separated list of finite offsets in (-1, 1), got '" .. scan .. "'", 0)
+    end
+  end
   local p_at = {}
   for line in io.lines(os.getenv("CQ_INVERSE_FD")) do
     local k, p = line:match("^(%d+),[^,]*,[^,]*,[^,]*,([^,]*),")
@@ -244,22 +258,20 @@ if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised
   local base = {}
   for j = 0, u.n - 1 do base[j] = u.v[j] end
   print(string.format("finger_inverse: FD check at the given pressures: loss %.10g, |dL/du| %.6g", loss0, gn))
-  local scan = os.getenv("CQ_INVERSE_SCAN")
   if scan then -- the loss itself along the gradient, with the solver's counts of each forward pass
     print("  offset along -dL/du, loss, its change / offset, newton, cg, factorizations, splits, fill rounds")
     local rows = {}
-    for h in scan:gmatch("[^,]+") do
-      local off = tonumber(h)
-      if not off then error("CQ_INVERSE_SCAN: a comma-separated list of numbers, got " .. scan, 0) end
+    for _, off in ipairs(offsets) do
+      local h = string.format("%g", off)
       set_u(function(j) return base[j] - off * g[j] / gn end)
       world:solver_stats(true)
       local l = run:forward(s0)
       local st = world:solver_stats()
       local f = assert(io.open(string.format("%s/scan_%s.csv", OUT, h), "w")) -- the tip's path at this offset
-      f:write("k,tip_x_mm,tip_y_mm\n")
+      f:write("k,tip_x_mm,tip_y_mm,tip_z_mm\n")
       for k = 0, steps do
         local x = tip_at(run:trajectory(), k)
-        f:write(string.format("%d,%.12g,%.12g\n", k, x[1] * 1e3, x[2] * 1e3))
+        f:write(string.format("%d,%.12g,%.12g,%.12g\n", k, x[1] * 1e3, x[2] * 1e3, x[3] * 1e3))
       end
       f:close()
       print(string.format("  %10.3g  %.10g  %10.4g  %6d %7d %5d %4d %5d", off, l, off ~= 0 and (l - loss0) / off or 0,

@@ -217,6 +217,16 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
     local rows = 0
     for _ in io.lines(sc.scan[1].path) do rows = rows + 1 end
     assert.is_true(rows > 2)
+    -- a bad offset list is named before any run
+    ffi.C.setenv("CQ_INVERSE_FD", "out/finger_inverse/control.csv", 1)
+    ffi.C.setenv("CQ_INVERSE_SCAN", "1e-4,nan", 1)
+    local bad_ok, bad = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01",
+      "0.01", "0.1", "1", "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1",
+      "lbfgs" })
+    ffi.C.unsetenv("CQ_INVERSE_FD")
+    ffi.C.unsetenv("CQ_INVERSE_SCAN")
+    assert.is_false(bad_ok)
+    assert.is_truthy(tostring(bad):find("CQ_INVERSE_SCAN", 1, true) and tostring(bad):find("1e-4,nan", 1, true))
   end)
 end)
 
