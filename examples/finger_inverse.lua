@@ -228,18 +228,14 @@ run.final = function(t, s) return t:scale(near(t, s), w) end
 
 if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised pressures, against differences
   local scan = os.getenv("CQ_INVERSE_SCAN") -- its offsets, checked before the runs
-  local offsets = {}
-  if scan then
-    for h in scan:gmatch("[^,]+") do
-      local off = tonumber(h)
-      if not (off and off == off and math.abs(off) < 1) then
-        error("CQ_INVERSE_SCAN: a comma-separated list of finite offsets in (-1, 1), got '" .. scan .. "'", 0)
-      end
-      offsets[#offsets + 1] = off
-    end
-    if #offsets == 0 then
-      error("CQ_INVERSE_SCAN: a comma-separated list of finite offsets in (-1, 1), got '" .. scan .. "'", 0)
-    end
+  local offsets, valid = {}, true
+  for h in (scan or ""):gmatch("[^,]+") do
+    local off = tonumber(h)
+    valid = valid and off ~= nil and off == off and math.abs(off) < 1
+    offsets[#offsets + 1] = off
+  end
+  if scan and not (valid and #offsets > 0) then
+    error("CQ_INVERSE_SCAN: a comma-separated list of finite offsets in (-1, 1), got '" .. scan .. "'", 0)
   end
   local p_at = {}
   for line in io.lines(os.getenv("CQ_INVERSE_FD")) do
@@ -262,12 +258,12 @@ if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised
     print("  offset along -dL/du, loss, its change / offset, newton, cg, factorizations, splits, fill rounds")
     local rows = {}
     for _, off in ipairs(offsets) do
-      local h = string.format("%g", off)
+      local path = string.format("%s/scan_%g.csv", OUT, off) -- the tip's path at this offset
       set_u(function(j) return base[j] - off * g[j] / gn end)
       world:solver_stats(true)
       local l = run:forward(s0)
       local st = world:solver_stats()
-      local f = assert(io.open(string.format("%s/scan_%s.csv", OUT, h), "w")) -- the tip's path at this offset
+      local f = assert(io.open(path, "w"))
       f:write("k,tip_x_mm,tip_y_mm,tip_z_mm\n")
       for k = 0, steps do
         local x = tip_at(run:trajectory(), k)
@@ -276,7 +272,7 @@ if os.getenv("CQ_INVERSE_FD") then -- the gradient at an earlier run's optimised
       f:close()
       print(string.format("  %10.3g  %.10g  %10.4g  %6d %7d %5d %4d %5d", off, l, off ~= 0 and (l - loss0) / off or 0,
         st.newton, st.cg, st.factorizations, st.splits, st.fill_rounds))
-      rows[#rows + 1] = { offset = off, loss = l, path = string.format("%s/scan_%s.csv", OUT, h) }
+      rows[#rows + 1] = { offset = off, loss = l, path = path }
     end
     return { loss = loss0, grad_norm = gn, scan = rows }
   end
