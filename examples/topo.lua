@@ -13,6 +13,8 @@
 --   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
 --   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than
 --   a user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
+--   CQ_THREADS=N runs the engine on N threads (default 1, as the seed's timings; walker3d_topo: 14 -> 9.2 s per
+--   iteration on 2 cores).
 -- Writes out/<example>/ (or out): history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
 -- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
 -- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
