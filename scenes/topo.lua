@@ -28,8 +28,9 @@ M.EXAMPLES = {
 }
 
 --- The world of example name: its design domain (or opts.keep of it), on backend opts.backend ("cpu") in
---- opts.precision ("f64"), opts.threads (CQ_THREADS, else 1: the seed's runs are on one core); opts.walls = "no_slip" (eq. 9, the default) or "sticky" (every wall
---- node's velocity zeroed, moving in or away: how the runs before 2026-11-25 were made).
+--- opts.precision ("f64"), opts.threads (cq.world's CQ_THREADS where set, else 1: the seed's runs are on one core);
+--- opts.walls = "no_slip" (eq. 9, the default) or "sticky" (every wall node's velocity zeroed, moving in or away:
+--- how the runs before 2026-11-25 were made).
 function M.build(name, opts)
   opts = opts or {}
   local ex = assert(M.EXAMPLES[name], "scenes/topo.lua: unknown example " .. tostring(name))
@@ -64,7 +65,8 @@ function M.build(name, opts)
   local g = { 0, opts.gravity or -9.8, 0 }
   local w = cq.world { dim = dim, res = res, dx = DX, dt = CTL_DT, substeps = math.floor(CTL_DT / SUB + 0.5),
     gravity = { g[1], g[2], dim == 3 and g[3] or nil }, n = n, n_actuators = n_act,
-    precision = opts.precision or "f64", threads = opts.threads or tonumber(os.getenv("CQ_THREADS") or "") or 1, backend = opts.backend or "cpu",
+    precision = opts.precision or "f64", threads = opts.threads or (not os.getenv("CQ_THREADS") and 1 or nil),
+    backend = opts.backend or "cpu",
     walls = walls }
   w:fill("vol0", h ^ dim); w:fill("mass", h ^ dim * 1000); w:fill("material", "neohookean")
   w:fill("E", 1e5); w:fill("nu", 0.4)
