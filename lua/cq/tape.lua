@@ -373,7 +373,7 @@ end
 --- current masses, a scalar (seed 004 eq. 36's integrand). Its backward adds to the state's x and v gradients and,
 --- in a rollout, dL/dmass into memo.grad_params.mass (the mass centre's own terms cancel: sum m (x - x_g) = 0).
 --- The node keeps each particle's r = x - x_g and u = v - v_g in two flat arrays (a rollout calls this every control
---- step: per-particle Lua tables made rotator3d_topo's iteration a quarter slower, in allocation and collection).
+--- step: per-particle Lua tables made rotator3d_topo's iteration about a fifth slower, in allocation and collection).
 function Tape:spin(state, axis, idx)
   check_leaf("cq.tape:spin", state, "x", idx, 1)
   local n, dim, x, v, mass = state.n, state.dim, state.x, state.v, state.world.params.mass
