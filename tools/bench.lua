@@ -3,7 +3,9 @@
 -- usage: build/bin/cqlua tools/bench.lua [quick] [FILTER...]
 --   quick    a short smoke-test run (few steps, numbers are noisy)
 --   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone,
---            with seed 004's 3D iteration on the GPU; seed004 = that iteration on the CPU, about 2 minutes here;
+--            with seed 004's 3D iteration on the GPU, the engine's alone and through rotator3d_topo's whole design;
+--            rotator = that design iteration alone (on the GPU when there is one); seed004 = the engine's 3D iteration
+--            on the CPU, about 2 minutes here, and the 2D iteration through walker2d_topo's design;
 --            busy = the busy-machine rows alone: 1 vs 2 threads, idle and with one other CPU-bound process)
 -- Without the host:  luajit tools/bench.lua [quick] [FILTER...]  (run from anywhere; paths come from arg[0]).
 --
@@ -461,20 +463,23 @@ local function bench_seed004(backend, precision)
   w:release()
 end
 
--- Seed 004's 2D iteration (issue 12): the walker2d_topo design domain of scenes/topo.lua (1,600 particles, 1e4
--- nodes) with its whole design (material and actuator layouts, 4 pulse signals mixed into one actuator per particle)
--- over the seed's timing horizon, 1 s = 1e4 substeps, through cq.rollout forward and backward, on one thread: what
--- one optimisation iteration costs. The seed reports about 22 s per iteration on one core of an i9-11900K; goal 2 s.
-local function bench_seed004_2d(precision)
+-- Seed 004's iteration through its whole design (issues 12 and 14): example name's design domain of scenes/topo.lua
+-- (walker2d_topo: 1,600 particles, 1e4 nodes; rotator3d_topo: 8,000 particles, 1e6 nodes) with its whole design
+-- (material and actuator layouts, 4 pulse signals mixed into one actuator per particle) and its objective (the
+-- rotator's spin is read from the state every control step) over the seed's timing horizon, 1 s = 1e4 substeps,
+-- through cq.rollout forward and backward: what one optimisation iteration costs. The seed reports about 22 s per
+-- iteration on one core of an i9-11900K in 2D (goal 2 s on one core here) and 30 s on an RTX 3090 in 3D (goal 2 s on
+-- an H100; bench_seed004 above times the engine alone).
+local function bench_topo_iteration(name, backend, precision)
   local cq = require "cq"
   local topo = dofile(ROOT .. "/scenes/topo.lua")
-  local w, s0, info = topo.build("walker2d_topo", { precision = precision, threads = 1 })
+  local w, s0, info = topo.build(name, { precision = precision, backend = backend, threads = 1 })
   local steps = QUICK and 50 or 1000
   local design = cq.design { world = w }
   local phi = design:layout { state = s0, radius = 1.5 * info.dx, init = function(i) return 0.5 * math.sin(i) end }
   local psi = design:actuators { state = s0, outputs = 4, layout = phi, radius = 1.5 * info.dx,
     init = function(i) return math.cos(i) end }
-  local pulses = cq.pulses { outputs = 4, steps = steps, dt = info.ctl_dt, amplitude = 1e4,
+  local pulses = cq.pulses { outputs = 4, steps = steps, dt = info.ctl_dt, amplitude = info.example.A_act,
     init_sgn = function(i) return 0.3 * math.sin(i) end, init_abs = function(i) return 0.3 * math.cos(i) end }
   local final, running = topo.objective(info.example, s0)
   local run = cq.rollout { world = w, steps = steps, controller = psi.controller(pulses), design = design, final = final,
@@ -482,8 +487,13 @@ local function bench_seed004_2d(precision)
   -- Five iterations: the first touches the memo's fresh memory (page faults: 0.5-2 s in f64), the others reuse it as
   -- every later iteration of an optimisation does; their median is the iteration time (this VM is noisy: the range
   -- of the four is printed too).
+  -- With CQ_CUDA_TIMING=1 on the GPU, the last iteration's device time per operation and the device's idle time
+  -- (host work and synchronisation between operations) are printed after it (cuda/timing.cuh).
+  local timing = backend == "cuda" and os.getenv("CQ_CUDA_TIMING") == "1" and require("cq._ffi").cuda_lib(precision)
+  local report = timing and ffi.new("char[?]", 65536)
   local t = {}
   for it = 1, 5 do
+    if timing and it == 5 then timing.cq_cuda_timing_report(report, 65536) end -- drop iterations 1-4
     local t0 = now()
     run:forward(s0)
     local fwd = now() - t0
@@ -494,11 +504,19 @@ local function bench_seed004_2d(precision)
   local later = { t[2], t[3], t[4], t[5] }
   table.sort(later, function(a, b) return a[3] < b[3] end)
   local med = { (later[2][1] + later[3][1]) / 2, (later[2][2] + later[3][2]) / 2, (later[2][3] + later[3][3]) / 2 }
-  print(string.format("seed 004 2D iteration (cpu, %s, 1 thread, %d particles, 1e4 nodes, %d substeps, %d stored " ..
-    "states, the whole design): forward %.2f s + backward %.2f s = %.2f s per iteration (median of iterations 2-5, " ..
-    "range %.2f-%.2f s; the first, on fresh memory: %.2f s; seed 004: ~22 s on one core of an i9-11900K; goal <= 2 s)%s",
-    precision, w.n, steps * 10, run.memo:stored_states(), med[1], med[2], med[3], later[1][3], later[4][3], t[1][3],
+  local seed = w.dim == 2 and "seed 004: ~22 s on one core of an i9-11900K; goal <= 2 s"
+    or "seed 004: 30 s on an RTX 3090; goal <= 2 s on the GPU"
+  print(string.format("seed 004 %dD iteration (%s, %s, %s%d particles, %s nodes, %d substeps, %d stored states, the " ..
+    "whole design of %s): forward %.2f s + backward %.2f s = %.2f s per iteration (median of iterations 2-5, range " ..
+    "%.2f-%.2f s; the first, on fresh memory: %.2f s; %s)%s", w.dim, backend, precision,
+    backend == "cpu" and "1 thread, " or "", w.n, w.dim == 2 and "1e4" or "1e6", steps * 10,
+    run.memo:stored_states(), name, med[1], med[2], med[3], later[1][3], later[4][3], t[1][3], seed,
     QUICK and " [quick: 1/20 of the steps]" or ""))
+  if timing then
+    timing.cq_cuda_timing_report(report, 65536)
+    print("the last iteration on the device (CQ_CUDA_TIMING=1):")
+    io.write(ffi.string(report))
+  end
   w:release()
 end
 
@@ -506,18 +524,24 @@ if selected("gpu") then
   bench_gpu()
   if require("cq._ffi").cuda_lib("f32") then
     bench_seed004("cuda", "f32")
+    bench_topo_iteration("rotator3d_topo", "cuda", "f32")
     print()
   end
 end
+if selected("rotator") and not selected("gpu") then -- the rotator's iteration alone, on the GPU when there is one
+  bench_topo_iteration("rotator3d_topo", require("cq._ffi").cuda_lib("f32") and "cuda" or "cpu", "f32")
+  print()
+end
 if selected("seed004") then
   bench_seed004("cpu", "f32")
-  for _, precision in ipairs { "f32", "f64" } do bench_seed004_2d(precision) end
+  for _, precision in ipairs { "f32", "f64" } do bench_topo_iteration("walker2d_topo", "cpu", precision) end
   print()
 end
 
 local any = false
 for _, sc in ipairs(SCENES) do any = any or selected(sc.name) end
-if not any and (selected("walker2d") or selected("gpu") or selected("busy") or selected("seed004")) then os.exit(0) end
+if not any and (selected("walker2d") or selected("gpu") or selected("busy") or selected("seed004") or
+    selected("rotator")) then os.exit(0) end
 if not any then
   local names = {}
   for _, sc in ipairs(SCENES) do names[#names + 1] = sc.name end

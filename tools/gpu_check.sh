@@ -15,8 +15,11 @@
 #              particles (20: 8k), and its atomics
 #   small      tools/gpu_small.lua (2D 6.4k, seed 004's 3D scene) under Nsight Systems: where small scenes' time goes
 #   timeline   tools/gpu_timeline.lua under CQ_CUDA_TIMING=1: device time per operation and idle time, per phase
+#   topo       rotator3d_topo's iteration through its whole design (tools/bench.lua rotator): states in managed
+#              memory (the default), then in page-locked host memory copied every control step
+#              (CQ_CUDA_SHARED_STATES=0), then the default under CQ_CUDA_TIMING=1 (device time and idle time)
 #   walker     examples/walker2d.lua for 10 iterations (backend "auto": the GPU), to compare with the CPU's log
-# Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_WALKER (seconds).
+# Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_TOPO, T_WALKER (seconds).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source .gpu/env.sh
@@ -46,6 +49,11 @@ for part in "$@"; do
       CQ_CUDA_LOCAL_MIN_BLOCKS=${CQ_CUDA_LOCAL_MIN_BLOCKS:-0} SANITIZE_JIT_OFF=1 run "$part" "${T_SAN:-150}" compute-sanitizer --tool "$part" --error-exitcode 9 \
         build/bin/cqlua tools/gpu_sanitize.lua
       cat "$OUT/$part.log" ;;
+    topo) run topo "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator; grep "iteration" "$OUT/topo.log"
+          CQ_CUDA_SHARED_STATES=0 run topo-pinned "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator
+          grep "iteration" "$OUT/topo-pinned.log"
+          CQ_CUDA_TIMING=1 run topo-timing "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator
+          cat "$OUT/topo-timing.log" ;;
     suite) run suite "${T_SUITE:-400}" build/bin/cqlua tests/run.lua ;;
     profile) ncu --metrics gpu__time_duration.sum --csv --print-units base build/bin/cqlua tools/gpu_prof.lua \
                ${PROF_SIDE:-80} > "$OUT/profile.csv" 2> "$OUT/profile.err"; python3 tools/ncu_summary.py "$OUT/profile.csv" ;;
