@@ -13,6 +13,7 @@
 --   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
 --   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than
 --   a user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
+--   A design step that breaks the simulation (a blow-up) is stepped again, shorter (cq.augmented_lagrangian's recover).
 --   CQ_THREADS=N runs the engine on N threads (default 1, as the seed's timings; walker3d_topo: 14 -> 9.2 s per
 --   iteration on 2 cores).
 -- Writes out/<example>/ (or out): history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
@@ -116,6 +117,9 @@ local result = cq.augmented_lagrangian {
     if s % 25 == 0 then save_run() end
     return now() - t_start > time_limit
   end,
+  on_recover = function(s, why, factor) -- a design step that broke the simulation: stepped again, shorter
+    print(string.format("iter %4d  failed (%s): back to the last evaluated design, step size x%g", s, why, factor))
+  end,
 }
 save_run()
 hist:close()
@@ -199,9 +203,9 @@ end
 local lines = {
   string.format("example %s, %s, %d particles (%d solid after binarisation), walls %s", name, precision, world.n,
     #keep, walls),
-  string.format("iterations %d (outer %d%s), %.1f s per iteration, feasible %s", result.iterations, result.outer,
-    result.stopped and ", stopped at the time limit" or "", per_iter,
-    tostring(result.feasible)),
+  string.format("iterations %d (outer %d%s), %.1f s per iteration, %d recovered failures, feasible %s",
+    result.iterations, result.outer, result.stopped and ", stopped at the time limit" or "", per_iter,
+    result.recoveries, tostring(result.feasible)),
   string.format("constraints C_mat %.5f C_act %.5f C_sgn %.5f C_abs %.5f (limits %.4f %.4f %.2f %.2f)", C_final[1],
     C_final[2], C_final[3], C_final[4], cons[1][2], cons[2][2], cons[3][2], cons[4][2]),
   string.format("objective optimised %.5g, binarised %.5g (seed 004: %.5g / %.5g)", task, binarised, ex.seed[1],

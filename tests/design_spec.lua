@@ -328,6 +328,73 @@ describe("cq.design", function()
     assert.is_true(r2.feasible and r2.iterations > 45 and cmat(0) <= 0.0125 + 1e-12)
   end)
 
+  it("cq.augmented_lagrangian recovers from a numerical failure of the loss: back to the last evaluated point, " ..
+    "the step halved; other errors, and failures with nothing to go back to, are raised", function()
+    local targets = { 0.3, 0.8, 0.45, 0.6, 0.1 }
+    local p = cq.param { n = #targets, init = 0 }
+    p.bounds = { -1, 1 }
+    local evals, fail_at, seen = 0, {}, {}
+    local function loss()
+      evals = evals + 1
+      local v = {}
+      for i = 0, p.n - 1 do v[i + 1] = p.v[i] end
+      seen[evals] = v
+      if fail_at[evals] then error(fail_at[evals], 0) end
+      local L = 0
+      for i = 0, p.n - 1 do
+        local g = (p.v[i] + 1) / 2
+        L = L + (g - targets[i + 1]) ^ 2
+        p.g[i] = p.g[i] + (g - targets[i + 1])
+      end
+      return L
+    end
+    local function cmat(w)
+      local C = 0
+      for i = 0, p.n - 1 do
+        local g = (p.v[i] + 1) / 2
+        C = C + g * (1 - g) / p.n
+        if w ~= 0 then p.g[i] = p.g[i] + w * (1 - 2 * g) / 2 / p.n end
+      end
+      return C
+    end
+    local function run(opts)
+      for i = 0, p.n - 1 do p.v[i] = 0 end
+      evals, seen = 0, {}
+      opts.params, opts.loss, opts.constraints, opts.lr = { p }, loss, { { cmat, 0.05 * 0.25 } }, 0.02
+      return cq.augmented_lagrangian(opts)
+    end
+    -- evaluations 3 and 4 blow up: the 4th evaluates the 2nd's parameters plus half the 3rd's step, the 5th plus
+    -- a quarter of it (Adam's step is linear in its step size, and its moments and the gradients are restored)
+    fail_at = { [3] = "memo:step: blow-up at step 7: J = det F <= 0", [4] = "run:forward: the loss is not finite" }
+    local notes = {}
+    local r = run { on_recover = function(s, msg, f) notes[#notes + 1] = { s, msg, f } end }
+    assert.are.equal(2, r.recoveries)
+    assert.are.same({ 3, 3 }, { notes[1][1], notes[2][1] })
+    assert.are.same({ 0.5, 0.25 }, { notes[1][3], notes[2][3] })
+    assert.matches("blow%-up at step 7", notes[1][2])
+    for i = 1, p.n do
+      local full = seen[3][i] - seen[2][i]
+      assert.is_true(math.abs(full) > 1e-3)
+      assert.near(0.5 * full, seen[4][i] - seen[2][i], 1e-12 * math.abs(full) + 1e-15)
+      assert.near(0.25 * full, seen[5][i] - seen[2][i], 1e-12 * math.abs(full) + 1e-15)
+    end
+    print(string.format("  2 failures recovered: %d iterations (%d evaluations), feasible %s, C_mat %.4f", r.iterations,
+      evals, tostring(r.feasible), cmat(0)))
+    assert.is_true(r.feasible and cmat(0) <= 0.0125 + 1e-12 and r.iterations == evals - 2)
+    -- a bug in the script is raised at once; so is a failure of the first evaluation, and a 6th failure in a row
+    fail_at = { [3] = "attempt to index a nil value" }
+    assert.matches("attempt to index a nil value", select(2, pcall(run, {})))
+    fail_at = { [1] = "memo:step: blow-up at step 1" }
+    assert.matches("the loss failed at iteration 1, before any evaluation of this run succeeded, so there is nothing " ..
+      "to go back to: memo:step: blow%-up", select(2, pcall(run, {})))
+    fail_at = setmetatable({}, { __index = function(_, k) return k > 2 and "memo:step: blow-up" or nil end })
+    assert.matches("iteration 3 failed 6 times in a row, each time after shrinking the step size by 0.5",
+      select(2, pcall(run, {})))
+    -- recover = false: the first failure is raised
+    fail_at = { [3] = "memo:step: blow-up at step 7" }
+    assert.matches("blow%-up at step 7", select(2, pcall(run, { recover = false })))
+  end)
+
   it("raises clear errors at the user's call site", function()
     local world, s0, A, B = scene()
     local design = cq.design { world = world }

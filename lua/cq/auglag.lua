@@ -1,12 +1,15 @@
 -- The augmented Lagrangian method of seed 004 (sec. 3.3.2, Algorithm 1): inequality constraints C_m(p) <= C_m* on
 -- top of a task loss, by minimising L = task + sum_m [kappa_m P_m + tau_m P_m^2 / 2], P_m = max(0, C_m - C_m*),
 -- with Adam (its moments reset before each inner loop; bounds by projection), then updating each multiplier where
--- the violation fell to c times its last value, else raising that penalty a-fold.
+-- the violation fell to c times its last value, else raising that penalty a-fold. A numerical failure of the loss (a
+-- blow-up, a non-finite value) goes back to the last evaluated parameters and steps again with a smaller step size.
 local check = require "cq._check"
+local recover_ = require "cq._recover"
 
 local M = {}
 local OPTIONS = check.option_set("cq.augmented_lagrangian", { "params", "loss", "constraints", "lr", "tau0", "c",
-  "a", "inner_max", "outer_max", "tol", "on_iteration", "state" })
+  "a", "inner_max", "outer_max", "tol", "on_iteration", "state", "recover", "on_recover" })
+local RECOVER_OPTIONS = check.option_set("cq.augmented_lagrangian recover", { "retries", "shrink" })
 
 -- The inner loop's convergence test (seed 004): the mean of the last 10 values of L against the mean of the 10
 -- before them, relative change below tol.
@@ -20,14 +23,20 @@ local function settled(hist, tol)
 end
 
 --- cq.augmented_lagrangian{ params, loss, constraints, lr = 0.01, tau0 = 1e-3, c = 0.25, a = 10, inner_max = 200,
----   outer_max = 30, tol = 1e-3, on_iteration? } -> { kappa, tau, violations, iterations, outer, feasible }
+---   outer_max = 30, tol = 1e-3, on_iteration?, state?, recover?, on_recover? } -> { kappa, tau, violations,
+---   iterations, outer, feasible, stopped, recoveries, lr_factor }
 --- loss(): the task loss, with the gradients of params filled (param.g, zeroed first by the driver).
 --- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
 --- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
 --- kappa are lists, one entry per constraint); returning true stops the driver there, before the multiplier update
 --- of the unfinished outer iteration (result.stopped; result.outer counts the finished ones).
---- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer) so that a caller can save it,
---- and starts from when it holds them (a resumed run begins a new inner loop with fresh Adam moments).
+--- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer, recoveries) so that a caller can
+--- save it, and starts from when it holds them (a resumed run begins a new inner loop with fresh Adam moments).
+--- recover = {retries = 5, shrink = 0.5} | false: when loss() fails numerically (an engine blow-up, a non-finite loss
+--- or gradient: a design step can take a body where the simulation is no longer valid, e.g. an inverted element of
+--- a nearly void material), go back to the parameters, gradients and Adam moments of the last successful evaluation,
+--- multiply the step size by shrink for the rest of the inner loop, and step again; more than retries failures in a
+--- row (or one before any evaluation succeeded) raise the error. on_recover(s, message, lr_factor) is called at each.
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
@@ -47,6 +56,15 @@ function M.run(opts)
   local inner_max = check.integer(where, "inner_max", opts.inner_max or 200, 1)
   local outer_max = check.integer(where, "outer_max", opts.outer_max or 30, 1)
   local tol = check.number(where, "tol", opts.tol or 1e-3, 0, math.huge)
+  local recover = opts.recover == nil and {} or opts.recover
+  if recover then
+    check.options(where .. ".recover", recover, RECOVER_OPTIONS)
+    recover = { retries = check.integer(where, "recover.retries", recover.retries or 5, 1),
+      shrink = check.number(where, "recover.shrink", recover.shrink or 0.5, 0, 1, { open_lo = true, open_hi = true }) }
+  end
+  if opts.on_recover ~= nil and type(opts.on_recover) ~= "function" then
+    check.fail(where, "on_recover must be nil or a function(s, message, lr_factor)", opts.on_recover)
+  end
   local M_ = #cons
   local kappa, tau, vprev = {}, {}, {}
   local function violations(w)
@@ -67,32 +85,67 @@ function M.run(opts)
   end
   vprev = st and st.vprev or violations()
   local iterations, outer, stopped = st and st.iterations or 0, st and st.outer or 0, false
+  local factor, recoveries = 1, st and st.recoveries or 0 -- factor: the step size's, after recoveries
   local function keep()
-    if st then st.kappa, st.tau, st.vprev, st.iterations, st.outer = kappa, tau, vprev, iterations, outer end
+    if st then
+      st.kappa, st.tau, st.vprev, st.iterations, st.outer = kappa, tau, vprev, iterations, outer
+      st.recoveries = recoveries
+    end
   end
   local v = vprev
+  local good -- the snapshot before the last step: parameters whose evaluation succeeded, their gradients, Adam's state
+  local failures = 0 -- failed evaluations in a row
+  -- loss() failed with err: back to good with a smaller step size, and the step again (or the error raised)
+  local function recover_step(opt, err)
+    if not (recover and recover_.numerical(err)) then error(err, 0) end
+    failures = failures + 1
+    if not good then
+      check.raise(string.format("%s: the loss failed at iteration %d, before any evaluation of this run succeeded, " ..
+        "so there is nothing to go back to: %s", where, iterations + 1, tostring(err)))
+    end
+    if failures > recover.retries then
+      check.raise(string.format("%s: iteration %d failed %d times in a row, each time after shrinking the step size " ..
+        "by %g; last failure: %s", where, iterations + 1, failures, recover.shrink, tostring(err)))
+    end
+    recover_.restore(opt, good)
+    factor, recoveries = factor * recover.shrink, recoveries + 1
+    opt.groups[1].lr = lr * factor
+    if opts.on_recover then opts.on_recover(iterations + 1, (tostring(err):gsub("\n.*", "")), factor) end
+    opt:step()
+    keep()
+  end
   while outer < outer_max do
     outer = outer + 1
-    local opt = require("cq.optim").adam { params = opts.params, lr = lr } -- fresh moments (Algorithm 1)
-    local hist = {}
-    for _ = 1, inner_max do
+    factor = 1 -- fresh moments and the full step size (Algorithm 1)
+    local opt = require("cq.optim").adam { params = opts.params, lr = lr }
+    local hist, inner = {}, 0
+    while inner < inner_max do
       for _, p in ipairs(opts.params) do p:zero_grad() end
-      local task = opts.loss()
-      -- P_m's gradient is C_m's where violated: dL/dp += (kappa_m + tau_m P_m) dC_m/dp
-      local _, C0 = violations()
-      local w, L = {}, task
-      for m = 1, M_ do
-        local P = math.max(0, C0[m] - cons[m][2])
-        w[m] = P > 0 and (kappa[m] + tau[m] * P) or 0
-        L = L + kappa[m] * P + 0.5 * tau[m] * P * P
+      local ok, task = pcall(opts.loss)
+      if ok and (type(task) ~= "number" or task ~= task or math.abs(task) == math.huge) then
+        ok, task = false, "the loss is not finite (" .. tostring(task) .. ")"
       end
-      violations(w)
-      opt:step()
-      iterations = iterations + 1
-      keep()
-      hist[#hist + 1] = L
-      if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
-      if stopped or settled(hist, tol) then break end
+      if not ok then
+        recover_step(opt, task)
+      else
+        failures, inner = 0, inner + 1
+        -- P_m's gradient is C_m's where violated: dL/dp += (kappa_m + tau_m P_m) dC_m/dp
+        local _, C0 = violations()
+        local w, L = {}, task
+        for m = 1, M_ do
+          local P = math.max(0, C0[m] - cons[m][2])
+          w[m] = P > 0 and (kappa[m] + tau[m] * P) or 0
+          L = L + kappa[m] * P + 0.5 * tau[m] * P * P
+        end
+        violations(w)
+        good = recover and recover_.snapshot(opt) or nil
+        opt:step()
+        iterations = iterations + 1
+        keep()
+        hist[#hist + 1] = L
+        if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
+        if stopped or settled(hist, tol) then break end
+      end
     end
     v = violations()
     if stopped then -- the inner loop did not finish: no multiplier update; a resumed run redoes this outer iteration
@@ -116,7 +169,7 @@ function M.run(opts)
   local feasible = true
   for m = 1, M_ do if v[m] > 0 then feasible = false end end
   return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = outer, feasible = feasible,
-    stopped = stopped }
+    stopped = stopped, recoveries = recoveries, lr_factor = factor }
 end
 
 return M

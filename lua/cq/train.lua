@@ -6,6 +6,7 @@ local ffi = require "ffi"
 local check = require "cq._check"
 local fs = require "cq._fs"
 local json = require "cq.json"
+local recover_ = require "cq._recover"
 
 local M = {}
 local OPTIONS = check.option_set("cq.train", { "rollout", "state", "optimizer", "iterations", "name", "log", "columns",
@@ -30,33 +31,7 @@ end
 M.host = host
 local SIGNALS = { [2] = "SIGINT", [15] = "SIGTERM" }
 
--- A numerical failure the recovery policy handles (the engine's blow-up checks, a non-finite loss or gradient),
--- as opposed to a bug in the script, which is raised at once.
-local function numerical(err, world)
-  local msg = tostring(err)
-  if world and world._failed_status == ffi.C.CQ_ERR_BLOWUP then return true end -- this evaluation's engine status
-  return msg:find("blow%-up") or msg:find("not finite") or msg:find("nonfinite_gradient") or msg:find(" is nan")
-    or msg:find(" is inf") or msg:find(" is %-inf") or msg:find("stable limit")
-    or msg:find("did not converge") -- an implicit solve (Newton, or the adjoint's) without a world to ask
-end
-
--- Copies of the values, gradients and optimizer state that the recovery restores (1-based lists: JSON-ready, so
--- the checkpoint carries them and a resumed run recovers exactly as the uninterrupted one would).
-local function snapshot(opt)
-  local s = { values = {}, grads = {}, opt = opt:state() }
-  for k, p in ipairs(opt.params) do
-    local v, g = {}, {}
-    for i = 0, p.n - 1 do v[i + 1], g[i + 1] = p.v[i], p.g[i] end
-    s.values[k], s.grads[k] = v, g
-  end
-  return s
-end
-local function restore(opt, s)
-  for k, p in ipairs(opt.params) do
-    for i = 0, p.n - 1 do p.v[i], p.g[i] = s.values[k][i + 1], s.grads[k][i + 1] end
-  end
-  opt:load_state(s.opt)
-end
+local numerical, snapshot, restore = recover_.numerical, recover_.snapshot, recover_.restore
 
 --- cq.train{ rollout, state, optimizer, iterations, name, ... } -> result. Each iteration: before(it, rollout)?,
 --- loss = evaluate(it) (default: rollout:forward(state) then rollout:backward()), keep_best, a log row, the
