@@ -341,21 +341,23 @@ function Design:_mixer(op, inner)
         check.raise(string.format("psi.controller: the inner controller must give %d signals (outputs), gave %s", K,
           type(uh) == "table" and tostring(uh.n) or type(uh)))
       end
+      -- signal by signal over the particles: LuaJIT compiles a loop over the K signals inside the particle loop as the
+      -- root trace, with a trace exit per particle (the same sums in the same order either way)
       local y = t:_over(m, yv, yg)
-      for i = 0, m - 1 do
-        local sum = 0
-        for j = 0, K - 1 do sum = sum + xi[i * width + j] * uh.v[j] end
-        y.v[i] = sum
+      for i = 0, m - 1 do y.v[i] = 0 end
+      for j = 0, K - 1 do
+        local u = uh.v[j]
+        for i = 0, m - 1 do y.v[i] = y.v[i] + xi[i * width + j] * u end
       end
       y.back = function(y)
-        for i = 0, m - 1 do
-          local gi = y.g[i]
-          if gi ~= 0 then
-            for j = 0, K - 1 do
-              uh.g[j] = uh.g[j] + xi[i * width + j] * gi
-              gxi[i * width + j] = gxi[i * width + j] + gi * uh.v[j]
-            end
+        for j = 0, K - 1 do
+          local u, gu = uh.v[j], uh.g[j]
+          for i = 0, m - 1 do -- (no test for gi == 0: a branch that goes both ways costs more than the adds)
+            local gi = y.g[i]
+            gu = gu + xi[i * width + j] * gi
+            gxi[i * width + j] = gxi[i * width + j] + gi * u
           end
+          uh.g[j] = gu
         end
       end
       return y

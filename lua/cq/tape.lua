@@ -372,61 +372,66 @@ end
 --- omega = sum m (x - x_g) x (v - v_g) . e / sum m |x - x_g|^2 over the particles idx (nil = all) with the world's
 --- current masses, a scalar (seed 004 eq. 36's integrand). Its backward adds to the state's x and v gradients and,
 --- in a rollout, dL/dmass into memo.grad_params.mass (the mass centre's own terms cancel: sum m (x - x_g) = 0).
---- The node keeps each particle's r = x - x_g and u = v - v_g in two flat arrays (a rollout calls this every control
---- step: per-particle Lua tables made rotator3d_topo's iteration about a fifth slower, in allocation and collection).
+--- It keeps no per-particle values (a rollout calls it every control step: per-particle Lua tables made
+--- rotator3d_topo's iteration about a fifth slower, in allocation and collection).
 function Tape:spin(state, axis, idx)
   check_leaf("cq.tape:spin", state, "x", idx, 1)
   local n, dim, x, v, mass = state.n, state.dim, state.x, state.v, state.world.params.mass
   if dim == 3 then check.integer("cq.tape:spin", "axis", axis, 1, 3) end
   local count = idx and #idx or n
-  local function particle(k) return idx and idx[k + 1] - 1 or k end -- k-th particle's 0-based index
-  -- r x u . e_axis = r_i u_j - r_j u_i with (i, j, axis) cyclic (2D: i, j = x, y); 0-based components
+  -- r x u . e_axis = r_i u_j - r_j u_i with (i, j, axis) cyclic (2D: i, j = x, y); 0-based components. The loops
+  -- spell the components out: LuaJIT compiles a loop over 2 or 3 components as the root trace, with the particle
+  -- loop around it as side traces (a trace exit per particle), and a rollout calls this every control step
   local i, j = 0, 1
   if dim == 3 then i, j = axis % 3, (axis + 1) % 3 end
-  local M, xg, vg = 0, { 0, 0, 0 }, { 0, 0, 0 }
+  local three = dim == 3
+  local M, xg0, xg1, xg2, vg0, vg1, vg2 = 0, 0, 0, 0, 0, 0, 0
   for k = 0, count - 1 do
-    local p = particle(k)
+    local p = idx and idx[k + 1] - 1 or k
     local m = mass[p]
     M = M + m
-    for a = 1, dim do
-      xg[a] = xg[a] + m * x[(a - 1) * n + p]
-      vg[a] = vg[a] + m * v[(a - 1) * n + p]
-    end
+    xg0, xg1, vg0, vg1 = xg0 + m * x[p], xg1 + m * x[n + p], vg0 + m * v[p], vg1 + m * v[n + p]
+    if three then xg2, vg2 = xg2 + m * x[2 * n + p], vg2 + m * v[2 * n + p] end
   end
-  for a = 1, dim do xg[a], vg[a] = xg[a] / M, vg[a] / M end
-  local r, u = darr(count * dim), darr(count * dim) -- particle-major: r[k * dim + a]
+  xg0, xg1, xg2, vg0, vg1, vg2 = xg0 / M, xg1 / M, xg2 / M, vg0 / M, vg1 / M, vg2 / M
+  local xg, vg = { [0] = xg0, xg1, xg2 }, { [0] = vg0, vg1, vg2 }
+  local xgi, xgj, vgi, vgj, io, jo = xg[i], xg[j], vg[i], vg[j], i * n, j * n
+  -- particle p's r_i, r_j, u_i, u_j and |r|^2 (r = x - x_g, u = v - v_g)
+  local function rel(p)
+    local r0, r1 = x[p] - xg0, x[n + p] - xg1
+    local rr = r0 * r0 + r1 * r1
+    if three then
+      local r2 = x[2 * n + p] - xg2
+      rr = rr + r2 * r2
+    end
+    return x[io + p] - xgi, x[jo + p] - xgj, v[io + p] - vgi, v[jo + p] - vgj, rr
+  end
   local H, I = 0, 0
   for k = 0, count - 1 do
-    local p, q = particle(k), k * dim
-    local rr = 0
-    for a = 0, dim - 1 do
-      r[q + a], u[q + a] = x[a * n + p] - xg[a + 1], v[a * n + p] - vg[a + 1]
-      rr = rr + r[q + a] * r[q + a]
-    end
-    local h = r[q + i] * u[q + j] - r[q + j] * u[q + i]
-    H, I = H + mass[p] * h, I + mass[p] * rr
+    local p = idx and idx[k + 1] - 1 or k
+    local ri, rj, ui, uj, rr = rel(p)
+    H, I = H + mass[p] * (ri * uj - rj * ui), I + mass[p] * rr
   end
   local y = node(self, 1, nil)
   y.v[0] = H / I
+  -- (reads x, v and the masses again, as t:mass_centroid does: backward before the state changes, as a rollout does)
   y.back = function(y, sink)
     local gx, gv = sink_field(sink, "x"), sink_field(sink, "v")
     local gm = type(sink) == "table" and sink._memo and sink._memo.grad_params.mass
     local gH, gI = y.g[0] / I, -y.g[0] * H / (I * I)
+    local co = three and (3 - i - j) * n or nil -- the axis' own component: only |r|^2 depends on it
+    local xgc = three and xg[3 - i - j]
     for k = 0, count - 1 do
-      local p, q = particle(k), k * dim
+      local p = idx and idx[k + 1] - 1 or k
       local m = mass[p]
-      -- dh/dr = (u_j, -u_i) and dh/du = (-r_j, r_i) in components (i, j), 0 in the axis' own
-      for a = 0, dim - 1 do
-        local dr, du = 0, 0
-        if a == i then dr, du = u[q + j], -r[q + j] elseif a == j then dr, du = -u[q + i], r[q + i] end
-        gx[a * n + p] = gx[a * n + p] + m * (gH * dr + gI * 2 * r[q + a])
-        gv[a * n + p] = gv[a * n + p] + m * gH * du
-      end
-      if gm then
-        local rr = 0
-        for a = 0, dim - 1 do rr = rr + r[q + a] * r[q + a] end
-        gm[p] = gm[p] + gH * (r[q + i] * u[q + j] - r[q + j] * u[q + i]) + gI * rr
-      end
+      local ri, rj, ui, uj, rr = rel(p)
+      -- dh/dr = (u_j, -u_i) and dh/du = (-r_j, r_i) in components (i, j); d|r|^2/dr = 2 r
+      gx[io + p] = gx[io + p] + m * (gH * uj + gI * 2 * ri)
+      gx[jo + p] = gx[jo + p] + m * (gH * -ui + gI * 2 * rj)
+      gv[io + p] = gv[io + p] + m * gH * -rj
+      gv[jo + p] = gv[jo + p] + m * gH * ri
+      if three then gx[co + p] = gx[co + p] + m * (gI * 2 * (x[co + p] - xgc)) end
+      if gm then gm[p] = gm[p] + gH * (ri * uj - rj * ui) + gI * rr end
     end
   end
   return y
