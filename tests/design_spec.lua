@@ -279,9 +279,9 @@ describe("cq.design", function()
     end
   end)
 
-  it("cq.augmented_lagrangian (seed 004 Algorithm 1) binarises a toy layout: feasible, each entry on its target's " ..
-    "side", function()
-    -- task: gamma_i = (p_i + 1) / 2 near targets; constraint: mean gamma (1 - gamma) <= 5 % of its maximum 1/4
+  -- A toy layout for Algorithm 1. Task: gamma_i = (p_i + 1) / 2 near targets; constraint: mean gamma (1 - gamma)
+  -- <= 5 % of its maximum 1/4. Returns p, loss and cmat (the constraint's f(w)).
+  local function toy_layout()
     local targets = { 0.3, 0.8, 0.45, 0.6, 0.1 }
     local p = cq.param { n = #targets, init = 0 }
     p.bounds = { -1, 1 }
@@ -303,6 +303,12 @@ describe("cq.design", function()
       end
       return C
     end
+    return p, loss, cmat, targets
+  end
+
+  it("cq.augmented_lagrangian (seed 004 Algorithm 1) binarises a toy layout: feasible, each entry on its target's " ..
+    "side", function()
+    local p, loss, cmat, targets = toy_layout()
     local r = cq.augmented_lagrangian { params = { p }, loss = loss, constraints = { { cmat, 0.05 * 0.25 } }, lr = 0.02,
       tau0 = 1e-3 }
     local gam = {}
@@ -330,32 +336,15 @@ describe("cq.design", function()
 
   it("cq.augmented_lagrangian recovers from a numerical failure of the loss: back to the last evaluated point, " ..
     "the step halved; other errors, and failures with nothing to go back to, are raised", function()
-    local targets = { 0.3, 0.8, 0.45, 0.6, 0.1 }
-    local p = cq.param { n = #targets, init = 0 }
-    p.bounds = { -1, 1 }
+    local p, task, cmat = toy_layout()
     local evals, fail_at, seen = 0, {}, {}
-    local function loss()
+    local function loss() -- the toy's task, recording each evaluation's parameters, failing where fail_at says
       evals = evals + 1
       local v = {}
       for i = 0, p.n - 1 do v[i + 1] = p.v[i] end
       seen[evals] = v
       if fail_at[evals] then error(fail_at[evals], 0) end
-      local L = 0
-      for i = 0, p.n - 1 do
-        local g = (p.v[i] + 1) / 2
-        L = L + (g - targets[i + 1]) ^ 2
-        p.g[i] = p.g[i] + (g - targets[i + 1])
-      end
-      return L
-    end
-    local function cmat(w)
-      local C = 0
-      for i = 0, p.n - 1 do
-        local g = (p.v[i] + 1) / 2
-        C = C + g * (1 - g) / p.n
-        if w ~= 0 then p.g[i] = p.g[i] + w * (1 - 2 * g) / 2 / p.n end
-      end
-      return C
+      return task()
     end
     local function run(opts)
       for i = 0, p.n - 1 do p.v[i] = 0 end
