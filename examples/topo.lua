@@ -118,6 +118,7 @@ local result = cq.augmented_lagrangian {
     return now() - t_start > time_limit
   end,
   on_recover = function(s, why, factor) -- a design step that broke the simulation: stepped again, shorter
+    evals = evals - 1 -- (the climber's gravity schedule counts the evaluations that succeeded)
     print(string.format("iter %4d  failed (%s): back to the last evaluated design, step size x%g", s, why, factor))
   end,
 }

@@ -382,6 +382,37 @@ describe("cq.design", function()
     -- recover = false: the first failure is raised
     fail_at = { [3] = "memo:step: blow-up at step 7" }
     assert.matches("blow%-up at step 7", select(2, pcall(run, { recover = false })))
+    local function same(a, b) for i = 1, p.n do assert.are.equal(a[i], b[i]) end end
+    -- a non-finite gradient is a failure too: the 4th evaluation is at half the 3rd's step
+    fail_at, notes = {}, {}
+    local nan_at = 3
+    local function nan_loss() local L = loss() if evals == nan_at then p.g[1] = 0 / 0 end return L end
+    for i = 0, p.n - 1 do p.v[i] = 0 end
+    evals, seen = 0, {}
+    local rn = cq.augmented_lagrangian { params = { p }, loss = nan_loss, constraints = { { cmat, 0.05 * 0.25 } },
+      lr = 0.02, inner_max = 30, outer_max = 1, on_recover = function(s, msg) notes[#notes + 1] = msg end }
+    assert.are.equal(1, rn.recoveries)
+    assert.matches("the gradient of parameter 1, entry 2, is nan", notes[1])
+    for i = 1, p.n do assert.near(0.5 * (seen[3][i] - seen[2][i]), seen[4][i] - seen[2][i], 1e-12) end
+    -- the first evaluation of a new inner loop fails (30 iterations each): back to the 30th's parameters, evaluated
+    -- again (its gradients and moments belonged to the old multipliers)
+    fail_at = { [31] = "memo:step: blow-up at step 3" }
+    local r3 = run { inner_max = 30, outer_max = 2 }
+    assert.are.equal(1, r3.recoveries)
+    same(seen[30], seen[32])
+    assert.are_not.equal(seen[30][1], seen[31][1])
+    -- likewise the first evaluation of a resumed run: back to the parameters evaluated last before the stop
+    local state = {}
+    fail_at = {}
+    run { inner_max = 30, state = state, on_iteration = function(s) return s == 45 end }
+    local at45 = seen[45]
+    same(at45, state.last_values[1])
+    fail_at = { [1] = "memo:step: blow-up at step 3" }
+    evals, seen = 0, {} -- (not reset to 0: the stopped run's parameters)
+    local rr = cq.augmented_lagrangian { params = { p }, loss = loss, constraints = { { cmat, 0.05 * 0.25 } },
+      lr = 0.02, inner_max = 30, state = state }
+    same(at45, seen[2])
+    assert.is_true(rr.feasible and rr.recoveries == 1)
   end)
 
   it("raises clear errors at the user's call site", function()

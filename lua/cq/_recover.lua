@@ -36,4 +36,24 @@ function M.restore(opt, s)
   opt:load_state(s.opt)
 end
 
+--- Writes a snapshot's values (1-based lists, one per parameter) back into params, their gradients zeroed.
+function M.restore_values(params, values)
+  for k, p in ipairs(params) do
+    for i = 0, p.n - 1 do p.v[i], p.g[i] = values[k][i + 1], 0 end
+  end
+end
+
+--- A message naming the first non-finite gradient entry of params, or nil when all are finite.
+function M.nonfinite_gradient(params)
+  for k, p in ipairs(params) do
+    for i = 0, p.n - 1 do
+      local g = p.g[i]
+      if g ~= g or g == math.huge or g == -math.huge then
+        return string.format("the gradient of parameter %d%s, entry %d, is %s", k, p.name and (" (" .. p.name .. ")")
+          or "", i + 1, tostring(g))
+      end
+    end
+  end
+end
+
 return M

@@ -30,13 +30,17 @@ end
 --- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
 --- kappa are lists, one entry per constraint); returning true stops the driver there, before the multiplier update
 --- of the unfinished outer iteration (result.stopped; result.outer counts the finished ones).
---- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer, recoveries) so that a caller can
---- save it, and starts from when it holds them (a resumed run begins a new inner loop with fresh Adam moments).
---- recover = {retries = 5, shrink = 0.5} | false: when loss() fails numerically (an engine blow-up, a non-finite loss
---- or gradient: a design step can take a body where the simulation is no longer valid, e.g. an inverted element of
---- a nearly void material), go back to the parameters, gradients and Adam moments of the last successful evaluation,
---- multiply the step size by shrink for the rest of the inner loop, and step again; more than retries failures in a
---- row (or one before any evaluation succeeded) raise the error. on_recover(s, message, lr_factor) is called at each.
+--- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer = the finished outer iterations,
+--- recoveries, last_values) so that a caller can save it, and starts from when it holds them (a resumed run begins a
+--- new inner loop with fresh Adam moments).
+--- recover = {retries = 5, shrink = 0.5} | false: when an evaluation fails numerically (an engine blow-up, a
+--- non-finite loss or gradient: a design step can take a body where the simulation is no longer valid, e.g. an
+--- inverted element of a nearly void material), go back to the parameters, gradients and Adam moments of the inner
+--- loop's last successful evaluation, multiply the step size by shrink for the rest of the inner loop, and step again;
+--- before the inner loop's first success (the first step of a new inner loop, or of a resumed run), go back to the
+--- last evaluated parameters (state.last_values) and evaluate them again with fresh moments. More than retries
+--- failures in a row, or one before any evaluation succeeded, raise the error. on_recover(s, message, lr_factor) is
+--- called at each recovery.
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
@@ -84,22 +88,27 @@ function M.run(opts)
     tau[m] = st and st.tau and st.tau[m] or tau0
   end
   vprev = st and st.vprev or violations()
-  local iterations, outer, stopped = st and st.iterations or 0, st and st.outer or 0, false
+  -- done: the outer iterations finished (their multipliers updated), what state.outer holds
+  local iterations, done, stopped = st and st.iterations or 0, st and st.outer or 0, false
   local factor, recoveries = 1, st and st.recoveries or 0 -- factor: the step size's, after recoveries
+  -- last_values: the parameters of the last successful evaluation (1-based lists, in state: a resumed run can go back)
+  local last_values = st and st.last_values
   local function keep()
     if st then
-      st.kappa, st.tau, st.vprev, st.iterations, st.outer = kappa, tau, vprev, iterations, outer
-      st.recoveries = recoveries
+      st.kappa, st.tau, st.vprev, st.iterations, st.outer = kappa, tau, vprev, iterations, done
+      st.recoveries, st.last_values = recoveries, last_values
     end
   end
   local v = vprev
-  local good -- the snapshot before the last step: parameters whose evaluation succeeded, their gradients, Adam's state
+  local good -- this inner loop's snapshot before its last step: evaluated parameters, their gradients, Adam's state
   local failures = 0 -- failed evaluations in a row
-  -- loss() failed with err: back to good with a smaller step size, and the step again (or the error raised)
-  local function recover_step(opt, err)
+  -- The evaluation failed with err: back to good with a smaller step size and the step again; before this inner
+  -- loop's first success, back to the last evaluated parameters, to evaluate them again with fresh moments (the
+  -- gradients and moments of the last inner loop belong to other multipliers); else the error raised.
+  local function recover_step(opt, fresh, err)
     if not (recover and recover_.numerical(err)) then error(err, 0) end
     failures = failures + 1
-    if not good then
+    if not good and not last_values then
       check.raise(string.format("%s: the loss failed at iteration %d, before any evaluation of this run succeeded, " ..
         "so there is nothing to go back to: %s", where, iterations + 1, tostring(err)))
     end
@@ -107,38 +116,52 @@ function M.run(opts)
       check.raise(string.format("%s: iteration %d failed %d times in a row, each time after shrinking the step size " ..
         "by %g; last failure: %s", where, iterations + 1, failures, recover.shrink, tostring(err)))
     end
-    recover_.restore(opt, good)
-    factor, recoveries = factor * recover.shrink, recoveries + 1
-    opt.groups[1].lr = lr * factor
+    recoveries = recoveries + 1
+    if good then
+      recover_.restore(opt, good)
+      factor = factor * recover.shrink
+      opt.groups[1].lr = lr * factor
+      opt:step()
+    else
+      recover_.restore_values(opt.params, last_values)
+      opt:load_state(fresh)
+    end
     if opts.on_recover then opts.on_recover(iterations + 1, (tostring(err):gsub("\n.*", "")), factor) end
-    opt:step()
     keep()
   end
-  while outer < outer_max do
-    outer = outer + 1
+  while done < outer_max do
     factor = 1 -- fresh moments and the full step size (Algorithm 1)
     local opt = require("cq.optim").adam { params = opts.params, lr = lr }
+    local fresh = recover and opt:state()
     local hist, inner = {}, 0
+    good = nil
     while inner < inner_max do
       for _, p in ipairs(opts.params) do p:zero_grad() end
       local ok, task = pcall(opts.loss)
       if ok and (type(task) ~= "number" or task ~= task or math.abs(task) == math.huge) then
-        ok, task = false, "the loss is not finite (" .. tostring(task) .. ")"
+        ok, task = false, where .. ": the loss is not finite (" .. tostring(task) .. ")"
       end
-      if not ok then
-        recover_step(opt, task)
-      else
-        failures, inner = 0, inner + 1
+      local C0, L
+      if ok then
         -- P_m's gradient is C_m's where violated: dL/dp += (kappa_m + tau_m P_m) dC_m/dp
-        local _, C0 = violations()
-        local w, L = {}, task
+        C0 = select(2, violations())
+        local w = {}
+        L = task
         for m = 1, M_ do
           local P = math.max(0, C0[m] - cons[m][2])
           w[m] = P > 0 and (kappa[m] + tau[m] * P) or 0
           L = L + kappa[m] * P + 0.5 * tau[m] * P * P
         end
         violations(w)
+        local bad = recover_.nonfinite_gradient(opts.params)
+        if bad then ok, task = false, where .. ": " .. bad end
+      end
+      if not ok then
+        recover_step(opt, fresh, task)
+      else
+        failures, inner = 0, inner + 1
         good = recover and recover_.snapshot(opt) or nil
+        last_values = good and good.values
         opt:step()
         iterations = iterations + 1
         keep()
@@ -148,11 +171,7 @@ function M.run(opts)
       end
     end
     v = violations()
-    if stopped then -- the inner loop did not finish: no multiplier update; a resumed run redoes this outer iteration
-      outer = outer - 1
-      keep()
-      break
-    end
+    if stopped then break end -- the inner loop did not finish: no multiplier update; a resumed run redoes it
     local feasible = true
     for m = 1, M_ do
       if v[m] > 0 then feasible = false end
@@ -163,12 +182,13 @@ function M.run(opts)
         tau[m] = a * tau[m]
       end
     end
+    done = done + 1
     keep()
-    if feasible or stopped then break end
+    if feasible then break end
   end
   local feasible = true
   for m = 1, M_ do if v[m] > 0 then feasible = false end end
-  return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = outer, feasible = feasible,
+  return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = done, feasible = feasible,
     stopped = stopped, recoveries = recoveries, lr_factor = factor }
 end
 
