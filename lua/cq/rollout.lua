@@ -161,15 +161,10 @@ end
 -- A non-finite parameter gradient (from a controller or objective written in Lua: the engine checks its own) stops
 -- here, before an optimizer can read it.
 local function check_finite_grads(params)
-  for i, p in ipairs(params) do
-    for j = 0, p.n - 1 do
-      local g = p.g[j]
-      if g ~= g or math.abs(g) == math.huge then
-        check.raise(string.format("run:backward: the gradient of parameter %d%s, entry %d, is %s (check " ..
-          "nonfinite_gradient): an observer, controller or objective gives a non-finite derivative", i,
-          p.name and (" (" .. p.name .. ")") or "", j + 1, tostring(g)))
-      end
-    end
+  local bad = require("cq._recover").nonfinite_gradient(params)
+  if bad then
+    check.raise("run:backward: " .. bad .. " (check nonfinite_gradient): an observer, controller or objective " ..
+      "gives a non-finite derivative")
   end
 end
 
