@@ -13,6 +13,14 @@ CFLAGS   += -std=c99 -fno-math-errno -fno-trapping-math -ffp-contract=$(FP_CONTR
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 VERSION  := 0.1.0
+# The version cqlua reports (and every study manifest records): the release, plus the git commit it was built from
+# and "-modified" when engine/, cuda/ or lua/ differed from that commit, so that results of different builds are told
+# apart (a chaotic rollout amplifies any change of rounding). build/version.txt changes only when this does, and the
+# host is rebuilt then.
+GIT_REV  := $(shell git rev-parse --short=10 HEAD 2>/dev/null)
+GIT_MOD  := $(if $(GIT_REV),$(shell git diff --quiet HEAD -- engine cuda lua 2>/dev/null || echo -modified))
+FULL_VERSION := $(VERSION)$(if $(GIT_REV),+git.$(GIT_REV)$(GIT_MOD))
+$(shell mkdir -p $(BUILD) && (echo '$(FULL_VERSION)' | cmp -s - $(BUILD)/version.txt || echo '$(FULL_VERSION)' > $(BUILD)/version.txt))
 
 DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \
   pkg-config gcc g++ make
@@ -57,8 +65,8 @@ deps:
 $(BUILD)/obj/host/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile
 	mkdir -p $(dir $@)
 	$(CXX) $(HOST_CXXFLAGS) -c $< -o $@
-$(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o | $(BUILD)/bin
-	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(VERSION)"' -o $@ $(HOST_SRC) $(BUILD)/obj/host/mesh_obj.o \
+$(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o $(BUILD)/version.txt | $(BUILD)/bin
+	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(FULL_VERSION)"' -o $@ $(HOST_SRC) $(BUILD)/obj/host/mesh_obj.o \
 	  $(LUAJIT_LIBS) -lassimp -lstdc++ -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).

@@ -167,6 +167,16 @@ return study.define {
     assert.are.equal(0.15, tonumber(summary[1].y_mean))
     assert.is_true(math.abs(tonumber(summary[1].y_se) - 0.05) < 1e-9) -- std 0.0707 / sqrt(2)
     assert.is_true(#(read(s.dir .. "/y.png") or "") > 1000, "no y.png")
+    assert.are.equal(s:manifest(1).engine.version, rows[1].engine) -- the build each row ran on
+    assert.is_nil(cout:match("engine builds"))
+    -- a finished row of another build: collect says the rows mix builds
+    local path = s:row_dir(1) .. "/manifest.json"
+    local text = read(path):gsub('"version": *"[^"]*"', '"version": "0.0.1+git.other"')
+    write(path, text)
+    assert.are.equal("0.0.1+git.other", s:manifest(1).engine.version)
+    cout = cq_study(dir, "collect quad.lua")
+    assert.matches("note: the finished rows come from 2 engine builds: 0%.0%.1%+git%.other %(1 rows%), " ..
+      s:manifest(2).engine.version:gsub("%p", "%%%0") .. " %(3 rows%)", cout)
   end)
 
   it("resumes: finished rows are kept, failed ones rerun; a changed study reruns every row and keeps the old apart", function()

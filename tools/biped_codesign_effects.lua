@@ -4,23 +4,29 @@
 -- counts, not only the single-parameter ones), its standard error, the same effect paired within each seed and
 -- combination of the others, and how many seeds would bring the standard error of the difference between two main
 -- effects to half that difference. Seed 000 (sec. 5.3.2) reports each parameter helping, ordered E > density > nu.
--- Usage: cqlua tools/biped_codesign_effects.lua [results.csv = docs/biped_codesign_results.csv] (the CSV of
--- `cqlua study collect`: columns status, E, nu, density, seed, walked).
-local path = arg and arg[1] or "docs/biped_codesign_results.csv"
-local f = assert(io.open(path), "cannot read " .. path)
-local header, cols = f:read("*l"), {}
-for name in header:gmatch("[^,]+") do cols[#cols + 1] = name end
+-- Usage: cqlua tools/biped_codesign_effects.lua [results.csv ...] (default docs/biped_codesign_results.csv; CSVs of
+-- `cqlua study collect`, columns status, E, nu, density, seed, walked; several CSVs pool their rows, e.g. a study
+-- grown with CQ_BIPED_FIRST_SEED; a row found twice, the same combination and seed, counts once).
+local paths = (arg and #arg > 0) and arg or { "docs/biped_codesign_results.csv" }
 local PARAMS = { "E", "nu", "density" }
-local rows = {}
-for line in f:lines() do
-  local r, k = {}, 0
-  for v in (line .. ","):gmatch("([^,]*),") do k = k + 1; r[cols[k]] = v end
-  if r.status == "ok" and tonumber(r.walked) then
-    rows[#rows + 1] = { walked = tonumber(r.walked), seed = r.seed, E = r.E == "true", nu = r.nu == "true",
-      density = r.density == "true" }
+local rows, seen, seed_set, n_seeds = {}, {}, {}, 0
+for _, path in ipairs(paths) do
+  local f = assert(io.open(path), "cannot read " .. path)
+  local header, cols = f:read("*l") or "", {}
+  for name in header:gmatch("[^,]+") do cols[#cols + 1] = name end
+  for line in f:lines() do
+    local r, k = {}, 0
+    for v in (line .. ","):gmatch("([^,]*),") do k = k + 1; r[cols[k]] = v end
+    local key = table.concat({ tostring(r.E), tostring(r.nu), tostring(r.density), tostring(r.seed) }, "/")
+    if r.status == "ok" and tonumber(r.walked) and not seen[key] then
+      seen[key] = true
+      rows[#rows + 1] = { walked = tonumber(r.walked), seed = r.seed, E = r.E == "true", nu = r.nu == "true",
+        density = r.density == "true" }
+      if not seed_set[r.seed] then seed_set[r.seed], n_seeds = true, n_seeds + 1 end
+    end
   end
+  f:close()
 end
-f:close()
 
 local function mean(xs) local s = 0 for _, x in ipairs(xs) do s = s + x end return s / #xs end
 local function var(xs) -- sample variance
@@ -35,7 +41,7 @@ local function others(r, p)
   return table.concat(key, "/")
 end
 
-print(string.format("%d finished rows (%s)", #rows, path))
+print(string.format("%d finished rows, %d seeds (%s)", #rows, n_seeds, table.concat(paths, ", ")))
 print(string.format("%-8s %12s %8s %6s | %14s %8s", "param", "main effect", "s.e.", "t", "paired (n)", "s.e."))
 local effects = {}
 for _, p in ipairs(PARAMS) do
@@ -60,8 +66,7 @@ for i, e in ipairs(effects) do order[i] = e.p end
 print("ordering by main effect: " .. table.concat(order, " > ") .. " (seed 000: E > density > nu)")
 -- seeds per combination for the s.e. of the difference of two main effects to be half that difference (the s.e.
 -- falls as 1 / sqrt(seeds))
-local seeds = 0
-for _, r in ipairs(rows) do seeds = math.max(seeds, tonumber(r.seed) or 0) end
+local seeds = n_seeds
 for i = 1, #effects - 1 do
   for j = i + 1, #effects do
     local a, b = effects[i], effects[j]

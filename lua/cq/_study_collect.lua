@@ -205,8 +205,11 @@ function M.collect(study, opts)
   local header = { "row", "status" }
   for _, n in ipairs(study.params) do header[#header + 1] = n end
   for _, n in ipairs(study.metrics) do header[#header + 1] = n end
-  for _, n in ipairs { "wall_seconds", "host", "attempt", "finished", "hash", "message" } do header[#header + 1] = n end
+  for _, n in ipairs { "wall_seconds", "host", "attempt", "finished", "engine", "hash", "message" } do
+    header[#header + 1] = n
+  end
   local rows, ok_rows, failures, counts, current = {}, {}, {}, {}, {}
+  local builds, build_rows = {}, {} -- the engine versions of the finished rows, in order of appearance; rows of each
   for i = 1, #study.rows do
     current[study:row_dir(i):match("[^/]+$")] = true
     local m = study:manifest(i)
@@ -215,11 +218,16 @@ function M.collect(study, opts)
     if m then
       for _, n in ipairs(study.metrics) do r[n] = m.metrics and m.metrics[n] end
       r.wall_seconds, r.host, r.attempt, r.finished = m.wall_seconds, m.host, m.attempt, m.finished
+      r.engine = type(m.engine) == "table" and m.engine.version or nil
       r.hash, r.message = m.hash, m.message and first_line(m.message) or nil
     end
     rows[i] = r
     counts[r.status] = (counts[r.status] or 0) + 1
-    if r.status == "ok" then ok_rows[#ok_rows + 1] = r
+    if r.status == "ok" then
+      ok_rows[#ok_rows + 1] = r
+      local b = tostring(r.engine or "unknown")
+      if not build_rows[b] then builds[#builds + 1], build_rows[b] = b, 0 end
+      build_rows[b] = build_rows[b] + 1
     elseif r.status ~= "not run" and r.status ~= "running" then failures[#failures + 1] = r end
   end
   local csv = study.dir .. "/results.csv"
@@ -236,6 +244,13 @@ function M.collect(study, opts)
     print(string.format("  (%d row directories of earlier versions of the study are ignored)", stale))
   end
   print("  " .. csv)
+  if #builds > 1 then -- the row hash covers the study, not the engine: say when finished rows mix builds
+    local parts = {}
+    for _, b in ipairs(builds) do parts[#parts + 1] = string.format("%s (%d rows)", b, build_rows[b]) end
+    print("  note: the finished rows come from " .. #builds .. " engine builds: " .. table.concat(parts, ", ") ..
+      "; rows of different builds may differ beyond their parameters (rerun them with one build to compare)")
+  end
+  result.builds = builds
 
   local params = swept(study)
   for _, metric in ipairs(study.metrics) do
