@@ -16,8 +16,10 @@ end
 
 return study.define {
   name = "biped_codesign",
-  space = study.grid { { "E", { false, true } }, { "nu", { false, true } }, { "density", { false, true } },
-    { "seed", seeds } },
+  -- seed first: the rows of one seed (all 8 combinations) run together, so a study stopped part way holds whole
+  -- replicates (the order of the rows is not part of their hashes)
+  space = study.grid { { "seed", seeds }, { "E", { false, true } }, { "nu", { false, true } },
+    { "density", { false, true } } },
   script = "biped_codesign.lua",
   depends = { "../scenes/biped2d.lua" },
   args = function(row)
