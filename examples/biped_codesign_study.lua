@@ -5,8 +5,8 @@
 --   cqlua study slurm examples/biped_codesign_study.lua --time=30   (the same rows as a SLURM job array)
 --   cqlua study collect examples/biped_codesign_study.lua           (results.csv, walked.png, summary by combination)
 -- Environment: CQ_BIPED_ITERATIONS (100) and CQ_BIPED_SEEDS (3: seeds 1..3) size the study; CQ_BIPED_FIRST_SEED (1)
--- starts the seeds later, to grow a study whose first rows were collected elsewhere (a row's hash covers its
--- iterations and seed, so a grown study reuses every row it already has).
+-- starts the seeds later, to grow a study whose first rows were collected elsewhere by the same build (a row's hash
+-- covers its iterations and seed, so a grown study reuses every row it already has).
 local study = require "cq.study"
 local iterations = tonumber(os.getenv("CQ_BIPED_ITERATIONS") or "") or 100
 local seeds = {}

@@ -209,7 +209,7 @@ function M.collect(study, opts)
     header[#header + 1] = n
   end
   local rows, ok_rows, failures, counts, current = {}, {}, {}, {}, {}
-  local builds, build_rows = {}, {} -- the engine versions of the finished rows, in order of appearance; rows of each
+  local builds, build_rows = {}, {} -- the engine versions of the finished rows (first seen first), rows per version
   for i = 1, #study.rows do
     current[study:row_dir(i):match("[^/]+$")] = true
     local m = study:manifest(i)
