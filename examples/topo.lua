@@ -9,7 +9,8 @@
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test); resume = yes continues from
 --   out/<example>/design.json, which the run writes every 25 iterations and at its end (the design variables, the
---   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls;
+--   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls (resumed
+--   with outer_max at or below its finished outer iterations, it writes the outputs of the saved design unchanged);
 --   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
 --   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than
 --   a user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
@@ -128,8 +129,12 @@ if ex.gravity_ramp then world:set_gravity { 0, -9.8 } end -- the reported object
 local task = run:forward(s0)
 local per_iter = (now() - t_start) / math.max(1, evals - evals0)
 local C_final = { cons[1][1](0), cons[2][1](0), cons[3][1](0), cons[4][1](0) }
+-- feasible: the reported design's constraints within their limits (result.feasible is the last inner loop's, and a
+-- resumed run with outer_max <= its outer iterations reports the saved design without a step: no inner loop at all)
+local feasible = true
+for m = 1, 4 do feasible = feasible and C_final[m] <= cons[m][2] end
 print(string.format("optimised: task %.5g after %d iterations (%d outer, %s), feasible %s (seed 004: %.5g)", task,
-  result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled", tostring(result.feasible),
+  result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled", tostring(feasible),
   ex.seed[1]))
 
 -- the layout image: colour = the actuator of largest weight (grey: passive), faded to white by 1 - gamma
@@ -206,7 +211,7 @@ local lines = {
     #keep, walls),
   string.format("iterations %d (outer %d%s), %.1f s per iteration, %d recovered failures, feasible %s",
     result.iterations, result.outer, result.stopped and ", stopped at the time limit" or "", per_iter,
-    result.recoveries, tostring(result.feasible)),
+    result.recoveries, tostring(feasible)),
   string.format("constraints C_mat %.5f C_act %.5f C_sgn %.5f C_abs %.5f (limits %.4f %.4f %.2f %.2f)", C_final[1],
     C_final[2], C_final[3], C_final[4], cons[1][2], cons[2][2], cons[3][2], cons[4][2]),
   string.format("objective optimised %.5g, binarised %.5g (seed 004: %.5g / %.5g)", task, binarised, ex.seed[1],
@@ -217,4 +222,4 @@ f:write(table.concat(lines, "\n") .. "\n")
 f:close()
 print(table.concat(lines, "\n"))
 return { task = task, first_task = first_task, binarised = binarised, iterations = result.iterations, C = C_final,
-  limits = { cons[1][2], cons[2][2], cons[3][2], cons[4][2] }, feasible = result.feasible, solid = #keep }
+  limits = { cons[1][2], cons[2][2], cons[3][2], cons[4][2] }, feasible = feasible, solid = #keep }

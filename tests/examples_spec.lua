@@ -127,6 +127,15 @@ describe("examples/topo.lua", function()
     print(string.format("  topo resumed: %d iterations, task %.3e", r2.iterations, r2.task))
     assert.are.equal(6, r2.iterations)
     assert.is_true(r2.task < r.task)
+    -- resumed with outer_max at its outer iterations (2): no step, the saved design reported as it is
+    local r3 = run_example("examples/topo.lua", { "walker2d_topo", "2", "f64", "2", "cpu", "1e9", "0.03", "yes",
+      "", dir })
+    assert.are.equal(6, r3.iterations)
+    assert.are.equal(r2.task, r3.task)
+    for m = 1, 4 do assert.are.equal(r2.C[m], r3.C[m]) end
+    local feasible = true
+    for m = 1, 4 do feasible = feasible and r3.C[m] <= r3.limits[m] end
+    assert.are.equal(feasible, r3.feasible)
     -- a design optimised between eq. 9's walls is not resumed between sticky ones
     local ok, err = pcall(run_example, "examples/topo.lua", { "walker2d_topo", "1", "f64", "3", "cpu", "1e9", "0.03",
       "yes", "sticky", dir })
