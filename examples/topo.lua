@@ -134,8 +134,8 @@ local C_final = { cons[1][1](0), cons[2][1](0), cons[3][1](0), cons[4][1](0) }
 local feasible = true
 for m = 1, 4 do feasible = feasible and C_final[m] <= cons[m][2] end
 print(string.format("optimised: task %.5g after %d iterations (%d outer, %s), feasible %s (seed 004: %.5g)", task,
-  result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled", tostring(feasible),
-  ex.seed[1]))
+  result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled",
+  tostring(feasible), ex.seed[1]))
 
 -- the layout image: colour = the actuator of largest weight (grey: passive), faded to white by 1 - gamma
 local lay, act = design.ops[1], design.ops[2]
