@@ -250,7 +250,6 @@ function M.collect(study, opts)
     print("  note: the finished rows come from " .. #builds .. " engine builds: " .. table.concat(parts, ", ") ..
       "; rows of different builds may differ beyond their parameters (rerun them with one build to compare)")
   end
-  result.builds = builds
 
   local params = swept(study)
   for _, metric in ipairs(study.metrics) do
