@@ -31,6 +31,13 @@ end
 
 local function first_line(s) return (tostring(s or ""):match("^[^\n]*")) end
 
+-- The build a manifest's engine version names: its sources' hash (src.<hash>, see the Makefile), so that builds of
+-- commits that differ only outside the sources count as one; versions without it (before 2026-11-27) as a whole.
+local function build_of(version)
+  version = tostring(version or "unknown")
+  return version:match("%+src%.(%x+)") or version
+end
+
 -- Row directories under <dir>/rows that belong to no current row (earlier versions of the study).
 local function stale_dirs(study, current)
   local p = io.popen("ls -1 " .. proc.quote(study.dir .. "/rows") .. " 2>/dev/null")
@@ -209,7 +216,8 @@ function M.collect(study, opts)
     header[#header + 1] = n
   end
   local rows, ok_rows, failures, counts, current = {}, {}, {}, {}, {}
-  local builds, build_rows = {}, {} -- the engine versions of the finished rows (first seen first), rows per version
+  -- the builds of the finished rows (first seen first), rows per build, and the first version seen of each
+  local builds, build_rows, build_names = {}, {}, {}
   for i = 1, #study.rows do
     current[study:row_dir(i):match("[^/]+$")] = true
     local m = study:manifest(i)
@@ -225,8 +233,8 @@ function M.collect(study, opts)
     counts[r.status] = (counts[r.status] or 0) + 1
     if r.status == "ok" then
       ok_rows[#ok_rows + 1] = r
-      local b = tostring(r.engine or "unknown")
-      if not build_rows[b] then builds[#builds + 1], build_rows[b] = b, 0 end
+      local b = build_of(r.engine)
+      if not build_rows[b] then builds[#builds + 1], build_rows[b], build_names[b] = b, 0, tostring(r.engine) end
       build_rows[b] = build_rows[b] + 1
     elseif r.status ~= "not run" and r.status ~= "running" then failures[#failures + 1] = r end
   end
@@ -246,7 +254,7 @@ function M.collect(study, opts)
   print("  " .. csv)
   if #builds > 1 then -- the row hash covers the study, not the engine: say when finished rows mix builds
     local parts = {}
-    for _, b in ipairs(builds) do parts[#parts + 1] = string.format("%s (%d rows)", b, build_rows[b]) end
+    for _, b in ipairs(builds) do parts[#parts + 1] = string.format("%s (%d rows)", build_names[b], build_rows[b]) end
     print("  note: the finished rows come from " .. #builds .. " engine builds: " .. table.concat(parts, ", ") ..
       "; rows of different builds may differ beyond their parameters (rerun them with one build to compare)")
   end
