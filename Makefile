@@ -91,13 +91,20 @@ ENGINE_OBJ_$(1) := $(patsubst engine/%.c,$(BUILD)/obj/$(1)/%.o,$(ENGINE_SRC))
 endef
 # nodelete: LuaJIT dlcloses the engine at exit while idle OpenMP workers may still be running its code.
 SHARED := -shared -Wl,-z,nodelete
-# GCC's Zen tuning turns 2- and 4-element gathers off, and without them the float64 SIMD lanes (4 doubles to an AVX2
-# register) do not vectorise at all ("unsupported masked emulated gather"). F64_TUNE turns them back on for the f64
-# flavours where the compiler takes the switch (GCC on x86): -25 % on the f64 seed 004 2D iteration of an AVX2 Zen 3
-# host. f32 (8-element gathers, never off) keeps the default: there the switch was about 5 % slower.
-F64_TUNE := $(shell echo 'int x;' | $(CC) $(OPT) -mtune-ctrl=use_gather_4parts,use_gather_2parts -x c -c -o /dev/null - \
-  2>/dev/null && echo -mtune-ctrl=use_gather_4parts,use_gather_2parts)
-$(eval $(call ENGINE_FLAVOUR,f32,-DCQ_REAL_BITS=32))
+# The SIMD lanes (engine/cpu_loops.h) vectorise only through gathers, and some GCC tunings turn gathers off: Debian's
+# GCC 12 under -mtune=generic (which -march=native gives on Intel hosts it does not know, e.g. a Xeon it calls
+# cooperlake) has them off since its fix for Intel's "Downfall", and the f32 lanes then stay scalar: 0 zmm
+# instructions in p2g_adj_lanes_NEOHOOKEAN_3, the rotator's iteration about twice as slow. GATHER_TUNE turns 8- and
+# more-element gathers back on, for every flavour; where a tuning has them on already (Zen) it changes nothing.
+# GCC's Zen tuning also turns 2- and 4-element gathers off, and without them the float64 SIMD lanes (4 doubles to an
+# AVX2 register) do not vectorise at all ("unsupported masked emulated gather"). F64_TUNE turns those back on for the
+# f64 flavours: -25 % on the f64 seed 004 2D iteration of an AVX2 Zen 3 host (for f32 it was about 5 % slower there).
+# Each is used where the compiler takes the switch (GCC on x86).
+tune_if_taken = $(shell echo 'int x;' | $(CC) $(OPT) -mtune-ctrl=$(1) -x c -c -o /dev/null - 2>/dev/null && echo -mtune-ctrl=$(1))
+GATHER_TUNE := $(call tune_if_taken,use_gather)
+comma := ,
+F64_TUNE := $(call tune_if_taken,use_gather$(comma)use_gather_4parts$(comma)use_gather_2parts)
+$(eval $(call ENGINE_FLAVOUR,f32,-DCQ_REAL_BITS=32 $(GATHER_TUNE)))
 $(eval $(call ENGINE_FLAVOUR,f64,-DCQ_REAL_BITS=64 $(F64_TUNE)))
 $(BUILD)/lib/libcq_f32.so: $(ENGINE_OBJ_f32) | $(BUILD)/lib
 	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ $(ENGINE_LIBS)
@@ -117,7 +124,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib $(CUDA_HOME)/lib))
 CUDA_LIBS := $(BUILD)/lib/libcq_cuda_f32.so $(BUILD)/lib/libcq_cuda_f64.so
 all: $(CUDA_LIBS)
-$(eval $(call ENGINE_FLAVOUR,cuda_f32,-DCQ_REAL_BITS=32 -DCQ_WITH_CUDA))
+$(eval $(call ENGINE_FLAVOUR,cuda_f32,-DCQ_REAL_BITS=32 -DCQ_WITH_CUDA $(GATHER_TUNE)))
 $(eval $(call ENGINE_FLAVOUR,cuda_f64,-DCQ_REAL_BITS=64 -DCQ_WITH_CUDA $(F64_TUNE)))
 $(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CUDA_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/cuda
 	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
