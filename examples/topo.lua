@@ -70,11 +70,6 @@ local cons = {
   { pulses.binarization.abs, 0.01, name = "C_abs" },
 }
 local params = { phi, psi, pulses.params[1], pulses.params[2] }
-local hist = io.open(out .. "/history.csv", resume and "a" or "w")
-if not resume then
-  hist:write("iteration,L,task,C_mat,C_act,C_sgn,C_abs,tau_mat,tau_act,tau_sgn,tau_abs,kappa_mat,kappa_act," ..
-    "kappa_sgn,kappa_abs,seconds\n")
-end
 local save_path, al_state, evals, first_task = out .. "/design.json", {}, 0, nil
 local function save_run()
   cq.save(save_path, { design = params }, { state = al_state, evals = evals, first_task = first_task,
@@ -90,6 +85,19 @@ if resume then
   al_state, evals, first_task = extra.state, extra.evals, extra.first_task
   print(string.format("resumed from %s: %d iterations, outer %d", save_path, al_state.iterations, al_state.outer))
 end
+-- history.csv: a resumed run keeps the rows up to the saved iteration (a run stopped between two saves wrote more)
+local kept = { "iteration,L,task,C_mat,C_act,C_sgn,C_abs,tau_mat,tau_act,tau_sgn,tau_abs,kappa_mat,kappa_act," ..
+  "kappa_sgn,kappa_abs,seconds" }
+local old_hist = resume and io.open(out .. "/history.csv", "r")
+if old_hist then
+  for line in old_hist:lines() do
+    local i = tonumber(line:match("^(%d+),"))
+    if i and i <= al_state.iterations then kept[#kept + 1] = line end
+  end
+  old_hist:close()
+end
+local hist = io.open(out .. "/history.csv", "w")
+hist:write(table.concat(kept, "\n"), "\n")
 design:apply(s0) -- the constraints read the projected layout
 local t_iter, t_start, evals0 = now(), now(), evals
 local result = cq.augmented_lagrangian {

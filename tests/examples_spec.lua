@@ -127,6 +127,16 @@ describe("examples/topo.lua", function()
     print(string.format("  topo resumed: %d iterations, task %.3e", r2.iterations, r2.task))
     assert.are.equal(6, r2.iterations)
     assert.is_true(r2.task < r.task)
+    -- a run stopped between two saves wrote rows past design.json's iteration: the next resume drops them
+    local function iterations_in_history()
+      local list = {}
+      for line in io.lines(dir .. "history.csv") do list[#list + 1] = tonumber(line:match("^(%d+),")) end
+      return list
+    end
+    assert.are.same({ 1, 2, 3, 4, 5, 6 }, iterations_in_history())
+    local h = assert(io.open(dir .. "history.csv", "a"))
+    h:write("7,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n")
+    h:close()
     -- resumed with outer_max at its outer iterations (2): no step, the saved design reported as it is
     local r3 = run_example("examples/topo.lua", { "walker2d_topo", "2", "f64", "2", "cpu", "1e9", "0.03", "yes",
       "", dir })
@@ -136,6 +146,7 @@ describe("examples/topo.lua", function()
     local feasible = true
     for m = 1, 4 do feasible = feasible and r3.C[m] <= r3.limits[m] end
     assert.are.equal(feasible, r3.feasible)
+    assert.are.same({ 1, 2, 3, 4, 5, 6 }, iterations_in_history())
     -- a design optimised between eq. 9's walls is not resumed between sticky ones
     local ok, err = pcall(run_example, "examples/topo.lua", { "walker2d_topo", "1", "f64", "3", "cpu", "1e9", "0.03",
       "yes", "sticky", dir })
