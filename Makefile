@@ -16,13 +16,16 @@ VERSION  := 0.1.0
 # The version cqlua reports (and every study manifest records): the release; src.<hash>, a hash of the sources whose
 # change can change a result (engine/, cuda/, lua/, scenes/, as they are on disk), so that builds of two commits that
 # differ only in docs or tests count as one build; and, for finding the code, the git commit built from, "-modified"
-# when engine/, cuda/ or lua/ differed from it. Results of different sources are told apart (a chaotic rollout
-# amplifies any change of rounding). build/version.txt changes only when this does, and the host is rebuilt then.
+# when engine/, cuda/ or lua/ differed from it. Between src and git, the CPU the engine was compiled for (-march=native
+# on an AMD host gives other code, other roundings, than on an Intel one). Results of different sources or targets are
+# told apart (a chaotic rollout amplifies any change of rounding). build/version.txt changes only when this does, and
+# the host is rebuilt then.
 SRC_HASH := $(shell find engine cuda lua scenes -type f \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.lua' \) \
               | LC_ALL=C sort | xargs cat | sha1sum | cut -c1-10)
 GIT_REV  := $(shell git rev-parse --short=10 HEAD 2>/dev/null)
 GIT_MOD  := $(if $(GIT_REV),$(shell git diff --quiet HEAD -- engine cuda lua 2>/dev/null || echo -modified))
-FULL_VERSION := $(VERSION)+src.$(SRC_HASH)$(if $(GIT_REV),.git.$(GIT_REV)$(GIT_MOD))
+TARGET_ARCH := $(shell $(CC) $(OPT) -Q --help=target 2>/dev/null | awk '$$1 == "-march=" { print $$2; exit }')
+FULL_VERSION := $(VERSION)+src.$(SRC_HASH)$(if $(TARGET_ARCH),.$(TARGET_ARCH))$(if $(GIT_REV),.git.$(GIT_REV)$(GIT_MOD))
 $(shell mkdir -p $(BUILD) && (echo '$(FULL_VERSION)' | cmp -s - $(BUILD)/version.txt || echo '$(FULL_VERSION)' > $(BUILD)/version.txt))
 
 DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \

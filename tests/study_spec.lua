@@ -169,12 +169,16 @@ return study.define {
     assert.is_true(#(read(s.dir .. "/y.png") or "") > 1000, "no y.png")
     assert.are.equal(s:manifest(1).engine.version, rows[1].engine) -- the build each row ran on
     assert.is_nil(cout:match("engine builds"))
-    -- a row of another commit but the same sources (src.<hash>) is of the same build: no note
+    -- a row of another commit but the same sources and target (src.<hash>.<arch>) is of the same build: no note
     local path = s:row_dir(1) .. "/manifest.json"
-    local src = s:manifest(2).engine.version:match("%+src%.%x+")
-    assert.is_truthy(src, s:manifest(2).engine.version)
+    local version = s:manifest(2).engine.version
+    local src = version:match("^[^+]*(%+src%.%x+%.[^.]+)%.git%.") or version:match("^[^+]*(%+src%.%x+%.[^.]+)$")
+    assert.is_truthy(src, version)
     write(path, (read(path):gsub('"version": *"[^"]*"', '"version": "0.1.0' .. src .. '.git.0123456789"')))
     assert.is_nil(cq_study(dir, "collect quad.lua"):match("engine builds"))
+    -- the same sources compiled for another CPU are another build
+    write(path, (read(path):gsub('"version": *"[^"]*"', '"version": "0.1.0' .. src .. 'x.git.0123456789"')))
+    assert.matches("note: the finished rows come from 2 engine builds", cq_study(dir, "collect quad.lua"))
     -- a finished row of other sources: collect says the rows mix builds
     local text = read(path):gsub('"version": *"[^"]*"', '"version": "0.0.1+git.other"')
     write(path, text)

@@ -31,11 +31,12 @@ end
 
 local function first_line(s) return (tostring(s or ""):match("^[^\n]*")) end
 
--- The build a manifest's engine version names: its sources' hash (src.<hash>, see the Makefile), so that builds of
--- commits that differ only outside the sources count as one; versions without it (before 2026-11-27) as a whole.
+-- The build a manifest's engine version names: its sources' hash and the CPU it was compiled for (src.<hash>.<arch>,
+-- see the Makefile), so that builds of commits that differ only outside the sources count as one; versions without
+-- them (before 2026-11-27) as a whole.
 local function build_of(version)
   version = tostring(version or "unknown")
-  return version:match("%+src%.(%x+)") or version
+  return version:match("%+(src%..-)%.git%.") or version:match("%+(src%..*)$") or version
 end
 
 -- Row directories under <dir>/rows that belong to no current row (earlier versions of the study).
