@@ -5,7 +5,8 @@
 --   FILTER   only scenes whose name contains one of these substrings (e.g. 2d, 64k; gpu = the CUDA section alone,
 --            with seed 004's 3D iteration on the GPU, the engine's alone and through rotator3d_topo's whole design;
 --            rotator = that design iteration alone (on the GPU when there is one); seed004 = the engine's 3D iteration
---            on the CPU, about 2 minutes here, and the 2D iteration through walker2d_topo's design;
+--            on the CPU, about 2 minutes here, and the 2D iteration through walker2d_topo's design; topo2d = that
+--            2D iteration alone;
 --            busy = the busy-machine rows alone: 1 vs 2 threads, idle and with one other CPU-bound process)
 -- Without the host:  luajit tools/bench.lua [quick] [FILTER...]  (run from anywhere; paths come from arg[0]).
 --
@@ -532,8 +533,8 @@ if selected("rotator") and not selected("gpu") then -- the rotator's iteration a
   bench_topo_iteration("rotator3d_topo", require("cq._ffi").cuda_lib("f32") and "cuda" or "cpu", "f32")
   print()
 end
-if selected("seed004") then
-  bench_seed004("cpu", "f32")
+if selected("seed004") or selected("topo2d") then
+  if selected("seed004") then bench_seed004("cpu", "f32") end
   for _, precision in ipairs { "f32", "f64" } do bench_topo_iteration("walker2d_topo", "cpu", precision) end
   print()
 end
@@ -541,7 +542,7 @@ end
 local any = false
 for _, sc in ipairs(SCENES) do any = any or selected(sc.name) end
 if not any and (selected("walker2d") or selected("gpu") or selected("busy") or selected("seed004") or
-    selected("rotator")) then os.exit(0) end
+    selected("rotator") or selected("topo2d")) then os.exit(0) end
 if not any then
   local names = {}
   for _, sc in ipairs(SCENES) do names[#names + 1] = sc.name end
