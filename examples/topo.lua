@@ -9,7 +9,8 @@
 --   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
 --   seconds (the outputs are still written); T shortens the horizon (the smoke test); resume = yes continues from
 --   out/<example>/design.json, which the run writes every 25 iterations and at its end (the design variables, the
---   multipliers and penalties, the counters), so a long optimisation can run as several time-limited calls (resumed
+--   multipliers and penalties, the counters, the inner loop's Adam moments), so a long optimisation can run as
+--   several time-limited calls that take the same steps as one (resumed
 --   with outer_max at or below its finished outer iterations, it writes the outputs of the saved design unchanged);
 --   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
 --   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than

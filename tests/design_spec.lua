@@ -332,6 +332,31 @@ describe("cq.design", function()
     print(string.format("  stopped at 45 (outer %d), resumed to %d iterations, outer %d, feasible %s", r1.outer,
       r2.iterations, r2.outer, tostring(r2.feasible)))
     assert.is_true(r2.feasible and r2.iterations > 45 and cmat(0) <= 0.0125 + 1e-12)
+    -- the resumed run goes on with the stopped inner loop (its count, convergence window, Adam moments), through a
+    -- JSON round trip of the state as examples/topo.lua saves it: the same steps as the run that was not stopped
+    local function traced(state_, stop_at)
+      local trace = {}
+      local r = cq.augmented_lagrangian { params = { p }, loss = loss, constraints = { { cmat, 0.05 * 0.25 } },
+        lr = 0.02, tau0 = 1e-3, inner_max = 30, state = state_,
+        on_iteration = function(s, L) trace[#trace + 1] = { s, L } return s == stop_at end }
+      return r, trace
+    end
+    for i = 0, p.n - 1 do p.v[i] = 0 end
+    local whole, whole_trace = traced({})
+    local final = {}
+    for i = 0, p.n - 1 do final[i + 1] = p.v[i] end
+    for i = 0, p.n - 1 do p.v[i] = 0 end
+    local saved = {}
+    local _, first = traced(saved, 45)
+    assert.are.equal(15, saved.inner.count) -- stopped in the second inner loop of 30
+    local json = require "cq.json"
+    local rest_state = json.decode(json.encode(saved))
+    local rest, rest_trace = traced(rest_state)
+    for _, row in ipairs(rest_trace) do first[#first + 1] = row end
+    assert.are.equal(whole.iterations, rest.iterations)
+    assert.are.same(whole_trace, first)
+    for i = 0, p.n - 1 do assert.are.equal(final[i + 1], p.v[i]) end
+    assert.is_nil(rest_state.inner) -- a finished run's state holds no inner loop
   end)
 
   it("cq.augmented_lagrangian recovers from a numerical failure of the loss: back to the last evaluated point, " ..

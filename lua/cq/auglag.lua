@@ -31,8 +31,11 @@ end
 --- kappa are lists, one entry per constraint); returning true stops the driver there, before the multiplier update
 --- of the unfinished outer iteration (result.stopped; result.outer counts the finished ones).
 --- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer = the finished outer iterations,
---- recoveries, last_values) so that a caller can save it, and starts from when it holds them (a resumed run begins a
---- new inner loop with fresh Adam moments).
+--- recoveries, last_values, and inside an inner loop inner = {count, hist, factor} and adam = Adam's state()) so that
+--- a caller can save it, and starts from when it holds them: a run resumed from a state saved inside an inner loop
+--- goes on with that inner loop, its Adam moments, convergence window and step size, and so takes the same steps as
+--- the run that was not stopped (but for a recovery at the resumed run's first step: that one goes back to
+--- last_values with fresh moments, as before any success).
 --- recover = {retries = 5, shrink = 0.5} | false: when an evaluation fails numerically (an engine blow-up, a
 --- non-finite loss or gradient: a design step can take a body where the simulation is no longer valid, e.g. an
 --- inverted element of a nearly void material), go back to the parameters, gradients and Adam moments of the inner
@@ -79,8 +82,8 @@ function M.run(opts)
     end
     return v, C
   end
-  -- state: the multipliers, penalties, last violations and counters, kept up to date in place (to save a run) and
-  -- taken as the start when given (a resumed run begins a new inner loop, with fresh Adam moments)
+  -- state: the multipliers, penalties, last violations and counters (and where the inner loop stands), kept up to
+  -- date in place (to save a run) and taken as the start when given
   local st = opts.state
   if st ~= nil and type(st) ~= "table" then check.fail(where, "state must be a table (empty, or saved from a run)", st) end
   for m = 1, M_ do
@@ -93,15 +96,22 @@ function M.run(opts)
   local factor, recoveries = 1, st and st.recoveries or 0 -- factor: the step size's, after recoveries
   -- last_values: the parameters of the last successful evaluation (1-based lists, in state: a resumed run can go back)
   local last_values = st and st.last_values
-  local function keep()
+  -- an inner loop saved part way (state.inner, state.adam): the first inner loop goes on with it
+  local resume_inner = st and type(st.inner) == "table" and type(st.adam) == "table" and st.inner
+  local resume_adam = resume_inner and st.adam
+  -- keep(opt, inner, hist): the state, and inside an inner loop (opt given) where that loop stands
+  local function keep(opt, inner, hist)
     if st then
       st.kappa, st.tau, st.vprev, st.iterations, st.outer = kappa, tau, vprev, iterations, done
       st.recoveries, st.last_values = recoveries, last_values
+      if opt then st.inner, st.adam = { count = inner, hist = hist, factor = factor }, opt:state()
+      else st.inner, st.adam = nil, nil end
     end
   end
   local v = vprev
   local good -- this inner loop's snapshot before its last step: evaluated parameters, their gradients, Adam's state
   local failures = 0 -- failed evaluations in a row
+  local inner_now, hist_now = 0, {} -- the running inner loop's count and values of L (for keep in recover_step)
   -- The evaluation failed with err: back to good with a smaller step size and the step again; before this inner
   -- loop's first success, back to the last evaluated parameters, to evaluate them again with fresh moments (the
   -- gradients and moments of the last inner loop belong to other multipliers); else the error raised.
@@ -127,13 +137,21 @@ function M.run(opts)
       opt:load_state(fresh)
     end
     if opts.on_recover then opts.on_recover(iterations + 1, (tostring(err):gsub("\n.*", "")), factor) end
-    keep()
+    keep(opt, inner_now, hist_now)
   end
   while done < outer_max do
     factor = 1 -- fresh moments and the full step size (Algorithm 1)
     local opt = require("cq.optim").adam { params = opts.params, lr = lr }
     local fresh = recover and opt:state()
     local hist, inner = {}, 0
+    if resume_inner then -- the saved inner loop's count, convergence window, step size and moments
+      inner, factor = resume_inner.count or 0, resume_inner.factor or 1
+      for i, L in ipairs(resume_inner.hist or {}) do hist[i] = L end
+      opt:load_state(resume_adam)
+      opt.groups[1].lr = lr * factor
+      resume_inner = nil
+    end
+    inner_now, hist_now = inner, hist
     good = nil
     while inner < inner_max do
       for _, p in ipairs(opts.params) do p:zero_grad() end
@@ -164,8 +182,9 @@ function M.run(opts)
         last_values = good and good.values
         opt:step()
         iterations = iterations + 1
-        keep()
         hist[#hist + 1] = L
+        inner_now = inner
+        keep(opt, inner, hist)
         if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
         if stopped or settled(hist, tol) then break end
       end
