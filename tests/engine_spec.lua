@@ -64,7 +64,9 @@ describe("the CPU engine's SIMD lanes (engine/cpu_loops.h)", function()
   -- runs about 3x slower, with every result still right. The Makefile turns gathers back on (GATHER_TUNE, F64_TUNE);
   -- this checks that the hottest lane functions of both libraries hold vector gathers.
   it("compile to vector gathers in both precisions (objdump of the f32 and f64 libraries)", function()
-    local cpu = io.open("/proc/cpuinfo") and io.open("/proc/cpuinfo"):read("*a") or ""
+    local f = io.open("/proc/cpuinfo")
+    local cpu = f and f:read("*a") or ""
+    if f then f:close() end
     if not (jit.arch == "x64" and cpu:match("%savx2%s")) then
       pending("no AVX2 on this host: the lanes have no gathers to compile to")
       return

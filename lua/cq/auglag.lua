@@ -111,11 +111,10 @@ function M.run(opts)
   local v = vprev
   local good -- this inner loop's snapshot before its last step: evaluated parameters, their gradients, Adam's state
   local failures = 0 -- failed evaluations in a row
-  local inner_now, hist_now = 0, {} -- the running inner loop's count and values of L (for keep in recover_step)
   -- The evaluation failed with err: back to good with a smaller step size and the step again; before this inner
   -- loop's first success, back to the last evaluated parameters, to evaluate them again with fresh moments (the
   -- gradients and moments of the last inner loop belong to other multipliers); else the error raised.
-  local function recover_step(opt, fresh, err)
+  local function recover_step(opt, fresh, err, inner, hist)
     if not (recover and recover_.numerical(err)) then error(err, 0) end
     failures = failures + 1
     if not good and not last_values then
@@ -137,7 +136,7 @@ function M.run(opts)
       opt:load_state(fresh)
     end
     if opts.on_recover then opts.on_recover(iterations + 1, (tostring(err):gsub("\n.*", "")), factor) end
-    keep(opt, inner_now, hist_now)
+    keep(opt, inner, hist)
   end
   while done < outer_max do
     factor = 1 -- fresh moments and the full step size (Algorithm 1)
@@ -151,7 +150,6 @@ function M.run(opts)
       opt.groups[1].lr = lr * factor
       resume_inner = nil
     end
-    inner_now, hist_now = inner, hist
     good = nil
     while inner < inner_max do
       for _, p in ipairs(opts.params) do p:zero_grad() end
@@ -175,7 +173,7 @@ function M.run(opts)
         if bad then ok, task = false, where .. ": " .. bad end
       end
       if not ok then
-        recover_step(opt, fresh, task)
+        recover_step(opt, fresh, task, inner, hist)
       else
         failures, inner = 0, inner + 1
         good = recover and recover_.snapshot(opt) or nil
@@ -183,7 +181,6 @@ function M.run(opts)
         opt:step()
         iterations = iterations + 1
         hist[#hist + 1] = L
-        inner_now = inner
         keep(opt, inner, hist)
         if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
         if stopped or settled(hist, tol) then break end
