@@ -99,7 +99,6 @@ if old_hist then
 end
 local hist = io.open(out .. "/history.csv", "w")
 hist:write(table.concat(kept, "\n"), "\n")
-design:apply(s0) -- the constraints read the projected layout
 local t_iter, t_start, evals0 = now(), now(), evals
 local result = cq.augmented_lagrangian {
   params = params, lr = 0.01, tau0 = 1e-3, c = 0.25, a = 10, inner_max = iters, outer_max = outer_max,

@@ -176,6 +176,19 @@ describe("cq.design", function()
     print(string.format("  C_mat %.4f; dC/dphi . d = %.5e  FD %.5e", c0, an, fdc))
     assert.is_true(c0 > 0 and c0 <= 0.25)
     assert.is_true(math.abs(an - fdc) <= 1e-7 * math.abs(fdc) and math.abs(an) > 1e-6)
+    -- C reads phi's current values, not the last design:apply's (cq.augmented_lagrangian asks for it after a step):
+    -- after a step of phi, before and after applying it, C equals the mean of the applied gamma (1 - gamma)
+    design:apply(s0)
+    local before = C(0)
+    for i = 0, phi.n - 1 do phi.v[i] = phi.v[i] + 0.3 * G.prand(i, 90) end
+    local stepped = C(0)
+    design:apply(s0)
+    local op, ref = design.ops[1], 0
+    for i = 0, op.m - 1 do ref = ref + op.gamma[i] * (1 - op.gamma[i]) end
+    print(string.format("  C_mat before a step %.6f, after %.6f (applied: %.6f)", before, stepped, ref / op.m))
+    assert.is_true(math.abs(stepped - before) > 1e-4)
+    assert.are.equal(ref / op.m, stepped)
+    assert.are.equal(stepped, C(0))
     local Cs = ctl.binarization.sgn
     ctl.params[1]:zero_grad()
     local cs0 = Cs(1)
@@ -240,6 +253,17 @@ describe("cq.design", function()
     print(string.format("  C_act %.4f; dC/dpsi . d = %.5e  FD %.5e", c0, an, fdc))
     assert.is_true(c0 > 0 and c0 <= 2 / 3)
     assert.is_true(math.abs(an - fdc) <= 1e-7 * math.abs(fdc) and math.abs(an) > 1e-6)
+    -- at psi's current values, as C_mat: after a step, C_act is the mean of the applied 1 - |xi|^2 before any apply
+    design:apply(s0)
+    local before = C(0)
+    for i = 0, psi.n - 1 do psi.v[i] = psi.v[i] + 0.5 * G.prand(i, 93) end
+    local stepped = C(0)
+    design:apply(s0)
+    local ref = 0
+    for q = 0, op.m * op.width - 1 do ref = ref - op.xi[q] * op.xi[q] end
+    print(string.format("  C_act before a step %.6f, after %.6f (applied: %.6f)", before, stepped, 1 + ref / op.m))
+    assert.is_true(math.abs(stepped - before) > 1e-4)
+    assert.are.equal(1 + ref / op.m, stepped)
   end)
 
   it("t:spin (seed 004 eq. 36's angular velocity about the mass centre): the rotation of a spinning block in 2D and " ..

@@ -26,8 +26,10 @@ end
 ---   outer_max = 30, tol = 1e-3, on_iteration?, state?, recover?, on_recover? } -> { kappa, tau, violations,
 ---   iterations, outer, feasible, stopped, recoveries, lr_factor }
 --- loss(): the task loss, with the gradients of params filled (param.g, zeroed first by the driver).
---- constraints: a list of { f, limit, name? }; f(w) returns C_m and, when w ~= 0, adds w dC_m/dp to the params'
---- gradients. on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
+--- constraints: a list of { f, limit, name? }; f(w) returns C_m at the params' current values and, when w ~= 0,
+--- adds w dC_m/dp to their gradients. f is called after each loss() and also on its own: at the start, and after
+--- each inner loop's last step (the multiplier update and the feasibility test), so it must not read a value cached
+--- by the last loss() (design:binarization and pulses.binarization compute from the params). on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
 --- kappa are lists, one entry per constraint); returning true stops the driver there, before the multiplier update
 --- of the unfinished outer iteration (result.stopped; result.outer counts the finished ones).
 --- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer = the finished outer iterations,

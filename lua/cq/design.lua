@@ -365,11 +365,23 @@ function Design:_mixer(op, inner)
   }
 end
 
+-- The projected layouts from design variable values, shared by design:apply and design:binarization: a material
+-- layout's gamma and dgamma/dfiltered (eqs. 14-16), an actuator layout's softmax weights xi (eqs. 20-21).
+local function layout_gamma(op, values, filtered, gamma, dgamma)
+  topology.apply(op.filter, values, filtered)
+  for i = 0, op.m - 1 do gamma[i], dgamma[i] = topology.project(op.beta, filtered[i]) end
+end
+local function actuator_weights(op, values, zf, xi)
+  topology.apply_rows(op.filter, values, zf, op.width)
+  for i = 0, op.m - 1 do topology.softmax(op.beta, zf, xi, i * op.width, op.width) end
+end
+
 --- design:binarization(v) -> f: seed 004's binarization constraint on a material layout phi (design:layout; eq.
 --- 22: C_mat = mean over its particles of gamma (1 - gamma), 0 for a binary layout, 1/4 at most) or an actuator
 --- layout psi (design:actuators; eq. 23: C_act = mean of 1 - |xi|^2, 0 when every xi is one-hot, K / (K + 1) at
---- most). f(w) returns C at the last design:apply and, when w ~= 0, adds w dC/dv to v.g (cq.augmented_lagrangian's
---- form).
+--- most). f(w) returns C at v's current values and, when w ~= 0, adds w dC/dv to v.g (cq.augmented_lagrangian's
+--- form). It filters and projects v itself rather than reading the last design:apply: the optimiser also asks for
+--- C after a step, before any rollout has applied the stepped design.
 function Design:binarization(v)
   local where = "design:binarization"
   local op
@@ -377,31 +389,28 @@ function Design:binarization(v)
     if o.theta == v and (o.kind == "layout" or o.kind == "actuators") then op = o end
   end
   if not op then check.fail(where, "the variable must be made by design:layout or design:actuators", v) end
-  local function applied()
-    if not self._applied then check.raise(where .. ": call design:apply first (a rollout's forward does)") end
-  end
   if op.kind == "actuators" then
     local m, width = op.m, op.width
-    local gxi, gz, gpsi = darr(m * width), darr(m * width), darr(m * width)
+    local zf, xi, gxi, gz = darr(m * width), darr(m * width), darr(m * width), darr(m * width)
     return function(w)
-      applied()
+      actuator_weights(op, v.v, zf, xi)
       local C = 0
-      for q = 0, m * width - 1 do C = C - op.xi[q] * op.xi[q] end
+      for q = 0, m * width - 1 do C = C - xi[q] * xi[q] end
       if w ~= 0 then
-        for q = 0, m * width - 1 do gxi[q] = -2 * w * op.xi[q] / m end
-        for i = 0, m - 1 do topology.softmax_t(op.beta, op.xi, gxi, gz, i * width, width) end
+        for q = 0, m * width - 1 do gxi[q] = -2 * w * xi[q] / m end
+        for i = 0, m - 1 do topology.softmax_t(op.beta, xi, gxi, gz, i * width, width) end
         topology.apply_rows_t(op.filter, gz, v.g, width)
       end
       return 1 + C / m
     end
   end
-  local g = darr(op.m)
+  local filtered, gamma, dgamma, g = darr(op.m), darr(op.m), darr(op.m), darr(op.m)
   return function(w)
-    applied()
+    layout_gamma(op, v.v, filtered, gamma, dgamma)
     local C = 0
-    for i = 0, op.m - 1 do C = C + op.gamma[i] * (1 - op.gamma[i]) end
+    for i = 0, op.m - 1 do C = C + gamma[i] * (1 - gamma[i]) end
     if w ~= 0 then
-      for i = 0, op.m - 1 do g[i] = w * (1 - 2 * op.gamma[i]) * op.dgamma[i] / op.m end
+      for i = 0, op.m - 1 do g[i] = w * (1 - 2 * gamma[i]) * dgamma[i] / op.m end
       topology.apply_t(op.filter, g, v.g)
     end
     return C / op.m
@@ -434,21 +443,18 @@ function FORWARD.density(self, op, cur)
   end
 end
 function FORWARD.layout(self, op, cur)
-  topology.apply(op.filter, op.theta.v, op.filtered)
+  layout_gamma(op, op.theta.v, op.filtered, op.gamma, op.dgamma)
   local E, mass, eps = cur.E, cur.mass, op.eps
   for i = 0, op.m - 1 do
     local p = op.idx[i]
-    local gamma, dgamma = topology.project(op.beta, op.filtered[i])
-    op.gamma[i], op.dgamma[i] = gamma, dgamma
-    op.factor[i], op.dfactor[i] = (1 - eps) * gamma + eps, (1 - eps) * dgamma
+    op.factor[i], op.dfactor[i] = (1 - eps) * op.gamma[i] + eps, (1 - eps) * op.dgamma[i]
     op.saved[2 * i], op.saved[2 * i + 1] = E[p], mass[p]
     E[p], mass[p] = op.factor[i] * E[p], op.factor[i] * mass[p]
   end
 end
 function FORWARD.actuators(self, op, cur)
   local width = op.width
-  topology.apply_rows(op.filter, op.theta.v, op.zf, width)
-  for i = 0, op.m - 1 do topology.softmax(op.beta, op.zf, op.xi, i * width, width) end
+  actuator_weights(op, op.theta.v, op.zf, op.xi)
   for q = 0, op.m * width - 1 do op.gxi[q] = 0 end -- the mixer's dL/dxi of this forward
   local aw, eps = cur.act_w, op.eps
   for i = 0, op.m - 1 do
