@@ -29,8 +29,9 @@ end
 --- constraints: a list of { f, limit, name? }; f(w) returns C_m at the params' current values and, when w ~= 0,
 --- adds w dC_m/dp to their gradients. f is called after each loss() and also on its own: at the start, and after
 --- each inner loop's last step (the multiplier update and the feasibility test), so it must not read a value cached
---- by the last loss() (design:binarization and pulses.binarization compute from the params). on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and
---- kappa are lists, one entry per constraint); returning true stops the driver there, before the multiplier update
+--- by the last loss() (design:binarization and pulses.binarization compute from the params).
+--- on_iteration(s, L, task, C, tau, kappa): called after every inner iteration (a log line; C, tau and kappa are
+--- lists, one entry per constraint); returning true stops the driver there, before the multiplier update
 --- of the unfinished outer iteration (result.stopped; result.outer counts the finished ones).
 --- state: a table the driver keeps current (kappa, tau, vprev, iterations, outer = the finished outer iterations,
 --- recoveries, last_values, and inside an inner loop inner = {count, hist, factor} and adam = Adam's state()) so that
