@@ -119,7 +119,15 @@ $(BUILD)/lib/libcq_f64.so: $(ENGINE_OBJ_f64) | $(BUILD)/lib
 # statically, so only the driver (libcuda.so) is needed at run time; the CPU libraries above never depend on CUDA.
 # `make NVCC=` builds without it.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# Machine code for the GPUs people have: sm_80 runs on compute capability 8.0-8.9 (A100, A10/A40/RTX 30xx, L4/L40/
+# RTX 40xx), sm_90 on Hopper (H100, H200), and compute_90 PTX that the driver compiles for anything newer. The code has
+# nothing Hopper-only; the register caps in cuda/cuda_loops.cuh were tuned on an H100. A build for one GPU compiles
+# faster: e.g. CUDA_GENCODE='-gencode arch=compute_90,code=sm_90'.
+CUDA_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+  -gencode arch=compute_90,code=compute_90
+comma := ,
+# the targets, named in the library's message when it holds no code for a device: sm_80/sm_90/compute_90
+CUDA_TARGETS = $(subst $(eval) ,/,$(strip $(patsubst code=%,%,$(filter code=%,$(subst $(comma), ,$(CUDA_GENCODE))))))
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo
 CUDA_SRC := $(wildcard cuda/*.cu) $(wildcard cuda/*.cuh)
 ifneq ($(strip $(NVCC)),)
@@ -131,7 +139,7 @@ $(eval $(call ENGINE_FLAVOUR,cuda_f32,-DCQ_REAL_BITS=32 -DCQ_WITH_CUDA $(GATHER_
 $(eval $(call ENGINE_FLAVOUR,cuda_f64,-DCQ_REAL_BITS=64 -DCQ_WITH_CUDA $(F64_TUNE)))
 $(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CUDA_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/cuda
 	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
-	  -DCQ_REAL_BITS=$* -c cuda/cuda.cu -o $@
+	  -DCQ_REAL_BITS=$* '-DCQ_CUDA_TARGETS="$(CUDA_TARGETS)"' -c cuda/cuda.cu -o $@
 $(BUILD)/lib/libcq_cuda_f32.so: $(BUILD)/cuda/cuda_f32.o $(ENGINE_OBJ_cuda_f32) | $(BUILD)/lib
 	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread $(ENGINE_LIBS)
 $(BUILD)/lib/libcq_cuda_f64.so: $(BUILD)/cuda/cuda_f64.o $(ENGINE_OBJ_cuda_f64) | $(BUILD)/lib

@@ -637,9 +637,29 @@ extern "C" cqi_backend* cqi_backend_cuda_create(const cqi_model* m, cqi_err* err
 
 /* ---- device queries (cq.h) ---- */
 
-/* Devices this build can run on: compute capability >= 9.0 (sm_90 code and compute_90 PTX). */
+#ifndef CQ_CUDA_TARGETS
+#define CQ_CUDA_TARGETS "the nvcc defaults"
+#endif
+
+/* Whether this library holds code device d can run: machine code built for its architecture (CUDA_GENCODE's sm_XY),
+ * or PTX of an older one that the driver compiles at load. Asked of one kernel; every kernel is built for the same
+ * targets. Leaves device 0 current. */
+static int cuda_device_runs_build(int d) {
+  cudaFuncAttributes attr;
+  if (cudaSetDevice(d) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  cudaError_t e = cudaFuncGetAttributes(&attr, (const void*)cqk_grid_clear_2);
+  cudaGetLastError();
+  cudaSetDevice(0);
+  return e == cudaSuccess;
+}
+
+/* Devices this build can run on: those it holds code for (the Makefile's CUDA_GENCODE: machine code for compute
+ * capabilities 8.0 to 9.0 and PTX of 9.0 for newer ones by default). */
 extern "C" int cq_cuda_device_count(char* err, int errlen) {
-  int n = 0, usable = 0;
+  int n = 0, usable = 0, dev0 = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     if (err && errlen > 0)
@@ -649,19 +669,26 @@ extern "C" int cq_cuda_device_count(char* err, int errlen) {
     cudaGetLastError();
     return e == cudaErrorNoDevice ? 0 : -1;
   }
+  for (int d = 0; d < n; d++) {
+    int ok = cuda_device_runs_build(d);
+    usable += ok;
+    if (d == 0) dev0 = ok;
+  }
   cudaDeviceProp prop;
-  for (int d = 0; d < n; d++)
-    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess && prop.major >= 9) usable++;
-  if (usable == 0 && err && errlen > 0) {
-    if (n == 0) snprintf(err, errlen, "no CUDA device found");
-    else if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-      snprintf(err, errlen, "device 0 (%s) has compute capability %d.%d; this library was built for 9.0 and up "
-               "(rebuild with CUDA_GENCODE for that device)", prop.name, prop.major, prop.minor);
-    else snprintf(err, errlen, "no device of compute capability >= 9.0");
+  if (n == 0) {
+    if (err && errlen > 0) snprintf(err, errlen, "no CUDA device found");
+    return 0;
   }
   /* device 0 is the one used: it must be usable */
-  if (usable > 0 && (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major < 9)) {
-    if (err && errlen > 0) snprintf(err, errlen, "device 0 has compute capability < 9.0 (set CUDA_VISIBLE_DEVICES)");
+  if (!dev0) {
+    if (err && errlen > 0) {
+      if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+        snprintf(err, errlen, "device 0 (%s) has compute capability %d.%d, which this library holds no code for "
+                 "(built for %s; rebuild with a CUDA_GENCODE for that device%s)", prop.name, prop.major,
+                 prop.minor, CQ_CUDA_TARGETS, usable > 0 ? ", or choose another with CUDA_VISIBLE_DEVICES" : "");
+      else snprintf(err, errlen, "device 0 cannot be queried");
+      cudaGetLastError();
+    }
     return 0;
   }
   return usable;
@@ -678,9 +705,9 @@ extern "C" int cq_cuda_device_info(char* buf, int len) {
   int drv = 0, rt = 0;
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rt);
-  snprintf(buf, len, "%s, compute capability %d.%d, %d SMs, %.1f GiB, driver %d.%d, runtime %d.%d", prop.name,
-           prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0, drv / 1000,
-           drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+  snprintf(buf, len, "%s, compute capability %d.%d, %d SMs, %.1f GiB, driver %d.%d, runtime %d.%d, code for %s",
+           prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,
+           drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, CQ_CUDA_TARGETS);
   return CQ_OK;
 }
 

@@ -4,6 +4,8 @@
 # Parts, run in the order given, each under its own time limit, logs in $OUT (default out/gpu):
 #   info       nvidia-smi and the device the engine sees
 #   tests      cqlua tests/run.lua --tags=gpu (CUDA vs CPU, every material, actuator kind and integrator)
+#   ptx80      the same tests with build/lib80's CUDA libraries: compute_80 PTX alone (tools/gpu_bundle.sh --ptx80
+#              builds them), which the driver compiles at load: the code a compute capability 8.x GPU runs, on this one
 #   bench      cqlua tools/bench.lua gpu (Table II scenes, 512k and 1M particles, fwd and bwd)
 #   bench-pinned  the same with CQ_CUDA_SHARED_STATES=0 (states copied to and from the host every control step)
 #   memcheck   compute-sanitizer memcheck over the scenes of tools/gpu_sanitize.lua
@@ -19,7 +21,7 @@
 #              memory (the default), then in page-locked host memory copied every control step
 #              (CQ_CUDA_SHARED_STATES=0), then the default under CQ_CUDA_TIMING=1 (device time and idle time)
 #   walker     examples/walker2d.lua for 10 iterations (backend "auto": the GPU), to compare with the CPU's log
-# Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_TOPO, T_WALKER (seconds).
+# Environment: T_TESTS, T_BENCH, T_SAN, T_SUITE, T_TOPO, T_WALKER (seconds); TOPO_PINNED=0 skips topo's pinned run.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 source .gpu/env.sh
@@ -39,6 +41,10 @@ for part in "$@"; do
           build/bin/cqlua -e 'local C = require "cq._ffi"; local lib, why = C.cuda_lib("f32"); print(lib and "cuda ok" or why)' \
             >> "$OUT/info.log" 2>&1; tail -5 "$OUT/info.log" ;;
     tests) run tests "${T_TESTS:-330}" build/bin/cqlua tests/run.lua --tags=gpu tests/gpu_spec.lua; tail -25 "$OUT/tests.log" ;;
+    ptx80) CQ_LIB_PATH=build/lib80 build/bin/cqlua -e 'local ffi = require "ffi"; local lib = assert(require("cq._ffi").cuda_lib("f32"))
+             local b = ffi.new("char[256]"); lib.cq_cuda_device_info(b, 256); print(ffi.string(b))'
+           CQ_LIB_PATH=build/lib80 run ptx80 "${T_TESTS:-330}" build/bin/cqlua tests/run.lua --tags=gpu tests/gpu_spec.lua
+           tail -8 "$OUT/ptx80.log" ;;
     bench) run bench "${T_BENCH:-200}" build/bin/cqlua tools/bench.lua gpu; cat "$OUT/bench.log" ;;
     bench-pinned) # the same with states in page-locked host memory, copied in and out every control step
       CQ_CUDA_SHARED_STATES=0 run bench-pinned "${T_BENCH:-200}" build/bin/cqlua tools/bench.lua gpu
@@ -50,8 +56,10 @@ for part in "$@"; do
         build/bin/cqlua tools/gpu_sanitize.lua
       cat "$OUT/$part.log" ;;
     topo) run topo "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator; grep "iteration" "$OUT/topo.log"
-          CQ_CUDA_SHARED_STATES=0 run topo-pinned "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator
-          grep "iteration" "$OUT/topo-pinned.log"
+          if [ "${TOPO_PINNED:-1}" != 0 ]; then
+            CQ_CUDA_SHARED_STATES=0 run topo-pinned "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator
+            grep "iteration" "$OUT/topo-pinned.log"
+          fi
           CQ_CUDA_TIMING=1 run topo-timing "${T_TOPO:-90}" build/bin/cqlua tools/bench.lua rotator
           cat "$OUT/topo-timing.log" ;;
     suite) run suite "${T_SUITE:-400}" build/bin/cqlua tests/run.lua ;;
@@ -79,6 +87,6 @@ for part in "$@"; do
     timeline) CQ_CUDA_TIMING=1 build/bin/cqlua tools/gpu_timeline.lua ${TIMELINE_SCENES:-} > "$OUT/timeline.log" 2>&1
               cat "$OUT/timeline.log" ;;
     walker) run walker "${T_WALKER:-150}" build/bin/cqlua examples/walker2d.lua 10; tail -4 "$OUT/walker.log" ;;
-    *) echo "gpu_check.sh: unknown part '$part' (info, tests, bench, bench-pinned, memcheck, racecheck, suite, profile, detail, small, timeline, walker)"; exit 2 ;;
+    *) echo "gpu_check.sh: unknown part '$part' (info, tests, ptx80, bench, bench-pinned, memcheck, racecheck, suite, profile, detail, small, timeline, walker)"; exit 2 ;;
   esac
 done
