@@ -64,6 +64,9 @@ typedef struct cuda_backend {
   cqi_cavity_sums *cav_sums, *cav_gsums;
   cqi_cavity_coef *cav_coef, *cav_gcoef;
   long cap_partial;
+  double *mom, *mom_h;        /* [CQI_MOMENTS_MAX] the mass moments' sums (device), and their pinned host copy */
+  double* rd;                 /* [cap_rd] read's doubles on the device */
+  long cap_rd;
   cqi_box box;                /* active region of the last prepare */
   cq_substep region_ctx;      /* its strides */
 } cuda_backend;
@@ -194,6 +197,11 @@ static int ensure_partials(cuda_backend* g, long blocks) {
   return CQ_OK;
 }
 
+/* The mass moments' adjoint seed, passed by value (at most 25 doubles). */
+typedef struct {
+  double g[CQI_MOMENTS_MAX];
+} cqk_moments_seed;
+
 #define D 2
 #include "cuda_loops.cuh"
 #undef D
@@ -282,6 +290,30 @@ static int cuda_download(cqi_backend* b, void* dst, const void* src, size_t byte
 static int cuda_copy(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
   if (dst != src) TRY(copy_async(g, dst, src, bytes, "copy"));
+  return CQ_OK;
+}
+/* read: converted to doubles on the device (where a shared block's pages are), then one copy to the host. */
+__global__ void cqk_to_double(const cq_real* src, long len, double* out) {
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < len; i += (long)gridDim.x * blockDim.x)
+    out[i] = (double)src[i];
+}
+static int cuda_read(cqi_backend* b, const cq_real* src, long len, double* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  if (len <= 0) return CQ_OK;
+  if (len > g->cap_rd) {
+    cudaFree(g->rd);
+    g->rd = NULL;
+    g->cap_rd = 0;
+    CK(cudaMalloc((void**)&g->rd, sizeof(double) * len));
+    g->cap_rd = len;
+  }
+  long blocks = (len + CQ_BLOCK - 1) / CQ_BLOCK, cap = 4L * g->sms;
+  timing_begin(g->stream, "cqk_to_double");
+  cqk_to_double<<<(unsigned)(blocks < cap ? blocks : cap), CQ_BLOCK, 0, g->stream>>>(src, len, g->rd);
+  timing_end(g->stream);
+  CK(cudaGetLastError());
+  TIMED("read", cudaMemcpyAsync(out, g->rd, sizeof(double) * len, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
   return CQ_OK;
 }
 static int cuda_zero(cqi_backend* b, void* dst, size_t bytes) {
@@ -550,9 +582,10 @@ static void cuda_destroy(cqi_backend* b) {
   CQ_PARAM_FIELDS(CQI_FREE)
 #undef CQI_FREE
   void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
-                 g->partial, g->act_sums, g->nf_key, g->cav_sums, g->cav_gsums, g->cav_coef, g->cav_gcoef};
+                 g->partial, g->act_sums, g->nf_key, g->cav_sums, g->cav_gsums, g->cav_coef, g->cav_gcoef,
+                 g->mom, g->rd};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
-  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->partial_h, g->nf_key_h};
+  void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->partial_h, g->nf_key_h, g->mom_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
   if (g->stream) cudaStreamDestroy(g->stream);
   cudaGetLastError(); /* errors while tearing down (e.g. at process exit) are not reported */
@@ -561,13 +594,14 @@ static void cuda_destroy(cqi_backend* b) {
 
 static const cqi_backend_ops cuda_ops = {
     CQ_BACKEND_CUDA, 0, cuda_destroy,
-    cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_zero,
+    cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_read, cuda_zero,
     cuda_sync_model, cuda_set_threads, cuda_free_memory,
     cuda_begin_batch, cuda_end_batch,
     cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
     cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
     cuda_cable_forces, cuda_cable_forces_adj, cuda_cavity_forces, cuda_cavity_forces_adj,
-    cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_grid_axpy, cuda_grid_dot, cuda_grid_norm_inf,
+    cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_moments, cuda_moments_adj, cuda_grid_axpy, cuda_grid_dot,
+    cuda_grid_norm_inf,
     cuda_grid_sums,
     cuda_implicit_stress, cuda_implicit_hvp, cuda_implicit_node, cuda_implicit_bc, cuda_implicit_precond,
     cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,
@@ -610,6 +644,8 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
   const char* prefetch = getenv("CQ_CUDA_PREFETCH");
   g->prefetch = prefetch && strcmp(prefetch, "0") != 0;
   CK(cudaMallocHost((void**)&g->key_h, sizeof *g->key_h));
+  CK(cudaMalloc((void**)&g->mom, sizeof(double) * CQI_MOMENTS_MAX));
+  CK(cudaMallocHost((void**)&g->mom_h, sizeof(double) * CQI_MOMENTS_MAX));
   return CQ_OK;
 }
 

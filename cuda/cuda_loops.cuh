@@ -129,6 +129,32 @@ __global__ void CQ_D(cqk_cavity_add_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cq
   if (p < s.n) CQ_D(cavity_particle_add_adj)(&s, &m, u, p, gsums, &g0, &gp, gact);
 }
 
+/* Mass moments (moments.h): each thread sums its particles (a grid-stride loop), the block its threads' sums in shared
+ * memory, then one double atomic per block and moment (the order varies from run to run, like every GPU sum here).
+ * The adjoint: one thread per particle, writing its own entries. */
+__global__ void CQ_D(cqk_moments)(CQK_PARTICLES s, CQK_PARAMS m, double* out) {
+  enum { K = CQI_MOMENTS(D) };
+  __shared__ double sh[K][CQ_BLOCK];
+  double acc[K];
+  for (int k = 0; k < K; k++) acc[k] = 0;
+  for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < s.n; p += gridDim.x * blockDim.x)
+    CQ_D(moments_add)(&s, &m, p, acc);
+  for (int k = 0; k < K; k++) sh[k][threadIdx.x] = acc[k];
+  __syncthreads();
+  for (int half = CQ_BLOCK / 2; half > 0; half /= 2) {
+    if ((int)threadIdx.x < half)
+      for (int k = 0; k < K; k++) sh[k][threadIdx.x] += sh[k][threadIdx.x + half];
+    __syncthreads();
+  }
+  if ((int)threadIdx.x < K) atomicAdd(&out[threadIdx.x], sh[threadIdx.x][0]);
+}
+
+__global__ void CQ_D(cqk_moments_adj)(CQK_PARTICLES s, CQK_PARAMS m, const __grid_constant__ cqk_moments_seed g,
+                                      CQK_PARTICLES gs, cq_real* gmass) {
+  int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < s.n) CQ_D(moments_adj)(&s, &m, p, g.g, &gs, gmass);
+}
+
 /* Block-local scatter (P2G, and G2P's adjoint). The block's particles add into a shared-memory copy of the box of
  * nodes they touch, which then goes to the grid with one global atomic per non-zero entry. Global atomics bound the
  * plain scatter (27 nodes x (D+1) per particle: 0.9 ns per particle for P2G on an H100, docs/benchmarks.md);
@@ -570,6 +596,36 @@ static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_part
   CK(cudaMemcpyAsync(g->info_h, g->info, sizeof(int) * 6, cudaMemcpyDeviceToHost, g->stream));
   TRY(read_key(g, bad));
   if (bad->check == CQ_CHECK_OK) parse_box(g, g->info_h);
+  return CQ_OK;
+}
+
+/* The moments' sums are read back at once (their user, the Lua tape, needs them now); the adjoint waits too, since the
+ * host may add into the same gradient next. */
+static int CQ_D(cuda_moments)(cqi_backend* b, const cq_particles* s, const cq_params* m, double* out) {
+  cuda_backend* g = (cuda_backend*)b;
+  enum { K = CQI_MOMENTS(D) };
+  CK(cudaMemsetAsync(g->mom, 0, sizeof(double) * K, g->stream));
+  long blocks = (s->n + CQ_BLOCK - 1) / CQ_BLOCK, cap = 4L * g->sms;
+  if (blocks > cap) blocks = cap;
+  if (blocks > 0) {
+    timing_begin(g->stream, CQK_NAME(CQ_D(cqk_moments)));
+    CQ_D(cqk_moments)<<<(unsigned)blocks, CQ_BLOCK, 0, g->stream>>>(*s, *m, g->mom);
+    timing_end(g->stream);
+    CK(cudaGetLastError());
+  }
+  CK(cudaMemcpyAsync(g->mom_h, g->mom, sizeof(double) * K, cudaMemcpyDeviceToHost, g->stream));
+  CK(cudaStreamSynchronize(g->stream));
+  memcpy(out, g->mom_h, sizeof(double) * K);
+  return CQ_OK;
+}
+
+static int CQ_D(cuda_moments_adj)(cqi_backend* b, const cq_particles* s, const cq_params* m, const double* gm,
+                                  cq_particles* gs, cq_real* gmass) {
+  cuda_backend* g = (cuda_backend*)b;
+  cqk_moments_seed seed;
+  memcpy(seed.g, gm, sizeof(double) * CQI_MOMENTS(D));
+  LAUNCH(CQ_D(cqk_moments_adj), s->n, *s, *m, seed, *gs, gmass);
+  CK(cudaStreamSynchronize(g->stream));
   return CQ_OK;
 }
 

@@ -45,6 +45,9 @@ typedef struct cqi_backend_ops {
   int (*upload)(cqi_backend* b, void* dst, const void* src_host, size_t bytes);
   int (*download)(cqi_backend* b, void* dst_host, const void* src, size_t bytes);
   int (*copy)(cqi_backend* b, void* dst, const void* src, size_t bytes);
+  /* len reals of src (backend or shared memory) as doubles into out (host), without moving a shared block to the
+   * host (a state kept on the GPU stays there when the host records a field of it every control step). */
+  int (*read)(cqi_backend* b, const cq_real* src, long len, double* out);
   int (*zero)(cqi_backend* b, void* dst, size_t bytes);
 
   /* The model's arrays for the kernels; called before every control step (parameters may have been written). */
@@ -106,6 +109,12 @@ typedef struct cqi_backend_ops {
   /* For each of the count arrays x[i][0..len[i]) (B): the index of its first non-finite entry into index[i], -1 when
    * every entry is finite (one wait for the device for all of them). */
   int (*first_nonfinite)(cqi_backend* b, int count, const long* len, const cq_real* const* x, long* index);
+  /* The mass moments of the particles s with masses m->mass (moments.h: CQI_MOMENTS(D) sums in double) into out
+   * (host); deterministic. Their adjoint adds g's (host, the same layout) contributions into gs's x and v and, unless
+   * gmass is NULL, dL/dmass into gmass [n] (B); s and gs are in backend memory. */
+  int (*moments)(cqi_backend* b, const cq_particles* s, const cq_params* m, double* out);
+  int (*moments_adj)(cqi_backend* b, const cq_particles* s, const cq_params* m, const double* g, cq_particles* gs,
+                     cq_real* gmass);
   /* Grid vectors (D+1 reals per node, the first D used), over the active region: y += a x; sum x.y (the 2-norm is
    * sqrt(grid_dot(x, x))); max |x| (the infinity norm, for convergence tests). */
   int (*grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y);

@@ -64,6 +64,10 @@ static int cpu_copy(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   if (dst != src) memcpy(dst, src, bytes);
   return CQ_OK;
 }
+static int cpu_read(cqi_backend* b, const cq_real* src, long len, double* out) {
+  for (long i = 0; i < len; i++) out[i] = (double)src[i];
+  return CQ_OK;
+}
 static int cpu_zero(cqi_backend* b, void* dst, size_t bytes) {
   memset(dst, 0, bytes);
   return CQ_OK;
@@ -239,13 +243,14 @@ static int cpu_vol_group_blocks(cqi_backend* b, const cq_substep* c, const cq_pa
 
 static const cqi_backend_ops cpu_ops = {
     CQ_BACKEND_CPU, 1, cpu_destroy,
-    cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_zero,
+    cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_read, cpu_zero,
     cpu_sync_model, cpu_set_threads, NULL,
     NULL, NULL, /* checks return at once */
     cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
     cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
     cpu_cable_forces, cpu_cable_forces_adj, cpu_cavity_forces, cpu_cavity_forces_adj,
-    cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_grid_axpy, cpu_grid_dot, cpu_grid_norm_inf,
+    cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_moments, cpu_moments_adj, cpu_grid_axpy, cpu_grid_dot,
+    cpu_grid_norm_inf,
     cpu_grid_sums,
     cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
     cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,

@@ -145,5 +145,12 @@
                           const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,          \
                           cq_particles* gs, const cq_param_grads* gp) {                                           \
     return CQI_BY_DIM(b, P##_fill_adj, c, s, m, v, lam, lin, adj, gs, gp);                                         \
+  }                                                                                                               \
+  static int P##_moments(cqi_backend* b, const cq_particles* s, const cq_params* m, double* out) {                \
+    return CQI_BY_DIM(b, P##_moments, s, m, out);                                                                  \
+  }                                                                                                               \
+  static int P##_moments_adj(cqi_backend* b, const cq_particles* s, const cq_params* m, const double* g,          \
+                             cq_particles* gs, cq_real* gmass) {                                                  \
+    return CQI_BY_DIM(b, P##_moments_adj, s, m, g, gs, gmass);                                                     \
   }
 #endif

@@ -741,6 +741,34 @@ static int CQ_D(cpu_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_
   return CQ_OK;
 }
 
+/* Mass moments (moments.h): fixed chunks of particles summed in particle order, then the chunks in order, so the sums
+ * are the same for any thread count. The adjoint writes each particle's own entries. */
+#define CQI_MOMENT_CHUNKS 64
+static int CQ_D(cpu_moments)(cqi_backend* b, const cq_particles* s, const cq_params* m, double* out) {
+  cpu_backend* cb = (cpu_backend*)b;
+  enum { K = CQI_MOMENTS(D) };
+  double part[CQI_MOMENT_CHUNKS][K];
+  int n = s->n, per = (n + CQI_MOMENT_CHUNKS - 1) / CQI_MOMENT_CHUNKS;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int c = 0; c < CQI_MOMENT_CHUNKS; c++) {
+    for (int k = 0; k < K; k++) part[c][k] = 0;
+    int end = (c + 1) * per < n ? (c + 1) * per : n;
+    for (int p = c * per; p < end; p++) CQ_D(moments_add)(s, m, p, part[c]);
+  }
+  for (int k = 0; k < K; k++) out[k] = 0;
+  for (int c = 0; c < CQI_MOMENT_CHUNKS; c++)
+    for (int k = 0; k < K; k++) out[k] += part[c][k];
+  return CQ_OK;
+}
+
+static int CQ_D(cpu_moments_adj)(cqi_backend* b, const cq_particles* s, const cq_params* m, const double* g,
+                                 cq_particles* gs, cq_real* gmass) {
+  cpu_backend* cb = (cpu_backend*)b;
+#pragma omp parallel for schedule(static) num_threads(cb->threads)
+  for (int p = 0; p < s->n; p++) CQ_D(moments_adj)(s, m, p, g, gs, gmass);
+  return CQ_OK;
+}
+
 /* The fill water (fill.h): its scatters like P2G (each node's sums in a fixed particle order: the same for any thread
  * count), its node passes over the region. */
 static int CQ_D(cpu_fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,

@@ -202,6 +202,9 @@ cq_state* cq_state_create(const cq_world* w);        /* every field at its initi
 void cq_state_free(cq_state* s);
 void* cq_state_field(cq_state* s, const char* name); /* a state field (cq_real, component-major) or NULL */
 long cq_state_substep(const cq_state* s);            /* substeps taken since creation (sets the time) */
+/* Field `name` of s as doubles into out (component-major, as cq_state_field), read where the state is: a state the GPU
+ * keeps between control steps is not moved to the host (recording a trajectory every control step). */
+int cq_state_read(cq_world* w, const cq_state* s, const char* name, double* out);
 void cq_state_set_substep(cq_state* s, long k);
 int cq_state_copy(cq_state* dst, const cq_state* src);
 /* Cauchy stress sigma = tau / J of every particle of s (engine/stress.c), tau the Kirchhoff stress the step uses:
@@ -209,6 +212,14 @@ int cq_state_copy(cq_state* dst, const cq_state* src);
  * actuation stress F A F^T (c may be NULL: elastic stress only; c->force is ignored). out[(i*D + j)*n + p] =
  * sigma_p[i][j] (stress units), component-major like F. Validates the parameters first; runs on the host. */
 int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double* out);
+
+/* The mass moments of state s with the world's current masses m (engine/moments.h), 1 + 2D + 2D^2 doubles into out:
+ * M = sum m, sum m x [D], sum m v [D], sum m x x^T [D][D], sum m x v^T [D][D] (row: the x component). Runs where s
+ * is (a state the GPU keeps is not moved to the host); the same for any thread count. */
+int cq_state_moments(cq_world* w, const cq_state* s, double* out);
+/* Its adjoint: g = dL/d(the moments), same layout; adds dL/dx and dL/dv into the gradient state gs and, when m is not
+ * NULL, dL/dmass into the memo's parameter gradient (cq_memo_grad_param(m, "mass")). */
+int cq_state_moments_adj(cq_world* w, const cq_state* s, const double* g, cq_state* gs, cq_memo* m);
 
 /* One control step = the world's substeps with the control c (may be NULL) held fixed. Checks the control (finite),
  * the parameters and the stable dt first; after every substep it checks every particle (CQ_CHECKS) and stops with

@@ -52,6 +52,11 @@ cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n);
 /* Which field, particle (0-based) and component (0-based, row-major for matrices) entry i of a state block is. */
 void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component);
 
+/* The model in backend memory brought up to date (parameters written since the last sync are uploaded). */
+int cqi_sync_model(cq_world* w);
+/* A memo's dL/dmass for engine-side adders (moments.c): its host view; *on_backend = 1 when the backend's kernels add
+ * into that same memory (host memory or shared), else the memo uploads the host view before its next backward step. */
+cq_real* cqi_memo_grad_mass(cq_memo* m, int* on_backend);
 /* Everything a control step needs before its substeps: the parameters validated (if they changed) and within the
  * stable dt, the model synced to the backend, threads chosen. `step` names the control step in messages. */
 int cqi_prepare_step(cq_world* w, long step);

@@ -18,6 +18,7 @@
 #include "g2p.h"
 #include "implicit.h"
 #include "cable.h"
+#include "moments.h"
 #undef CQ_NN
 #undef D
 
@@ -34,6 +35,7 @@
 #include "g2p.h"
 #include "implicit.h"
 #include "cable.h"
+#include "moments.h"
 #undef CQ_NN
 #undef D
 #endif

@@ -360,20 +360,30 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
   return CQ_OK;
 }
 
-/* Copies the backward results that callers read (parameter and control gradients) to their host mirrors. */
-static int download_grads(cq_memo* m) {
+/* The parameter gradients between the backend and their host mirrors (where they differ): up (before a backward
+ * step), the callers' additions into the mirrors (running losses through the masses, lua/cq/tape.lua), which the
+ * step's download would otherwise overwrite; down (after it), the results that callers read, with the control
+ * gradients. */
+static int sync_grads(cq_memo* m, int up) {
   cqi_backend* be = m->be;
   if (be->ops->host_memory) return CQ_OK;
   int st = CQ_OK, n = m->w->model.n;
-#define CQI_DOWN(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CQI_IF(diff)(if (st == CQ_OK && m->gp.name != m->gp_b.name)                                    \
-                 st = be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * n);)
-  CQ_PARAM_FIELDS(CQI_DOWN)
-#undef CQI_DOWN
-  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++) /* shared ones need no copy (the step has waited) */
+#define CQI_SYNC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                       \
+  CQI_IF(diff)(if (st == CQ_OK && m->gp.name != m->gp_b.name)                                                   \
+                 st = up ? be->ops->upload(be, m->gp_b.name, m->gp.name, sizeof(cq_real) * n)                   \
+                         : be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * n);)
+  CQ_PARAM_FIELDS(CQI_SYNC)
+#undef CQI_SYNC
+  for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK && !up; f++) /* shared ones need no copy (the step waited) */
     if (m->ctl[f].grad != m->ctl[f].grad_b)
       st = be->ops->download(be, m->ctl[f].grad, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
   return st;
+}
+static int download_grads(cq_memo* m) { return sync_grads(m, 0); }
+
+cq_real* cqi_memo_grad_mass(cq_memo* m, int* on_backend) {
+  *on_backend = m->gp.mass == m->gp_b.mass;
+  return m->gp.mass;
 }
 
 /* A non-finite gradient stops the backward pass at the control step where it appears (check "nonfinite_gradient"),
@@ -524,6 +534,7 @@ int cq_memo_backward_step(cq_memo* m) {
   for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
     st = be->ops->zero(be, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
   if (st == CQ_OK) st = be->ops->upload(be, m->gb[0], m->g_cur->block, S); /* callers add dL/ds_k on the host */
+  if (st == CQ_OK) st = sync_grads(m, 1); /* and into the parameter gradients */
   /* the final state, which the host may have read (a shared block is moved back to the device; else a no-op) */
   if (st == CQ_OK && m->pos == m->steps && m->cur_b == m->cur->block) st = be->ops->upload(be, m->cur_b, m->cur_b, S);
   if (st != CQ_OK) return st;

@@ -62,6 +62,23 @@ void* cq_state_field(cq_state* s, const char* name) {
   return NULL;
 }
 
+int cq_state_read(cq_world* w, const cq_state* s, const char* name, double* out) {
+  if (!s || s->real_bits != CQ_REAL_BITS || s->n != w->model.n || s->dim != w->model.dim)
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "read: s must be a state of this world (%d particles in %dD)", w->model.n,
+                      w->model.dim);
+  const cq_real* src = NULL;
+  long len = 0;
+#define CQI_FIND(fname, shape, init, doc) \
+  if (!src && strcmp(name, #fname) == 0) src = s->p.fname, len = cqi_field_len(shape, s->n, s->dim);
+  CQ_STATE_FIELDS(CQI_FIND)
+#undef CQI_FIND
+  if (!src) return cqi_errorf(&w->err, CQ_ERR_ARG, "read: no state field '%s'", name);
+  cqi_backend* be = w->be;
+  if (s->shared && !be->ops->host_memory) return be->ops->read(be, src, len, out); /* where its pages are */
+  for (long i = 0; i < len; i++) out[i] = (double)src[i];
+  return CQ_OK;
+}
+
 long cq_state_substep(const cq_state* s) { return s->substep; }
 void cq_state_set_substep(cq_state* s, long k) { s->substep = k; }
 

@@ -79,6 +79,15 @@ int cqi_ctl_from_host(cq_world* w, const cq_real* u, const cq_real* force, const
   return st;
 }
 
+int cqi_sync_model(cq_world* w) {
+  if (w->synced != w->model.generation) {
+    int st = w->be->ops->sync_model(w->be, &w->model, &w->view);
+    if (st != CQ_OK) return st;
+    w->synced = w->model.generation;
+  }
+  return CQ_OK;
+}
+
 int cqi_prepare_step(cq_world* w, long step) {
   cqi_model* m = &w->model;
   if (!w->committed) return cqi_errorf(&w->err, CQ_ERR_STATE, "step: call commit first");
@@ -121,11 +130,8 @@ int cqi_prepare_step(cq_world* w, long step) {
                       step, m->dt_sub, m->stable_dt, p + 1, desc, m->desc.dx / dt_wave, also,
                       ceil(m->desc.dt / m->stable_dt));
   }
-  if (w->synced != m->generation) {
-    int st = w->be->ops->sync_model(w->be, m, &w->view);
-    if (st != CQ_OK) return st;
-    w->synced = m->generation;
-  }
+  int st = cqi_sync_model(w);
+  if (st != CQ_OK) return st;
   w->threads_used = w->be->ops->set_threads(w->be, w->threads);
   return CQ_OK;
 }

@@ -458,4 +458,48 @@ describe("CUDA backend", function()
     assert.is_true(math.abs(out.cuda.L - out.cpu.L) <= 1e-10 * math.abs(out.cpu.L))
     assert.is_true(e_psi <= 1e-10 and e_phi <= 1e-10)
   end)
+  for _, precision in ipairs { "f64", "f32" } do
+    gpu_it("t:spin and t:mass_centroid of the whole body from the engine's mass moments (a block reduction on the GPU, " ..
+      "its adjoint into the memo's gradients in place), and the trajectory read where the state is: loss, dL/dphi and the " ..
+      "recorded x equal the CPU's, " .. precision, precision,
+      function()
+      local out = {}
+      for _, backend in ipairs { "cpu", "cuda" } do
+        local side, h = 6, 1 / 64
+        local n = side ^ 3
+        local w = cq.world { dim = 3, res = { 24, 24, 24 }, dx = 1 / 32, dt = 4e-3, substeps = 8, n = n,
+          precision = precision, backend = backend, gravity = { 0, -2, 0 },
+          walls = { all = { type = "slip", thickness = 2 } } }
+        w:fill("vol0", h ^ 3); w:fill("mass", h ^ 3); w:fill("E", 40); w:fill("nu", 0.3)
+        w:fill("material", "neohookean")
+        w:commit()
+        local s0 = w:state()
+        for p = 0, n - 1 do
+          local c = { p % side, math.floor(p / side) % side, math.floor(p / side ^ 2) }
+          local x = {}
+          for a = 1, 3 do x[a] = 0.3 + (c[a] + 0.5) * h; s0.x[(a - 1) * n + p] = x[a] end
+          s0.v[p], s0.v[2 * n + p] = 3 * (x[3] - 0.35), -3 * (x[1] - 0.35) -- spinning about y
+        end
+        local design = cq.design { world = w }
+        local phi = design:layout { state = s0, radius = 1.5 * h, init = function(i) return 0.7 * G.prand(i, 41) end }
+        local run = cq.rollout { world = w, steps = 6, design = design,
+          final = function(t, st) return t:index(t:mass_centroid(st, "x"), 2) end,
+          running = function(t, st) return t:add(t:scale(t:spin(st, 2), 1e-2),
+            t:scale(t:index(t:mass_centroid(st, "v"), 1), 1e-2)) end }
+        local L = run:forward(s0)
+        -- the trajectory, read by the engine where the state is: the last step's x equals the state's
+        local traj, last = run:trajectory(), run.memo.state.x
+        for i = 0, 3 * n - 1 do assert.are.equal(tonumber(last[i]), traj.data.x[6 * 3 * n + i]) end
+        run:backward()
+        out[backend] = { L = L, phi = phi.g, n = n, x = traj.data.x }
+      end
+      local e_phi = rel_err(out.cuda.phi, out.cpu.phi, out.cpu.n)
+      local e_x = rel_err(out.cuda.x, out.cpu.x, 7 * 3 * out.cpu.n)
+      print(string.format("  %s loss %.6e / %.6e; dL/dphi rel. error %.1e; recorded x %.1e", precision, out.cpu.L,
+        out.cuda.L, e_phi, e_x))
+      local tol = precision == "f64" and 1e-10 or 1e-4
+      assert.is_true(math.abs(out.cuda.L - out.cpu.L) <= tol * math.abs(out.cpu.L))
+      assert.is_true(e_phi <= tol and e_x <= tol)
+    end)
+  end
 end)

@@ -1,7 +1,8 @@
 -- tools/gpu_sanitize.lua [backend]: the CUDA scenes that tools/gpu_check.sh runs under compute-sanitizer (memcheck,
 -- racecheck), without busted (which does not start under the sanitizer): forward and backward through every kind of
 -- stage the backend launches: a chamber, a 3D hyperelastic scene in f64, cables, the implicit integrator, a
--- checkpointed recording, the averaged bulk term with a cavity, and the implicit solve with the pressure inside it.
+-- checkpointed recording, the averaged bulk term with a cavity, the implicit solve with the pressure inside it, and
+-- the mass moments of t:spin / t:mass_centroid (their block reduction and adjoint).
 -- It checks nothing itself (tests/gpu_spec.lua compares with the CPU); the sanitizer reports.
 if os.getenv("SANITIZE_JIT_OFF") then jit.off() end -- see tools/gpu_check.sh
 package.path = "./?.lua;" .. package.path
@@ -25,6 +26,7 @@ local scenes = {
   { dim = 3, bc = "slip", side = 3, material = "mooney_rivlin", params = { c10 = 375, c01 = 150, bulk = 9e4 },
     volumetric = "averaged", integrator = "implicit", E = 3000, dt = 5e-3,
     implicit = { tol = 1e-12, precond = "mass" }, steps = 3, name = "3D f64 implicit, averaged bulk" },
+  { dim = 3, bc = "slip", precision = "f32", moments = true, name = "3D f32 mass moments (t:spin, t:mass_centroid)" },
 }
 local failed = 0
 for _, o in ipairs(scenes) do
@@ -37,6 +39,15 @@ for _, o in ipairs(scenes) do
     w:add_cable(2, { 1, 7, 13, 19, 25, 31 }, 400, 0.25)
   end
   local ok, err = xpcall(function()
+    if o.moments then -- a rollout whose losses read the engine's mass moments every control step, both ways
+      local run = require("cq").rollout { world = w, steps = o.steps or 10,
+        final = function(t, st) return t:index(t:mass_centroid(st, "x"), 2) end,
+        running = function(t, st) return t:add(t:scale(t:spin(st, 2), 1e-2), t:index(t:mass_centroid(st, "v"), 1)) end }
+      local L = run:forward(s0)
+      local m = run:backward()
+      print(string.format("%-32s loss %.6e  dL/dx[0] %.6e", o.name, L, m.grad.x[0]))
+      return
+    end
     local P = G.problem(w, s0, o.steps or 20, o.checkpoint)
     local L = P.loss()
     local g = P.backward()

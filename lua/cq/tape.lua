@@ -337,11 +337,70 @@ function Tape:centroid(state, field, idx)
   return y
 end
 
+-- The mass moments of a whole engine state (engine/moments.h: M, X[dim], V[dim], XX[dim][dim], XV[dim][dim], with
+-- the world's current masses), computed by the engine where the state lives: a state the GPU keeps between control
+-- steps is not moved to the host to be read. nil for a state that is not the engine's (then the Lua loops run).
+local State
+local function engine_moments(where, state)
+  State = State or require("cq.state").State
+  if getmetatable(state) ~= State then return nil end
+  local w, D = state.world, state.dim
+  local mo = darr(1 + 2 * D + 2 * D * D)
+  w:_check(w._lib.cq_state_moments(w:_handle(where), state:_handle(where), mo), where)
+  return mo
+end
+-- Their adjoint: g = dL/d(the moments) into sink's x and v and, when sink is a memo's gradient (a rollout's), dL/dmass
+-- into memo.grad_params.mass; by the engine when sink is an engine state, else in Lua.
+local function moments_backward(state, g, sink)
+  local w, n, D = state.world, state.n, state.dim
+  if getmetatable(sink) == State and sink.world == w then
+    local memo = sink._memo
+    w:_check(w._lib.cq_state_moments_adj(w:_handle("cq.tape:backward"), state:_handle("cq.tape:backward"), g,
+      sink:_handle("cq.tape:backward"), memo and memo:_handle("cq.tape:backward") or nil), "cq.tape:backward")
+    return
+  end
+  local gx, gv = sink_field(sink, "x"), sink_field(sink, "v")
+  local gm = type(sink) == "table" and sink._memo and sink._memo.grad_params.mass
+  local x, v, mass = state.x, state.v, w.params.mass
+  local X, V, XX, XV = 1, 1 + D, 1 + 2 * D, 1 + 2 * D + D * D
+  for p = 0, n - 1 do
+    local m, dm = mass[p], g[0]
+    for a = 0, D - 1 do
+      local xa, va, dx, dv = x[a * n + p], v[a * n + p], g[X + a], g[V + a]
+      for b = 0, D - 1 do
+        local xb, vb = x[b * n + p], v[b * n + p]
+        dx = dx + (g[XX + a * D + b] + g[XX + b * D + a]) * xb + g[XV + a * D + b] * vb
+        dv = dv + g[XV + b * D + a] * xb
+        dm = dm + (g[XX + a * D + b] * xb + g[XV + a * D + b] * vb) * xa
+      end
+      dm = dm + g[X + a] * xa + g[V + a] * va
+      gx[a * n + p] = gx[a * n + p] + m * dx
+      gv[a * n + p] = gv[a * n + p] + m * dv
+    end
+    if gm then gm[p] = gm[p] + dm end
+  end
+end
+
 --- Mass-weighted mean of field ("x" or "v") over the particles idx (1-based list, or nil = all), with the world's
 --- current masses: a dim-vector (seed 004 eq. 33's v_g). Its backward adds to the state's gradient and, when the
 --- sink is a memo's gradient (a rollout's), dL/dmass into memo.grad_params.mass: the weights are design-dependent.
 function Tape:mass_centroid(state, field, idx)
   check_leaf("cq.tape:mass_centroid", state, field, idx, 1)
+  local mo = not idx and engine_moments("cq.tape:mass_centroid", state)
+  if mo then -- the whole body: y = X / M (or V / M) from the engine's moments
+    local D, M = state.dim, mo[0]
+    local o = field == "x" and 1 or 1 + D
+    local y = node(self, D, function(y, sink)
+      local g = darr(1 + 2 * D + 2 * D * D)
+      for a = 0, D - 1 do
+        g[o + a] = y.g[a] / M
+        g[0] = g[0] - y.g[a] * y.v[a] / M
+      end
+      moments_backward(state, g, sink)
+    end)
+    for a = 0, D - 1 do y.v[a] = mo[o + a] / M end
+    return y
+  end
   local n, dim, arr, mass = state.n, state.dim, state[field], state.world.params.mass
   local list = idx
   if not list then list = {} for p = 1, n do list[p] = p end end
@@ -384,6 +443,33 @@ function Tape:spin(state, axis, idx)
   -- loop around it as side traces (a trace exit per particle), and a rollout calls this every control step
   local i, j = 0, 1
   if dim == 3 then i, j = axis % 3, (axis + 1) % 3 end
+  local mo = not idx and engine_moments("cq.tape:spin", state)
+  if mo then
+    -- the whole body from the engine's moments: with X = sum m x, V = sum m v, XX, XV as in engine/moments.h,
+    -- H = sum m (r x u) . e = XV_ij - XV_ji - (X_i V_j - X_j V_i) / M and I = sum m |r|^2 = tr XX - |X|^2 / M
+    local D = dim
+    local X, V, XX, XV = 1, 1 + D, 1 + 2 * D, 1 + 2 * D + D * D
+    local M = mo[0]
+    local cross = mo[X + i] * mo[V + j] - mo[X + j] * mo[V + i]
+    local H, I, X2 = mo[XV + i * D + j] - mo[XV + j * D + i] - cross / M, 0, 0
+    for a = 0, D - 1 do I, X2 = I + mo[XX + a * D + a], X2 + mo[X + a] ^ 2 end
+    I = I - X2 / M
+    local y = node(self, 1, function(y, sink)
+      local gH, gI = y.g[0] / I, -y.g[0] * H / (I * I)
+      local g = darr(1 + 2 * D + 2 * D * D)
+      g[XV + i * D + j], g[XV + j * D + i] = gH, -gH
+      g[X + i], g[X + j] = -gH * mo[V + j] / M, gH * mo[V + i] / M
+      g[V + j], g[V + i] = -gH * mo[X + i] / M, gH * mo[X + j] / M
+      g[0] = gH * cross / (M * M) + gI * X2 / (M * M)
+      for a = 0, D - 1 do
+        g[XX + a * D + a] = gI
+        g[X + a] = g[X + a] - 2 * gI * mo[X + a] / M
+      end
+      moments_backward(state, g, sink)
+    end)
+    y.v[0] = H / I
+    return y
+  end
   local three = dim == 3
   local M, xg0, xg1, xg2, vg0, vg1, vg2 = 0, 0, 0, 0, 0, 0, 0
   for k = 0, count - 1 do

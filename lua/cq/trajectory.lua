@@ -69,13 +69,17 @@ function Trajectory:record_state(k, s)
     check.fail("trajectory:record_state", string.format("s must be a cq state of %d particles in %dD", self.n, self.dim),
       type(s) == "table" and s.n and string.format("a state of %s particles", tostring(s.n)) or s)
   end
-  if s._handle then require("cq.state").check_arg("trajectory:record_state", "s", s, self.world) end
+  local engine = s._handle ~= nil
+  if engine then require("cq.state").check_arg("trajectory:record_state", "s", s, self.world) end
   if k == 0 and s.time then self.t0 = s:time() end
   for f, buf in pairs(self.data) do
     local len = self.len[f]
     local src, dst = s[f], buf + k * len
     if src == nil then check.fail("trajectory:record_state", "s has no field " .. f .. " to record", s) end
-    if self.world.precision == "f64" then ffi.copy(dst, src, 8 * len)
+    if engine then -- read by the engine where the state is (on the GPU: no migration of its pages to the host)
+      local w = self.world
+      w:_check(w._lib.cq_state_read(w:_handle("trajectory:record_state"), s._h, f, dst), "trajectory:record_state")
+    elseif self.world.precision == "f64" then ffi.copy(dst, src, 8 * len)
     else for i = 0, len - 1 do dst[i] = src[i] end end
   end
 end
