@@ -16,13 +16,15 @@
  * CQ_SIMD=0 turns the lanes off; world:solver_stats().simd_particles counts the P2G adjoint's. */
 #define CQI_LANES 16
 
-/* The materials whose stress bodies run as lanes (each gets its own instantiation below); the 3D polar decomposition
- * iterates to convergence, so 3D corotated has none. */
+/* The materials whose stress bodies run as lanes in this dimension, from the registry's lanes2 / lanes3 columns
+ * (registry.h; each gets its own instantiation below). */
 #if D == 2
-#define CQI_LANE_MATERIALS(X) X(NEOHOOKEAN) X(COROTATED)
+#define CQI_LANES_HERE(lanes2, lanes3) lanes2
 #else
-#define CQI_LANE_MATERIALS(X) X(NEOHOOKEAN)
+#define CQI_LANES_HERE(lanes2, lanes3) lanes3
 #endif
+#define CQI_LANE_ENTRY(ID, name, doc, enu, lanes2, lanes3, X) CQI_IF(CQI_LANES_HERE(lanes2, lanes3))(X(ID))
+#define CQI_LANE_MATERIALS(X) CQ_MATERIALS(CQI_LANE_ENTRY, X)
 
 /* 1 when a particle of the block (indices p0.. or, with pp, pp[0..]) is a fluid: G2P then projects its F. */
 static int CQ_D(lanes_have_fluid)(const cq_params* m, const int32_t* pp, int p0) {
@@ -844,3 +846,5 @@ static int CQ_D(cpu_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const 
 #undef CQI_SLAB
 
 #undef CQI_LANE_MATERIALS
+#undef CQI_LANE_ENTRY
+#undef CQI_LANES_HERE

@@ -22,7 +22,7 @@ enum { CQ_MAX_THREADS = 1024 }; /* more OpenMP threads than this overflow libgom
 /* The registries (registry.h) as enums: CQ_BC_*, CQ_ACT_*, CQ_MAT_*, CQ_INTEGRATOR_*, CQ_BACKEND_*, CQ_CHECK_*. */
 #define CQI_ENUM_BC(ID, name, doc) CQ_BC_##ID,
 #define CQI_ENUM_ACT(ID, name, doc) CQ_ACT_##ID,
-#define CQI_ENUM_MAT(ID, name, doc) CQ_MAT_##ID,
+#define CQI_ENUM_MAT(ID, name, ...) CQ_MAT_##ID,
 #define CQI_ENUM_INTEGRATOR(ID, name, doc) CQ_INTEGRATOR_##ID,
 #define CQI_ENUM_BACKEND(ID, name, doc) CQ_BACKEND_##ID,
 #define CQI_ENUM_CHECK(ID, name, doc) CQ_CHECK_##ID,
@@ -139,6 +139,17 @@ int cq_real_bits(void);       /* 32 or 64: the precision this library was built 
 const char* cq_version(void); /* library version string */
 /* Name of entry id of a registry list (CQ_LIST_*), and its doc in *doc (may be NULL); NULL past the end. */
 const char* cq_name(int list, int id, const char** doc);
+/* Material id's registry entry (registry.h, its header's CQ_MAT_PARAMS_<name>): *enu = 1 for a model written on E and
+ * nu; *uses = the parameters the robot builder takes for it, " c10! c01! bulk!" (! required, ? optional: the field's
+ * default). CQ_ERR_ARG for an unknown id. */
+int cq_material_info(int id, int* enu, const char** uses);
+/* The valid range of per-particle parameter `name` (fields.h): [lo, hi] with bounds CQ_CLOSED, CQ_OPEN_* or CQ_CUSTOM
+ * (checked by code). CQ_ERR_ARG for an unknown name. */
+int cq_param_bounds(const char* name, double* lo, double* hi, int* bounds);
+/* Checks one particle of material id in dimension dim as commit does, beyond each parameter's own range: values holds
+ * every parameter of the table in cq_field_info order (dim values for a vector, dim * dim for a matrix). Returns 1
+ * when valid, else 0 with the reason in why. */
+int cq_material_check(int id, int dim, const double* values, char* why, int len);
 /* Size of a public struct ("cq_world_desc", "cq_wall_desc", "cq_control", "cq_blowup", "cq_solver_stats"), 0 if
  * unknown. */
 unsigned long cq_sizeof(const char* type_name);

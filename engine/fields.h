@@ -1,10 +1,13 @@
 /* The one list of every per-particle array and per-step input. The state, parameter, gradient and control structs
  * (kernel_types.h), the state layout, allocation, defaults, validation and its messages, checkpoint copies, device
  * copies, the memo's gradient buffers, cq_field_info and through it the Lua views and docs/api.md are generated
- * from these tables: adding a state field or a per-particle parameter is one line here (plus its math).
+ * from these tables: adding a state field or a core per-particle parameter is one line here (plus its math); a
+ * material declares its own parameters in its header (CQ_MAT_PARAMS_<name>, below).
  * Macros and enums only: cq.h includes this file and its preprocessed text feeds the LuaJIT FFI. */
 #ifndef CQ_FIELDS_H
 #define CQ_FIELDS_H
+#include "registry.h"
+#include "cq_materials.h" /* each material's header: its parameters (generated from the registry, Makefile) */
 
 /* Shapes: per particle one value, one per axis (D) or a row-major DxD matrix; or one value per actuator. */
 enum { CQ_SHAPE_SCALAR = 0, CQ_SHAPE_VEC = 1, CQ_SHAPE_MAT = 2, CQ_SHAPE_ACT = 3 };
@@ -26,39 +29,20 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
     "implicit, volumetric = averaged: the pressure K_g (J_g - 1) of the particle's group at the last substep's "  \
     "converged velocities (stress), the next substep's lagged pressure (implicit.h E_geo); other steps keep it")
 
-/* Model parameters per particle, read-only during a step.
+/* Model parameters per particle, read-only during a step: these, then each material's own (CQ_MAT_PARAMS_<name> in
+ * its header engine/material_<name>.h, in registry order; see CQ_PARAM_FIELDS below).
  * X(name, ctype, type, shape, differentiable, default, lo, hi, bounds, doc). Differentiable ones get a gradient
  * buffer in every memo (dL/dparam, accumulated over the whole run). */
-#define CQ_PARAM_FIELDS(X)                                                                                          \
+#define CQ_CORE_PARAM_FIELDS(X)                                                                                     \
   X(mass, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "particle mass")                    \
   X(vol0, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "rest volume")                      \
   X(E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 10, 0, INFINITY, CQ_OPEN_LO, "Young's modulus")                    \
   X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0.3, -1, 0.5, CQ_OPEN, "Poisson's ratio")                         \
   X(bulk, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
-    "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; required by "      \
-    "mooney_rivlin, yeoh, ogden)")                                                                                  \
+    "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; the hyperelastic "  \
+    "models and the fluid require it)")                                                                             \
   X(visc, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
     "dynamic viscosity mu_v: Cauchy stress mu_v (grad v + grad v^T), grad v = the APIC C (any material; 0 = off)")  \
-  X(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
-    "coefficient of (I1bar - 3): mooney_rivlin, yeoh")                                                              \
-  X(c01, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
-    "coefficient of (I2bar - 3): mooney_rivlin")                                                                    \
-  X(c20, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
-    "coefficient of (I1bar - 3)^2: yeoh")                                                                           \
-  X(c30, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                               \
-    "coefficient of (I1bar - 3)^3: yeoh")                                                                           \
-  X(mu1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                              \
-    "shear coefficient mu_1 of Ogden term 1, (mu_1/alpha_1)(sum_i lbar_i^alpha_1 - 3): ogden")                      \
-  X(alpha1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
-    "exponent alpha_1 of Ogden term 1 (a term with mu_1 = alpha_1 = 0 is off): ogden")                              \
-  X(mu2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                              \
-    "shear coefficient mu_2 of Ogden term 2, (mu_2/alpha_2)(sum_i lbar_i^alpha_2 - 3): ogden")                      \
-  X(alpha2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
-    "exponent alpha_2 of Ogden term 2 (a term with mu_2 = alpha_2 = 0 is off): ogden")                              \
-  X(mu3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                              \
-    "shear coefficient mu_3 of Ogden term 3, (mu_3/alpha_3)(sum_i lbar_i^alpha_3 - 3): ogden")                      \
-  X(alpha3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
-    "exponent alpha_3 of Ogden term 3 (a term with mu_3 = alpha_3 = 0 is off): ogden")                              \
   X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                            \
     "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                             \
   X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
@@ -72,6 +56,15 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
   X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, CQ_MAT_NEOHOOKEAN, 0, 0, CQ_CUSTOM,                            \
     "constitutive model (a material id, see cq_name(CQ_LIST_MATERIAL, ...))")                                        \
   X(act_id, int32_t, CQ_TYPE_I32, CQ_SHAPE_SCALAR, 0, -1, 0, 0, CQ_CUSTOM, "actuator index (0-based), -1 = none")
+
+/* Every parameter: the core ones and each material's. A material header declares its own with
+ *   #define CQ_MAT_PARAMS_<name>(P, U) P(row with the columns above) ... U(name, required) ...
+ * where P declares a parameter and U lists each parameter the model reads, core or its own, that the robot builder
+ * takes for it (required 1: no default). The headers come from the registry (engine/registry.h) through the list the
+ * Makefile generates (cq_materials.h), so a material is its header plus its registry line. */
+#define CQI_MATERIAL_PARAMS(ID, name, doc, enu, lanes2, lanes3, X) CQ_MAT_PARAMS_##name(X, CQI_NO_USE)
+#define CQI_NO_USE(name, required)
+#define CQ_PARAM_FIELDS(X) CQ_CORE_PARAM_FIELDS(X) CQ_MATERIALS(CQI_MATERIAL_PARAMS, X)
 
 /* Per-control-step inputs, held over the step's substeps. X(name, shape, doc); given as double arrays (cq_control),
  * each may be absent (NULL). */

@@ -141,9 +141,7 @@ CQ_HD int CQ_D(implicit_P)(const cq_substep* c, const cq_params* m, int p, const
 CQ_HD void CQ_D(implicit_material_dP)(const cq_params* m, int p, const cq_real Fh[D][D], const cq_real dF[D][D],
                                       cq_real dP[D][D], int lin) {
   cq_pgrad unused; /* the parameter gradients of the product are not wanted here */
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(unused.name = 0;)
-  CQ_PARAM_FIELDS(CQI_ZERO)
-#undef CQI_ZERO
+  CQ_D(pgrad_zero)(&unused);
   CQ_D(material_P_vjp_terms)(m, p, Fh, dF, dP, &unused, !lin);
 }
 
@@ -434,9 +432,7 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   CQ_D(implicit_load)(c, s, p, lam, &st, F, Lm); /* C_p(lam) = kC sum_i w lam_i dpos^T */
   cq_real dt = c->dt, vol0 = m->vol0[p];
   cq_pgrad g;
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(g.name = 0;)
-  CQ_PARAM_FIELDS(CQI_ZERO)
-#undef CQI_ZERO
+  CQ_D(pgrad_zero)(&g);
   g.vol0 = dt * CQ_D(ddot)(T, Lm);
   /* L_p = T : gT0 with gT0 = dt V0 C_p(lam); T = P F^T: gP = gT0 F, gF = gT0^T P */
   cq_real gT[D][D], gP[D][D], gF[D][D], gFh[D][D] = {{0}}, gCm[D][D], gLm[D][D];
@@ -517,9 +513,7 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
     }
     for (int a = 0; a < D; a++) gx[a] += kC * (gw[a] * dw - w * back[a]) + gw[a] * dl;
   }
-#define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
-  CQ_PARAM_FIELDS(CQI_ACCUMULATE)
-#undef CQI_ACCUMULATE
+  CQ_D(pgrad_add)(&g, gp, p, n);
   for (int a = 0; a < D; a++) {
     gs->x[a * n + p] += gx[a];
     for (int b = 0; b < D; b++) gs->F[(a * D + b) * n + p] += gF[a][b];

@@ -102,6 +102,7 @@ typedef struct cqi_integrator {
   int (*substep_adj)(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
                      const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out);
   int batch; /* 1: its substeps read nothing back between them, so they may run in a backend batch (backend.h) */
+  int cfl;   /* 1: stable only below the explicit limit stable_dt (model.c cqi_stable_dt_exceeded); 0: no such limit */
 } cqi_integrator;
 
 /* The extra particle forces of a substep (seed 000 eqs. 16-17): the control's user force plus the cable forces

@@ -131,4 +131,4 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
 }
 
 const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,
-                                                explicit_substep, explicit_substep_adj, 1};
+                                                explicit_substep, explicit_substep_adj, 1, 1};

@@ -775,4 +775,5 @@ static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_pa
 
 const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT, implicit_create, implicit_destroy,
                                                 implicit_substep, implicit_substep_adj,
-                                                0 /* the solve reads dot products back: no batches */};
+                                                0 /* the solve reads dot products back: no batches */,
+                                                0 /* no CFL limit */};

@@ -48,6 +48,7 @@ typedef struct cq_params {
   CQ_PARAM_FIELDS(CQI_MEMBER)
 #undef CQI_MEMBER
   const uint8_t* act_kind; /* [n_actuators] CQ_ACT_* */
+  int n;                   /* particles: vector parameters are [D][n] (component-major) */
   int fluid_fill;          /* world option fluid = "fill": a fluid's pressure comes from the grid's fill (fill.h) */
   cq_real vol_own;         /* world option volumetric_own, its default 1 for 0 (volumetric.h vol_own_bulk) */
 } cq_params;
@@ -62,8 +63,11 @@ typedef struct cq_param_grads {
 
 /* One particle's dL/d(differentiable parameters): the adjoint kernels gather them here, then add them to
  * cq_param_grads in one place (p2g_adj), so a material's vector-Jacobian product never indexes global arrays. */
+#define CQI_PG_CQ_SHAPE_SCALAR(name) cq_real name;
+#define CQI_PG_CQ_SHAPE_VEC(name) cq_real name[3]; /* per axis (D used) */
+#define CQI_PG_CQ_SHAPE_MAT(name) cq_real name[9]; /* row-major D x D */
 typedef struct cq_pgrad {
-#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(cq_real name;)
+#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(CQI_CAT(CQI_PG_, shape)(name))
   CQ_PARAM_FIELDS(CQI_MEMBER)
 #undef CQI_MEMBER
   int unused_;

@@ -1,6 +1,13 @@
 /* Fixed corotated elasticity (seed 000 eq. 12): P = 2 mu (F - R) + lambda (J - 1) J F^{-T}, mu and lambda from the
  * particle's E and nu (lame.h). Forward, adjoint (with dL/dE, dL/dnu), wave modulus, checks. Per dimension. */
 
+/* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
+#ifndef CQ_MAT_PARAMS_corotated
+#define CQ_MAT_PARAMS_corotated(P, U) U(E, 0) U(nu, 0)
+#endif
+
+#ifdef D /* its code, per dimension (material.h) */
+
 CQ_HD void CQ_D(mat_corotated_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
   cqi_lame l = cqi_lame_from(m->E[p], m->nu[p]);
   cq_real cof[D][D], R[D][D], S[D][D];
@@ -46,3 +53,4 @@ CQ_HD void CQ_D(mat_corotated_modulus_vjp)(const cq_params* m, int p, cq_real gM
 
 /* E and nu are range-checked by their fields.h rows; nothing else to check. */
 static inline int CQ_D(mat_corotated_check)(const cq_params* m, int p, char* why, int len) { return 1; }
+#endif

@@ -4,6 +4,13 @@
  * optional viscosity through the per-particle field visc (engine/p2g.h), which any material can carry. This file holds
  * its (zero) deviatoric stress, wave modulus and checks. Per dimension. */
 
+/* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
+#ifndef CQ_MAT_PARAMS_fluid
+#define CQ_MAT_PARAMS_fluid(P, U) U(bulk, 1)
+#endif
+
+#ifdef D /* its code, per dimension (material.h) */
+
 CQ_HD void CQ_D(mat_fluid_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) P[i][j] = 0;
@@ -46,3 +53,4 @@ static inline int CQ_D(mat_fluid_check)(const cq_params* m, int p, char* why, in
   }
   return 1;
 }
+#endif

@@ -4,6 +4,18 @@
  * C01 = 0 is the isochoric NeoHookean model with shear modulus 2 C10. Forward, adjoint (dL/dC10, dL/dC01), wave
  * modulus, checks. Per dimension. */
 
+/* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
+#ifndef CQ_MAT_PARAMS_mooney_rivlin
+#define CQ_MAT_PARAMS_mooney_rivlin(P, U)                                                                        \
+  P(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                     \
+    "coefficient of (I1bar - 3): mooney_rivlin, yeoh")                                                             \
+  P(c01, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                     \
+    "coefficient of (I2bar - 3): mooney_rivlin")                                                                   \
+  U(c10, 1) U(c01, 1) U(bulk, 1)
+#endif
+
+#ifdef D /* its code, per dimension (material.h) */
+
 CQ_HD void CQ_D(mat_mooney_rivlin_P)(const cq_params* m, int p, const cq_real F[D][D], cq_real P[D][D]) {
   cq_real P3[3][3] = {{0}};
   cqi_iso q;
@@ -42,10 +54,6 @@ static inline int CQ_D(mat_mooney_rivlin_check)(const cq_params* m, int p, char*
              (double)m->c01[p]);
     return 0;
   }
-  if (!(m->bulk[p] > 0)) {
-    snprintf(why, len, "bulk (the bulk modulus K = 2/D1 of its volumetric term) must be > 0 (got %g)",
-             (double)m->bulk[p]);
-    return 0;
-  }
-  return 1;
+  return cqi_bulk_check(m, p, why, len); /* K = 2 / D1 */
 }
+#endif

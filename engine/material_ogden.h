@@ -6,6 +6,26 @@
  * bbar^c a spectral function of the symmetric bbar (symeig.h), differentiated by Daleckii-Krein divided differences
  * that stay finite and exact at repeated stretches. Forward, adjoint (dL/dmu_k, dL/dalpha_k), wave modulus, checks. */
 
+/* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
+#ifndef CQ_MAT_PARAMS_ogden
+#define CQ_MAT_PARAMS_ogden(P, U)                                                                                \
+  P(mu1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
+    "shear coefficient mu_1 of Ogden term 1, (mu_1/alpha_1)(sum_i lbar_i^alpha_1 - 3): ogden")                     \
+  P(alpha1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
+    "exponent alpha_1 of Ogden term 1 (a term with mu_1 = alpha_1 = 0 is off): ogden")                             \
+  P(mu2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
+    "shear coefficient mu_2 of Ogden term 2, (mu_2/alpha_2)(sum_i lbar_i^alpha_2 - 3): ogden")                     \
+  P(alpha2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
+    "exponent alpha_2 of Ogden term 2 (a term with mu_2 = alpha_2 = 0 is off): ogden")                             \
+  P(mu3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
+    "shear coefficient mu_3 of Ogden term 3, (mu_3/alpha_3)(sum_i lbar_i^alpha_3 - 3): ogden")                     \
+  P(alpha3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
+    "exponent alpha_3 of Ogden term 3 (a term with mu_3 = alpha_3 = 0 is off): ogden")                             \
+  U(mu1, 0) U(alpha1, 0) U(mu2, 0) U(alpha2, 0) U(mu3, 0) U(alpha3, 0) U(bulk, 1)
+#endif
+
+#ifdef D /* its code, per dimension (material.h) */
+
 #ifndef CQ_MATERIAL_OGDEN_CORE /* the dimension-free 3D core, once */
 #define CQ_MATERIAL_OGDEN_CORE
 #define CQI_OGDEN_TERMS 3
@@ -186,9 +206,6 @@ static inline int CQ_D(mat_ogden_check)(const cq_params* m, int p, char* why, in
     snprintf(why, len, "needs at least one term: mu1, mu2 or mu3 != 0 (got all 0)");
     return 0;
   }
-  if (!(m->bulk[p] > 0)) {
-    snprintf(why, len, "bulk (the bulk modulus K of its volumetric term) must be > 0 (got %g)", (double)m->bulk[p]);
-    return 0;
-  }
-  return 1;
+  return cqi_bulk_check(m, p, why, len);
 }
+#endif

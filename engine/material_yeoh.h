@@ -2,6 +2,18 @@
  * invariant of the 3D (in 2D: plane-strain) deformation gradient (isochoric.h); the volumetric term is the particle's
  * bulk term (material.h). Forward, adjoint (dL/dC10, dL/dC20, dL/dC30), wave modulus, checks. Per dimension. */
 
+/* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
+#ifndef CQ_MAT_PARAMS_yeoh
+#define CQ_MAT_PARAMS_yeoh(P, U) /* c10: mooney_rivlin's */                                                    \
+  P(c20, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
+    "coefficient of (I1bar - 3)^2: yeoh")                                                                          \
+  P(c30, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
+    "coefficient of (I1bar - 3)^3: yeoh")                                                                          \
+  U(c10, 1) U(c20, 0) U(c30, 0) U(bulk, 1)
+#endif
+
+#ifdef D /* its code, per dimension (material.h) */
+
 /* dPsi/dI1bar and its derivative d2Psi/dI1bar2. */
 CQ_HD cq_real CQ_D(yeoh_psi1)(const cq_params* m, int p, cq_real t, cq_real* dpsi1) {
   *dpsi1 = 2 * m->c20[p] + 6 * m->c30[p] * t;
@@ -47,9 +59,6 @@ static inline int CQ_D(mat_yeoh_check)(const cq_params* m, int p, char* why, int
     snprintf(why, len, "c10 must be > 0 (got %g)", (double)m->c10[p]);
     return 0;
   }
-  if (!(m->bulk[p] > 0)) {
-    snprintf(why, len, "bulk (the bulk modulus K of its volumetric term) must be > 0 (got %g)", (double)m->bulk[p]);
-    return 0;
-  }
-  return 1;
+  return cqi_bulk_check(m, p, why, len);
 }
+#endif

@@ -191,7 +191,7 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   }
 #define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                        \
   CQI_IF(diff)(if (ok) {                                                                            \
-    ok = grad_alloc(m, R * n, &m->gp_b.name, &m->gp.name);                                         \
+    ok = grad_alloc(m, R * cqi_field_len(shape, n, D), &m->gp_b.name, &m->gp.name);                                         \
   })
   CQ_PARAM_FIELDS(CQI_ALLOC)
 #undef CQI_ALLOC
@@ -367,11 +367,11 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
 static int sync_grads(cq_memo* m, int up) {
   cqi_backend* be = m->be;
   if (be->ops->host_memory) return CQ_OK;
-  int st = CQ_OK, n = m->w->model.n;
+  int st = CQ_OK, n = m->w->model.n, D = m->w->model.dim;
 #define CQI_SYNC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                       \
   CQI_IF(diff)(if (st == CQ_OK && m->gp.name != m->gp_b.name)                                                   \
-                 st = up ? be->ops->upload(be, m->gp_b.name, m->gp.name, sizeof(cq_real) * n)                   \
-                         : be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * n);)
+                 st = up ? be->ops->upload(be, m->gp_b.name, m->gp.name, sizeof(cq_real) * cqi_field_len(shape, n, D)) \
+                         : be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * cqi_field_len(shape, n, D));)
   CQ_PARAM_FIELDS(CQI_SYNC)
 #undef CQI_SYNC
   for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK && !up; f++) /* shared ones need no copy (the step waited) */
@@ -404,7 +404,7 @@ static int check_gradients(cq_memo* m, int k, const cq_real* gstate_b) {
   const cq_real* host[1 + CQ_N_PARAM_FIELDS];
   len[0] = m->len, arr[0] = gstate_b, name[0] = NULL, host[0] = m->g_cur->block, count = 1;
 #define CQI_SCAN(fname, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CQI_IF(diff)(len[count] = n, arr[count] = m->gp_b.fname, name[count] = #fname, host[count++] = m->gp.fname;)
+  CQI_IF(diff)(len[count] = cqi_field_len(shape, n, D), arr[count] = m->gp_b.fname, name[count] = #fname, host[count++] = m->gp.fname;)
   CQ_PARAM_FIELDS(CQI_SCAN)
 #undef CQI_SCAN
   if ((st = be->ops->first_nonfinite(be, count, len, arr, first)) != CQ_OK) return st;
@@ -412,7 +412,7 @@ static int check_gradients(cq_memo* m, int k, const cq_real* gstate_b) {
     if (first[a] < 0) continue;
     value = host[a][first[a]];
     if (a == 0) cqi_state_locate(first[a], n, D, &what, &particle, &comp);
-    else what = name[a], particle = (int)first[a];
+    else what = name[a], particle = (int)(first[a] % n), comp = (int)(first[a] / n); /* component-major */
   }
   for (int a = 0; !what && a < w->model.n_act; a++)
     if (!isfinite(m->gact[(long)k * w->model.n_act + a])) what = "u", comp = a, value = m->gact[(long)k * w->model.n_act + a];
@@ -439,12 +439,12 @@ int cq_memo_backward_begin(cq_memo* m) {
   if (m->generation != w->model.generation)
     return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
                       "this recording began; record again (memo:begin and steps) before backward");
-  int n = w->model.n, st = CQ_OK;
+  int n = w->model.n, D = w->model.dim, st = CQ_OK;
   if (m->g_cur->shared) st = be->ops->zero(be, m->g_cur->block, sizeof(cq_real) * m->len); /* no host migration */
   else memset(m->g_cur->block, 0, sizeof(cq_real) * m->len);
   memset(m->gact, 0, sizeof(double) * m->max_steps * (w->model.n_act > 0 ? w->model.n_act : 1));
 #define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CQI_IF(diff)(if (st == CQ_OK) st = be->ops->zero(be, m->gp_b.name, sizeof(cq_real) * n);)
+  CQI_IF(diff)(if (st == CQ_OK) st = be->ops->zero(be, m->gp_b.name, sizeof(cq_real) * cqi_field_len(shape, n, D));)
   CQ_PARAM_FIELDS(CQI_ZERO)
 #undef CQI_ZERO
   if (st == CQ_OK) st = download_grads(m);

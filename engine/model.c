@@ -180,6 +180,7 @@ cq_params cqi_model_params(const cqi_model* m) {
   CQ_PARAM_FIELDS(CQI_VIEW)
 #undef CQI_VIEW
   p.act_kind = m->act_kind;
+  p.n = m->n;
   p.fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
   p.vol_own = (cq_real)cqi_vol_own(&m->desc);
   return p;
@@ -292,6 +293,31 @@ double cqi_particle_stable_dt(const cqi_model* m, const cq_params* prm, int p, d
   return 2 / (iv + sqrt(iv * iv + 4 * iw * iw));
 }
 
+int cqi_stable_dt_exceeded(const cqi_model* m, char* why, int len) {
+  if (!(m->dt_sub > m->stable_dt)) return 0;
+  int p = m->stiffest;
+  char desc[256];
+  cqi_model_describe(m, p, desc, sizeof desc);
+  cq_params prm = cqi_model_params(m);
+  double dt_wave, dt_visc, rho = (double)(m->mass[p] / m->vol0[p]);
+  cqi_particle_stable_dt(m, &prm, p, &dt_wave, &dt_visc);
+  double need = ceil(m->desc.dt / m->stable_dt);
+  if (dt_visc < dt_wave) /* the viscosity binds */
+    snprintf(why, len, "the substep dt/substeps = %g is above the stable limit %g of the current parameters, set by the "
+             "viscosity of particle %d (%s, visc = %g, density %g): viscous limit rho dx^2 / (2 d visc) = %g (wave "
+             "limit dx / c = %g); use more substeps (>= %.0f), a smaller dt or a lower visc", m->dt_sub, m->stable_dt,
+             p + 1, desc, (double)m->visc[p], rho, dt_visc, dt_wave, need);
+  else {
+    char also[120] = "";
+    if (m->visc[p] > 0) snprintf(also, sizeof also, ", lowered by its viscosity visc = %g", (double)m->visc[p]);
+    snprintf(why, len, "the substep dt/substeps = %g is above the stable limit %g of the current parameters (particle "
+             "%d, %s, has the largest wave speed c = sqrt(M / rho) = %g, M its material's P-wave modulus: the limit is "
+             "dx / c%s); use more substeps (>= %.0f), a smaller dt or a softer material", m->dt_sub, m->stable_dt,
+             p + 1, desc, m->desc.dx / dt_wave, also, need);
+  }
+  return 1;
+}
+
 int cqi_model_validate(cqi_model* m, cqi_err* err) {
   cq_params prm = cqi_model_params(m);
   double best = INFINITY;
@@ -311,16 +337,66 @@ int cqi_model_validate(cqi_model* m, cqi_err* err) {
   return CQ_OK;
 }
 
+/* Whether a material's parameter list (cq_material_info's " c10! c01! bulk!", always starting with a space) names
+ * parameter name: 0 no, 1 as optional, 2 as required. */
+static int uses_param(const char* uses, const char* name) {
+  size_t k = strlen(name);
+  for (const char* s = strstr(uses, name); s; s = strstr(s + 1, name))
+    if (s[-1] == ' ' && (s[k] == '!' || s[k] == '?')) return s[k] == '!' ? 2 : 1;
+  return 0;
+}
+
+int cq_param_bounds(const char* name, double* lo, double* hi, int* bounds) {
+#define CQI_BOUNDS(fname, ctype, type, shape, diff, dflt, flo, fhi, fbounds, doc) \
+  if (!strcmp(name, #fname)) {                                                    \
+    *lo = flo, *hi = fhi, *bounds = fbounds;                                      \
+    return CQ_OK;                                                                 \
+  }
+  CQ_PARAM_FIELDS(CQI_BOUNDS)
+#undef CQI_BOUNDS
+  return CQ_ERR_ARG;
+}
+
+int cq_material_check(int id, int dim, const double* values, char* why, int len) {
+  if (id < 0 || id >= CQ_N_MATERIALS || (dim != 2 && dim != 3)) {
+    if (why && len > 0) snprintf(why, len, "no material %d in %dD", id, dim);
+    return 0;
+  }
+  struct { /* one particle's parameters */
+#define CQI_ONE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) ctype name[9];
+    CQ_PARAM_FIELDS(CQI_ONE)
+#undef CQI_ONE
+  } one;
+  cq_params prm;
+  memset(&prm, 0, sizeof prm);
+  long k = 0;
+#define CQI_FILL(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)       \
+  for (int c = 0; c < shape_len(shape, dim); c++) one.name[c] = (ctype)values[k++]; \
+  prm.name = one.name;
+  CQ_PARAM_FIELDS(CQI_FILL)
+#undef CQI_FILL
+  one.material[0] = (uint8_t)id;
+  prm.n = 1;
+  char buf[400] = "";
+  int ok = dim == 2 ? material_check_2(&prm, 0, buf, sizeof buf) : material_check_3(&prm, 0, buf, sizeof buf);
+  if (!ok && why && len > 0) snprintf(why, len, "%s", buf);
+  return ok;
+}
+
 /* "mooney_rivlin, c10 = 1190, c01 = 23028, bulk = 1.75e+09, density 1080": particle p's model and the parameters
- * it reads (E and nu for the models written on them, every other model parameter when non-zero), for messages. */
+ * it reads (those its header lists, and bulk, visc and inc_p where they are on), for messages. */
 void cqi_model_describe(const cqi_model* m, int p, char* out, int len) {
-  int model = m->material[p];
+  int model = m->material[p], enu = 0;
   int used = snprintf(out, len, "%s", cq_name(CQ_LIST_MATERIAL, model, NULL));
-  int lame = model == CQ_MAT_COROTATED || model == CQ_MAT_NEOHOOKEAN;
+  const char* uses = "";
+  cq_material_info(model, &enu, &uses);
+  /* the scalar parameters its header lists (" c10! ..."): required ones always, optional ones when on; bulk, visc and
+   * inc_p (any model's) when on */
 #define CQI_DESCRIBE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                    \
-  if (used < len && CQI_IF(diff)(1 +) 0 && strcmp(#name, "mass") && strcmp(#name, "vol0") &&                        \
-      strcmp(#name, "act_w") && strcmp(#name, "wall_area") &&                                                       \
-      ((strcmp(#name, "E") && strcmp(#name, "nu")) ? m->name[p] != 0 : lame))                                        \
+  if (used < len && (shape) == CQ_SHAPE_SCALAR && (type) == CQ_TYPE_REAL &&                                        \
+      (uses_param(uses, #name) == 2 ||                                                                            \
+       ((uses_param(uses, #name) || !strcmp(#name, "bulk") || !strcmp(#name, "visc") || !strcmp(#name, "inc_p")) &&  \
+        m->name[p] != 0)))                                                                                        \
     used += snprintf(out + used, len - used, ", %s = %g", #name, (double)m->name[p]);
   CQ_PARAM_FIELDS(CQI_DESCRIBE)
 #undef CQI_DESCRIBE

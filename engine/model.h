@@ -41,6 +41,11 @@ static inline double cqi_vol_own(const cq_world_desc* d) { return d->volumetric_
  * (dt / dt_wave)^2 + dt / dt_visc <= 1 (the explicit limit of a damped oscillator; below both, equal to either
  * alone when the other is infinite). Writes the two limits to dt_wave, dt_visc when they are not NULL. */
 double cqi_particle_stable_dt(const cqi_model* m, const cq_params* prm, int p, double* dt_wave, double* dt_visc);
+/* The one statement of the stable time step (after validation): 0 when the substep is within stable_dt, else 1 with
+ * the message in why, naming the particle that sets the limit, its material and parameters, and its wave speed from
+ * its material's own P-wave modulus (or its viscous limit where that binds). For integrators with a CFL limit
+ * (cqi_integrator.cfl). */
+int cqi_stable_dt_exceeded(const cqi_model* m, char* why, int len);
 /* Validates every particle's parameters (first failure named, 1-based) and computes stable_dt and stiffest. */
 int cqi_model_validate(cqi_model* m, cqi_err* err);
 void cqi_model_describe(const cqi_model* m, int p, char* out, int len);

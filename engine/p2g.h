@@ -240,9 +240,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
       gtau[a][b] = k * q.vol0 * gG[a][b];
     }
   cq_pgrad g; /* this particle's parameter gradients, added to gp at the end */
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(g.name = 0;)
-  CQ_PARAM_FIELDS(CQI_ZERO)
-#undef CQI_ZERO
+  CQ_D(pgrad_zero)(&g);
   g.vol0 = k * CQ_D(ddot)(gG, q.tau);
   /* tau = P F^T (+ F A F^T): gP = gtau F, gF += gtau^T P */
   cq_real gP[D][D], gF[D][D];
@@ -298,9 +296,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
       for (int j = 0; j < D; j++) gF[i][j] += visc * sym * J * A[i][j]; /* dJ = J F^-T : dF */
   }
   g.mass = gm;
-#define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
-  CQ_PARAM_FIELDS(CQI_ACCUMULATE)
-#undef CQI_ACCUMULATE
+  CQ_D(pgrad_add)(&g, gp, p, n);
   for (int a = 0; a < D; a++) {
     gs->x[a * n + p] += gx[a];
     gs->v[a * n + p] = gv[a];

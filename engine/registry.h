@@ -23,16 +23,31 @@
   X(CAVITY, cavity, "closed pneumatic cavity: a chamber whose wall forces are corrected to no net force and "     \
     "torque, as a closed cavity's pressure exerts none (chamber.h)")
 
-/* Constitutive models: one header engine/material_<name>.h each (see material.h). */
-#define CQ_MATERIALS(X)                                                                                   \
-  X(COROTATED, corotated, "fixed corotated: P = 2 mu (F - R) + lambda (J - 1) J F^-T (seed 000 eq. 12)")   \
-  X(NEOHOOKEAN, neohookean, "NeoHookean: P = mu (F - F^-T) + lambda log(J) F^-T (seed 000 eq. 13)")              \
-  X(MOONEY_RIVLIN, mooney_rivlin,                                                                           \
-    "Mooney-Rivlin: Psi = c10 (I1bar - 3) + c01 (I2bar - 3) + (bulk/2)(J - 1)^2 (seed 003 Table 1; 2D: plane strain)") \
-  X(YEOH, yeoh, "Yeoh: Psi = c10 t + c20 t^2 + c30 t^3 + (bulk/2)(J - 1)^2, t = I1bar - 3 (seed 003 Table 1; 2D: plane strain)") \
-  X(FLUID, fluid, "Newtonian fluid: Psi = (bulk/2)(J - 1)^2, F reset to J^(1/d) I every substep (seed 003 sec. 2.2); viscosity: visc") \
-  X(OGDEN, ogden,                                                                                         \
-    "Ogden: Psi = sum_k (mu_k/alpha_k)(lbar_1^alpha_k + lbar_2^alpha_k + lbar_3^alpha_k - 3) + (bulk/2)(J - 1)^2, lbar_i = J^(-1/3) lambda_i, k = 1..3 (seed 003 Table 1; 2D: plane strain)")
+/* Constitutive models: one header engine/material_<name>.h each (its math, adjoint, wave modulus, checks and
+ * parameters; see material.h) and one line here: X(ID, name, doc, enu, lanes2, lanes3, ...), where enu = 1 for a model
+ * written on E and nu (Lame's parameters: lame.h), lanes2 / lanes3 = 1 where the CPU runs its stress as SIMD lanes in
+ * 2D / 3D (cpu_loops.h: plain branch-free bodies only). The trailing arguments are passed on to X (fields.h). */
+#define CQ_MATERIALS(X, ...)                                                                                    \
+  X(COROTATED, corotated, "fixed corotated: P = 2 mu (F - R) + lambda (J - 1) J F^-T (seed 000 eq. 12)", 1, 1, 0, \
+    __VA_ARGS__)                                                                                                \
+  X(NEOHOOKEAN, neohookean, "NeoHookean: P = mu (F - F^-T) + lambda log(J) F^-T (seed 000 eq. 13)", 1, 1, 1,    \
+    __VA_ARGS__)                                                                                                \
+  X(MOONEY_RIVLIN, mooney_rivlin,                                                                                \
+    "Mooney-Rivlin: Psi = c10 (I1bar - 3) + c01 (I2bar - 3) + (bulk/2)(J - 1)^2 (seed 003 Table 1; 2D: plane strain)", \
+    0, 0, 0, __VA_ARGS__)                                                                                       \
+  X(YEOH, yeoh,                                                                                                  \
+    "Yeoh: Psi = c10 t + c20 t^2 + c30 t^3 + (bulk/2)(J - 1)^2, t = I1bar - 3 (seed 003 Table 1; 2D: plane strain)", \
+    0, 0, 0, __VA_ARGS__)                                                                                       \
+  X(FLUID, fluid,                                                                                                \
+    "Newtonian fluid: Psi = (bulk/2)(J - 1)^2, F reset to J^(1/d) I every substep (seed 003 sec. 2.2); viscosity: visc", \
+    0, 0, 0, __VA_ARGS__)                                                                                       \
+  X(OGDEN, ogden,                                                                                                \
+    "Ogden: Psi = sum_k (mu_k/alpha_k)(lbar_1^alpha_k + lbar_2^alpha_k + lbar_3^alpha_k - 3) + (bulk/2)(J - 1)^2, " \
+    "lbar_i = J^(-1/3) lambda_i, k = 1..3 (seed 003 Table 1; 2D: plane strain)", 0, 0, 0, __VA_ARGS__)           \
+  X(ARRUDA_BOYCE, arruda_boyce, "Arruda-Boyce (eight chains): Psi = mu sum_i C_i lambda_m^(2-2i) (I1bar^i - 3^i) + " \
+    "(bulk/2)(J - 1)^2, i = 1..5 (Abaqus' and SOFA's series; 2D: plane strain)", 0, 0, 0, __VA_ARGS__)        \
+  X(FIBER_REINFORCED, fiber_reinforced, "fiber-reinforced: the NeoHookean matrix (E, nu) plus fibers along "      \
+    "fiber_dir that resist stretch only, Psi_f = (fiber_E/8) max(|F a|^2 - 1, 0)^2", 1, 0, 0, __VA_ARGS__)
 
 /* Time integrators: one engine/integrator_<name>.c each, composed of backend primitives. */
 #define CQ_INTEGRATORS(X)                                                       \

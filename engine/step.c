@@ -102,33 +102,12 @@ int cqi_prepare_step(cq_world* w, long step) {
                         step, why);
     }
   }
-  if (m->dt_sub > m->stable_dt && m->desc.integrator != CQ_INTEGRATOR_IMPLICIT) { /* implicit: no CFL limit */
-    int p = m->stiffest;
-    char desc[256];
-    cqi_model_describe(m, p, desc, sizeof desc);
+  char why[sizeof w->err.msg];
+  if (w->integ->cfl && cqi_stable_dt_exceeded(m, why, sizeof why)) {
     w->err.blowup.check = CQ_CHECK_UNSTABLE_DT;
-    w->err.blowup.particle = p;
+    w->err.blowup.particle = m->stiffest;
     w->err.blowup.step = step;
-    cq_params prm = cqi_model_params(m);
-    double dt_wave, dt_visc;
-    cqi_particle_stable_dt(m, &prm, p, &dt_wave, &dt_visc);
-    if (dt_visc < dt_wave) /* the viscosity binds */
-      return cqi_errorf(&w->err, CQ_ERR_BLOWUP,
-                        "step %ld: the substep dt/substeps = %g is above the stable limit %g of the current parameters, "
-                        "set by the viscosity of particle %d (%s, visc = %g, density %g): viscous limit "
-                        "rho dx^2 / (2 d visc) = %g (wave limit dx / c = %g); use more substeps (>= %.0f), a smaller "
-                        "dt or a lower visc",
-                        step, m->dt_sub, m->stable_dt, p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL),
-                        (double)m->visc[p], (double)(m->mass[p] / m->vol0[p]), dt_visc, dt_wave,
-                        ceil(m->desc.dt / m->stable_dt));
-    char also[120] = "";
-    if (m->visc[p] > 0) snprintf(also, sizeof also, ", lowered by its viscosity visc = %g", (double)m->visc[p]);
-    return cqi_errorf(&w->err, CQ_ERR_BLOWUP,
-                      "step %ld: the substep dt/substeps = %g is above the stable limit %g of the current parameters "
-                      "(particle %d, %s, has the largest wave speed %g%s); use more "
-                      "substeps (>= %.0f), a smaller dt or a softer material",
-                      step, m->dt_sub, m->stable_dt, p + 1, desc, m->desc.dx / dt_wave, also,
-                      ceil(m->desc.dt / m->stable_dt));
+    return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "step %ld: %s", step, why);
   }
   int st = cqi_sync_model(w);
   if (st != CQ_OK) return st;

@@ -177,14 +177,10 @@ CQ_HD void CQ_D(vol_adj)(const cq_substep* c, const cq_particles* s, const cq_pa
   cq_real G = gsums[node], S2 = S[2], dS0 = G * S[1] / (S2 * S2), dS1 = G * S[0] / (S2 * S2);
   cq_real dS2 = -2 * G * S[0] * S[1] / (S2 * S2 * S2), V0 = m->vol0[p], e = CQ_D(vol_strain)(c, s, p, v, 0);
   cq_pgrad g;
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(g.name = 0;)
-  CQ_PARAM_FIELDS(CQI_ZERO)
-#undef CQI_ZERO
+  CQ_D(pgrad_zero)(&g);
   g.vol0 = dS0 * Kg + dS1 * e + dS2;
   CQ_D(vol_bulk_adj)(m, p, 0, dS0 * V0, &g);
-#define CQI_ACCUMULATE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(gp->name[p] += g.name;)
-  CQ_PARAM_FIELDS(CQI_ACCUMULATE)
-#undef CQI_ACCUMULATE
+  CQ_D(pgrad_add)(&g, gp, p, s->n);
   cq_real ge = dS1 * V0;
   if (gJ) {
     gJ[p] = ge;

@@ -228,30 +228,8 @@ int cq_world_commit(cq_world* w) {
   int st = cqi_model_validate(&w->model, &w->err);
   if (st != CQ_OK) return st;
   const cqi_model* m = &w->model;
-  if (m->dt_sub > m->stable_dt && m->desc.integrator != CQ_INTEGRATOR_IMPLICIT) { /* implicit: no CFL limit */
-    int p = m->stiffest;
-    cq_params prm = cqi_model_params(m);
-    double dt_wave, dt_visc;
-    cqi_particle_stable_dt(m, &prm, p, &dt_wave, &dt_visc);
-    if (dt_visc < dt_wave) /* the viscosity binds */
-      return cqi_errorf(&w->err, CQ_ERR_ARG,
-                        "dt: the substep dt/substeps = %g is above the stability limit %g, set by the viscosity of "
-                        "particle %d (visc = %g, density %g): viscous limit rho dx^2 / (2 d visc) = %g (wave limit "
-                        "dx*sqrt(rho/(lambda+2mu)) = %g); use more substeps (>= %.0f), a smaller dt or a lower visc",
-                        m->dt_sub, m->stable_dt, p + 1, (double)m->visc[p], (double)(m->mass[p] / m->vol0[p]), dt_visc,
-                        dt_wave, ceil(m->desc.dt / m->stable_dt));
-    if (m->visc[p] > 0) /* both limits count */
-      return cqi_errorf(&w->err, CQ_ERR_ARG,
-                        "dt: the substep dt/substeps = %g is above the stability limit %g of particle %d: its wave "
-                        "limit dx*sqrt(rho/(lambda+2mu)) = %g lowered by its viscosity visc = %g (viscous limit "
-                        "rho dx^2 / (2 d visc) = %g); use more substeps (>= %.0f) or a smaller dt",
-                        m->dt_sub, m->stable_dt, p + 1, dt_wave, (double)m->visc[p], dt_visc,
-                        ceil(m->desc.dt / m->stable_dt));
-    return cqi_errorf(&w->err, CQ_ERR_ARG,
-                      "dt: the substep dt/substeps = %g is above the stability limit dx*sqrt(rho/(lambda+2mu)) = %g; "
-                      "use more substeps (>= %.0f) or a smaller dt",
-                      m->dt_sub, m->stable_dt, ceil(m->desc.dt / m->stable_dt));
-  }
+  char why[sizeof w->err.msg];
+  if (w->integ->cfl && cqi_stable_dt_exceeded(m, why, sizeof why)) return cqi_errorf(&w->err, CQ_ERR_ARG, "dt: %s", why);
   w->committed = 1;
   w->err.msg[0] = 0;
   return CQ_OK;

@@ -43,11 +43,21 @@ function M.scene(opts)
     end
     w:fill("wall_area", function(p) return p % 3 == 1 and 0.5 + 0.2 * prand(p, 9) or 0 end)
   end
-  -- more model parameters (opts.params = {name = typical value}), each varied by +-20 % across particles
+  -- more model parameters (opts.params = {name = typical value, or a vector}), each varied by +-20 % across
+  -- particles (a vector: each component by 0.3 of the vector's largest)
   local salt = 6
   for _, name in ipairs(opts.params and M.param_kinds or {}) do
     local value = opts.params[name]
-    if value then
+    if type(value) == "table" then
+      salt = salt + 1
+      local big = 0
+      for a = 1, dim do big = math.max(big, math.abs(value[a])) end
+      w:fill(name, function(p)
+        local x = {}
+        for a = 1, dim do x[a] = value[a] + 0.3 * big * prand(p * 3 + a, salt) end
+        return x
+      end)
+    elseif value then
       salt = salt + 1
       w:fill(name, function(p) return value * (1 + 0.2 * prand(p, salt)) end)
     end
@@ -130,7 +140,7 @@ function M.problem(w, s0, steps, checkpoint_every)
     end
     for _, f in ipairs(M.param_kinds) do
       g[f] = {}
-      for i = 0, n - 1 do g[f][i] = memo.grad_params[f][i] end
+      for i = 0, n * M.param_len[f](dim) - 1 do g[f][i] = memo.grad_params[f][i] end
     end
     for k = 1, steps do g.act[k] = { memo:grad_u(k, 1), memo:grad_u(k, 2) } end
     return g
@@ -199,6 +209,22 @@ function M.check(P, g, kind, tol, floor)
       P.u = u0
       return L
     end
+  elseif M.param_len[kind](w.dim) > 1 then -- a vector parameter: each component moved (through world:fill)
+    local arr, base, dim = w.params[kind], {}, w.dim
+    for i = 0, n * dim - 1 do base[i] = arr[i]; analytic = analytic + g[kind][i] * prand(i, 63) end
+    local function at(t)
+      return function(p)
+        local x = {}
+        for a = 1, dim do local i = (a - 1) * n + p - 1; x[a] = base[i] + t * prand(i, 63) end
+        return x
+      end
+    end
+    f = function(t)
+      w:fill(kind, at(t))
+      local L = P.loss()
+      w:fill(kind, at(0))
+      return L
+    end
   else -- per-particle parameter, relative perturbation (written through world:fill, as users do)
     local arr, base = w.params[kind], {}
     for i = 0, n - 1 do base[i] = arr[i]; analytic = analytic + g[kind][i] * prand(i, 63) * base[i] end
@@ -227,8 +253,13 @@ end
 M.FLOOR = 1e-5
 
 -- Every differentiable per-particle parameter of the engine's field table (engine/fields.h).
-M.param_kinds = {}
-for _, f in ipairs(cq.fields("f64").param) do if f.diff then M.param_kinds[#M.param_kinds + 1] = f.name end end
+M.param_kinds, M.param_len = {}, {} -- param_len[name](dim): its values per particle
+for _, f in ipairs(cq.fields("f64").param) do
+  if f.diff then
+    M.param_kinds[#M.param_kinds + 1] = f.name
+    M.param_len[f.name] = function(dim) return f.shape == 0 and 1 or f.shape == 1 and dim or dim * dim end
+  end
+end
 M.kinds = { "x", "v", "C", "F", "act" }
 for _, k in ipairs(M.param_kinds) do M.kinds[#M.kinds + 1] = k end
 -- FD steps tried in order: a step can straddle a contact switch (a node whose velocity crosses the wall's

@@ -537,8 +537,8 @@ describe("cq.design", function()
     local design = cq.design { world = world }
     local function err(f) local ok, e = pcall(f) assert.is_false(ok) return e end
     assert.matches("design_spec.lua:%d+: design:variable: field must be density or a differentiable particle " ..
-      "parameter %(E, act_w, alpha1, alpha2, alpha3, bulk, c01, c10, c20, c30, mass, mu1, mu2, mu3, nu, " ..
-      "visc, vol0, wall_area%) %(got \"material\"%)", err(function() design:variable { field = "material" } end))
+      "parameter %(E, act_w, alpha1, alpha2, alpha3, bulk, c01, c10, c20, c30, fiber_E, lambda_m, mass, mu, mu1, " ..
+      "mu2, mu3, nu, visc, vol0, wall_area%) %(got \"material\"%)", err(function() design:variable { field = "material" } end))
     assert.matches('per = "group" needs groups', err(function() design:variable { field = "E", per = "group" } end))
     assert.matches('map = "sigmoid" needs range', err(function() design:variable { field = "E", map = "sigmoid" } end))
     assert.matches("init must have 2 values", err(function()

@@ -26,7 +26,7 @@ describe("FFI declarations come from engine/cq.h", function()
   it("the registries and field tables reach Lua from the library, not from a copy", function()
     assert.are.same({ none = 0, sticky = 1, slip = 2, separate = 3, friction = 4 }, cq.BC)
     assert.are.same({ corotated = 0, neohookean = 1, mooney_rivlin = 2, yeoh = 3, fluid = 4,
-      ogden = 5 }, cq.MATERIAL)
+      ogden = 5, arruda_boyce = 6, fiber_reinforced = 7 }, cq.MATERIAL)
     assert.are.same({ stress = 0, force = 1, cable = 2, chamber = 3, cavity = 4 }, cq.ACTUATOR)
     local f = cq.fields("f64")
     local names = {}
@@ -196,5 +196,57 @@ describe("the implicit solve's sparse Cholesky and semi-definite projection", fu
     assert.are.equal(0, rc)
     assert.is_truthy(out:find("rc=0", 1, true))
     assert.is_falsy(out:find("FAIL", 1, true))
+  end)
+end)
+
+describe("adding a material is its header and one registry line", function()
+  it("a copy of material_neohookean.h registered as neohookean_copy gives neohookean's loss and gradients, and its " ..
+    "E and nu gradients match central differences (f64)", function()
+    local diff = assert(io.open(BUILD .. "/test-material/registry.diff")):read("*a")
+    print(diff)
+    local added, removed = 0, 0
+    for line in diff:gmatch("[^\n]+") do
+      if line:sub(1, 1) == ">" then added = added + 1 elseif line:sub(1, 1) == "<" then removed = removed + 1 end
+    end
+    assert.are.equal(1, added) -- exactly the one registry line, nothing else in the engine
+    assert.are.equal(0, removed)
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write([[
+      package.path = "./?.lua;" .. package.path
+      local cq = require "cq"
+      local G = require "tests._grad"
+      local registry = require "cq._registry"
+      print("materials", registry.names(registry.MATERIAL))
+      local out = {}
+      for _, name in ipairs { "neohookean", "neohookean_copy" } do
+        local w, s0 = G.scene { dim = 2, material = name, bc = "friction", steps = 30 }
+        local P = G.problem(w, s0, 30)
+        out[name] = { L = P.loss(), g = P.backward(), P = P }
+      end
+      local d, m = G.max_grad_diff(out.neohookean.g, out.neohookean_copy.g, 30)
+      print(string.format("loss %.17g %.17g max |difference| %g of %g", out.neohookean.L, out.neohookean_copy.L, d, m))
+      for _, kind in ipairs { "E", "nu", "x" } do
+        local c = out.neohookean_copy
+        local analytic, fd, rel = G.check(c.P, c.g, kind)
+        print(string.format("FD %s analytic %.6e fd %.6e rel %.1e", kind, analytic, fd, rel))
+      end
+    ]])
+    f:close()
+    local out, rc = sh(string.format("env CQ_LIB_PATH=%s %s %s", BUILD .. "/test-material/lib", paths.exe or "cqlua",
+      script))
+    os.remove(script)
+    print(out)
+    assert.are.equal(0, rc)
+    assert.is_truthy(out:find("neohookean_copy", 1, true))
+    local L1, L2, d = out:match("loss (%S+) (%S+) max |difference| (%S+)")
+    assert.are.equal(L1, L2) -- the same math: the same bits
+    assert.are.equal(0, tonumber(d))
+    local n = 0
+    for kind, rel in out:gmatch("FD (%S+) analytic %S+ fd %S+ rel (%S+)") do
+      n = n + 1
+      assert.is_true(tonumber(rel) < 1e-6, kind)
+    end
+    assert.are.equal(3, n)
   end)
 end)

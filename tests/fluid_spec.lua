@@ -40,7 +40,7 @@ describe("the viscous time-step limit", function()
     local dt_v = 1 * H * H / (2 * 2 * 1)
     local r, opts = viscous_block(2, mat, 1.05 * dt_v)
     local msg = err_of(r.world, r, opts)
-    has(msg, "stability limit", "set by the viscosity of particle", "visc = 1", "rho dx^2 / (2 d visc) = " ..
+    has(msg, "stable limit", "set by the viscosity of particle", "visc = 1", "rho dx^2 / (2 d visc) = " ..
       string.format("%g", dt_v), "substeps (>= 2)", "a lower visc")
     -- the suggested 2 substeps commit, and a random velocity field then decays, as a viscous one must
     opts.substeps = tonumber(msg:match("substeps %(>= (%d+)%)"))

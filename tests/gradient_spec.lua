@@ -22,6 +22,12 @@ local materials = {
   { name = "ogden", model = "ogden", params = { mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2,
     bulk = 40 }, strain = 0.1, kinds = { "mu1", "alpha1", "mu2", "alpha2", "mu3", "alpha3", "bulk" },
     bcs = { "friction", "moving" } },
+  -- beyond the seeds: Arruda-Boyce with a low locking stretch (its higher terms matter), and the fiber-reinforced
+  -- material with the fibers stretched in some particles and slack in others (direction varied per particle)
+  { name = "arruda_boyce", model = "arruda_boyce", params = { mu = 12, lambda_m = 2, bulk = 40 }, strain = 0.1,
+    kinds = { "mu", "lambda_m", "bulk" }, bcs = { "friction", "moving" } },
+  { name = "fiber_reinforced", model = "fiber_reinforced", params = { fiber_E = 80, fiber_dir = { 1, 0.6, -0.4 } },
+    strain = 0.1, kinds = { "E", "nu", "fiber_E", "fiber_dir" }, bcs = { "friction", "moving" } },
   -- volumetric = "averaged" (engine/volumetric.h): the bulk term on each grid node's volume-averaged J, every
   -- particle keeping K_s = its model's P-wave modulus (< K here) on its own: c10 and c01 reach the loss through K_s too
   { name = "mooney_rivlin, averaged bulk", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 150 },

@@ -51,6 +51,13 @@ local MODELS = {
     W = function(I1bar) local t = I1bar - 3; return 3 - 0.8 * t + 0.75 * t * t, 0 end },
   ogden = { fields = { material = "ogden", mu1 = 6, alpha1 = 1.3, mu2 = 0.2, alpha2 = 5, mu3 = -1, alpha3 = -2,
     bulk = 50 }, sigma = function(l) return ogden_closed_form(l, { 6, 0.2, -1 }, { 1.3, 5, -2 }, 50) end },
+  -- Arruda-Boyce's series (Abaqus' form): W1 = mu sum_i i C_i I1bar^(i-1) / lambda_m^(2i-2), W2 = 0
+  arruda_boyce = { fields = { material = "arruda_boyce", mu = 5, lambda_m = 1.7, bulk = 50 },
+    W = function(I1)
+      local C, W1 = { 1 / 2, 1 / 20, 11 / 1050, 19 / 7000, 519 / 673750 }, 0
+      for i = 1, 5 do W1 = W1 + 5 * i * C[i] * I1 ^ (i - 1) / 1.7 ^ (2 * i - 2) end
+      return W1, 0
+    end },
 }
 local function expected(M, l) return M.sigma and M.sigma(l) or closed_form(l, M.W, M.fields.bulk) end
 
@@ -115,6 +122,124 @@ describe("hyperelastic models (seed 003 Table 1)", function()
     print(string.format("  max |sigma - closed form|: mooney_rivlin (c01 = 0) %.1e, yeoh (c20 = c30 = 0) %.1e",
       worst_mr, worst_ye))
     assert.is_true(worst_mr < 1e-12 and worst_ye < 1e-12)
+  end)
+end)
+
+describe("Arruda-Boyce (beyond the seeds)", function()
+  it("approaches the isochoric NeoHookean model as lambda_m grows, and its small-strain shear modulus is mu0 = " ..
+    "mu (1 + 3/(5 lm^2) + 99/(175 lm^4) + 513/(875 lm^6) + 42039/(67375 lm^8))", function()
+    local F = { 1.2, 0.3, -0.1, 0.05, 0.9, 0.2, 0.1, -0.15, 1.1 }
+    local wa, sa = particle(3, { material = "arruda_boyce", mu = 4, lambda_m = 1e4, bulk = 30 }, F)
+    local wb, sb = particle(3, { material = "mooney_rivlin", c10 = 2, c01 = 0, bulk = 30 }, F)
+    local a, b, d, m = wa:stress(sa), wb:stress(sb), 0, 0
+    for i = 0, 8 do d = math.max(d, math.abs(a[i] - b[i])); m = math.max(m, math.abs(b[i])) end
+    print(string.format("  lambda_m = 1e4: max |sigma - sigma_neohookean| / max |sigma| %.1e", d / m))
+    assert.is_true(d / m < 1e-7)
+    -- simple shear gamma: sigma_12 = mu0 gamma + O(gamma^3)
+    for _, lm in ipairs { 1.5, 3, 8 } do
+      local g = 1e-4
+      local w, s = particle(3, { material = "arruda_boyce", mu = 4, lambda_m = lm, bulk = 30 }, { 1, g, 0, 0, 1, 0, 0, 0, 1 })
+      local mu0 = 4 * (1 + 3 / (5 * lm ^ 2) + 99 / (175 * lm ^ 4) + 513 / (875 * lm ^ 6) + 42039 / (67375 * lm ^ 8))
+      local sig = w:stress(s)
+      print(string.format("  lambda_m = %g: sigma_12 / gamma %.8f, mu0 %.8f", lm, sig[1] / g, mu0))
+      assert.is_true(rel(sig[1] / g, mu0) < 1e-6)
+    end
+  end)
+end)
+
+describe("fiber-reinforced (beyond the seeds)", function()
+  -- Closed form: sigma = (1/J)[mu (b - I) + lambda log(J) I] + (fiber_E / (2J)) max(I4 - 1, 0) (F a)(F a)^T, a the unit
+  -- fiber direction, I4 = |F a|^2, mu and lambda from E and nu (3D relations, as lame.h)
+  local E, nu, Ef = 12, 0.3, 90
+  local mu, la = E / (2 * (1 + nu)), E * nu / ((1 + nu) * (1 - 2 * nu))
+  local function closed(F, d, dim, fiber_E)
+    local Ef = fiber_E or Ef
+    local Fm = function(i, j) return F[(i - 1) * dim + j] end
+    local J = dim == 2 and Fm(1, 1) * Fm(2, 2) - Fm(1, 2) * Fm(2, 1) or
+      Fm(1, 1) * (Fm(2, 2) * Fm(3, 3) - Fm(2, 3) * Fm(3, 2)) - Fm(1, 2) * (Fm(2, 1) * Fm(3, 3) - Fm(2, 3) * Fm(3, 1)) +
+      Fm(1, 3) * (Fm(2, 1) * Fm(3, 2) - Fm(2, 2) * Fm(3, 1))
+    local len, a, w, I4 = 0, {}, {}, 0
+    for i = 1, dim do len = len + d[i] ^ 2 end
+    for i = 1, dim do a[i] = d[i] / math.sqrt(len) end
+    for i = 1, dim do
+      w[i] = 0
+      for j = 1, dim do w[i] = w[i] + Fm(i, j) * a[j] end
+      I4 = I4 + w[i] ^ 2
+    end
+    local sig = {}
+    for i = 1, dim do
+      for j = 1, dim do
+        local b = 0
+        for k = 1, dim do b = b + Fm(i, k) * Fm(j, k) end
+        sig[(i - 1) * dim + j] = (mu * (b - (i == j and 1 or 0)) + (i == j and la * math.log(J) or 0)) / J +
+          Ef / (2 * J) * math.max(I4 - 1, 0) * w[i] * w[j]
+      end
+    end
+    return sig
+  end
+  local function check_at(dim, F, d)
+    local w, s = particle(dim, { material = "fiber_reinforced", E = E, nu = nu, fiber_E = Ef, fiber_dir = d }, F)
+    local sig, e, worst, big = w:stress(s), closed(F, d, dim), 0, 0
+    for i = 1, dim * dim do
+      worst = math.max(worst, math.abs(sig[i - 1] - e[i]))
+      big = math.max(big, math.abs(e[i]))
+    end
+    return worst / big, sig, e
+  end
+
+  it("gives the closed-form Cauchy stress stretched along the fibers, across them and in compression, for any F " ..
+    "and fiber direction, in 2D and 3D (the direction normalised)", function()
+    local cases = {
+      { "3D stretched along the fibers", 3, { 1.3, 0, 0, 0, 0.9, 0, 0, 0, 0.9 }, { 1, 0, 0 } },
+      { "3D stretched across the fibers (slack)", 3, { 1.3, 0, 0, 0, 0.9, 0, 0, 0, 0.9 }, { 0, 1, 0 } },
+      { "3D compressed along the fibers (slack)", 3, { 0.8, 0, 0, 0, 1.1, 0, 0, 0, 1.1 }, { 1, 0, 0 } },
+      { "3D general F, oblique fibers (x 5)", 3, { 1.2, 0.3, -0.1, 0.05, 0.9, 0.2, 0.1, -0.15, 1.1 }, { 5, 2.5, -1 } },
+      { "2D stretched along the fibers", 2, { 1.25, 0, 0, 0.92 }, { 1, 0 } },
+      { "2D general F, oblique fibers", 2, { 1.3, 0.25, -0.1, 0.85 }, { 0.6, -0.8 } },
+    }
+    for _, c in ipairs(cases) do
+      local r, sig, e = check_at(c[2], c[3], c[4])
+      print(string.format("  %-40s sigma_11 %.10f (closed form %.10f), rel %.1e", c[1], sig[0], e[1], r))
+      assert.is_true(r < 1e-12, c[1])
+    end
+  end)
+
+  it("under uniaxial stress (both lateral stresses 0, the lateral stretches found by Newton on the closed form) " ..
+    "the fibers carry load only while stretched", function()
+    local function F_of(l, r2, r3) return { l, 0, 0, 0, r2, 0, 0, 0, r3 } end
+    local axial = {}
+    for _, c in ipairs { { "along", { 1, 0, 0 } }, { "across", { 0, 1, 0 } }, { "none", { 0, 0, 0 } } } do
+      for _, l in ipairs { 1.2, 0.85 } do
+        -- residuals sigma_22, sigma_33 in the lateral stretches (r2, r3); "none": the matrix alone (fiber_E 0)
+        local function res(r2, r3)
+          local e = c[1] == "none" and closed(F_of(l, r2, r3), { 1, 0, 0 }, 3, 0) or closed(F_of(l, r2, r3), c[2], 3)
+          return e[5], e[9], e[1]
+        end
+        local r2, r3, h = 1, 1, 1e-7
+        for _ = 1, 60 do
+          local f2, f3 = res(r2, r3)
+          local a2, a3 = res(r2 + h, r3)
+          local b2, b3 = res(r2, r3 + h)
+          local j11, j12, j21, j22 = (a2 - f2) / h, (b2 - f2) / h, (a3 - f3) / h, (b3 - f3) / h
+          local det = j11 * j22 - j12 * j21
+          r2, r3 = r2 - (j22 * f2 - j12 * f3) / det, r3 - (j11 * f3 - j21 * f2) / det
+        end
+        local _, _, s11 = res(r2, r3)
+        axial[c[1] .. l] = s11
+        if c[1] ~= "none" then
+          local rr, sig, e = check_at(3, F_of(l, r2, r3), c[2])
+          print(string.format("  fibers %-6s axial stretch %.2f: lateral stretches %.6f %.6f, sigma_11 %.8f (closed " ..
+            "form %.8f), lateral %.1e %.1e, rel %.1e", c[1], l, r2, r3, sig[0], e[1], sig[4], sig[8], rr))
+          assert.is_true(rr < 1e-12 and math.abs(sig[4]) + math.abs(sig[8]) < 1e-8 * math.abs(sig[0]))
+        end
+      end
+    end
+    -- stretched along them the fibers stiffen the axis several times; across them, or in compression, they are slack
+    -- and the response is the matrix's
+    print(string.format("  sigma_11 at 1.2: along %.4f, across %.4f, matrix %.4f; at 0.85: along %.4f, matrix %.4f",
+      axial["along1.2"], axial["across1.2"], axial["none1.2"], axial["along0.85"], axial["none0.85"]))
+    assert.is_true(axial["along1.2"] > 3 * axial["none1.2"])
+    assert.is_true(rel(axial["across1.2"], axial["none1.2"]) < 1e-12 and rel(axial["along0.85"], axial["none0.85"]) < 1e-12)
   end)
 end)
 
@@ -209,19 +334,27 @@ describe("materials in the robot builder", function()
     local cases = {
       { { model = "mooney_rivlin", c10 = 1, c01 = 1 }, "material.bulk is required by model mooney_rivlin" },
       { { model = "mooney_rivlin", c10 = -1, c01 = 1, bulk = 5 }, "material.c10" },
-      { { model = "yeoh", c10 = 0, bulk = 5 }, "material.c10" },
-      { { model = "yeoh", c10 = 1, bulk = 0 }, "material.bulk" },
+      { { model = "yeoh", c10 = 0, bulk = 5 }, "robot:box: material (yeoh): c10 must be > 0 (got 0)" },
+      { { model = "yeoh", c10 = 1, bulk = 0 }, "material (yeoh): bulk" },
       { { model = "ogden", mu = { 1 }, alpha = { 2 } }, "material.bulk is required by model ogden" },
-      { { model = "ogden", mu = { 1, 2 }, alpha = { 2 }, bulk = 5 }, "material.mu and material.alpha must have the same length" },
-      { { model = "ogden", mu = { 1, -2 }, alpha = { 2, 3 }, bulk = 5 }, "material.mu[2] and material.alpha[2] must have the same sign" },
-      { { model = "ogden", mu = { 1, 2 }, alpha = { 2, 0 }, bulk = 5 }, "material.alpha[2] must be ~= 0" },
-      { { model = "ogden", mu = { 1, 2, 3, 4 }, alpha = { 1, 2, 3, 4 }, bulk = 5 }, "material.mu must be a list of 1 to 3" },
-      { { model = "ogden", mu = { 1 }, alpha = { 2 }, mu2 = 1, bulk = 5 }, "material.mu2 cannot be given with the lists" },
-      { { model = "ogden", mu3 = 1, alpha3 = -1, bulk = 5 }, "material.mu3 and material.alpha3 must have the same sign" },
-      { { model = "ogden", alpha1 = 2, bulk = 5 }, "model ogden needs at least one term with mu ~= 0" },
+      { { model = "ogden", mu = { 1, 2 }, alpha = { 2 }, bulk = 5 }, "the lists material.alpha and material.mu must have the same length (got 1 and 2)" },
+      { { model = "ogden", mu = { 1, -2 }, alpha = { 2, 3 }, bulk = 5 }, "material (ogden): mu2 * alpha2 must be > 0 (same signs; got mu2 = -2, alpha2 = 3)" },
+      { { model = "ogden", mu = { 1, 2 }, alpha = { 2, 0 }, bulk = 5 }, "alpha2 must be != 0 where mu2 != 0" },
+      { { model = "ogden", mu = { 1, 2, 3, 4 }, alpha = { 1, 2, 3 }, bulk = 5 }, "material.mu must be a list of 1 to 3" },
+      { { model = "ogden", mu = { 1 }, alpha = { 2 }, mu2 = 1, bulk = 5 }, "material.mu2 cannot be given with the list material.mu" },
+      { { model = "ogden", mu3 = 1, alpha3 = -1, bulk = 5 }, "mu3 * alpha3 must be > 0" },
+      { { model = "ogden", alpha1 = 2, bulk = 5 }, "(ogden): needs at least one term: mu1, mu2 or mu3 != 0" },
       { { model = "ogre", E = 1 }, "material.model" },
       { { preset = "rubber" }, "material.preset" },
       { { E = 10, bulk = -1 }, "material.bulk" },
+      -- a key of another model is refused, naming what this one takes
+      { { E = 10, c10 = 3 }, "material.c10 is not a parameter of model neohookean (it takes E, nu; every model takes" },
+      { { model = "mooney_rivlin", c10 = 1, c01 = 1, bulk = 5, E = 3 }, "material.E is not a parameter of model mooney_rivlin (it takes c10, c01, bulk" },
+      { { model = "arruda_boyce", mu = 1, bulk = 5 }, "material.lambda_m is required by model arruda_boyce (needs mu, lambda_m, bulk)" },
+      { { model = "arruda_boyce", mu = 1, lambda_m = 0, bulk = 5 }, "material (arruda_boyce): mu and lambda_m must be > 0" },
+      { { model = "fiber_reinforced", fiber_E = 5 }, "material.fiber_dir is required by model fiber_reinforced" },
+      { { model = "fiber_reinforced", fiber_E = 5, fiber_dir = { 0, 0 } }, "fiber_dir must be a non-zero vector" },
+      { { model = "fiber_reinforced", fiber_E = -5, fiber_dir = { 1, 0 } }, "material.fiber_E must be >= 0" },
     }
     for _, c in ipairs(cases) do
       local ok, err = pcall(function() cq.robot { dim = 2 }:box { offset = { 0.1, 0.1 }, size = { 0.05, 0.05 },

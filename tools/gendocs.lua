@@ -33,6 +33,58 @@ local function default_text(f)
   return string.format("%g", f.default)
 end
 
+-- The material table's keys (robot builder): every model's parameters, from the engine (lua/cq/materials.lua).
+local function material_keys(params)
+  local materials = require "cq.materials"
+  local models, names = materials.models(), {}
+  for name in pairs(models) do names[#names + 1] = name end
+  table.sort(names, function(a, b) return models[a].id < models[b].id end)
+  local quoted = {}
+  for i, name in ipairs(names) do quoted[i] = "`" .. name .. "`" end
+  local presets = {}
+  for name in pairs(materials.presets) do presets[#presets + 1] = "`\"" .. name .. "\"`" end
+  table.sort(presets)
+  local rows = { "| key | default | valid range | models | meaning |", "| --- | --- | --- | --- | --- |",
+    "| `preset` | nil | " .. table.concat(presets, ", ") .. " | any | start from a preset (below); the other keys " ..
+      "override it |",
+    "| `model` | `\"neohookean\"` | " .. table.concat(quoted, ", ") .. " | | the constitutive model (table above); " ..
+      "sets the particle parameter `material` |",
+    "| `density` | `1` | > 0 | every model | mass per unit rest volume |" }
+  local every = { bulk = true, visc = true, inc_p = true }
+  local families = {}
+  for _, f in ipairs(params) do
+    local users, required = {}, {}
+    for _, name in ipairs(names) do
+      local m = models[name]
+      for _, p in ipairs(m.params) do
+        if p == f.name then
+          users[#users + 1] = name
+          if m.required[p] then required[#required + 1] = name end
+        end
+      end
+    end
+    if #users > 0 or every[f.name] then
+      local who = every[f.name] and "every model" or table.concat(users, ", ")
+      if #required > 0 then who = who .. "; **required** by " .. table.concat(required, ", ") end
+      rows[#rows + 1] = string.format("| `%s` | %s | %s%s | %s | %s |", f.name, default_text(f), f.range,
+        f.shape == 1 and " (each of `dim` numbers)" or "", who, f.doc)
+      local base, k = f.name:match("^(%a[%a_]-)(%d)$") -- mu1, mu2, ...: a family (lua/cq/materials.lua)
+      if base and k == "1" and #users > 0 then families[base] = { users = users, size = 1 } end
+      if base and families[base] and tonumber(k) == families[base].size + 1 then families[base].size = tonumber(k) end
+    end
+  end
+  local bases = {}
+  for base in pairs(families) do bases[#bases + 1] = base end
+  table.sort(bases)
+  for _, base in ipairs(bases) do
+    local fam = families[base]
+    rows[#rows + 1] = string.format("| `%s` | nil | a list of 1 to %d numbers, all lists of a model the same length " ..
+      "| %s | `%s1` ... `%s%d` given as one list (terms left out are 0); not with those keys |", base, fam.size,
+      table.concat(fam.users, ", "), base, base, fam.size)
+  end
+  return table.concat(rows, "\n")
+end
+
 -- The generated sections, by name.
 local function sections()
   local fields = cq.fields("f64")
@@ -60,6 +112,7 @@ local function sections()
     return table.concat(rows, "\n")
   end
   out.materials = list("material", registry.MATERIAL)
+  out.material_keys = material_keys(fields.param)
   out.boundaries = list("wall / node `type`", registry.BC)
   out.actuators = list("actuator kind", registry.ACTUATOR)
   out.integrators = list("integrator", registry.INTEGRATOR)

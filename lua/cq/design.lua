@@ -38,7 +38,7 @@ function M.new(opts)
     fields = {}, _cur = {}, _grad = {} }, Design)
   for _, name in ipairs(w._param_names) do
     local f = w._fields[name]
-    if f.diff then
+    if f.diff and f.shape == 0 then -- scalar ones (a vector's gradient is in memo.grad_params, not a design variable yet)
       self.fields[name] = true
       local b = darr(w.n)
       for p = 0, w.n - 1 do b[p] = w.params[name][p] end

@@ -1,101 +1,140 @@
---- Material tables for the robot builder (robot:box, robot:image, robot:mesh, ...): defaults, per-model checks and
---- presets. A material is { model = <engine model name>, density, <the model's parameters> } or { preset = name,
---- <overrides> }. Models and the parameters they read (engine/material_<model>.h; stresses in the caller's units):
----   neohookean, corotated: E, nu (+ optional inc_p, seed 000 eq. 14; + optional bulk)
----   mooney_rivlin: c10, c01, bulk (K = 2 / D1);  yeoh: c10, c20, c30, bulk;  fluid: bulk (its lambda)
----   ogden: mu = {mu_1, ...}, alpha = {alpha_1, ...} (1 to 3 terms) or mu1, alpha1, ..., mu3, alpha3; bulk
---- visc (dynamic viscosity) adds mu_v (grad v + grad v^T) to any model.
---- bulk adds (bulk/2)(J - 1)^2 to any model: the volumetric stiffness that keeps J near 1 (docs/api.md).
+--- Material tables for the robot builder (robot:box, robot:image, robot:mesh, ...). A material is { model = <engine
+--- model name>, density, <the model's parameters> } or { preset = name, <overrides> }. Which parameters a model takes,
+--- which it requires, their defaults and valid ranges, and its own rules all come from the engine (the model's header
+--- engine/material_<model>.h and its line in engine/registry.h, through cq_material_info, cq_param_bounds and
+--- cq_material_check): this file holds the presets and nothing a model defines. M.models() lists them.
+--- Every model also takes density (1), visc (dynamic viscosity, 0), bulk (the volumetric term (bulk/2)(J - 1)^2, 0;
+--- required where the model lists it) and inc_p (seed 000 eq. 14's exponent, 0).
+local ffi = require "ffi"
 local check = require "cq._check"
+local C = require "cq._ffi"
+local registry = require "cq._registry"
 local M = {}
 
-local KEYS = check.option_set("robot material",
-  { "preset", "model", "E", "nu", "density", "inc_p", "bulk", "visc", "c10", "c01", "c20", "c30", "mu", "alpha",
-    "mu1", "alpha1", "mu2", "alpha2", "mu3", "alpha3" })
-
---- Presets (SI units: Pa, kg/m^3). dragonskin30: seed 003's Mooney-Rivlin fit of DragonSkin-30 silicone (its table
+--- Presets (SI units: Pa, kg/m^3). The fiber-reinforced model has none: its fibers' modulus depends on the winding
+--- (its density and the thread), so a preset would only be a guess. dragonskin30: seed 003's Mooney-Rivlin fit of DragonSkin-30 silicone (its table
 --- calls them C01 = 1.19 kPa on I1bar and C10 = 23.028 kPa on I2bar; here the usual names: c10 multiplies I1bar),
 --- 1/D1 = k/2 with k = 1.75 GPa; density 1080 kg/m^3 (Smooth-On's datasheet).
 M.presets = {
   dragonskin30 = { model = "mooney_rivlin", c10 = 1.19e3, c01 = 23.028e3, bulk = 1.75e9, density = 1080 },
   water = { model = "fluid", bulk = 2.2e9, visc = 1.0e-3, density = 1000 }, -- at 20 C
+  -- natural rubber: Arruda and Boyce's (1993) eight-chain fit of Treloar's data, n k theta = 0.27 MPa, N = 26.5 chain
+  -- links (lambda_m = sqrt(N)); bulk modulus 2 GPa and density 920 kg/m^3, typical of natural rubber
+  natural_rubber = { model = "arruda_boyce", mu = 0.27e6, lambda_m = math.sqrt(26.5), bulk = 2e9, density = 920 },
 }
 
--- The parameters each model needs (besides density).
-local NEEDS = {
-  neohookean = { "E", "nu" }, corotated = { "E", "nu" },
-  mooney_rivlin = { "c10", "c01", "bulk" }, yeoh = { "c10", "bulk" }, fluid = { "bulk" }, ogden = { "mu", "alpha", "bulk" },
-}
-local OGDEN_TERMS = 3
+-- Parameters every model takes, with their defaults; density is not an engine field (mass = density * volume).
+local CORE = { density = 1, visc = 0, bulk = 0, inc_p = 0 }
+-- Fields the robot builder sets itself, not from the material.
+local BUILDER = { mass = true, vol0 = true, act_axis = true, act_w = true, wall_area = true, material = true,
+  act_id = true }
 
--- Ogden's terms into out.mu1 .. out.alpha3, from the lists mu = {...}, alpha = {...} or the keys mu1 .. alpha3 (not
--- both), with its checks: at least one term, and mu_k alpha_k > 0 wherever mu_k ~= 0 (each term stiffens).
-local function ogden_terms(where, get, out)
-  local lists = get("mu") ~= nil or get("alpha") ~= nil
-  local name = {}
-  for k = 1, OGDEN_TERMS do
-    if lists then
-      name[k] = { mu = "material.mu[" .. k .. "]", alpha = "material.alpha[" .. k .. "]" }
-    else
-      name[k] = { mu = "material.mu" .. k, alpha = "material.alpha" .. k }
+-- The engine's tables, read once: models (name -> {params = {name...}, required = {name = true}, enu}), every
+-- parameter field (name -> {default, shape, lo, hi, bounds, index}) and the option names.
+local T
+local function tables()
+  if T then return T end
+  local lib = C.lib("f64")
+  T = { models = {}, fields = {}, order = {}, keys = {} }
+  for i, f in ipairs(registry.fields(lib, "param")) do
+    local lo, hi, bounds = ffi.new("double[1]"), ffi.new("double[1]"), ffi.new("int[1]")
+    assert(lib.cq_param_bounds(f.name, lo, hi, bounds) == 0)
+    T.fields[f.name] = { default = f.default, shape = f.shape, type = f.type, lo = lo[0], hi = hi[0],
+      bounds = bounds[0], index = i }
+    T.order[i] = f.name
+  end
+  local enu, uses = ffi.new("int[1]"), ffi.new("const char*[1]")
+  local id = 0
+  while registry.MATERIAL[id] do
+    assert(lib.cq_material_info(id, enu, uses) == 0)
+    local m = { id = id, params = {}, required = {}, enu = enu[0] == 1 }
+    for name, mark in ffi.string(uses[0]):gmatch("(%w[%w_]*)([!?])") do
+      m.params[#m.params + 1] = name
+      m.required[name] = mark == "!" or nil
+      T.keys[name] = true
+    end
+    T.models[registry.MATERIAL[id].name] = m
+    id = id + 1
+  end
+  for k in pairs(CORE) do T.keys[k] = true end
+  T.keys.preset, T.keys.model = true, true
+  -- families of numbered parameters (mu1, mu2, ... with one digit, from 1 on) may also be given as one list (mu =
+  -- {...})
+  T.families = {}
+  for _, name in ipairs(T.order) do
+    local base, k = name:match("^(%a[%a_]-)(%d)$")
+    k = tonumber(k)
+    if base and (k == 1 or T.families[base] == k - 1) then T.families[base] = k end
+  end
+  for base in pairs(T.families) do
+    if not T.fields[base .. "1"] then T.families[base] = nil end
+    for _, m in pairs(T.models) do
+      for _, p in ipairs(m.params) do if p == base .. "1" then T.keys[base] = true end end
     end
   end
-  if lists then
-    for k = 1, OGDEN_TERMS do
-      for _, key in ipairs { "mu" .. k, "alpha" .. k } do
-        if get(key) ~= nil then
-          check.raise(string.format("%s: material.%s cannot be given with the lists material.mu and material.alpha",
-            where, key))
-        end
-      end
-    end
-    local mu, alpha = get("mu"), get("alpha")
-    for _, key in ipairs { "mu", "alpha" } do
-      local v = get(key)
-      if type(v) ~= "table" or #v < 1 or #v > OGDEN_TERMS then
-        check.fail(where, "material." .. key .. " must be a list of 1 to " .. OGDEN_TERMS .. " numbers",
+  return T
+end
+
+--- The models and what each takes: name -> {params = {names in order}, required = {name = true}, enu = written on E
+--- and nu}.
+function M.models() return tables().models end
+
+--- Every option a material table may hold (for the option set and its docs).
+function M.keys()
+  local out = {}
+  for k in pairs(tables().keys) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+-- A number within a field's range, named material.<name> in the message.
+local function in_range(where, label, v, f)
+  local lo, hi = f.lo, f.hi
+  if f.bounds == 4 then return check.number(where, label, v, -math.huge, math.huge) end -- CQ_CUSTOM: the engine's
+  return check.number(where, label, v, lo, hi, { open_lo = f.bounds % 2 == 1, open_hi = f.bounds >= 2 })
+end
+
+-- The model's numbered families given as lists (mu = {...}, alpha = {...}) into their members mu1, ... (into out,
+-- and marked in given): every such list must have 1 to the family's size entries and the same length as the others,
+-- and its members may not be given as well.
+local function expand_lists(where, get, takes, out, given)
+  local t = tables()
+  local lists, n = {}, nil
+  local bases = {}
+  for base in pairs(t.families) do bases[#bases + 1] = base end
+  table.sort(bases)
+  for _, base in ipairs(bases) do
+    local size, v = t.families[base], get(base)
+    if v ~= nil and takes[base .. "1"] and not takes[base] then
+      if type(v) ~= "table" or #v < 1 or #v > size then
+        check.fail(where, "material." .. base .. " must be a list of 1 to " .. size .. " numbers",
           type(v) == "table" and ("a list of " .. #v) or v)
       end
-    end
-    if #mu ~= #alpha then
-      check.raise(string.format("%s: material.mu and material.alpha must have the same length (got %d and %d)",
-        where, #mu, #alpha))
-    end
-    for k = 1, OGDEN_TERMS do
-      out["mu" .. k] = check.number(where, name[k].mu, mu[k] or 0, -math.huge, math.huge)
-      out["alpha" .. k] = check.number(where, name[k].alpha, alpha[k] or 0, -math.huge, math.huge)
-    end
-  else
-    for k = 1, OGDEN_TERMS do
-      out["mu" .. k] = check.number(where, name[k].mu, get("mu" .. k) or 0, -math.huge, math.huge)
-      out["alpha" .. k] = check.number(where, name[k].alpha, get("alpha" .. k) or 0, -math.huge, math.huge)
-    end
-  end
-  local terms = 0
-  for k = 1, OGDEN_TERMS do
-    local mu, alpha = out["mu" .. k], out["alpha" .. k]
-    if mu ~= 0 then
-      terms = terms + 1
-      if alpha == 0 then
-        check.raise(string.format("%s: %s must be ~= 0 where %s ~= 0 (got %s = 0, %s = %s)", where, name[k].alpha,
-          name[k].mu, name[k].alpha, name[k].mu, check.fmt(mu)))
+      for k = 1, size do
+        if get(base .. k) ~= nil then
+          check.raise(string.format("%s: material.%s%d cannot be given with the list material.%s", where, base, k, base))
+        end
       end
-      if not (mu * alpha > 0) then
-        check.raise(string.format("%s: %s and %s must have the same sign, mu_k alpha_k > 0 (got %s = %s, %s = %s)",
-          where, name[k].mu, name[k].alpha, name[k].mu, check.fmt(mu), name[k].alpha, check.fmt(alpha)))
+      lists[#lists + 1] = "material." .. base
+      if n and #v ~= n then
+        check.raise(string.format("%s: the lists %s must have the same length (got %d and %d)", where,
+          table.concat(lists, " and "), n, #v))
+      end
+      n = #v
+      for k = 1, size do
+        out[base .. k] = check.number(where, "material." .. base .. "[" .. k .. "]", v[k] or 0, -math.huge, math.huge)
+        given[base .. k] = true
       end
     end
-  end
-  if terms == 0 then
-    check.raise(string.format("%s: model ogden needs at least one term with mu ~= 0 (%s)", where, lists
-      and "material.mu = {mu_1, ...}, material.alpha = {alpha_1, ...}" or "material.mu1 and material.alpha1, ..."))
   end
 end
 
 --- Fills defaults and checks a material table (where: the caller, for messages). Returns a new table with every
---- field the engine reads.
+--- field the engine reads (M.fields()), the model and the density.
+local KEYS = check.option_set("robot material", M.keys()) -- every model's keys (docs/api.md's table)
 function M.resolve(where, m)
   m = m or {}
+  local t = tables()
   check.options(where .. ".material", m, KEYS)
   local base = {}
   if m.preset ~= nil then
@@ -106,50 +145,78 @@ function M.resolve(where, m)
     base = M.presets[m.preset]
   end
   local function get(k) if m[k] ~= nil then return m[k] end return base[k] end
-  local model = get("model") or "neohookean"
-  local models = {}
-  for k in pairs(NEEDS) do models[#models + 1] = k end
-  table.sort(models)
-  check.oneof(where, "material.model", model, models)
-  local hyper = model == "mooney_rivlin" or model == "yeoh" or model == "fluid" or model == "ogden" -- bulk required
-  local out = { model = model, density = get("density") or 1, inc_p = get("inc_p") or 0, bulk = get("bulk") or 0,
-    E = get("E") or 10, nu = get("nu") or 0.3, c10 = get("c10") or 0, c01 = get("c01") or 0, c20 = get("c20") or 0,
-    c30 = get("c30") or 0, visc = get("visc") or 0, mu1 = 0, alpha1 = 0, mu2 = 0, alpha2 = 0, mu3 = 0, alpha3 = 0 }
-  local ogden_keys = false -- Ogden's terms may come as mu1 .. alpha3 instead of the lists
-  for k = 1, OGDEN_TERMS do ogden_keys = ogden_keys or get("mu" .. k) ~= nil or get("alpha" .. k) ~= nil end
-  for _, k in ipairs(NEEDS[model]) do
-    if hyper and get(k) == nil and not (ogden_keys and (k == "mu" or k == "alpha")) then
-      check.raise(string.format("%s: material.%s is required by model %s (needs %s%s)", where, k, model,
-        table.concat(NEEDS[model], ", "), model == "ogden" and "; or mu1, alpha1, ..., mu3, alpha3" or ""))
-    end
-  end
-  check.number(where, "material.density", out.density, 0, math.huge, { open_lo = true })
-  check.number(where, "material.visc", out.visc, 0, math.huge)
-  check.number(where, "material.bulk", out.bulk, 0, math.huge, { open_lo = hyper })
-  if hyper then
-    if model == "mooney_rivlin" then
-      check.number(where, "material.c10", out.c10, 0, math.huge)
-      check.number(where, "material.c01", out.c01, 0, math.huge)
-      if not (out.c10 + out.c01 > 0) then
-        check.raise(where .. ": material.c10 + material.c01 must be > 0 (got " .. out.c10 + out.c01 .. ")")
+  local names = {}
+  for k in pairs(t.models) do names[#names + 1] = k end
+  table.sort(names)
+  local model = check.oneof(where, "material.model", get("model") or "neohookean", names)
+  local mm = t.models[model]
+  local takes = {}
+  for _, p in ipairs(mm.params) do takes[p] = true end
+  -- every key must be the model's (or a list of one of its families) or every model's
+  for _, source in ipairs { base, m } do
+    for k in pairs(source) do
+      if k ~= "preset" and k ~= "model" and CORE[k] == nil and not takes[k] and not takes[k .. "1"] then
+        check.raise(string.format("%s: material.%s is not a parameter of model %s (it takes %s; every model takes " ..
+          "density, visc, bulk and inc_p)", where, k, model, #mm.params > 0 and table.concat(mm.params, ", ") or
+          "no other"))
       end
-    elseif model == "yeoh" then
-      check.number(where, "material.c10", out.c10, 0, math.huge, { open_lo = true })
-      check.number(where, "material.c20", out.c20, -math.huge, math.huge)
-      check.number(where, "material.c30", out.c30, -math.huge, math.huge)
-    elseif model == "ogden" then
-      ogden_terms(where, get, out)
     end
-  else
-    check.number(where, "material.E", out.E, 0, math.huge, { open_lo = true })
-    check.number(where, "material.nu", out.nu, -1, 0.5, { open_lo = true, open_hi = true })
   end
+  local out, given = { model = model }, {}
+  for name, f in pairs(t.fields) do
+    if not BUILDER[name] and f.type == 0 then out[name] = f.default end
+  end
+  expand_lists(where, get, takes, out, given)
+  local required = {}
+  for _, p in ipairs(mm.params) do if mm.required[p] then required[#required + 1] = p end end
+  for _, name in ipairs(mm.params) do
+    local v, f = get(name), t.fields[name]
+    if v == nil and not given[name] and mm.required[name] then
+      check.raise(string.format("%s: material.%s is required by model %s (needs %s)", where, name, model,
+        table.concat(required, ", ")))
+    elseif v ~= nil and f.shape == 0 then
+      out[name] = in_range(where, "material." .. name, v, f)
+    elseif v ~= nil then
+      if type(v) ~= "table" then check.fail(where, "material." .. name .. " must be a list of numbers (a vector)", v) end
+      out[name] = {}
+      for c, x in ipairs(v) do out[name][c] = in_range(where, "material." .. name .. "[" .. c .. "]", x, f) end
+    end
+  end
+  for k, dflt in pairs(CORE) do
+    local v = get(k)
+    if v ~= nil then out[k] = v elseif k == "density" then out[k] = dflt end
+  end
+  out.density = check.number(where, "material.density", out.density, 0, math.huge, { open_lo = true })
+  out.visc = in_range(where, "material.visc", out.visc, t.fields.visc)
+  out.bulk = in_range(where, "material.bulk", out.bulk, t.fields.bulk)
+  -- inc_p's own rule (a core parameter the engine checks by code): 0 (off) or >= 2
   if out.inc_p ~= 0 then check.number(where, "material.inc_p", out.inc_p, 2, math.huge) end
+  -- the model's own rules, by the engine's check
+  local values = ffi.new("double[?]", 9 * #t.order)
+  local k = 0
+  for _, name in ipairs(t.order) do
+    local f, v = t.fields[name], out[name]
+    for c = 1, f.shape == 0 and 1 or f.shape == 1 and 3 or 9 do
+      values[k] = type(v) == "table" and (v[c] or 0) or (type(v) == "number" and v or f.default)
+      k = k + 1
+    end
+  end
+  local why = ffi.new("char[400]")
+  if C.lib("f64").cq_material_check(mm.id, 3, values, why, 400) ~= 1 then
+    check.raise(string.format("%s: material (%s): %s", where, model, ffi.string(why)))
+  end
   return out
 end
 
---- The per-particle engine fields a resolved material sets (besides material, mass and vol0).
-M.fields = { "E", "nu", "inc_p", "bulk", "visc", "c10", "c01", "c20", "c30", "mu1", "alpha1", "mu2", "alpha2", "mu3",
-  "alpha3" }
+--- The per-particle engine fields a resolved material sets (besides material, mass and vol0): every real parameter
+--- that is not the builder's own, in the table's order.
+function M.fields()
+  local t, out = tables(), {}
+  for _, name in ipairs(t.order) do
+    local f = t.fields[name]
+    if not BUILDER[name] and f.type == 0 then out[#out + 1] = name end
+  end
+  return out
+end
 
 return M

@@ -449,13 +449,18 @@ function Robot:world(opts)
   wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, #self.actuators
   local w = cq.world(wopts)
   local P = {}
-  local mat_fields = require("cq.materials").fields
+  local mat_fields = require("cq.materials").fields()
   for _, name in ipairs { "material", "vol0", "mass", "act_id", "act_axis", "wall_area", unpack(mat_fields) } do
     P[name] = w:_writable(name)
   end
-  for p = 1, w.n do
+  local n = w.n
+  for p = 1, n do
     local m = self.mat[p]
-    for _, name in ipairs(mat_fields) do P[name][p - 1] = m[name] end
+    for _, name in ipairs(mat_fields) do -- a number, or a vector's components (component-major)
+      local v = m[name]
+      if type(v) == "table" then for c = 1, self.dim do P[name][(c - 1) * n + p - 1] = v[c] or 0 end
+      elseif v ~= nil then P[name][p - 1] = v end
+    end
     P.material[p - 1] = cq.MATERIAL[m.model]
     P.vol0[p - 1] = self.vol[p]
     P.mass[p - 1] = m.density * self.vol[p]

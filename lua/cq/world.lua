@@ -354,7 +354,13 @@ function World:fill(name, value, first, last)
   check.integer(where, "first", first, 1, n)
   check.integer(where, "last", last, first, n)
   local arr = self:_writable(name)
-  if f.shape == 1 then -- one value per axis
+  if f.shape == 1 and type(value) == "function" then -- one vector per particle
+    for p = first, last do
+      local x = value(p)
+      check.vector(where, name .. " function's value for particle " .. p, x, self.dim)
+      for a = 1, self.dim do arr[(a - 1) * n + p - 1] = x[a] end
+    end
+  elseif f.shape == 1 then -- one value per axis
     check.vector(where, name, value, self.dim)
     for p = first, last do for a = 1, self.dim do arr[(a - 1) * n + p - 1] = value[a] end end
   elseif name == "material" and type(value) == "string" then

@@ -18,6 +18,7 @@ static cq_params params(void) {
   cq_params m;
   memset(&m, 0, sizeof m);
   m.vol_own = 1;
+  m.n = 1; /* one particle: vector parameters are [D][1] */
 #define CQI_POINT(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) m.name = name##_v;
   CQ_PARAM_FIELDS(CQI_POINT)
 #undef CQI_POINT
