@@ -197,6 +197,13 @@ static int ensure_partials(cuda_backend* g, long blocks) {
   return CQ_OK;
 }
 
+/* A zero gradient state, for a pass given none (its kernel then does not read it). */
+static inline cq_particles cqk_no_particles(void) {
+  cq_particles z;
+  memset(&z, 0, sizeof z);
+  return z;
+}
+
 /* The mass moments' adjoint seed, passed by value (at most 25 doubles). */
 typedef struct {
   double g[CQI_MOMENTS_MAX];
@@ -447,6 +454,7 @@ static double cuda_free_memory(cqi_backend* b) {
 /* ---- stages (per dimension, cuda_loops.cuh) ---- */
 
 CQI_DIM_DISPATCH(cuda)
+CQ_PASSES(CQI_CUDA_DISPATCH_ROW)
 
 static int cuda_grid_clear(cqi_backend* b, cq_real* grid) { return CQI_BY_DIM(b, cuda_grid_clear, grid); }
 
@@ -604,16 +612,12 @@ static const cqi_backend_ops cuda_ops = {
     cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_moments, cuda_moments_adj, cuda_grid_axpy, cuda_grid_dot,
     cuda_grid_norm_inf,
     cuda_grid_sums,
-    cuda_implicit_stress, cuda_implicit_hvp, cuda_implicit_node, cuda_implicit_bc, cuda_implicit_precond,
-    cuda_implicit_stress_adj, cuda_implicit_node_adj, cuda_implicit_bc_adj,
     NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
     cuda_host_alloc, cuda_host_free,
     cuda_shared_alloc, cuda_shared_free,
     NULL, NULL, NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
-    cuda_vol_sums, cuda_vol_pressure, cuda_vol_adj_sums, cuda_vol_adj, cuda_vol_strain_adj,
-    cuda_vol_project, cuda_vol_project_share, cuda_vol_project_adj,
-    cuda_fill_scatter, cuda_fill_node, cuda_fill_force, cuda_fill_adj,
-    NULL, NULL, /* the fill's rows and the fixed groups' blocks for the direct preconditioner: host-memory only */
+    NULL,             /* the fixed groups' blocks for the direct preconditioner: host-memory only */
+    CQ_PASSES(CQI_CUDA_OP_ROW)
 };
 
 /* Allocates the device copies of the model and the small reduction buffers. */

@@ -432,152 +432,6 @@ __global__ void CQ_D(cqk_grid_sums)(CQK_SUBSTEP c, cqi_box b, const cq_real* x, 
     for (int d = 0; d <= D; d++) partial[d * gridDim.x + blockIdx.x] = sum[d][0];
 }
 
-/* The implicit solve (engine/implicit.h): particle scatters (atomics, as P2G) and node passes over the active box. */
-__global__ void CQ_D(cqk_implicit_stress)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, cq_real* out) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(implicit_stress)(&c, &s, &m, p, v, out);
-}
-
-__global__ void CQ_D(cqk_implicit_hvp)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* dir,
-                                       cq_real* out) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(implicit_hvp)(&c, &s, &m, p, v, dir, out);
-}
-
-/* The averaged volumetric term (engine/volumetric.h): sums scattered with atomics, pressures gathered. The forward
- * ones run in the explicit step's batches: nothing after a failed check (a particle outside the grid would index
- * past the sums). */
-__global__ void CQ_D(cqk_vol_sums)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, int diff,
-                                   cq_real* sums, const unsigned long long* key) {
-  if (*key != ULLONG_MAX) return;
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_sum)(&c, &s, &m, p, v, diff, sums);
-}
-
-__global__ void CQ_D(cqk_vol_pressure)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
-                                       const cq_real* dsums, cq_real* out, const unsigned long long* key) {
-  if (*key != ULLONG_MAX) return;
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_pressure)(&c, &s, &m, p, sums, dsums, out);
-}
-
-__global__ void CQ_D(cqk_vol_adj_sums)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* g_pg,
-                                       const cq_real* lam, cq_real* gsums) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_adj_sum)(&c, &s, &m, p, g_pg, lam, gsums);
-}
-
-__global__ void CQ_D(cqk_vol_strain_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* gJ,
-                                          cq_real* out) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_strain_adj)(&c, &s, &m, p, gJ, out);
-}
-
-__global__ void CQ_D(cqk_vol_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* gsums,
-                                  cq_real* gJ, cq_particles gs, cq_param_grads gp) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_adj)(&c, &s, &m, p, v, gsums, gJ, &gs, &gp);
-}
-
-__global__ void CQ_D(cqk_vol_project)(CQK_SUBSTEP c, cq_particles s, CQK_PARAMS m, const cq_real* sums,
-                                      const unsigned long long* key) {
-  if (*key != ULLONG_MAX) return;
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_project)(&c, &s, &m, p, sums);
-}
-
-__global__ void CQ_D(cqk_vol_project_share)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
-                                            const cq_real* gF, cq_real* share) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_project_share)(&c, &s, &m, p, sums, gF, share);
-}
-
-__global__ void CQ_D(cqk_vol_project_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* sums,
-                                          const cq_real* gsums, const cq_real* share, cq_real* gF, cq_param_grads gp) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(vol_project_adj)(&c, &s, &m, p, sums, gsums, share, gF, &gp);
-}
-
-/* The fill water (fill.h): particle scatters (atomic) and a node pass over the region's box. */
-__global__ void CQ_D(cqk_fill_scatter)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, cq_real* out,
-                                       const unsigned long long* key) {
-  if (*key != ULLONG_MAX) return; /* nothing after a failed check: a particle outside the grid */
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(fill_scatter)(&c, &s, &m, p, v, out);
-}
-
-__global__ void CQ_D(cqk_fill_node)(CQK_SUBSTEP c, cqi_box b, int mode, cq_real* base, cq_real* ref, const cq_real* at,
-                                    cq_real* out) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long o = CQ_D(cqk_box_node)(&c, b, t, i) * (D + 1);
-  CQ_D(fill_node)(&c, mode, i, base ? base + o : NULL, ref ? ref + o : NULL, at ? at + o : NULL, out ? out + o : NULL);
-}
-
-__global__ void CQ_D(cqk_fill_force)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* pn, cq_real scale,
-                                     cq_real* out, const unsigned long long* key) {
-  if (*key != ULLONG_MAX) return;
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(fill_force)(&c, &s, &m, p, pn, scale, out);
-}
-
-__global__ void CQ_D(cqk_fill_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v, const cq_real* lam,
-                                   const cq_real* lin, const cq_real* adj, cq_particles gs, cq_param_grads gp) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(fill_adj)(&c, &s, &m, p, v, lam, lin, adj, &gs, &gp);
-}
-
-__global__ void CQ_D(cqk_implicit_node)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x, cq_real* y) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i);
-  CQ_D(implicit_node)(&c, node, i, vstar + node * (D + 1), x ? x + node * (D + 1) : NULL, y + node * (D + 1));
-}
-
-__global__ void CQ_D(cqk_implicit_bc)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, cq_real* v) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i);
-  CQ_D(implicit_bc_node)(&c, node, i, vstar + node * (D + 1), v + node * (D + 1));
-}
-
-__global__ void CQ_D(cqk_implicit_precond)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* x,
-                                           cq_real* y) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
-  CQ_D(implicit_precond_node)(&c, node, i, vstar + o, x + o, y + o);
-}
-
-/* Its adjoint: a particle gather (no atomics) and node passes over the active box. */
-__global__ void CQ_D(cqk_implicit_stress_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, const cq_real* v,
-                                              const cq_real* lam, cq_particles g0, cq_param_grads gp) {
-  int p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p < s.n) CQ_D(implicit_stress_adj)(&c, &s, &m, p, v, lam, &g0, &gp);
-}
-
-__global__ void CQ_D(cqk_implicit_node_adj)(CQK_SUBSTEP c, cqi_box b, const cq_real* mp, const cq_real* vstar,
-                                            const cq_real* v, const cq_real* lam, cq_real* out) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
-  CQ_D(implicit_node_adj)(&c, node, i, mp + o, vstar + o, v + o, lam + o, out + o);
-}
-
-__global__ void CQ_D(cqk_implicit_bc_adj)(CQK_SUBSTEP c, cqi_box b, const cq_real* vstar, const cq_real* v,
-                                          cq_real* g) {
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= b.count) return;
-  int i[3];
-  long node = CQ_D(cqk_box_node)(&c, b, t, i), o = node * (D + 1);
-  CQ_D(implicit_bc_node_adj)(&c, node, i, vstar + o, v + o, g + o);
-}
-
 /* ---- host side: the primitives for dimension D ---- */
 
 static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
@@ -789,153 +643,70 @@ static int CQ_D(cuda_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
   return CQ_OK;
 }
 
-static int CQ_D(cuda_implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                      const cq_real* v, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_implicit_stress), s->n, *c, *s, *m, v, out);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                   const cq_real* v, const cq_real* dir, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_implicit_hvp), s->n, *c, *s, *m, v, dir, out);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                               const cq_real* v, int diff, cq_real* sums) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_sums), s->n, *c, *s, *m, v, diff, sums, g->key);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                   const cq_real* sums, const cq_real* dsums, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_pressure), s->n, *c, *s, *m, sums, dsums, out, g->key);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                   const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_adj_sums), s->n, *c, *s, *m, g_pg, lam, gsums);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
-                                     const cq_params* m, const cq_real* gJ, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_strain_adj), s->n, *c, *s, *m, gJ, out);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                              const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,
-                              const cq_param_grads* gp) {
-  cuda_backend* g = (cuda_backend*)b;
-  cq_particles none; /* gs is NULL when gJ takes the gradient (the implicit adjoint): the kernel does not read it */
-  memset(&none, 0, sizeof none);
-  LAUNCH(CQ_D(cqk_vol_adj), s->n, *c, *s, *m, v, gsums, gJ, gs ? *gs : none, *gp);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
-                                  const cq_real* sums) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_project), s->n, *c, *s, *m, sums, g->key);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_project_share)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
-                                        const cq_params* m, const cq_real* sums, const cq_real* gF, cq_real* share) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_project_share), s->n, *c, *s, *m, sums, gF, share);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                      const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
-                                      const cq_param_grads* gp) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_vol_project_adj), s->n, *c, *s, *m, sums, gsums, share, gF, *gp);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                   const cq_real* v, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_fill_scatter), s->n, *c, *s, *m, v, out, g->key);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_fill_node)(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref,
-                                const cq_real* at, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  TRY(host_box(g));
-  LAUNCH(CQ_D(cqk_fill_node), g->box.count, *c, g->box, mode, base, ref, at, out);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                 const cq_real* pn, cq_real scale, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_fill_force), s->n, *c, *s, *m, pn, scale, out, g->key);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                               const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,
-                               cq_particles* gs, const cq_param_grads* gp) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_fill_adj), s->n, *c, *s, *m, v, lam, lin, adj, *gs, *gp);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
-                                    cq_real* y) {
-  cuda_backend* g = (cuda_backend*)b;
-  TRY(host_box(g));
-  LAUNCH(CQ_D(cqk_implicit_node), g->box.count, *c, g->box, vstar, x, y);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
-  cuda_backend* g = (cuda_backend*)b;
-  TRY(host_box(g));
-  LAUNCH(CQ_D(cqk_implicit_bc), g->box.count, *c, g->box, vstar, v);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
-                                       cq_real* y) {
-  cuda_backend* g = (cuda_backend*)b;
-  TRY(host_box(g));
-  LAUNCH(CQ_D(cqk_implicit_precond), g->box.count, *c, g->box, vstar, x, y);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
-                                          const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,
-                                          const cq_param_grads* gp) {
-  cuda_backend* g = (cuda_backend*)b;
-  LAUNCH(CQ_D(cqk_implicit_stress_adj), s->n, *c, *s, *m, v, lam, *g0, *gp);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
-                                        const cq_real* v, const cq_real* lam, cq_real* out) {
-  cuda_backend* g = (cuda_backend*)b;
-  TRY(host_box(g));
-  LAUNCH(CQ_D(cqk_implicit_node_adj), g->box.count, *c, g->box, mp, vstar, v, lam, out);
-  return CQ_OK;
-}
-
-static int CQ_D(cuda_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,
-                                      cq_real* gv) {
-  cuda_backend* g = (cuda_backend*)b;
-  TRY(host_box(g));
-  LAUNCH(CQ_D(cqk_implicit_bc_adj), g->box.count, *c, g->box, vstar, v, gv);
-  return CQ_OK;
-}
+/* The plain passes (engine/passes.h), one kernel and launcher per row: a thread per particle (scatters add with
+ * atomics: CQ_SCATTER_ADD in the bodies) or per node of the active box. A row with key does nothing after a failed
+ * check of the control step's batch (a particle outside the grid would index past the grid). Arguments: a state's
+ * gradient and the parameter gradients go by value (the body gets their address), the rest as they are. */
+#define CQI_KDECL(kind, name) CQI_CAT(CQI_KDECL_, kind)(name)
+#define CQI_KDECL_GS(x) cq_particles x
+#define CQI_KDECL_GP(x) cq_param_grads x
+#define CQI_KDECL_R CQI_PDECL_R
+#define CQI_KDECL_CR CQI_PDECL_CR
+#define CQI_KDECL_G CQI_PDECL_G
+#define CQI_KDECL_CG CQI_PDECL_CG
+#define CQI_KDECL_I CQI_PDECL_I
+#define CQI_KDECL_S CQI_PDECL_S
+#define CQI_KARG(kind, name) CQI_CAT(CQI_KARG_, kind)(name)
+#define CQI_KARG_GS(x) &x
+#define CQI_KARG_GP(x) &x
+#define CQI_KARG_R(x) x
+#define CQI_KARG_CR(x) x
+#define CQI_KARG_I(x) x
+#define CQI_KARG_S(x) x
+#define CQI_LARG(kind, name) CQI_CAT(CQI_LARG_, kind)(name)
+#define CQI_LARG_GS(x) ((x) ? *(x) : cqk_no_particles())
+#define CQI_LARG_GP(x) (*(x))
+#define CQI_LARG_R(x) x
+#define CQI_LARG_CR(x) x
+#define CQI_LARG_G(x) x
+#define CQI_LARG_CG(x) x
+#define CQI_LARG_I(x) x
+#define CQI_LARG_S(x) x
+#define CQI_KCAT_(a, b) a##b
+#define CQI_KCAT(a, b) CQI_KCAT_(a, b)
+#define CQI_CUDA_PASS(op, body, over, keyed, gpu, ...)                                                          \
+  CQI_IF(gpu)(CQI_KCAT(CQI_CUDA_PASS_, over)(op, body, keyed, __VA_ARGS__))
+#define CQI_CUDA_PASS_PARTICLES(op, body, keyed, ...)                                                               \
+  __global__ void CQ_D(cqk_##op)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, CQI_PMAP(CQI_KDECL, __VA_ARGS__),   \
+                                 const unsigned long long* key_) {                                               \
+    if (key_ && *key_ != ULLONG_MAX) return;                                                                     \
+    int p = blockIdx.x * blockDim.x + threadIdx.x;                                                               \
+    if (p < s.n) CQ_D(body)(&c, &s, &m, p, CQI_PMAP(CQI_KARG, __VA_ARGS__));                                     \
+  }                                                                                                              \
+  static CQI_PASS_SIGNATURE(CQ_D(cuda_##op), PARTICLES, __VA_ARGS__) {                                          \
+    cuda_backend* g = (cuda_backend*)b;                                                                          \
+    LAUNCH(CQ_D(cqk_##op), s->n, *c, *s, *m, CQI_PMAP(CQI_LARG, __VA_ARGS__), (keyed) ? g->key : NULL);          \
+    return CQ_OK;                                                                                                \
+  }
+#define CQI_CUDA_PASS_SCATTER CQI_CUDA_PASS_PARTICLES
+#define CQI_CUDA_PASS_GROUPS CQI_CUDA_PASS_PARTICLES
+#define CQI_CUDA_PASS_NODES(op, body, keyed, ...)                                                                   \
+  __global__ void CQ_D(cqk_##op)(CQK_SUBSTEP c, cqi_box bx, CQI_PMAP(CQI_KDECL, __VA_ARGS__)) {                   \
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;                                                        \
+    if (t >= bx.count) return;                                                                                   \
+    int i[3];                                                                                                    \
+    long node = CQ_D(cqk_box_node)(&c, bx, t, i);                                                                \
+    CQ_D(body)(&c, node, i, CQI_PMAP(CQI_PNODE, __VA_ARGS__));                                                   \
+  }                                                                                                              \
+  static CQI_PASS_SIGNATURE(CQ_D(cuda_##op), NODES, __VA_ARGS__) {                                              \
+    cuda_backend* g = (cuda_backend*)b;                                                                          \
+    TRY(host_box(g));                                                                                            \
+    LAUNCH(CQ_D(cqk_##op), g->box.count, *c, g->box, CQI_PMAP(CQI_LARG, __VA_ARGS__));                          \
+    return CQ_OK;                                                                                                \
+  }
+CQ_PASSES(CQI_CUDA_PASS)
+#undef CQI_CUDA_PASS
+#undef CQI_CUDA_PASS_PARTICLES
+#undef CQI_CUDA_PASS_SCATTER
+#undef CQI_CUDA_PASS_GROUPS
+#undef CQI_CUDA_PASS_NODES

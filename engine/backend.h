@@ -10,6 +10,7 @@
 #include "error.h"
 #include "kernel_types.h"
 #include "model.h"
+#include "passes.h"
 
 typedef struct cqi_backend cqi_backend;
 
@@ -124,28 +125,6 @@ typedef struct cqi_backend_ops {
    * fill water's energy along a line, fill.h). */
   int (*grid_sums)(cqi_backend* b, const cq_real* x, double* out);
 
-  /* The implicit grid update (seed 003 eq. 12; bodies in implicit.h), over the active region. v, dir, x, y, out: grid
-   * vectors (B); vstar: (v*[D], mass) per node. implicit_stress adds the elastic part of grad (dt E) at the grid
-   * velocities v into out, implicit_hvp its Hessian applied to dir (particle scatters). implicit_node does y += m x
-   * (x may be NULL) and projects y onto the boundary constraints of the solve; implicit_bc applies the boundaries'
-   * own laws to the converged velocities v in place; implicit_precond is the solve's preconditioner. */
-  int (*implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                         const cq_real* v, cq_real* out);
-  int (*implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                      const cq_real* v, const cq_real* dir, cq_real* out);
-  int (*implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x, cq_real* y);
-  int (*implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v);
-  /* y = Pi x / m per node (the conjugate gradients' preconditioner); y distinct from x. */
-  int (*implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x, cq_real* y);
-  /* Its adjoint (implicit function theorem, implicit.h): implicit_stress_adj adds lam . d(implicit_stress at v)/d(x,
-   * F, parameters) of every particle into g0->x, g0->F and gp (a particle gather: deterministic); implicit_node_adj
-   * adds lam . d(m (v - v*))/d(P2G's momentum and mass) to out (c without boundaries, as for v*);
-   * implicit_bc_adj turns dL/d(velocity after implicit_bc) in g into dL/d(converged v), in place. */
-  int (*implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                             const cq_real* v, const cq_real* lam, cq_particles* g0, const cq_param_grads* gp);
-  int (*implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
-                           const cq_real* v, const cq_real* lam, cq_real* out);
-  int (*implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v, cq_real* g);
   /* The direct preconditioner's assembly (implicit_factor.c), for host-memory backends (NULL elsewhere):
    * implicit_slots numbers the nodes with mass in a fixed order into slot[n_nodes] (-1 elsewhere) and *count;
    * implicit_blocks adds every particle's elastic Hessian blocks at v (implicit.h implicit_blocks) into blocks and
@@ -179,62 +158,16 @@ typedef struct cqi_backend_ops {
   int (*keep)(cqi_backend* b, const cq_real* grid, void* record);
   int (*restore)(cqi_backend* b, cq_real* grid, const void* record);
 
-  /* The averaged volumetric term (volumetric.h): vol_sums adds each particle's (V0 K, V0 (J - 1), V0) into its group
-   * node of sums (a grid vector; J - 1 from det F when v is NULL, else Jl - 1 at the grid velocities v; diff: only
-   * V0 dJl along v); vol_pressure then writes out[p] = its group's pressure K_g (J_g - 1) (with dsums, the diff sums:
-   * its differential). */
-  int (*vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
-                  int diff, cq_real* sums);
-  int (*vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                      const cq_real* sums, const cq_real* dsums, cq_real* out);
-  /* Its adjoint: vol_adj_sums adds each particle's dL/d(group pressure) (g_pg[p], or from the implicit adjoint's
-   * multipliers lam when g_pg is NULL) into its group node of gsums (slot 0); vol_adj then gives each particle its
-   * share through the group's sums c->vol_sums (at v as in vol_sums): vol0 and bulk gradients into gp, dL/d(J - 1)
-   * into gJ[p], or through det F into gs->F when gJ is NULL. */
-  int (*vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                      const cq_real* g_pg, const cq_real* lam, cq_real* gsums);
-  int (*vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
-                 const cq_real* gsums, cq_real* gJ, cq_particles* gs, const cq_param_grads* gp);
-  /* vol_strain_adj adds each particle's dL/dJl (gJ[p]) into the grid vector out through Jl's grid velocities. */
-  int (*vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                        const cq_real* gJ, cq_real* out);
-  /* The groups' volume projection (volumetric.h vol_project): every member's F scaled to its group's mean J (sums:
-   * vol_sums at v NULL). Its adjoint: vol_project_share writes each member's a_p s_p into share (their group sums by
-   * vol_adj_sums into gsums), then vol_project_adj turns gF (a [D*D][n] gradient of the projected F) in place into
-   * dL/dF and adds dL/dvol0 into gp; s is the state before the projection. */
-  int (*vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* sums);
-  int (*vol_project_share)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                           const cq_real* sums, const cq_real* gF, cq_real* share);
-  int (*vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                         const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
-                         const cq_param_grads* gp);
-
-  /* The fill water (fill.h): fill_scatter adds each particle's fill sums (v NULL) or the fill's change at the grid
-   * velocities v into out (a grid vector); fill_node runs one node pass (mode CQI_FILL_*) over the active region on
-   * the grid vectors base, ref, at, out (any but the mode's may be NULL); fill_force adds each particle's share of the
-   * fill pressure's impulse (pn's slot 1), times scale, into the grid vector out. */
-  int (*fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                      const cq_real* v, cq_real* out);
-  int (*fill_node)(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref, const cq_real* at,
-                   cq_real* out);
-  int (*fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                    const cq_real* pn, cq_real scale, cq_real* out);
-  /* Its adjoint (after fill_scatter of the multipliers and fill_node's CQI_FILL_ADJ): fill_adj adds each particle's
-   * gradients (fill.h fill_adj) into gs and gp. */
-  int (*fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* v,
-                  const cq_real* lam, const cq_real* lin, const cq_real* adj, cq_particles* gs,
-                  const cq_param_grads* gp);
-  /* For the direct preconditioner (implicit_factor.c; host-memory backends, NULL elsewhere): fill_rows adds each
-   * particle's share of the fill's rows g_ij (fill.h fill_rows) into rows ([count][5^D][D], zero on entry) at the
-   * nodes numbered by implicit_slots. */
-  int (*fill_rows)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                   const int32_t* slot, double* rows);
   /* For the direct preconditioner with fixed groups (volumetric_groups = "initial"; host-memory backends, NULL
    * elsewhere): vol_group_blocks adds every group's exact blocks (K_g / V_g) a_g a_g^T, a_g on the union of its
    * members' stencils now, into blocks ([count][9^D][D][D], offsets within four cells, as implicit_factor.c's wide
    * pattern) at the nodes numbered by implicit_slots; implicit_blocks then leaves the groups out. */
   int (*vol_group_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                           const int32_t* slot, double* blocks);
+
+  /* The plain passes (engine/passes.h: the implicit solve's, the averaged volumetric term's, the fill water's), one
+   * member per row of CQ_PASSES, what each does beside its row. */
+  CQ_PASSES(CQI_PASS_MEMBER)
 } cqi_backend_ops;
 
 /* The part every backend shares; a backend's own struct starts with it. */

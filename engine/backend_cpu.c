@@ -231,10 +231,7 @@ static int cpu_implicit_blocks(cqi_backend* b, const cq_substep* c, const cq_par
                                const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
   return CQI_BY_DIM(b, cpu_implicit_blocks, c, s, m, v, slot, nbr, blocks);
 }
-static int cpu_fill_rows(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                         const int32_t* slot, double* rows) {
-  return CQI_BY_DIM(b, cpu_fill_rows, c, s, m, slot, rows);
-}
+CQ_PASSES(CQI_CPU_DISPATCH_ROW)
 
 static int cpu_vol_group_blocks(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                                 const int32_t* slot, double* blocks) {
@@ -252,15 +249,12 @@ static const cqi_backend_ops cpu_ops = {
     cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_moments, cpu_moments_adj, cpu_grid_axpy, cpu_grid_dot,
     cpu_grid_norm_inf,
     cpu_grid_sums,
-    cpu_implicit_stress, cpu_implicit_hvp, cpu_implicit_node, cpu_implicit_bc, cpu_implicit_precond,
-    cpu_implicit_stress_adj, cpu_implicit_node_adj, cpu_implicit_bc_adj,
     cpu_implicit_slots, cpu_implicit_blocks,
     NULL, NULL, /* host memory is the backend's: plain calloc and free */
     NULL, NULL, /* and the kernels use every state in place */
     cpu_keep_bytes, cpu_keep, cpu_restore,
-    cpu_vol_sums, cpu_vol_pressure, cpu_vol_adj_sums, cpu_vol_adj, cpu_vol_strain_adj,
-    cpu_vol_project, cpu_vol_project_share, cpu_vol_project_adj,
-    cpu_fill_scatter, cpu_fill_node, cpu_fill_force, cpu_fill_adj, cpu_fill_rows, cpu_vol_group_blocks,
+    cpu_vol_group_blocks,
+    CQ_PASSES(CQI_CPU_OP_ROW)
 };
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {

@@ -63,89 +63,6 @@
   static int P##_grid_sums(cqi_backend* b, const cq_real* x, double* out) {                                        \
     return CQI_BY_DIM(b, P##_grid_sums, x, out);                                                                   \
   }                                                                                                                \
-  static int P##_implicit_stress(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,    \
-                                 const cq_real* v, cq_real* out) {                                                  \
-    return CQI_BY_DIM(b, P##_implicit_stress, c, s, m, v, out);                                                    \
-  }                                                                                                                \
-  static int P##_implicit_hvp(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,       \
-                              const cq_real* v, const cq_real* dir, cq_real* out) {                                 \
-    return CQI_BY_DIM(b, P##_implicit_hvp, c, s, m, v, dir, out);                                                  \
-  }                                                                                                                \
-  static int P##_implicit_node(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,        \
-                               cq_real* y) {                                                                        \
-    return CQI_BY_DIM(b, P##_implicit_node, c, vstar, x, y);                                                       \
-  }                                                                                                                \
-  static int P##_implicit_bc(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {              \
-    return CQI_BY_DIM(b, P##_implicit_bc, c, vstar, v);                                                            \
-  }                                                                                                               \
-  static int P##_implicit_precond(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,     \
-                                  cq_real* y) {                                                                     \
-    return CQI_BY_DIM(b, P##_implicit_precond, c, vstar, x, y);                                                    \
-  }                                                                                                                \
-  static int P##_implicit_stress_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s,                   \
-                                     const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,    \
-                                     const cq_param_grads* gp) {                                                    \
-    return CQI_BY_DIM(b, P##_implicit_stress_adj, c, s, m, v, lam, g0, gp);                                        \
-  }                                                                                                                \
-  static int P##_implicit_node_adj(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,   \
-                                   const cq_real* v, const cq_real* lam, cq_real* out) {                            \
-    return CQI_BY_DIM(b, P##_implicit_node_adj, c, mp, vstar, v, lam, out);                                        \
-  }                                                                                                                \
-  static int P##_implicit_bc_adj(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,      \
-                                 cq_real* g) {                                                                      \
-    return CQI_BY_DIM(b, P##_implicit_bc_adj, c, vstar, v, g);                                                     \
-  }                                                                                                               \
-  static int P##_vol_sums(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,          \
-                          const cq_real* v, int diff, cq_real* sums) {                                             \
-    return CQI_BY_DIM(b, P##_vol_sums, c, s, m, v, diff, sums);                                                    \
-  }                                                                                                               \
-  static int P##_vol_pressure(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
-                              const cq_real* sums, const cq_real* dsums, cq_real* out) {                           \
-    return CQI_BY_DIM(b, P##_vol_pressure, c, s, m, sums, dsums, out);                                             \
-  }                                                                                                               \
-  static int P##_vol_adj_sums(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
-                              const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {                           \
-    return CQI_BY_DIM(b, P##_vol_adj_sums, c, s, m, g_pg, lam, gsums);                                            \
-  }                                                                                                               \
-  static int P##_vol_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,           \
-                         const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,                    \
-                         const cq_param_grads* gp) {                                                               \
-    return CQI_BY_DIM(b, P##_vol_adj, c, s, m, v, gsums, gJ, gs, gp);                                              \
-  }                                                                                                               \
-  static int P##_vol_strain_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,    \
-                                const cq_real* gJ, cq_real* out) {                                                 \
-    return CQI_BY_DIM(b, P##_vol_strain_adj, c, s, m, gJ, out);                                                    \
-  }                                                                                                               \
-  static int P##_vol_project(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,             \
-                             const cq_real* sums) {                                                                \
-    return CQI_BY_DIM(b, P##_vol_project, c, s, m, sums);                                                          \
-  }                                                                                                               \
-  static int P##_vol_project_share(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, \
-                                   const cq_real* sums, const cq_real* gF, cq_real* share) {                      \
-    return CQI_BY_DIM(b, P##_vol_project_share, c, s, m, sums, gF, share);                                         \
-  }                                                                                                               \
-  static int P##_vol_project_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,   \
-                                 const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,    \
-                                 const cq_param_grads* gp) {                                                       \
-    return CQI_BY_DIM(b, P##_vol_project_adj, c, s, m, sums, gsums, share, gF, gp);                                \
-  }                                                                                                               \
-  static int P##_fill_scatter(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,      \
-                              const cq_real* v, cq_real* out) {                                                   \
-    return CQI_BY_DIM(b, P##_fill_scatter, c, s, m, v, out);                                                       \
-  }                                                                                                               \
-  static int P##_fill_node(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref,            \
-                           const cq_real* at, cq_real* out) {                                                     \
-    return CQI_BY_DIM(b, P##_fill_node, c, mode, base, ref, at, out);                                              \
-  }                                                                                                               \
-  static int P##_fill_force(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,        \
-                            const cq_real* pn, cq_real scale, cq_real* out) {                                     \
-    return CQI_BY_DIM(b, P##_fill_force, c, s, m, pn, scale, out);                                                 \
-  }                                                                                                               \
-  static int P##_fill_adj(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,          \
-                          const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,          \
-                          cq_particles* gs, const cq_param_grads* gp) {                                           \
-    return CQI_BY_DIM(b, P##_fill_adj, c, s, m, v, lam, lin, adj, gs, gp);                                         \
-  }                                                                                                               \
   static int P##_moments(cqi_backend* b, const cq_particles* s, const cq_params* m, double* out) {                \
     return CQI_BY_DIM(b, P##_moments, s, m, out);                                                                  \
   }                                                                                                               \
@@ -153,4 +70,13 @@
                              cq_particles* gs, cq_real* gmass) {                                                  \
     return CQI_BY_DIM(b, P##_moments_adj, s, m, g, gs, gmass);                                                     \
   }
+
+/* The plain passes' dispatch (engine/passes.h), one per row: CQ_PASSES(CQI_CPU_DISPATCH_ROW) in backend_cpu.c,
+ * CQ_PASSES(CQI_CUDA_DISPATCH_ROW) in cuda/cuda.cu (the rows the GPU has). And each backend's ops table entry. */
+#define CQI_CPU_DISPATCH_ROW(op, body, over, key, gpu, ...) CQI_PASS_DISPATCH(cpu, op, over, __VA_ARGS__)
+#define CQI_CUDA_DISPATCH_ROW(op, body, over, key, gpu, ...) CQI_IF(gpu)(CQI_PASS_DISPATCH(cuda, op, over, __VA_ARGS__))
+#define CQI_CPU_OP_ROW(op, ...) cpu_##op,
+#define CQI_CUDA_OP_ROW(op, body, over, key, gpu, ...) CQI_CAT(CQI_CUDA_OP_, gpu)(op)
+#define CQI_CUDA_OP_1(op) cuda_##op,
+#define CQI_CUDA_OP_0(op) NULL, /* a host-memory backend's pass */
 #endif

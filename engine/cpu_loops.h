@@ -512,46 +512,6 @@ static int CQ_D(cpu_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
   }
   return CQ_OK;
 }
-/* The implicit solve (implicit.h): particle scatters in colored slabs like P2G, node passes over the region. */
-static int CQ_D(cpu_implicit_stress)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                     const cq_real* v, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(implicit_stress)(c, s, m, p, v, out))
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_implicit_hvp)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                  const cq_real* v, const cq_real* dir, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(implicit_hvp)(c, s, m, p, v, dir, out))
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_implicit_node)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
-                                   cq_real* y) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_REGION(cb, *c, {
-    CQ_D(implicit_node)(c, node, i, vstar + node * (D + 1), x ? x + node * (D + 1) : NULL, y + node * (D + 1));
-  })
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_implicit_bc)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, cq_real* v) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_REGION(cb, *c, { CQ_D(implicit_bc_node)(c, node, i, vstar + node * (D + 1), v + node * (D + 1)); })
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_implicit_precond)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* x,
-                                      cq_real* y) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_REGION(cb, *c, {
-    long o = node * (D + 1);
-    CQ_D(implicit_precond_node)(c, node, i, vstar + o, x + o, y + o);
-  })
-  return CQ_OK;
-}
-
 /* The direct preconditioner's assembly (implicit_factor.c): the nodes with mass numbered in region order (serial:
  * the numbering is the matrix's, the same for any thread count), then the particles' Hessian blocks scattered in
  * colored slabs as P2G (each node's blocks are written by one thread, in a fixed particle order). */
@@ -677,72 +637,6 @@ static int CQ_D(cpu_vol_group_blocks)(cqi_backend* b, const cq_substep* c, const
   return CQ_OK;
 }
 
-/* The averaged volumetric term (volumetric.h): its sums scattered like P2G (each node's in a fixed particle order,
- * so they are the same for any thread count), its pressures gathered particle by particle. */
-static int CQ_D(cpu_vol_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                              const cq_real* v, int diff, cq_real* sums) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_GROUPS(cb, c, CQ_D(vol_sum)(c, s, m, p, v, diff, sums))
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_vol_strain_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                    const cq_real* gJ, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(vol_strain_adj)(c, s, m, p, gJ, out))
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_vol_adj_sums)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                  const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_GROUPS(cb, c, CQ_D(vol_adj_sum)(c, s, m, p, g_pg, lam, gsums))
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_vol_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                             const cq_real* v, const cq_real* gsums, cq_real* gJ, cq_particles* gs,
-                             const cq_param_grads* gp) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(vol_adj)(c, s, m, p, v, gsums, gJ, gs, gp);
-  return CQ_OK;
-}
-
-/* The groups' volume projection and its adjoint: particle by particle, each writing only its own F (gF, share). */
-static int CQ_D(cpu_vol_project)(cqi_backend* b, const cq_substep* c, cq_particles* s, const cq_params* m,
-                                 const cq_real* sums) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(vol_project)(c, s, m, p, sums);
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_vol_project_share)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
-                                       const cq_params* m, const cq_real* sums, const cq_real* gF, cq_real* share) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(vol_project_share)(c, s, m, p, sums, gF, share);
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_vol_project_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                     const cq_real* sums, const cq_real* gsums, const cq_real* share, cq_real* gF,
-                                     const cq_param_grads* gp) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(vol_project_adj)(c, s, m, p, sums, gsums, share, gF, gp);
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_vol_pressure)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                  const cq_real* sums, const cq_real* dsums, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(vol_pressure)(c, s, m, p, sums, dsums, out);
-  return CQ_OK;
-}
-
 /* Mass moments (moments.h): fixed chunks of particles summed in particle order, then the chunks in order, so the sums
  * are the same for any thread count. The adjoint writes each particle's own entries. */
 #define CQI_MOMENT_CHUNKS 64
@@ -771,78 +665,40 @@ static int CQ_D(cpu_moments_adj)(cqi_backend* b, const cq_particles* s, const cq
   return CQ_OK;
 }
 
-/* The fill water (fill.h): its scatters like P2G (each node's sums in a fixed particle order: the same for any thread
- * count), its node passes over the region. */
-static int CQ_D(cpu_fill_scatter)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                  const cq_real* v, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(fill_scatter)(c, s, m, p, v, out))
-  return CQ_OK;
-}
+/* The plain passes (engine/passes.h), one loop per row: PARTICLES in fixed chunks by index (each particle writes its
+ * own entries), SCATTER in colored slabs like P2G and GROUPS in their order (each node's sums in a fixed particle
+ * order), NODES over the active region: the same results for any thread count. */
+#define CQI_CPU_LOOP_PARTICLES(cb, c, body)                                          \
+  _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)")          \
+  for (int p = 0; p < s->n; p++) body;
+#define CQI_CPU_LOOP_SCATTER(cb, c, body) CQI_FOR_SLABS(cb, body)
+#define CQI_CPU_LOOP_GROUPS(cb, c, body) CQI_FOR_GROUPS(cb, c, body)
+#define CQI_CPU_LOOP_NODES(cb, c, body) CQI_FOR_REGION(cb, *c, body)
+#define CQI_CPU_BODY_PARTICLES(body, ...) CQ_D(body)(c, s, m, p, CQI_PMAP(CQI_PNAME, __VA_ARGS__))
+#define CQI_CPU_BODY_SCATTER CQI_CPU_BODY_PARTICLES
+#define CQI_CPU_BODY_GROUPS CQI_CPU_BODY_PARTICLES
+#define CQI_CPU_BODY_NODES(body, ...) CQ_D(body)(c, node, i, CQI_PMAP(CQI_PNODE, __VA_ARGS__))
+#define CQI_LCAT_(a, b) a##b
+#define CQI_LCAT(a, b) CQI_LCAT_(a, b)
+#define CQI_CPU_PASS(op, body, over, key, gpu, ...)                                              \
+  static CQI_PASS_SIGNATURE(CQ_D(cpu_##op), over, __VA_ARGS__) {                                 \
+    cpu_backend* cb = (cpu_backend*)b;                                                          \
+    CQI_LCAT(CQI_CPU_LOOP_, over)(cb, c, CQI_CAT(CQI_CPU_BODY_, over)(body, __VA_ARGS__))       \
+    return CQ_OK;                                                                               \
+  }
+CQ_PASSES(CQI_CPU_PASS)
+#undef CQI_CPU_PASS
+#undef CQI_CPU_LOOP_PARTICLES
+#undef CQI_CPU_LOOP_SCATTER
+#undef CQI_CPU_LOOP_GROUPS
+#undef CQI_CPU_LOOP_NODES
+#undef CQI_CPU_BODY_PARTICLES
+#undef CQI_CPU_BODY_SCATTER
+#undef CQI_CPU_BODY_GROUPS
+#undef CQI_CPU_BODY_NODES
+#undef CQI_LCAT
+#undef CQI_LCAT_
 
-static int CQ_D(cpu_fill_node)(cqi_backend* b, const cq_substep* c, int mode, cq_real* base, cq_real* ref,
-                               const cq_real* at, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_REGION(cb, *c, {
-    long o = node * (D + 1);
-    CQ_D(fill_node)(c, mode, i, base ? base + o : NULL, ref ? ref + o : NULL, at ? at + o : NULL, out ? out + o : NULL);
-  })
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_fill_force)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                                const cq_real* pn, cq_real scale, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(fill_force)(c, s, m, p, pn, scale, out))
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_fill_rows)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                               const int32_t* slot, double* rows) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_SLABS(cb, CQ_D(fill_rows)(c, s, m, p, slot, rows)) /* each node's rows by one thread, in a fixed order */
-  return CQ_OK;
-}
-
-/* Each particle writes only its own gradients. */
-static int CQ_D(cpu_fill_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                              const cq_real* v, const cq_real* lam, const cq_real* lin, const cq_real* adj,
-                              cq_particles* gs, const cq_param_grads* gp) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(fill_adj)(c, s, m, p, v, lam, lin, adj, gs, gp);
-  return CQ_OK;
-}
-
-/* Its adjoint: a particle gather (each particle writes only its own gradients) and node passes over the region. */
-static int CQ_D(cpu_implicit_stress_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s,
-                                         const cq_params* m, const cq_real* v, const cq_real* lam, cq_particles* g0,
-                                         const cq_param_grads* gp) {
-  cpu_backend* cb = (cpu_backend*)b;
-#pragma omp parallel for schedule(static) num_threads(cb->threads)
-  for (int p = 0; p < s->n; p++) CQ_D(implicit_stress_adj)(c, s, m, p, v, lam, g0, gp);
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_implicit_node_adj)(cqi_backend* b, const cq_substep* c, const cq_real* mp, const cq_real* vstar,
-                                       const cq_real* v, const cq_real* lam, cq_real* out) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_REGION(cb, *c, {
-    long o = node * (D + 1);
-    CQ_D(implicit_node_adj)(c, node, i, mp + o, vstar + o, v + o, lam + o, out + o);
-  })
-  return CQ_OK;
-}
-
-static int CQ_D(cpu_implicit_bc_adj)(cqi_backend* b, const cq_substep* c, const cq_real* vstar, const cq_real* v,
-                                     cq_real* g) {
-  cpu_backend* cb = (cpu_backend*)b;
-  CQI_FOR_REGION(cb, *c, {
-    long o = node * (D + 1);
-    CQ_D(implicit_bc_node_adj)(c, node, i, vstar + o, v + o, g + o);
-  })
-  return CQ_OK;
-}
 #undef CQI_SLAB
 
 #undef CQI_LANE_MATERIALS

@@ -22,6 +22,25 @@
  * linearisation = (dphi, p, K_i / phi0_i^2 where r > 1, or where the node is under pressure at v + d after an
  * active-set round's CQI_FILL_PREDICT). Included once per dimension by kernels.h. */
 
+/* Its backend passes (engine/passes.h: X(op, body, over, key, gpu, (kind, arg)...)). fill_scatter adds each
+ * particle's fill sums (v NULL) or the fill's change at the grid velocities v into out (a grid vector); fill_node runs
+ * one node pass (mode CQI_FILL_*) over the active region on the grid vectors base, ref, at, out (any but the mode's may
+ * be NULL); fill_force adds each particle's share of the fill pressure's impulse (pn's slot 1), times scale, into the
+ * grid vector out. The adjoint (after fill_scatter of the multipliers and fill_node's CQI_FILL_ADJ): fill_adj adds
+ * each particle's gradients into gs and gp. For the direct preconditioner (implicit_factor.c; host-memory backends):
+ * fill_rows adds each particle's share of the fill's rows g_ij into rows ([count][5^D][D], zero on entry) at the
+ * nodes numbered by implicit_slots. */
+#ifndef CQ_FILL_PASSES
+#define CQ_FILL_PASSES(X)                                                                                         \
+  X(fill_scatter, fill_scatter, SCATTER, 1, 1, (CR, v), (R, out))                                                  \
+  X(fill_node, fill_node, NODES, 0, 1, (I, mode), (G, base), (G, ref), (CG, at), (G, out))                         \
+  X(fill_force, fill_force, SCATTER, 1, 1, (CR, pn), (S, scale), (R, out))                                         \
+  X(fill_adj, fill_adj, PARTICLES, 0, 1, (CR, v), (CR, lam), (CR, lin), (CR, adj), (GS, gs), (GP, gp))             \
+  X(fill_rows, fill_rows, SCATTER, 0, 0, (CI, slot), (DR, rows))
+#endif
+
+#ifdef D /* its bodies, per dimension (kernels.h) */
+
 /* The fill sums of particle p into its stencil nodes. v NULL: slot 0 += w V / dx^D, slot 1 += w V K / dx^D for a
  * fluid (K its bulk). Else slot 0 += the fill's change dt (V / dx^D) grad w . u_p at the grid velocities v. */
 CQ_HD void CQ_D(fill_scatter)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* v,
@@ -142,7 +161,7 @@ CQ_HD void CQ_D(fill_predict_node)(const cq_real* base, cq_real* lin, cq_real* o
  *   LINE:  along a line v + a d (the Newton step's line search): ref[0] = dphi_i at v, at[0] = delta_i (d's dphi),
  *          out[0] = a delta_i on entry; out = (W_i(a) - W_i(0), dW_i/da, d2W_i/da2) (fill_line_node);
  *   PREDICT: fill_predict_node(base, ref, out): ref the linearisation at v, out[0] = delta_i on entry. */
-CQ_HD void CQ_D(fill_node)(const cq_substep* c, int mode, const int i[3], cq_real* base, cq_real* ref,
+CQ_HD void CQ_D(fill_node)(const cq_substep* c, long node, const int i[3], int mode, cq_real* base, cq_real* ref,
                            const cq_real* at, cq_real* out) {
   if (mode == CQI_FILL_BASE) {
     base[0] += CQ_D(fill_wall_share)(c, i);
@@ -314,3 +333,4 @@ CQ_HD void CQ_D(fill_adj)(const cq_substep* c, const cq_particles* s, const cq_p
     for (int b = 0; b < D; b++) gs->F[(a * D + b) * n + p] += gV * V * Fit[a][b];
   }
 }
+#endif

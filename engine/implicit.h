@@ -9,6 +9,30 @@
  * is the explicit update's momentum balance with the stress taken at F_p(v) instead of F_p. Included once per
  * dimension by kernels.h. */
 
+/* Its backend passes (engine/passes.h: X(op, body, over, key, gpu, (kind, arg)...)), over the active region. v, dir,
+ * x, y, out: grid vectors (B); vstar: (v*[D], mass) per node. implicit_stress adds the elastic part of grad (dt E) at
+ * the grid velocities v into out, implicit_hvp its Hessian applied to dir (particle scatters). implicit_node does
+ * y += m x (x may be NULL) and projects y onto the boundary constraints of the solve; implicit_bc applies the
+ * boundaries' own laws to the converged velocities v in place; implicit_precond is the solve's preconditioner, y =
+ * Pi x / m per node (y distinct from x). The adjoint (implicit function theorem): implicit_stress_adj adds
+ * lam . d(implicit_stress at v)/d(x, F, parameters) of every particle into g0->x, g0->F and gp (a gather:
+ * deterministic); implicit_node_adj adds lam . d(m (v - v*))/d(P2G's momentum and mass) to out (c without
+ * boundaries, as for v*); implicit_bc_adj turns dL/d(velocity after implicit_bc) in gv into dL/d(converged v), in
+ * place. */
+#ifndef CQ_IMPLICIT_PASSES
+#define CQ_IMPLICIT_PASSES(X)                                                                                     \
+  X(implicit_stress, implicit_stress, SCATTER, 0, 1, (CR, v), (R, out))                                            \
+  X(implicit_hvp, implicit_hvp, SCATTER, 0, 1, (CR, v), (CR, dir), (R, out))                                       \
+  X(implicit_node, implicit_node, NODES, 0, 1, (CG, vstar), (CG, x), (G, y))                                       \
+  X(implicit_bc, implicit_bc_node, NODES, 0, 1, (CG, vstar), (G, v))                                               \
+  X(implicit_precond, implicit_precond_node, NODES, 0, 1, (CG, vstar), (CG, x), (G, y))                            \
+  X(implicit_stress_adj, implicit_stress_adj, PARTICLES, 0, 1, (CR, v), (CR, lam), (GS, g0), (GP, gp))             \
+  X(implicit_node_adj, implicit_node_adj, NODES, 0, 1, (CG, mp), (CG, vstar), (CG, v), (CG, lam), (G, out))       \
+  X(implicit_bc_adj, implicit_bc_node_adj, NODES, 0, 1, (CG, vstar), (CG, v), (G, gv))
+#endif
+
+#ifdef D /* its bodies, per dimension (kernels.h) */
+
 /* The inertia term's mass of a node, m_i / damp (vstar: (v*[D], m_i)). The explicit step damps its whole update,
  * v = damp (v^n + dt (f_ext + f_int) / m); with m_i / damp here the solve's minimum is that same update with f_int
  * at F_p(v), so a body at rest balances its whole load. (With m_i alone it balanced damp f_ext: a pressurised
@@ -549,3 +573,4 @@ CQ_HD void CQ_D(implicit_bc_node_adj)(const cq_substep* c, long node, const int 
   int nb = CQ_D(node_bcs)(c, node, i, bcs);
   CQ_D(bc_chain_adj)(bcs, nb, v, g);
 }
+#endif

@@ -14,6 +14,32 @@
  * step and the linearised Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve (implicit.volume = "linear",
  * implicit.h). Particles without a bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
 
+/* Its backend passes (engine/passes.h: X(op, body, over, key, gpu, (kind, arg)...)). vol_sums adds each particle's
+ * (V0 K, V0 (J - 1), V0) into its group node of sums (a grid vector; J - 1 from det F when v is NULL, else Jl - 1 at
+ * the grid velocities v; diff: only V0 dJl along v); vol_pressure then writes out[p] = its group's pressure
+ * K_g (J_g - 1) (with dsums, the diff sums: its differential). The adjoint: vol_adj_sums adds each particle's
+ * dL/d(group pressure) (g_pg[p], or from the implicit adjoint's multipliers lam when g_pg is NULL) into its group node
+ * of gsums (slot 0); vol_adj gives each particle its share through the group's sums c->vol_sums (at v as in
+ * vol_sums): vol0 and bulk gradients into gp, dL/d(J - 1) into gJ[p], or through det F into gs->F when gJ is NULL;
+ * vol_strain_adj adds each particle's dL/dJl (gJ[p]) into the grid vector out through Jl's grid velocities. The
+ * groups' volume projection: vol_project scales every member's F to its group's mean J (sums: vol_sums at v NULL);
+ * its adjoint vol_project_share writes each member's a_p s_p into share (their group sums by vol_adj_sums into
+ * gsums), then vol_project_adj turns gF (a [D*D][n] gradient of the projected F) in place into dL/dF and adds
+ * dL/dvol0 into gp; s is the state before the projection. */
+#ifndef CQ_VOLUMETRIC_PASSES
+#define CQ_VOLUMETRIC_PASSES(X)                                                                                   \
+  X(vol_sums, vol_sum, GROUPS, 1, 1, (CR, v), (I, diff), (R, sums))                                                \
+  X(vol_pressure, vol_pressure, PARTICLES, 1, 1, (CR, sums), (CR, dsums), (R, out))                                \
+  X(vol_adj_sums, vol_adj_sum, GROUPS, 0, 1, (CR, g_pg), (CR, lam), (R, gsums))                                    \
+  X(vol_adj, vol_adj, PARTICLES, 0, 1, (CR, v), (CR, gsums), (R, gJ), (GS, gs), (GP, gp))                           \
+  X(vol_strain_adj, vol_strain_adj, SCATTER, 0, 1, (CR, gJ), (R, out))                                             \
+  X(vol_project, vol_project, PARTICLES, 1, 1, (CR, sums))                                                         \
+  X(vol_project_share, vol_project_share, PARTICLES, 0, 1, (CR, sums), (CR, gF), (R, share))                        \
+  X(vol_project_adj, vol_project_adj, PARTICLES, 0, 1, (CR, sums), (CR, gsums), (CR, share), (R, gF), (GP, gp))
+#endif
+
+#ifdef D /* its bodies, per dimension (kernels.h) */
+
 /* The share of particle p's bulk modulus K that stays on its own J: K_s = min(K, c M), M the P-wave modulus of its
  * model (about its shear stiffness) and c the world option volumetric_own (1 by default). The isochoric models
  * (Mooney-Rivlin, Yeoh, Ogden) have no other stiffness against one particle's volume changing while its group's
@@ -225,7 +251,8 @@ CQ_HD cq_real CQ_D(vol_project_scale)(const cq_real* sg, cq_real J) {
 }
 
 /* F_p <- s_p F_p for a member of a group (sums: vol_sums at v NULL). */
-CQ_HD void CQ_D(vol_project)(const cq_substep* c, cq_particles* s, const cq_params* m, int p, const cq_real* sums) {
+CQ_HD void CQ_D(vol_project)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
+                             const cq_real* sums) {
   if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
   cq_real F[D][D], x[D];
   CQ_D(vol_load)(s, p, x, F);
@@ -341,3 +368,4 @@ CQ_HD void CQ_D(vol_blocks_node)(const cq_substep* c, long node, const cq_real* 
     }
   }
 }
+#endif
