@@ -28,7 +28,7 @@ TARGET_ARCH := $(shell $(CC) $(OPT) -Q --help=target 2>/dev/null | awk '$$1 == "
 FULL_VERSION := $(VERSION)+src.$(SRC_HASH)$(if $(TARGET_ARCH),.$(TARGET_ARCH))$(if $(GIT_REV),.git.$(GIT_REV)$(GIT_MOD))
 $(shell mkdir -p $(BUILD) && (echo '$(FULL_VERSION)' | cmp -s - $(BUILD)/version.txt || echo '$(FULL_VERSION)' > $(BUILD)/version.txt))
 
-DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \
+DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson lua-filesystem libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \
   pkg-config gcc g++ make
 # pictures: videos (cq.frames.video), plots (cq.plot), and the independent PLY reader of tests/export_spec.lua
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
@@ -55,7 +55,7 @@ GEN := $(BUILD)/gen
 MATERIALS_H := $(GEN)/cq_materials.h
 ENGINE_HDR := $(wildcard engine/*.h) $(MATERIALS_H)
 CFLAGS += -I$(GEN) -Iengine
-ENGINE_CFLAGS :=
+ENGINE_CFLAGS := -DCQ_LIB_VERSION='"$(VERSION)"' 
 ENGINE_LIBS := -lmetis -llapack -lblas -lm
 
 .PHONY: all deps test test-slurm bench bench-fluid bench-implicit bench-peers demo install clean

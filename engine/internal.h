@@ -45,9 +45,9 @@ struct cq_world {
 };
 
 /* cqi_state_len and cqi_particles_view (the layout of a state block) are in kernel_types.h. */
-cq_state* cqi_state_alloc(int dim, int n);
-/* The same with block from ops->shared_alloc where the backend has one (the kernels then use it in place), else
- * from ops->host_alloc (page-locked memory for faster transfers), else calloc. */
+/* A state of n particles in dimension dim (every field zero), its block from ops->shared_alloc where the backend has
+ * one (the kernels then use it in place), else from ops->host_alloc (page-locked memory for faster transfers), else
+ * calloc (ops NULL: calloc). */
 cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n);
 /* Which field, particle (0-based) and component (0-based, row-major for matrices) entry i of a state block is. */
 void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component);

@@ -55,7 +55,6 @@ struct cqi_chol {
   double** upd;
   double* xw;
   size_t front_len;
-  double entries, flops;
   int factored;
 };
 
@@ -82,11 +81,6 @@ void cqi_chol_free(cqi_chol* c) {
   if (!c) return;
   drop_analysis(c);
   free(c);
-}
-
-void cqi_chol_stats(const cqi_chol* c, double* entries, double* flops) {
-  *entries = c->entries;
-  *flops = c->flops;
 }
 
 static int cmp_i32(const void* a, const void* b) {
@@ -305,7 +299,6 @@ static int supernodes(cqi_chol* c, long n, int bs, const int32_t* parent, const 
   }
   /* rows below supernode s: its last column's structure less that column; sizes of panels and fronts */
   int64_t r = 0, l = 0, front_peak = 0;
-  c->entries = c->flops = 0;
   for (long s = 0; s < m; s++) {
     c->first[s] = sf[s];
     c->rptr[s] = r;
@@ -315,9 +308,7 @@ static int supernodes(cqi_chol* c, long n, int bs, const int32_t* parent, const 
     for (int32_t k = sf[s]; k <= last; k++) sn_of[k] = (int32_t)s;
     double fc = (double)sk[s] * bs, nb = (double)sb[s] * bs, f = fc + nb;
     l += (int64_t)(f * fc);
-    c->entries += fc * (fc + 1) / 2 + fc * nb;
     c->cost[s] = fc * fc * fc / 3 + nb * fc * fc + nb * nb * fc;
-    c->flops += c->cost[s];
     if ((int64_t)(f * f) > front_peak) front_peak = (int64_t)(f * f);
   }
   c->first[m] = (int32_t)n;

@@ -44,7 +44,5 @@ int cqi_chol_concurrent(void);
 /* x = A^-1 x in place (x: [n][bs], in A's node order), with the factors of the last successful cqi_chol_factor
  * (L^-T S L^-1 x with neg). */
 void cqi_chol_solve(cqi_chol* c, double* x);
-/* Sizes of the last factorisation: entries of L (dense supernode panels) and floating-point operations. */
-void cqi_chol_stats(const cqi_chol* c, double* entries, double* flops);
 
 #endif

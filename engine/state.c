@@ -33,7 +33,6 @@ cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n) {
   s->p = cqi_particles_view(s->block, n, dim);
   return s;
 }
-cq_state* cqi_state_alloc(int dim, int n) { return cqi_state_alloc_on(NULL, dim, n); }
 
 cq_state* cq_state_create(const cq_world* w) {
   int n = w->model.n, D = w->model.dim;

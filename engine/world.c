@@ -6,10 +6,12 @@
 #include <string.h>
 #include "internal.h"
 
-#define CQ_VERSION_STR "0.1.0"
+#ifndef CQ_LIB_VERSION /* the Makefile's VERSION */
+#define CQ_LIB_VERSION "unknown"
+#endif
 
 int cq_real_bits(void) { return CQ_REAL_BITS; }
-const char* cq_version(void) { return CQ_VERSION_STR; }
+const char* cq_version(void) { return CQ_LIB_VERSION; }
 
 /* ---- tables ---- */
 

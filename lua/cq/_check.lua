@@ -26,12 +26,6 @@ function M.raise(msg)
   end
 end
 
---- Re-raises an error caught by pcall inside the package (e.g. from a user callback) with context prepended, keeping
---- the position it already carries.
-function M.rethrow(context, err)
-  error(context .. tostring(err), 0)
-end
-
 local function fmt(v)
   if type(v) == "string" then return string.format("%q", v) end
   return tostring(v)

@@ -2,34 +2,24 @@
 -- creation and checks, atomic writes, rotation of earlier files.
 local M = {}
 
-local ok_lfs, lfs = pcall(require, "lfs")
+local lfs = require "lfs" -- LuaFileSystem (Debian lua-filesystem, installed by the Makefile)
 
 --- True when path names an existing directory.
-function M.is_dir(path)
-  if ok_lfs then return lfs.attributes(path, "mode") == "directory" end
-  local f = io.open(path .. "/.", "r")
-  if f then f:close() return true end
-  return false
-end
+function M.is_dir(path) return lfs.attributes(path, "mode") == "directory" end
 
 --- Creates directory dir and its missing parents; returns true, or nil and a reason.
 function M.mkdir_p(dir)
   if dir == "" or M.is_dir(dir) then return true end
-  if ok_lfs then
-    local prefix = dir:sub(1, 1) == "/" and "/" or ""
-    for part in dir:gmatch("[^/]+") do
-      prefix = prefix .. part
-      if not M.is_dir(prefix) then
-        local ok, err = lfs.mkdir(prefix)
-        if not ok and not M.is_dir(prefix) then return nil, err end
-      end
-      prefix = prefix .. "/"
+  local prefix = dir:sub(1, 1) == "/" and "/" or ""
+  for part in dir:gmatch("[^/]+") do
+    prefix = prefix .. part
+    if not M.is_dir(prefix) then
+      local ok, err = lfs.mkdir(prefix)
+      if not ok and not M.is_dir(prefix) then return nil, err end
     end
-    return true
+    prefix = prefix .. "/"
   end
-  os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
-  if M.is_dir(dir) then return true end
-  return nil, "mkdir failed"
+  return true
 end
 
 --- Renames the finished temporary file tmp over path (one step: readers see the old file or the new one, never a

@@ -4,7 +4,7 @@
 -- cq.save, cq.load, cq.plot (draws CSV logs); collections stay namespaced: cq.objectives, cq.frames, cq.export,
 -- cq.json. Each lives in its own module (cq/<module>.lua), loaded on first use.
 
-local M = { _VERSION = "0.1.0" }
+local M = {}
 
 
 --- The engine's field tables (engine/fields.h) of a precision's library: state, param and control fields, each
@@ -19,6 +19,8 @@ end
 -- Constructors, classes, registries and collections, loaded on first use: `require "cq"` itself loads no engine
 -- library.
 local lazy = {
+  -- the release (the Makefile's VERSION, through the engine library)
+  _VERSION = function() return require("ffi").string(require("cq._ffi").lib("f64").cq_version()) end,
   world = function() return require("cq.world").new end,
   World = function() return require("cq.world").World end,
   State = function() return require("cq.state").State end,
