@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include "implicit_factor.h"
 #include "integrator.h"
+#include "krylov.h"
 
 enum { MAX_HALVINGS = 30 };
 /* Levels of split substeps (implicit.max_split <= 30, model.c). */
@@ -121,13 +122,6 @@ static void implicit_destroy(cqi_sim* sim) {
   sim->ws = NULL;
 }
 
-/* y = a x + b z over the active region (y distinct from x and z). */
-static int lincomb(cqi_backend* be, cq_real* y, cq_real a, const cq_real* x, cq_real b, const cq_real* z) {
-  TRY(be->ops->grid_clear(be, y));
-  TRY(be->ops->grid_axpy(be, a, x, y));
-  return be->ops->grid_axpy(be, b, z, y);
-}
-
 /* g = grad (dt E) at v, projected: the elastic scatter plus m (v - v*). el_norm (may be NULL) receives the infinity
  * norm of the projected elastic part alone. */
 static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* g,
@@ -143,7 +137,7 @@ static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, co
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, g));
     TRY(be->ops->grid_norm_inf(be, g, el_norm));
   }
-  TRY(lincomb(be, ws->tmp, 1, v, -1, ws->vstar));
+  TRY(cqi_grid_lincomb(be, ws->tmp, 1, v, -1, ws->vstar));
   return be->ops->implicit_node(be, c, ws->vstar, ws->tmp, g);
 }
 
@@ -177,42 +171,43 @@ static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_
  * descent direction, since the preconditioner is definite. dHd receives d.H d (the sum of alpha_k r_k.z_k over the
  * iterations, as the directions are H-conjugate; 0 for the fallback, whose curvature is not known). With the fill
  * water, H's share of W is that of the last cqi_fill_linearise or cqi_fill_predict. */
+/* The operator of the Krylov solves (krylov.h): H at ws->v and the preconditioner above. */
+typedef struct {
+  cqi_sim* sim;
+  const cq_substep* c;
+  const cq_particles* s;
+} hessian_ctx;
+static int hessian_apply(void* ctx, const cq_real* x, cq_real* y) {
+  hessian_ctx* h = ctx;
+  return hessian_times(h->sim, h->c, h->s, ((implicit_ws*)h->sim->ws)->v, x, y);
+}
+static int hessian_precond(void* ctx, const cq_real* r, cq_real* z) {
+  hessian_ctx* h = ctx;
+  return precondition(h->sim, h->c, r, z);
+}
+/* Runs a Krylov solver on H with the workspace's vectors (keeping CG's swap of p and q). */
+static int krylov(int (*solver)(cqi_backend*, const cqi_linop*, cq_real, const cq_real*, cq_real*, double, int,
+                                cqi_krylov_ws*, cqi_krylov_info*),
+                  cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* b, cq_real* x,
+                  double tol, cqi_krylov_info* info) {
+  implicit_ws* ws = sim->ws;
+  hessian_ctx h = {sim, c, s};
+  cqi_linop A = {hessian_apply, hessian_precond, &h};
+  cqi_krylov_ws w = {ws->r, ws->z, ws->p, ws->q, ws->hp, ws->g, ws->vt};
+  int st = solver(sim->be, &A, sign, b, x, tol, ws->max_cg, &w, info);
+  ws->p = w.p, ws->q = w.q;
+  return st;
+}
+
 static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* g, double eta,
                         int* iters, double* dHd) {
   implicit_ws* ws = sim->ws;
-  cqi_backend* be = sim->be;
-  TRY(be->ops->grid_clear(be, ws->d));
-  TRY(lincomb(be, ws->r, -1, g, 0, g));
-  TRY(precondition(sim, c, ws->r, ws->z));
-  TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
-  double rr, rz, gg;
-  TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-  TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
-  gg = rr;
-  *dHd = 0;
-  int k = 0;
-  for (; k < ws->max_cg && rr > eta * eta * gg; k++) {
-    double pHp;
-    TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
-    TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
-    if (!(pHp > 0)) {
-      if (k == 0) TRY(lincomb(be, ws->d, 1, ws->z, 0, ws->z)); /* M^-1 (-g): the projected Newton step */
-      break;
-    }
-    double alpha = rz / pHp, rz1;
-    *dHd += alpha * rz;
-    TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, ws->d));
-    TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
-    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-    TRY(precondition(sim, c, ws->r, ws->z));
-    TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
-    TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p)); /* p = z + beta p */
-    cq_real* t = ws->p;
-    ws->p = ws->q;
-    ws->q = t;
-    rz = rz1;
-  }
-  *iters = k;
+  cqi_krylov_info info;
+  TRY(krylov(cqi_cg, sim, c, s, -1, g, ws->d, eta, &info));
+  if (info.outcome == CQI_KRYLOV_INDEFINITE && info.iterations == 0) /* M^-1 (-g): the projected Newton step */
+    TRY(cqi_grid_lincomb(sim->be, ws->d, 1, ws->z, 0, ws->z));
+  *iters = info.iterations;
+  *dHd = info.xAx;
   return CQ_OK;
 }
 
@@ -304,11 +299,11 @@ static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles
     TRY(cqi_fill_predict(sim, c, s, ws->d, &changed));
     if (round == 0 && changed == 0) return CQ_OK;
     if (changed == 0 || round == ws->fill_rounds) break;
-    TRY(lincomb(be, ws->gt, 1, ws->g, 0, ws->g));
+    TRY(cqi_grid_lincomb(be, ws->gt, 1, ws->g, 0, ws->g));
     TRY(cqi_fill_predict_gradient(sim, c, s, ws->gt)); /* (before fill_model, which reuses the fill's buffers) */
     if (round == 0) {
       TRY(fill_model(sim, c, s, ws->d, *dHd, 1, &best, step));
-      TRY(lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
+      TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
     }
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, ws->gt)); /* projected, as g is */
     TRY(refactor(sim, c, s)); /* stale factors here cost more CG and Newton iterations than they save */
@@ -318,14 +313,14 @@ static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles
     TRY(fill_model(sim, c, s, ws->d, *dHd, 0, &value, &a));
     last = value < best;
     if (last) {
-      TRY(lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
+      TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
       best = value, best_dHd = *dHd, *step = a;
     }
   }
   *dHd = best_dHd;
   /* the factors hold the last round's pieces: the next iterate's only if it settled and its direction is kept */
   *chosen = !(best < INFINITY) ? FILL_STALE_NONE : changed || !last ? FILL_UNSETTLED : FILL_SETTLED;
-  return lincomb(be, ws->d, 1, ws->vt, 0, ws->vt);
+  return cqi_grid_lincomb(be, ws->d, 1, ws->vt, 0, ws->vt);
 }
 
 /* Minimises dt E (eq. 12) over ws->v from the boundary-projected v* (ws->v on entry): Newton with CG directions
@@ -368,7 +363,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     stale = cg_its > REFACTOR_CG || chosen == FILL_UNSETTLED || chosen == FILL_STALE_NONE;
     TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
     if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
-      TRY(lincomb(be, ws->d, -1, ws->g, 0, ws->g));
+      TRY(cqi_grid_lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
       dHd = 0; /* not known along this d: the fill's first step then takes W alone as the model's curvature */
     }
@@ -379,7 +374,7 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     }
     int h = 0;
     for (; h < MAX_HALVINGS; h++, a *= 0.5) {
-      TRY(lincomb(be, ws->vt, 1, ws->v, (cq_real)a, ws->d));
+      TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->v, (cq_real)a, ws->d));
       TRY(gradient(sim, c, s, ws->vt, ws->gt, NULL));
       TRY(be->ops->grid_dot(be, ws->gt, ws->d, &slope));
       if (c->fill) TRY(cqi_fill_line(sim, c, a, wa));
@@ -553,42 +548,20 @@ static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
 static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
                     cq_real* x, long k) {
   implicit_ws* ws = sim->ws;
-  cqi_backend* be = sim->be;
-  double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor, rr, rz, bb;
-  TRY(be->ops->grid_clear(be, x));
+  double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
   if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
-  TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
-  TRY(precondition(sim, c, ws->r, ws->z));
-  TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
-  TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-  TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz));
-  bb = rr;
-  int it = 0;
-  for (; rr > tol * tol * bb; it++) {
-    if (it == ws->max_cg)
-      return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve did not converge "
-                        "(||r|| / ||b|| = %.3g after max_cg = %d conjugate-gradient iterations, tol %g); raise "
-                        "implicit.max_cg or loosen implicit.tol", k + 1, sqrt(rr / bb), ws->max_cg, tol);
-    double pHp;
-    sim->stats.adjoint_cg++;
-    TRY(hessian_times(sim, c, s, ws->v, ws->p, ws->hp));
-    TRY(be->ops->grid_dot(be, ws->p, ws->hp, &pHp));
-    if (!(pHp > 0))
-      return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the Hessian of eq. 12 is not "
-                        "positive definite at the converged velocities (p.Hp = %.3g at adjoint iteration %d), so the "
-                        "implicit function theorem gives no gradient; use a smaller dt", k + 1, pHp, it + 1);
-    double alpha = rz / pHp, rz1;
-    TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->p, x));
-    TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->hp, ws->r));
-    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-    TRY(precondition(sim, c, ws->r, ws->z));
-    TRY(be->ops->grid_dot(be, ws->r, ws->z, &rz1));
-    TRY(lincomb(be, ws->q, 1, ws->z, (cq_real)(rz1 / rz), ws->p));
-    cq_real* t = ws->p;
-    ws->p = ws->q;
-    ws->q = t;
-    rz = rz1;
-  }
+  cqi_krylov_info info;
+  TRY(krylov(cqi_cg, sim, c, s, sign, rhs, x, tol, &info));
+  sim->stats.adjoint_cg += info.products;
+  if (info.outcome == CQI_KRYLOV_MAX_ITERATIONS)
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve did not converge "
+                      "(||r|| / ||b|| = %.3g after max_cg = %d conjugate-gradient iterations, tol %g); raise "
+                      "implicit.max_cg or loosen implicit.tol", k + 1, info.rel, ws->max_cg, tol);
+  if (info.outcome == CQI_KRYLOV_INDEFINITE)
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the Hessian of eq. 12 is not "
+                      "positive definite at the converged velocities (p.Hp = %.3g at adjoint iteration %d), so the "
+                      "implicit function theorem gives no gradient; use a smaller dt", k + 1, info.curvature,
+                      info.iterations + 1);
   return CQ_OK;
 }
 
@@ -600,53 +573,16 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
 static int bicgstab_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
                           cq_real* x, long k) {
   implicit_ws* ws = sim->ws;
-  cqi_backend* be = sim->be;
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
-  double rho = 1, alpha = 1, omega = 1, rr, bb, rho1, rv, ts, tt;
-  TRY(be->ops->grid_clear(be, x));
   if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
-  TRY(lincomb(be, ws->r, sign, rhs, 0, rhs));
-  TRY(lincomb(be, ws->g, 1, ws->r, 0, ws->r));
-  TRY(be->ops->grid_clear(be, ws->p));
-  TRY(be->ops->grid_clear(be, ws->q));
-  TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-  bb = rr;
-  const char* why = NULL;
-  for (int it = 0; rr > tol * tol * bb; it++) {
-    if (it == ws->max_cg) why = "max_cg iterations";
-    else {
-      TRY(be->ops->grid_dot(be, ws->g, ws->r, &rho1));
-      if (!(rho1 != 0) || !(omega != 0)) why = "a breakdown (r0 . r = 0)";
-    }
-    if (why)
-      return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
-                        "implicit chamber pressure's non-symmetric Jacobian) did not converge: %s, ||r|| / ||b|| = "
-                        "%.3g (tol %g); raise implicit.max_cg or use a smaller dt", k + 1, why, sqrt(rr / bb), tol);
-    sim->stats.adjoint_cg++;
-    double beta = (rho1 / rho) * (alpha / omega);
-    TRY(be->ops->grid_axpy(be, (cq_real)-omega, ws->q, ws->p)); /* p = r + beta (p - omega v) */
-    TRY(lincomb(be, ws->z, 1, ws->r, (cq_real)beta, ws->p));
-    TRY(lincomb(be, ws->p, 1, ws->z, 0, ws->z));
-    TRY(precondition(sim, c, ws->p, ws->z));
-    TRY(hessian_times(sim, c, s, ws->v, ws->z, ws->q));
-    TRY(be->ops->grid_dot(be, ws->g, ws->q, &rv));
-    if (!(rv != 0)) return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve "
-                                      "(BiCGStab) broke down (r0 . A p = 0)", k + 1);
-    alpha = rho1 / rv;
-    TRY(be->ops->grid_axpy(be, (cq_real)alpha, ws->z, x));
-    TRY(be->ops->grid_axpy(be, (cq_real)-alpha, ws->q, ws->r)); /* s */
-    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-    if (rr <= tol * tol * bb) break;
-    TRY(precondition(sim, c, ws->r, ws->vt));
-    TRY(hessian_times(sim, c, s, ws->v, ws->vt, ws->hp));
-    TRY(be->ops->grid_dot(be, ws->hp, ws->r, &ts));
-    TRY(be->ops->grid_dot(be, ws->hp, ws->hp, &tt));
-    omega = tt > 0 ? ts / tt : 0;
-    TRY(be->ops->grid_axpy(be, (cq_real)omega, ws->vt, x));
-    TRY(be->ops->grid_axpy(be, (cq_real)-omega, ws->hp, ws->r));
-    TRY(be->ops->grid_dot(be, ws->r, ws->r, &rr));
-    rho = rho1;
-  }
+  cqi_krylov_info info;
+  TRY(krylov(cqi_bicgstab, sim, c, s, sign, rhs, x, tol, &info));
+  sim->stats.adjoint_cg += info.iterations;
+  if (info.outcome != CQI_KRYLOV_CONVERGED)
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
+                      "implicit chamber pressure's non-symmetric Jacobian) did not converge: %s, ||r|| / ||b|| = "
+                      "%.3g (tol %g); raise implicit.max_cg or use a smaller dt", k + 1,
+                      info.outcome == CQI_KRYLOV_MAX_ITERATIONS ? "max_cg iterations" : info.why, info.rel, tol);
   return CQ_OK;
 }
 
@@ -689,7 +625,7 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   cq_substep cv = *c; /* the transposed products; averaged: the groups' pressures at v, their adjoint (volumetric.h) */
   if (c->vol_averaged) TRY(cqi_vol_state_adjoint(sim, &cv, s, ws->v, g1->pg, out->gp, ws->gt)); /* s1->pg's share */
   else TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* pg passes through */
-  TRY(lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
+  TRY(cqi_grid_lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
   cv.pressure_product = CQI_PRODUCT_T;
   if (c->implicit_pressure) TRY(bicgstab_solve(sim, &cv, s, -1, ws->tmp, ws->d, k)); /* lam = -A^-T Pi dL/dv */
@@ -708,11 +644,11 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   if (c->fill) TRY(cqi_fill_adjoint(sim, c, s, ws->v, ws->d, g0, out->gp)); /* the fill water's share (fill.h) */
   /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A^T lam), where (I - Pi) m lam = 0; then v0's grid update
    * (with the boundaries) back to P2G's grid, and v* and m there too */
-  TRY(lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
+  TRY(cqi_grid_lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
   if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, ws->d));
   TRY(op->implicit_hvp(be, &cv, s, &sim->view->params, ws->v, ws->d, ws->g));
   if (c->fill) TRY(cqi_fill_hvp(sim, c, s, ws->d, ws->g)); /* linearised at v by the solve */
-  TRY(lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
+  TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->vt));
   TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
   TRY(op->grid_update_adj(be, c, ws->grid, ws->g));
@@ -746,7 +682,7 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
     TRY(level_buffer(sim, &ws->att[level]));
     TRY(copy_state(sim, ws->att[level], in.x));
     out1 = cqi_particles_view(ws->att[level], n, D);
-    TRY(lincomb(be, ws->vt, 1, ws->v, 0, ws->v));
+    TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->v, 0, ws->v));
     TRY(be->ops->implicit_bc(be, &c, ws->vstar, ws->vt));
     TRY(be->ops->g2p(be, &c, &out1, &sim->view->params, ws->vt, &bad));
     split = retryable(bad.check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK, &bad);
