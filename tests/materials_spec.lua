@@ -355,6 +355,8 @@ describe("materials in the robot builder", function()
       { { model = "fiber_reinforced", fiber_E = 5 }, "material.fiber_dir is required by model fiber_reinforced" },
       { { model = "fiber_reinforced", fiber_E = 5, fiber_dir = { 0, 0 } }, "fiber_dir must be a non-zero vector" },
       { { model = "fiber_reinforced", fiber_E = -5, fiber_dir = { 1, 0 } }, "material.fiber_E must be >= 0" },
+      { { model = "fiber_reinforced", fiber_E = 5, fiber_dir = { 1, 0, 0 } }, "material.fiber_dir must be a list of 2 numbers" },
+      { { model = "arruda_boyce", mu = { 1, 2 }, lambda_m = 2, bulk = 5 }, "material.mu must be a number (got a table of 2)" },
     }
     for _, c in ipairs(cases) do
       local ok, err = pcall(function() cq.robot { dim = 2 }:box { offset = { 0.1, 0.1 }, size = { 0.05, 0.05 },

@@ -47,8 +47,8 @@ local function material_keys(params)
   local rows = { "| key | default | valid range | models | meaning |", "| --- | --- | --- | --- | --- |",
     "| `preset` | nil | " .. table.concat(presets, ", ") .. " | any | start from a preset (below); the other keys " ..
       "override it |",
-    "| `model` | `\"neohookean\"` | " .. table.concat(quoted, ", ") .. " | | the constitutive model (table above); " ..
-      "sets the particle parameter `material` |",
+    "| `model` | `\"neohookean\"` | " .. table.concat(quoted, ", ") .. " | | the constitutive model (their formulas: " ..
+      "the material table under Registries and fields, below); sets the particle parameter `material` |",
     "| `density` | `1` | > 0 | every model | mass per unit rest volume |" }
   local every = { bulk = true, visc = true, inc_p = true }
   local families = {}
@@ -79,8 +79,8 @@ local function material_keys(params)
   for _, base in ipairs(bases) do
     local fam = families[base]
     rows[#rows + 1] = string.format("| `%s` | nil | a list of 1 to %d numbers, all lists of a model the same length " ..
-      "| %s | `%s1` ... `%s%d` given as one list (terms left out are 0); not with those keys |", base, fam.size,
-      table.concat(fam.users, ", "), base, base, fam.size)
+      "| %s | for %s: `%s1` ... `%s%d` given as one list (terms left out are 0); not with those keys |", base,
+      fam.size, table.concat(fam.users, ", "), table.concat(fam.users, ", "), base, base, fam.size)
   end
   return table.concat(rows, "\n")
 end

@@ -28,6 +28,9 @@ end
 
 local function fmt(v)
   if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "table" and not (getmetatable(v) and getmetatable(v).__tostring) then
+    return "a table of " .. #v -- its address says nothing
+  end
   return tostring(v)
 end
 M.fmt = fmt

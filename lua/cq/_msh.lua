@@ -211,7 +211,7 @@ function M.build(r, where, opts, material)
   if opts.groups ~= nil and type(opts.groups) ~= "table" then
     check.fail(where, "groups must be a table { [physical name] = material }", opts.groups)
   end
-  local default = material(where, opts.material)
+  local default = material(where, opts.material, dim)
   local m = M.load(where, opts.path, dim, opts.mesh_size)
   local els, faces, k = m.tets, m.triangles, 4
   if dim == 2 then els, faces, k = m.triangles, m.lines, 3 end
@@ -255,7 +255,7 @@ function M.build(r, where, opts, material)
       check.fail(where, string.format("groups: the mesh has no physical %s named %s (it has: %s)",
         dim == 3 and "volume" or "surface", tostring(name), #list > 0 and table.concat(list, ", ") or "none"), name)
     end
-    mats[name] = material(where .. " groups." .. name, mat)
+    mats[name] = material(where .. " groups." .. name, mat, dim)
   end
   local order, buckets = {}, {}
   for i = 0, els.n - 1 do

@@ -129,10 +129,10 @@ local function expand_lists(where, get, takes, out, given)
   end
 end
 
---- Fills defaults and checks a material table (where: the caller, for messages). Returns a new table with every
---- field the engine reads (M.fields()), the model and the density.
+--- Fills defaults and checks a material table (where: the caller, for messages; dim: the robot's, for vector
+--- parameters). Returns a new table with every field the engine reads (M.fields()), the model and the density.
 local KEYS = check.option_set("robot material", M.keys()) -- every model's keys (docs/api.md's table)
-function M.resolve(where, m)
+function M.resolve(where, m, dim)
   m = m or {}
   local t = tables()
   check.options(where .. ".material", m, KEYS)
@@ -177,7 +177,9 @@ function M.resolve(where, m)
     elseif v ~= nil and f.shape == 0 then
       out[name] = in_range(where, "material." .. name, v, f)
     elseif v ~= nil then
-      if type(v) ~= "table" then check.fail(where, "material." .. name .. " must be a list of numbers (a vector)", v) end
+      if type(v) ~= "table" or (dim and #v ~= dim) then
+        check.fail(where, "material." .. name .. " must be a list of " .. (dim or "dim") .. " numbers (a vector)", v)
+      end
       out[name] = {}
       for c, x in ipairs(v) do out[name][c] = in_range(where, "material." .. name .. "[" .. c .. "]", x, f) end
     end

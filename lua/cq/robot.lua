@@ -39,7 +39,7 @@ function M.new(opts)
 end
 
 -- Fills defaults and checks a material table (lua/cq/materials.lua: models, parameters, presets).
-local function material(where, m) return require("cq.materials").resolve(where, m) end
+local function material(where, m, dim) return require("cq.materials").resolve(where, m, dim) end
 
 --- Adds a box of particles on a regular lattice: offset (lower corner), size, spacing (default 1/128) or
 --- count = particles per axis; material; velocity; cavities (left empty, see Robot:_lattice); keep (a function of a
@@ -88,7 +88,7 @@ function Robot:_lattice(where, opts, offset, size, count, inside)
       "builder keeps them in Lua tables); use a larger spacing or smaller counts", total, M.MAX_PARTICLES),
       opts.count and "count = {" .. table.concat(opts.count, ", ") .. "}" or ("spacing = " .. tostring(opts.spacing)))
   end
-  local mat = material(where, opts.material)
+  local mat = material(where, opts.material, self.dim)
   local vel = opts.velocity or {}
   if opts.velocity then check.vector(where, "velocity", opts.velocity, dim) end
   local cell = 1
@@ -167,7 +167,7 @@ function Robot:image(opts)
     check.fail(where, "actuators must be true (a pressure actuator per palette colour) or false (groups only)", opts.actuators)
   end
   local axis, max = actuator_axis(where, opts, 2)
-  local mat = material(where, opts.material)
+  local mat = material(where, opts.material, self.dim)
   if opts.velocity then check.vector(where, "velocity", opts.velocity, 2) end
   local pic = image.load(where, opts.path, opts.image)
   local label = opts.path or "image"
@@ -220,7 +220,7 @@ function Robot:mesh(opts)
   local up = check.oneof(where, "up", opts.up or "y", { "y", "z" })
   check.vector(where, "offset", opts.offset, 3)
   local h = check.number(where, "spacing", opts.spacing or 1 / 128, 0, math.huge, { open_lo = true })
-  local mat = material(where, opts.material)
+  local mat = material(where, opts.material, self.dim)
   if opts.velocity then check.vector(where, "velocity", opts.velocity, 3) end
   local linear = up == "y" and { s, 0, 0, 0, s, 0, 0, 0, s } or { s, 0, 0, 0, 0, s, 0, -s, 0 } -- z up: (x, y, z) -> (x, z, -y)
   local m = meshes.read(where, opts.path, format, M.MAX_TRIANGLES)
