@@ -221,8 +221,12 @@ $(BUILD)/test/cholesky_test: tests/c/cholesky_test.c $(BUILD)/obj/f64/sparse_cho
 
 # The spec files run in one worker process per core (tests/_parallel.lua); TEST_JOBS=1 runs them one after another.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-test: deps all $(FIELDS_TEST)/lib/libcq_f64.so $(MATERIAL_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test $(BUILD)/test/fill_test $(BUILD)/test/material_test \
-  $(BUILD)/test/cholesky_test
+# The build runs on every core (a recursive make with -j: a -j added inside a makefile takes effect only from GNU make
+# 4.4 on, and Debian 12's is 4.3); then the specs.
+TEST_TARGETS := all $(FIELDS_TEST)/lib/libcq_f64.so $(MATERIAL_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test \
+  $(BUILD)/test/fill_test $(BUILD)/test/material_test $(BUILD)/test/cholesky_test
+test: deps
+	$(MAKE) -j$(TEST_JOBS) $(TEST_TARGETS)
 	$(BUILD)/bin/cqlua tests/run.lua --jobs $(TEST_JOBS)
 
 # The SLURM part of the suite alone (make test runs it too): a one-node SLURM started here, a study submitted as a
@@ -270,7 +274,8 @@ ASAN_OPT   ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-
 ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan
 test-asan: deps
-	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test \
+	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so \
+	  $(ASAN_BUILD)/test-material/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test \
 	  $(ASAN_BUILD)/test/fill_test $(ASAN_BUILD)/test/material_test
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
