@@ -28,3 +28,113 @@ describe("docs/api.md", function()
     assert.is_true(new ~= stale)
   end)
 end)
+
+-- The map pages name files and functions; a rename or a removal must not leave them pointing at nothing. Each
+-- backticked path must exist; each backticked identifier (with an underscore) in a table row's last cell must occur
+-- in one of the files that cell names, and one in a paragraph somewhere in the sources.
+local function read(path)
+  local f = io.open(path)
+  if not f then return nil end
+  local t = f:read("*a")
+  f:close()
+  return t
+end
+
+local ROOTS = { engine = true, cuda = true, lua = true, scenes = true, tests = true, examples = true, tools = true,
+                docs = true, [".ci"] = true }
+
+local function is_path(tok)
+  if tok == "Makefile" then return true end
+  local root = tok:match("^([%w_%.]+)/")
+  return root and ROOTS[root] and not tok:find("[%*<>%s]") and tok:match("%.%w+$")
+end
+
+local SOURCES -- the text of every tracked source file, read once
+local SOURCE_EXT = { c = true, h = true, cu = true, cuh = true, cpp = true, lua = true, sh = true, py = true,
+                     Makefile = true }
+
+local function check_refs(doc)
+  local text = assert(read(doc), doc)
+  local problems, cache = {}, {}
+  local function content(p)
+    if cache[p] == nil then cache[p] = read(p) or false end
+    return cache[p]
+  end
+  local function in_sources(tok)
+    if not SOURCES then
+      local parts = {}
+      local list = io.popen("git ls-files engine cuda lua tools tests scenes examples Makefile 2>/dev/null")
+      for path in list:lines() do
+        if SOURCE_EXT[path:match("%.(%w+)$") or path] then parts[#parts + 1] = read(path) or "" end
+      end
+      list:close()
+      SOURCES = table.concat(parts, "\n")
+    end
+    return SOURCES:find(tok, 1, true) ~= nil
+  end
+  local function check_group(s, where, strict)
+    local files = {}
+    for tok in s:gmatch("`([^`]+)`") do
+      if is_path(tok) then
+        if content(tok) then files[#files + 1] = tok
+        else problems[#problems + 1] = string.format("%s: %s: no such file", doc, tok) end
+      end
+    end
+    if not where or (#files == 0 and strict) then return end
+    for tok in where:gmatch("`([^`]+)`") do
+      if tok:match("^[%a_][%w_]*$") and tok:find("_", 1, true) then
+        local found = false
+        for _, f in ipairs(files) do
+          if content(f):find(tok, 1, true) then found = true break end
+        end
+        if not found and strict then
+          problems[#problems + 1] = string.format("%s: `%s` is in none of %s", doc, tok, table.concat(files, ", "))
+        elseif not found and not in_sources(tok) then
+          problems[#problems + 1] = string.format("%s: `%s` is in no source file", doc, tok)
+        end
+      end
+    end
+  end
+  local para = {}
+  local function flush()
+    if #para > 0 then
+      local s = table.concat(para, " ")
+      check_group(s, s, false)
+    end
+    para = {}
+  end
+  local in_code = false
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^```") then flush() in_code = not in_code
+    elseif in_code then -- a picture: paths only
+    elseif line:match("^|") then
+      flush()
+      check_group(line, line:match("|([^|]*)|%s*$"), true)
+    elseif line:match("^%s*$") or line:match("^#") then flush()
+    else para[#para + 1] = line end
+  end
+  flush()
+  return problems
+end
+
+describe("docs' file and function references", function()
+  for _, doc in ipairs { "docs/architecture.md", "docs/equations.md", "docs/internals.md", "README.md",
+                         "cuda/README.md", "scenes/README.md" } do
+    it(doc .. " names only files that exist and functions that are in them", function()
+      local problems = check_refs(doc)
+      for _, p in ipairs(problems) do print("  " .. p) end
+      assert.are.same({}, problems)
+    end)
+  end
+  it("notices a renamed function and a moved file", function()
+    local tmp = os.tmpname()
+    local f = assert(io.open(tmp, "w"))
+    f:write("| g2p | `engine/g2p.h` (`g2p_adj`, `g2p_renamed`) |\n\nSee `engine/gone.h` and `engine/p2g.h` (`p2g_adj`).\n")
+    f:close()
+    local problems = check_refs(tmp)
+    os.remove(tmp)
+    assert.are.equal(2, #problems)
+    assert.is_truthy(problems[1]:find("`g2p_renamed` is in none of engine/g2p.h", 1, true))
+    assert.is_truthy(problems[2]:find("engine/gone.h: no such file", 1, true))
+  end)
+end)
