@@ -8,7 +8,7 @@ OPT      ?= -O3 -march=native
 CFLAGS   ?= $(OPT) -g
 FP_CONTRACT ?= fast
 # -fno-trapping-math: nothing here enables floating-point traps (blow-ups are found by checking values), and it lets
-# GCC vectorise floor() in the particle loops (engine/cpu_loops.h).
+# GCC vectorise floor() in the particle loops (engine/backends/cpu/cpu_loops.h).
 CFLAGS   += -std=c99 -fno-math-errno -fno-trapping-math -ffp-contract=$(FP_CONTRACT) -Wall -Wextra -Wno-unused-parameter -fPIC -fopenmp -D_GNU_SOURCE
 LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
@@ -34,7 +34,7 @@ DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson lua-filesystem lib
 DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
 # robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
 DEB_PACKAGES += gmsh
-# the implicit solve's direct preconditioner (engine/implicit_factor.c, engine/sparse_cholesky.c): METIS (Apache-2.0)
+# the implicit solve's direct preconditioner (engine/integrators/implicit_factor.c, engine/integrators/sparse_cholesky.c): METIS (Apache-2.0)
 # orders it, LAPACK/BLAS do its dense work; OpenBLAS's pthread build takes the BLAS and LAPACK alternatives. The engine
 # sets it to one thread (its own OpenMP threads are the parallelism, so the factors stay the same for any thread
 # count); its serial build is not safe to call from two threads at once (see check_blas in sparse_cholesky.c)
@@ -43,18 +43,24 @@ DEB_PACKAGES += libmetis-dev liblapack-dev libblas-dev libopenblas0-pthread
 # munge here (tests/slurm/cluster.sh); the runner itself needs only sbatch where it submits
 DEB_PACKAGES += slurm-wlm munge
 
-# The host's own sources (the cqlua program, PNG, mesh and Gmsh MSH loaders); everything else in engine/ is the engine
-# library.
-HOST_SRC := engine/cqlua.c engine/png.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c engine/msh.c
-HOST_HDR := engine/png.h engine/readfile.h engine/mesh.h engine/mesh_load.h engine/host.h engine/msh.h
+# The engine library's folders, by layer (docs/architecture.md's folder map); engine/host/ is the cqlua program and
+# its PNG, mesh and Gmsh MSH loaders, not part of the library.
+ENGINE_DIRS := engine/core engine/stages engine/materials engine/terms engine/integrators engine/backends \
+  engine/backends/cpu
+HOST_DIR := engine/host
+HOST_SRC := $(wildcard $(HOST_DIR)/*.c)
+HOST_HDR := $(wildcard $(HOST_DIR)/*.h)
 HOST_CXXFLAGS := $(OPT) -g -std=c++11 -Wall -Wextra -fPIC
-ENGINE_SRC := $(filter-out $(HOST_SRC),$(wildcard engine/*.c))
-# The list of material headers, generated from the material registry (engine/registry.h, CQ_MATERIALS): fields.h
+ENGINE_SRC := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c))
+vpath %.c $(ENGINE_DIRS)
+# The list of material headers, generated from the material registry (engine/core/registry.h, CQ_MATERIALS): fields.h
 # (their parameters) and material.h (their code) include it, so that a material is its header plus its registry line.
 GEN := $(BUILD)/gen
 MATERIALS_H := $(GEN)/cq_materials.h
-ENGINE_HDR := $(wildcard engine/*.h) $(MATERIALS_H)
-CFLAGS += -I$(GEN) -Iengine
+ENGINE_HDR_SRC := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.h))
+ENGINE_HDR := $(ENGINE_HDR_SRC) $(MATERIALS_H)
+ENGINE_INC := -I$(GEN) $(addprefix -I,$(ENGINE_DIRS))
+CFLAGS += $(ENGINE_INC)
 ENGINE_CFLAGS := -DCQ_LIB_VERSION='"$(VERSION)"' 
 ENGINE_LIBS := -lmetis -llapack -lblas -lm
 
@@ -78,39 +84,38 @@ define material_list
 	       p { print "#include \"material_" $$0 ".h\""; p = 0 } $$0 == "CQI_HEADER" { p = 1 }' > $(2).tmp
 	cmp -s $(2).tmp $(2) && rm $(2).tmp || mv $(2).tmp $(2) # unchanged: the engine is not rebuilt
 endef
-$(MATERIALS_H): engine/registry.h Makefile
+$(MATERIALS_H): engine/core/registry.h Makefile
 	mkdir -p $(GEN)
-	$(call material_list,engine,$@)
+	$(call material_list,engine/core,$@)
 
-# The host also carries the PNG (stb) and mesh loaders (OBJ: tinyobjloader, compiled into engine/mesh_obj.cpp; STL:
-# assimp's C API) and the interruption flag (host.h); -Wl,-E exports their cq_png_* / cq_mesh_* / cq_host_* symbols
+# The host also carries the PNG (stb) and mesh loaders (OBJ: tinyobjloader, compiled into engine/host/mesh_obj.cpp; STL:
+# assimp's C API) and the interruption flag (host.h); -Wl,-E exports their cqh_png_* / cqh_mesh_* / cqh_* symbols
 # to the FFI (ffi.C).
-$(BUILD)/obj/host/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile
+$(BUILD)/obj/host/mesh_obj.o: $(HOST_DIR)/mesh_obj.cpp $(HOST_DIR)/mesh_load.h $(HOST_DIR)/readfile.h Makefile
 	mkdir -p $(dir $@)
 	$(CXX) $(HOST_CXXFLAGS) -c $< -o $@
 $(BUILD)/bin/cqlua: $(HOST_SRC) $(HOST_HDR) $(BUILD)/obj/host/mesh_obj.o $(BUILD)/version.txt | $(BUILD)/bin
-	$(CC) $(CFLAGS) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(FULL_VERSION)"' -o $@ $(HOST_SRC) $(BUILD)/obj/host/mesh_obj.o \
+	$(CC) $(CFLAGS) -I$(HOST_DIR) $(LUAJIT_CFLAGS) -DCQ_VERSION='"$(FULL_VERSION)"' -o $@ $(HOST_SRC) $(BUILD)/obj/host/mesh_obj.o \
 	  $(LUAJIT_LIBS) -lassimp -lstdc++ -Wl,-E -ldl -lm
 
 # The Lua layer's FFI declarations: the public headers run through the preprocessor (no hand-written copy).
-$(BUILD)/lib/cq_ffi.h: engine/cq.h $(ENGINE_HDR) Makefile | $(BUILD)/lib
-	$(CC) -E -P -I$(GEN) -Iengine engine/cq.h > $@.tmp && $(CC) -E -P engine/png.h >> $@.tmp && $(CC) -E -P engine/mesh.h >> $@.tmp && \
-	  $(CC) -E -P engine/msh.h >> $@.tmp && $(CC) -E -P engine/host.h >> $@.tmp && \
-	  mv $@.tmp $@
+$(BUILD)/lib/cq_ffi.h: $(ENGINE_HDR) $(HOST_HDR) Makefile | $(BUILD)/lib
+	$(CC) -E -P $(ENGINE_INC) engine/core/cq.h > $@.tmp && \
+	  for h in png mesh msh host; do $(CC) -E -P $(HOST_DIR)/$$h.h >> $@.tmp || exit 1; done && mv $@.tmp $@
 
 # The engine, one object per source and flavour (f32, f64, and with the CUDA backend), so that `nm` shows the layering
 # (tests/layers_spec.lua). -z nodelete: the libraries (and the OpenMP runtime) stay mapped when LuaJIT unloads them
 # at exit, while worker threads exist.
 define ENGINE_FLAVOUR
-$(BUILD)/obj/$(1)/%.o: engine/%.c $(ENGINE_HDR) Makefile | $(BUILD)/obj/$(1)
+$(BUILD)/obj/$(1)/%.o: %.c $(ENGINE_HDR) Makefile | $(BUILD)/obj/$(1)
 	$$(CC) $$(CFLAGS) $$(ENGINE_CFLAGS) $(2) -c $$< -o $$@
 $(BUILD)/obj/$(1):
 	mkdir -p $$@
-ENGINE_OBJ_$(1) := $(patsubst engine/%.c,$(BUILD)/obj/$(1)/%.o,$(ENGINE_SRC))
+ENGINE_OBJ_$(1) := $(patsubst %.c,$(BUILD)/obj/$(1)/%.o,$(notdir $(ENGINE_SRC)))
 endef
 # nodelete: LuaJIT dlcloses the engine at exit while idle OpenMP workers may still be running its code.
 SHARED := -shared -Wl,-z,nodelete
-# The SIMD lanes (engine/cpu_loops.h) vectorise only through gathers, and some GCC tunings turn gathers off: Debian's
+# The SIMD lanes (engine/backends/cpu/cpu_loops.h) vectorise only through gathers, and some GCC tunings turn gathers off: Debian's
 # GCC 12 under -mtune=generic (which -march=native gives on Intel hosts it does not know, e.g. a Xeon it calls
 # cooperlake) has them off since its fix for Intel's "Downfall", and the f32 lanes then stay scalar: 0 zmm
 # instructions in p2g_adj_lanes_NEOHOOKEAN_3, the rotator's iteration about twice as slow. GATHER_TUNE turns 8- and
@@ -154,7 +159,7 @@ all: $(CUDA_LIBS)
 $(eval $(call ENGINE_FLAVOUR,cuda_f32,-DCQ_REAL_BITS=32 -DCQ_WITH_CUDA $(GATHER_TUNE)))
 $(eval $(call ENGINE_FLAVOUR,cuda_f64,-DCQ_REAL_BITS=64 -DCQ_WITH_CUDA $(F64_TUNE)))
 $(BUILD)/cuda/cuda_f32.o $(BUILD)/cuda/cuda_f64.o: $(BUILD)/cuda/cuda_f%.o: $(CUDA_SRC) $(ENGINE_HDR) Makefile | $(BUILD)/cuda
-	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -I$(GEN) -Iengine -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
+	$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) $(ENGINE_INC) -Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter -DCQ_WITH_CUDA \
 	  -DCQ_REAL_BITS=$* '-DCQ_CUDA_TARGETS="$(CUDA_TARGETS)"' -c cuda/cuda.cu -o $@
 $(BUILD)/lib/libcq_cuda_f32.so: $(BUILD)/cuda/cuda_f32.o $(ENGINE_OBJ_cuda_f32) | $(BUILD)/lib
 	$(CC) $(CFLAGS) $(SHARED) -o $@ $^ -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt -lpthread $(ENGINE_LIBS)
@@ -178,7 +183,7 @@ $(FIELDS_TEST)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) $(BUILD)/lib/cq_ffi
 	cp $(ENGINE_SRC) $(ENGINE_HDR) $(FIELDS_TEST)/src/
 	sed -i '/^  X(F, CQ_SHAPE_MAT/i\  X(J, CQ_SHAPE_SCALAR, CQ_INIT_ZERO, "volume ratio (the one added line)") \\' $(FIELDS_TEST)/src/fields.h
 	sed -i '/^  X(nu, cq_real/a\  X(C10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 2, 0, INFINITY, CQ_OPEN_LO, "Mooney-Rivlin C10 (the one added line)") \\' $(FIELDS_TEST)/src/fields.h
-	diff engine/fields.h $(FIELDS_TEST)/src/fields.h > $(FIELDS_TEST)/fields.diff || true
+	diff engine/core/fields.h $(FIELDS_TEST)/src/fields.h > $(FIELDS_TEST)/fields.diff || true
 	$(CC) $(CFLAGS) $(ENGINE_CFLAGS) $(SHARED) -DCQ_REAL_BITS=64 -o $@ \
 	  $(addprefix $(FIELDS_TEST)/src/,$(notdir $(ENGINE_SRC))) $(ENGINE_LIBS)
 	cp $(BUILD)/lib/cq_ffi.h $(FIELDS_TEST)/lib/
@@ -189,11 +194,11 @@ $(FIELDS_TEST)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) $(BUILD)/lib/cq_ffi
 MATERIAL_TEST := $(BUILD)/test-material
 $(MATERIAL_TEST)/lib/libcq_f64.so: $(ENGINE_SRC) $(ENGINE_HDR) $(BUILD)/lib/cq_ffi.h Makefile
 	rm -rf $(MATERIAL_TEST) && mkdir -p $(MATERIAL_TEST)/src $(MATERIAL_TEST)/lib
-	cp $(ENGINE_SRC) $(wildcard engine/*.h) $(MATERIAL_TEST)/src/
-	sed 's/neohookean/neohookean_copy/g' engine/material_neohookean.h > $(MATERIAL_TEST)/src/material_neohookean_copy.h
+	cp $(ENGINE_SRC) $(ENGINE_HDR_SRC) $(MATERIAL_TEST)/src/
+	sed 's/neohookean/neohookean_copy/g' engine/materials/material_neohookean.h > $(MATERIAL_TEST)/src/material_neohookean_copy.h
 	sed -i '/^  X(COROTATED, corotated,/i\  X(NEOHOOKEAN_COPY, neohookean_copy, "a copy of neohookean (the one added line)", 1, 0, 0, __VA_ARGS__) \\' \
 	  $(MATERIAL_TEST)/src/registry.h
-	diff engine/registry.h $(MATERIAL_TEST)/src/registry.h > $(MATERIAL_TEST)/registry.diff || true
+	diff engine/core/registry.h $(MATERIAL_TEST)/src/registry.h > $(MATERIAL_TEST)/registry.diff || true
 	$(call material_list,$(MATERIAL_TEST)/src,$(MATERIAL_TEST)/src/cq_materials.h)
 	$(CC) $(CFLAGS) $(ENGINE_CFLAGS) $(SHARED) -DCQ_REAL_BITS=64 -o $@ \
 	  $(addprefix $(MATERIAL_TEST)/src/,$(notdir $(ENGINE_SRC))) $(ENGINE_LIBS)
@@ -280,7 +285,7 @@ test-asan: deps
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
 # Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and
-# ASCII) files, the fill of closed meshes and Gmsh MSH 4.1 files (tests/fuzz/). Each target runs FUZZ_SECONDS from
+# ASCII) files, the particle lattice of closed meshes and Gmsh MSH 4.1 files (tests/fuzz/). Each target runs FUZZ_SECONDS from
 # seeds written by tests/fuzz/seeds.lua and its growing corpus in $(FUZZ_BUILD)/corpus/, then tests/fuzz/run.sh prints
 # executions and crashes (inputs saved in $(FUZZ_BUILD)/crashes/<target>/; replay one with
 # $(FUZZ_BUILD)/fuzz_<target> FILE).
@@ -289,9 +294,9 @@ FUZZ_BUILD   ?= $(BUILD)/fuzz
 FUZZ_CC      ?= clang
 FUZZ_CXX     ?= clang++
 FUZZ_SAN     ?= address,undefined
-FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE
-FUZZ_TARGETS := png obj stl fill msh
-FUZZ_MESH    := engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c $(FUZZ_BUILD)/mesh_obj.o
+FUZZ_FLAGS   ?= -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all -D_GNU_SOURCE -I$(HOST_DIR)
+FUZZ_TARGETS := png obj stl lattice msh
+FUZZ_MESH    := $(HOST_DIR)/readfile.c $(HOST_DIR)/mesh.c $(HOST_DIR)/mesh_stl.c $(HOST_DIR)/mesh_lattice.c $(FUZZ_BUILD)/mesh_obj.o
 .PHONY: fuzz fuzz-deps
 fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZ_TARGETS))
 	$(BUILD)/bin/cqlua tests/fuzz/seeds.lua $(FUZZ_BUILD)/seeds
@@ -299,22 +304,22 @@ fuzz: deps $(BUILD)/bin/cqlua $(BUILD)/lib/cq_ffi.h $(addprefix $(FUZZ_BUILD)/fu
 # clang only for fuzzing: installed here (as root) when missing, like `make deps` does for the rest
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES=clang
-$(FUZZ_BUILD)/mesh_obj.o: engine/mesh_obj.cpp engine/mesh_load.h engine/readfile.h Makefile | fuzz-deps
+$(FUZZ_BUILD)/mesh_obj.o: $(HOST_DIR)/mesh_obj.cpp $(HOST_DIR)/mesh_load.h $(HOST_DIR)/readfile.h Makefile | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -std=c++11 -c $< -o $@
-$(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c $(HOST_HDR) | fuzz-deps
+$(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c $(HOST_DIR)/png.c $(HOST_DIR)/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c engine/png.c engine/readfile.c -lm
-$(FUZZ_BUILD)/fuzz_msh: tests/fuzz/fuzz_msh.c engine/msh.c engine/readfile.c $(HOST_HDR) | fuzz-deps
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c $(HOST_DIR)/png.c $(HOST_DIR)/readfile.c -lm
+$(FUZZ_BUILD)/fuzz_msh: tests/fuzz/fuzz_msh.c $(HOST_DIR)/msh.c $(HOST_DIR)/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_msh.c engine/msh.c engine/readfile.c -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_msh.c $(HOST_DIR)/msh.c $(HOST_DIR)/readfile.c -lm
 $(FUZZ_BUILD)/fuzz_obj $(FUZZ_BUILD)/fuzz_stl: $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_mesh.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -DFUZZ_FORMAT=CQ_MESH_$(shell echo $* | tr a-z A-Z) \
-	  -o $@ tests/fuzz/fuzz_mesh.c engine/readfile.c engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none \
+	  -o $@ tests/fuzz/fuzz_mesh.c $(HOST_DIR)/readfile.c $(HOST_DIR)/mesh.c $(HOST_DIR)/mesh_stl.c $(HOST_DIR)/mesh_lattice.c -x none \
 	  $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
-$(FUZZ_BUILD)/fuzz_fill: tests/fuzz/fuzz_fill.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -o $@ tests/fuzz/fuzz_fill.c engine/readfile.c \
-	  engine/mesh.c engine/mesh_stl.c engine/mesh_fill.c -x none $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
+$(FUZZ_BUILD)/fuzz_lattice: tests/fuzz/fuzz_lattice.c tests/fuzz/fuzz_check.h $(FUZZ_MESH) $(HOST_HDR)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -o $@ tests/fuzz/fuzz_lattice.c $(HOST_DIR)/readfile.c \
+	  $(HOST_DIR)/mesh.c $(HOST_DIR)/mesh_stl.c $(HOST_DIR)/mesh_lattice.c -x none $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
 
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib/cqlua $(PREFIX)/share/cqlua/lua/cq

@@ -1,5 +1,5 @@
-/* The CUDA backend: the primitives of engine/backend.h on an NVIDIA GPU, launching the same CQ_HD bodies as the CPU
- * backend (engine/kernels.h). Its memory is device memory: the integrator's grid vectors, the memo's checkpoints and
+/* The CUDA backend: the primitives of engine/backends/backend.h on an NVIDIA GPU, launching the same CQ_HD bodies as the CPU
+ * backend (engine/stages/kernels.h). Its memory is device memory: the integrator's grid vectors, the memo's checkpoints and
  * the model's parameters (uploaded when they change) live there; states are managed memory that the kernels use in
  * place; a control step's substeps run as one batch, checked at its end. See cuda/README.md. */
 #include <cuda_runtime.h>
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 extern "C" {
-#include "../engine/backend.h"
-#include "../engine/backend_dims.h"
+#include "backend.h"
+#include "backend_dims.h"
 }
-#include "../engine/kernels.h"
+#include "kernels.h"
 
 #define CQ_BLOCK 128 /* threads per block of the per-particle and per-node kernels */
 /* The substep context as a kernel parameter: the shared bodies take its address (and keep pointers to its walls), which

@@ -1,5 +1,5 @@
 /* CUDA kernels and the launchers of the backend primitives for one dimension D (included twice by cuda.cu): one
- * thread per particle or per active node, each calling the shared CQ_HD bodies of engine/kernels.h (no formula is
+ * thread per particle or per active node, each calling the shared CQ_HD bodies of engine/stages/kernels.h (no formula is
  * repeated here). Scatters (P2G forward, G2P adjoint) collide on nodes; the bodies add through CQ_SCATTER_ADD,
  * atomicAdd on the device. */
 
@@ -643,7 +643,7 @@ static int CQ_D(cuda_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
   return CQ_OK;
 }
 
-/* The plain passes (engine/passes.h), one kernel and launcher per row: a thread per particle (scatters add with
+/* The plain passes (engine/backends/passes.h), one kernel and launcher per row: a thread per particle (scatters add with
  * atomics: CQ_SCATTER_ADD in the bodies) or per node of the active box. A row with key does nothing after a failed
  * check of the control step's batch (a particle outside the grid would index past the grid). Arguments: a state's
  * gradient and the parameter gradients go by value (the body gets their address), the rest as they are. */

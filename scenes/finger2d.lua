@@ -2,7 +2,7 @@
 -- (scenes/finger2d.geo meshed by gmsh, one particle per triangle, DragonSkin-30), lying along +x with its base clamped
 -- by a sticky left wall, its chambers driven by one actuator (u = 1 is 20 kPa), in a tank whose slip walls lie `gap`
 -- below it, beyond its tip and above it plus 10 mm; in air, or in water filling the tank to `gap` above it (then a
--- free surface, 10 mm of air and the grid's top wall). tools/water_gap2d.lua and examples/finger_inverse.lua (dim 2) use it. Asserts nothing.
+-- free surface, 10 mm of air and the grid's top wall). docs/experiments/water_gap2d.lua and examples/finger_inverse.lua (dim 2) use it. Asserts nothing.
 local cq = require "cq"
 
 local M = {}

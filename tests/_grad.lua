@@ -252,7 +252,7 @@ function M.check(P, g, kind, tol, floor)
 end
 M.FLOOR = 1e-5
 
--- Every differentiable per-particle parameter of the engine's field table (engine/fields.h).
+-- Every differentiable per-particle parameter of the engine's field table (engine/core/fields.h).
 M.param_kinds, M.param_len = {}, {} -- param_len[name](dim): its values per particle
 for _, f in ipairs(cq.fields("f64").param) do
   if f.diff then
@@ -283,7 +283,7 @@ function M.max_grad_diff(g1, g2, steps, n_act)
 end
 
 --- Asserts that every gradient kind (M.kinds: the state, the actuation and each differentiable parameter of
---- engine/fields.h) is in common or in the kinds list of some case; what names a case in the message.
+--- engine/core/fields.h) is in common or in the kinds list of some case; what names a case in the message.
 function M.assert_every_kind_checked(common, cases, what)
   local assert = require "luassert"
   local checked = {}

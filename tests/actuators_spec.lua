@@ -253,7 +253,7 @@ describe("stress actuator written in Lua (seed 000 Listing 3: a dim x dim tensor
     local n = w.n
     local idx = upper_right(s0, n)
     local axis = { 3, 10 } -- material-space stress per unit actuation (E = 30)
-    -- the built-in actuator's blocks would run as SIMD lanes (engine/cpu_loops.h), whose logarithm may differ from the
+    -- the built-in actuator's blocks would run as SIMD lanes (engine/backends/cpu/cpu_loops.h), whose logarithm may differ from the
     -- scalar one in the last bit; with the lanes off both worlds run the same formulas, so they must agree bit for bit
     local wb, wu = G.with_env("CQ_SIMD", "0", function() return copy_world(w, 1, idx, axis), copy_world(w, 1) end)
     local sb, su = wb:state(), wu:state()

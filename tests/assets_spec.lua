@@ -48,7 +48,7 @@ local function png(name, w, h, pixel)
       rgba[o], rgba[o + 1], rgba[o + 2], rgba[o + 3] = c[1], c[2], c[3], c[4] or 255
     end
   end
-  assert(ffi.C.cq_png_write_rgba(tmp(name), w, h, rgba) == 0)
+  assert(ffi.C.cqh_png_write_rgba(tmp(name), w, h, rgba) == 0)
   return tmp(name)
 end
 

@@ -56,7 +56,7 @@ describe("chamber walls of lattice cavities", function()
 
   -- At F = I the walls' N dA sum to zero exactly; once the particles' F differ, sum_p cof(F_p) N_p dA_p is a discrete
   -- Nanson integral over a closed surface and vanishes only up to discretisation error: a net force and torque that
-  -- push and turn a free body. A cavity (robot:chamber's default, closed = true) corrects them away (engine/chamber.h),
+  -- push and turn a free body. A cavity (robot:chamber's default, closed = true) corrects them away (engine/stages/chamber.h),
   -- so the free body keeps zero momentum and angular momentum (APIC's, with the affine part m dx^2/4 (C - C^T)).
   for _, dim in ipairs { 2, 3 } do
     it(dim .. "D: a free body around a pressurised cavity keeps zero momentum and angular momentum; an open chamber does not", function()

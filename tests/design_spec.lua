@@ -303,7 +303,7 @@ describe("cq.design", function()
     end
   end)
 
-  it("t:spin and t:mass_centroid of the whole body (the engine's mass moments, engine/moments.h) equal the Lua loops " ..
+  it("t:spin and t:mass_centroid of the whole body (the engine's mass moments, engine/stages/moments.h) equal the Lua loops " ..
     "over a list of every particle, in value, dL/dx, dL/dv and dL/dmass, through a memo's gradient and a plain " ..
     "table (f64, 2D and 3D)", function()
     for _, dim in ipairs { 2, 3 } do

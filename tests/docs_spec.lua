@@ -118,7 +118,7 @@ local function check_refs(doc)
 end
 
 describe("docs' file and function references", function()
-  for _, doc in ipairs { "docs/architecture.md", "docs/equations.md", "docs/internals.md", "README.md",
+  for _, doc in ipairs { "docs/architecture.md", "docs/equations.md", "docs/internals.md", "docs/experiments/README.md", "README.md",
                          "cuda/README.md", "scenes/README.md" } do
     it(doc .. " names only files that exist and functions that are in them", function()
       local problems = check_refs(doc)
@@ -129,12 +129,12 @@ describe("docs' file and function references", function()
   it("notices a renamed function and a moved file", function()
     local tmp = os.tmpname()
     local f = assert(io.open(tmp, "w"))
-    f:write("| g2p | `engine/g2p.h` (`g2p_adj`, `g2p_renamed`) |\n\nSee `engine/gone.h` and `engine/p2g.h` (`p2g_adj`).\n")
+    f:write("| g2p | `engine/stages/g2p.h` (`g2p_adj`, `g2p_renamed`) |\n\nSee `engine/gone.h` and `engine/stages/p2g.h` (`p2g_adj`).\n")
     f:close()
     local problems = check_refs(tmp)
     os.remove(tmp)
     assert.are.equal(2, #problems)
-    assert.is_truthy(problems[1]:find("`g2p_renamed` is in none of engine/g2p.h", 1, true))
+    assert.is_truthy(problems[1]:find("`g2p_renamed` is in none of engine/stages/g2p.h", 1, true))
     assert.is_truthy(problems[2]:find("engine/gone.h: no such file", 1, true))
   end)
 end)

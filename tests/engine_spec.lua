@@ -1,4 +1,4 @@
--- The engine's structure, checked: FFI declarations generated from engine/cq.h match the C structs, memo views stay
+-- The engine's structure, checked: FFI declarations generated from engine/core/cq.h match the C structs, memo views stay
 -- valid, the object files form layers without a cycle, adding a field is one line of fields.h, and the backend
 -- primitives an implicit solver needs compute what they should (tests/c/backend_test.c).
 local ffi = require "ffi"
@@ -11,7 +11,7 @@ local paths = package.loaded["cq._paths"] or {}
 local BUILD = (paths.lib or "build/lib"):gsub("/lib$", "")
 
 -- Output and exit status of a shell command.
-describe("FFI declarations come from engine/cq.h", function()
+describe("FFI declarations come from engine/core/cq.h", function()
   it("every public struct has the same size in C and in LuaJIT", function()
     for _, precision in ipairs { "f32", "f64" } do
       local lib = C.lib(precision)
@@ -58,7 +58,7 @@ describe("memo views", function()
   end)
 end)
 
-describe("the CPU engine's SIMD lanes (engine/cpu_loops.h)", function()
+describe("the CPU engine's SIMD lanes (engine/backends/cpu/cpu_loops.h)", function()
   -- The lanes vectorise only through gathers, and a compiler's tuning can turn gathers off (Debian's GCC 12 under
   -- -mtune=generic, i.e. -march=native on many Intel hosts): the lanes then compile to scalar code and the 3D backward
   -- runs about 3x slower, with every result still right. The Makefile turns gathers back on (GATHER_TUNE, F64_TUNE);
@@ -137,7 +137,7 @@ describe("layering of the engine objects", function()
   end)
 end)
 
-describe("adding a field is one line of engine/fields.h", function()
+describe("adding a field is one line of engine/core/fields.h", function()
   it("a state field J and a differentiable parameter C10 get views, defaults, validation, checkpoints and gradients", function()
     local diff = assert(io.open(BUILD .. "/test-fields/fields.diff")):read("*a")
     print(diff)

@@ -100,7 +100,7 @@ describe("a hydrostatic water column", function()
   it("implicitly at 0.02 s substeps (25x the explicit limit) settles at rho g h too, Newton converging in a few "
     .. "iterations", function()
     -- The same column, 30 implicit substeps (g H dt^2 / dx^2 = 4.1 at the floor: the hydrostatic pressure's
-    -- geometric stiffness would be 4x the inertia there; engine/implicit.h leaves it out for fluids. This column
+    -- geometric stiffness would be 4x the inertia there; engine/integrators/implicit.h leaves it out for fluids. This column
     -- converged with it too; tests/implicit_spec.lua "in water" has the case where keeping it stalled Newton).
     local r = fv.hydrostatic { integrator = "implicit", dt = 0.02, substeps = 1, time = 0.6, average = 0.2,
       implicit = { max_split = 0 } }
@@ -174,7 +174,7 @@ describe("water sampled under 2 particles per cell and axis", function()
     w:release()
   end)
 
-  -- volumetric = "averaged" puts the water in the groups too (engine/volumetric.h vol_own_bulk: K_s = 1e-3 K on each
+  -- volumetric = "averaged" puts the water in the groups too (engine/terms/volumetric.h vol_own_bulk: K_s = 1e-3 K on each
   -- particle's own J, the rest on its group's, its J projected to the group's mean each substep): at 2 and 2.5 per
   -- cell and axis it no longer locks (below), at the price of a slow sinking: a steady circulation that the groups'
   -- one pressure per cell cannot balance (docs/benchmarks.md, "Issue 11: why the water in the groups neither rests
@@ -233,7 +233,7 @@ describe("Martin & Moyce's dam break (n^2 = 2)", function()
   end)
 end)
 
-describe("fill water (world option fluid = \"fill\": a pressure from the grid's fill, engine/fill.h)", function()
+describe("fill water (world option fluid = \"fill\": a pressure from the grid's fill, engine/terms/fill.h)", function()
   local shell = require "tests._shell"
   local paths = package.loaded["cq._paths"] or {}
   local BUILD = (paths.lib or "build/lib"):gsub("/lib$", "")
@@ -246,7 +246,7 @@ describe("fill water (world option fluid = \"fill\": a pressure from the grid's 
     assert.is_truthy(out:find("0 failures", 1, true))
   end)
 
-  -- The tank of tools/water_rest2d.lua at 2.2e5 Pa (the fill's Newton is slower than the groups' at higher moduli:
+  -- The tank of docs/experiments/water_rest2d.lua at 2.2e5 Pa (the fill's Newton is slower than the groups' at higher moduli:
   -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the fill water settles.
   it("comes to rest in a tank where the averaged groups circulate", function()
     local function run(fluid)

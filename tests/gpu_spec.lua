@@ -90,9 +90,9 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
   -- volumetric_own = 4 (element 8): K_s = 4 M, cq_params.vol_own set by the CUDA backend's views
   { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 150 }, "mooney_rivlin, averaged bulk, own share 4", nil,
     "averaged", nil, 4 },
-  -- a fluid in the groups (engine/volumetric.h since e15bea3: K_s = 1e-3 K on its own J, the rest on its group's)
+  -- a fluid in the groups (engine/terms/volumetric.h since e15bea3: K_s = 1e-3 K on its own J, the rest on its group's)
   { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, averaged bulk", nil, "averaged" },
-  -- fill water (engine/fill.h): the pressure from the grid's node fills, its adjoint
+  -- fill water (engine/terms/fill.h): the pressure from the grid's node fills, its adjoint
   { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, fill water", nil, nil, "fill" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
@@ -204,7 +204,7 @@ for _, precision in ipairs { "f32", "f64" } do
   end
 end
 
--- The implicit integrator (engine/integrator_implicit.c) through the CUDA primitives, f64 only (f32 stalls on stiff
+-- The implicit integrator (engine/integrators/integrator_implicit.c) through the CUDA primitives, f64 only (f32 stalls on stiff
 -- materials, docs/api.md): the scenes of tests/implicit_spec.lua's gradient checks (mean E = 3000 at dt = 5e-3,
 -- about 6x the explicit limit), solved to 1e-13 with the mass preconditioner on both backends, so that the CPU and
 -- the GPU run the same algorithm and differ only in the order of their sums.
@@ -230,7 +230,7 @@ local IMPLICIT_CASES = {
   -- a fluid in the groups, as tests/implicit_spec.lua's gradient case
   { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, volumetric = "averaged",
     name = "fluid+visc, averaged bulk, slip walls" },
-  -- fill water inside the solve (engine/fill.h), as tests/implicit_spec.lua's gradient case
+  -- fill water inside the solve (engine/terms/fill.h), as tests/implicit_spec.lua's gradient case
   { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, fluid = "fill",
     name = "fluid+visc, fill water, slip walls" },
 }

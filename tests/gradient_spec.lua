@@ -28,7 +28,7 @@ local materials = {
     kinds = { "mu", "lambda_m", "bulk" }, bcs = { "friction", "moving" } },
   { name = "fiber_reinforced", model = "fiber_reinforced", params = { fiber_E = 80, fiber_dir = { 1, 0.6, -0.4 } },
     strain = 0.1, kinds = { "E", "nu", "fiber_E", "fiber_dir" }, bcs = { "friction", "moving" } },
-  -- volumetric = "averaged" (engine/volumetric.h): the bulk term on each grid node's volume-averaged J, every
+  -- volumetric = "averaged" (engine/terms/volumetric.h): the bulk term on each grid node's volume-averaged J, every
   -- particle keeping K_s = its model's P-wave modulus (< K here) on its own: c10 and c01 reach the loss through K_s too
   { name = "mooney_rivlin, averaged bulk", model = "mooney_rivlin", params = { c10 = 4, c01 = 1.5, bulk = 150 },
     volumetric = "averaged", kinds = { "c10", "c01", "bulk" }, bcs = { "friction", "moving" } },
@@ -45,19 +45,19 @@ local materials = {
   -- crosses a group's edge and the loss is smooth in every input: the friction walls the case above avoids
   { name = "fluid, averaged bulk, initial groups", model = "fluid", params = { bulk = 35, visc = 0.15 },
     volumetric = "averaged", volumetric_groups = "initial", kinds = { "bulk", "visc" }, bcs = { "friction", "moving" } },
-  -- fill water (engine/fill.h): the pressure from the grid's node fills, its force in P2G's momentum; the adjoint
+  -- fill water (engine/terms/fill.h): the pressure from the grid's node fills, its force in P2G's momentum; the adjoint
   -- through the weights' derivatives into x, the volumes V0 det F into vol0 and F, and the bulk modulus
   { name = "fluid, fill water", model = "fluid", params = { bulk = 35, visc = 0.15 }, fluid = "fill",
     kinds = { "bulk", "visc" }, bcs = { "slip", "moving" } },
   -- actuator 2 a pneumatic chamber: gradients w.r.t. the pressure signal ("act"), the state and the wall geometry
   { name = "neohookean, chamber", model = "neohookean", act2 = "chamber", strain = 0.1,
     kinds = { "E", "nu", "wall_area" }, bcs = { "friction", "moving" } },
-  -- a closed cavity: the chamber's forces made free of net force and torque (engine/chamber.h), which couples every
+  -- a closed cavity: the chamber's forces made free of net force and torque (engine/stages/chamber.h), which couples every
   -- wall particle to every other through the walls' sums
   { name = "neohookean, cavity", model = "neohookean", act2 = "cavity", strain = 0.1,
     kinds = { "E", "wall_area" }, bcs = { "slip", "moving" } },
   -- only stress actuators: the P2G adjoint of each full block of 16 particles runs as SIMD lanes on the CPU
-  -- (engine/cpu_loops.h; simd = the dimensions that have the path)
+  -- (engine/backends/cpu/cpu_loops.h; simd = the dimensions that have the path)
   { name = "neohookean, stress only (SIMD)", model = "neohookean", act2 = "stress", kinds = { "E", "nu" },
     bcs = { "friction", "moving" }, simd = { [2] = true, [3] = true } },
   { name = "corotated, stress only (SIMD)", model = "corotated", act2 = "stress", kinds = { "E", "nu" },
@@ -67,7 +67,7 @@ local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
 local TOL = 1e-6
 
 describe("the gradient matrix", function()
-  it("checks every differentiable parameter of engine/fields.h for some material", function()
+  it("checks every differentiable parameter of engine/core/fields.h for some material", function()
     G.assert_every_kind_checked(COMMON, materials, "material")
   end)
 end)
@@ -122,7 +122,7 @@ describe("checkpointing", function()
   end)
 end)
 
-describe("the memo's kept P2G records (engine/memo.c, integrator.h cqi_kept)", function()
+describe("the memo's kept P2G records (engine/core/memo.c, integrator.h cqi_kept)", function()
   -- The gradients of one problem whose adjoint substeps take P2G from the memo's records, or recompute it
   -- (CQ_KEEP=0, read when a world's backend is made), with every state kept or checkpointed (every 4th substep).
   local function run(dim, keep, every)
@@ -154,7 +154,7 @@ describe("the memo's kept P2G records (engine/memo.c, integrator.h cqi_kept)", f
   end
 end)
 
-describe("the CPU's SIMD lanes (engine/cpu_loops.h)", function()
+describe("the CPU's SIMD lanes (engine/backends/cpu/cpu_loops.h)", function()
   -- The gradients of one problem with the SIMD path on or off (CQ_SIMD is read when a world's backend is made).
   local function gradients(dim, simd)
     local w, s0 = G.with_env("CQ_SIMD", simd and "1" or "0", function()

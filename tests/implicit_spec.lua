@@ -1,4 +1,4 @@
--- The implicit integrator (engine/integrator_implicit.c, seed 003 sec. 2.3 eq. 12): same physics as the explicit
+-- The implicit integrator (engine/integrators/integrator_implicit.c, seed 003 sec. 2.3 eq. 12): same physics as the explicit
 -- one at a small dt, stability far above the explicit limit with non-growing energy, the no-convergence error, CPU
 -- determinism across thread counts; and its adjoint (implicit function theorem): every gradient kind against central
 -- differences at 6x the explicit time-step limit, checkpointed = full-memory backward, thread-count independence.
@@ -109,7 +109,7 @@ describe("implicit integrator", function()
   -- walls' Nanson force at F_p(v)) and lagged at the substep's start (the explicit step's, and seed 003's). Both settle:
   -- the tip moves under 1 mm between 0.3 and 1 s. Before the lagged pressure's geometric stiffness (implicit.h E_geo)
   -- the lagged load kept bending, 9.4 mm further over the same time, and the load in the solve 0.8 mm
-  -- (tools/finger2d_dt.lua; docs/benchmarks.md).
+  -- (docs/experiments/finger2d_dt.lua; docs/benchmarks.md).
   it("2D: a finger at its real bulk modulus settles at 2.5 ms substeps, the pressure in the solve or lagged", function()
     local function tip_path(pressure)
       local r = cq.robot { dim = 2 }
@@ -226,7 +226,7 @@ describe("implicit integrator", function()
   end)
 
   -- A nearly incompressible Mooney-Rivlin beam (bulk / shear = 1000, the finger's silicone is at 3.6e4) clamped in a
-  -- sticky wall, at 20x the explicit limit: CG preconditioned by the factorised Hessian (engine/implicit_factor.c)
+  -- sticky wall, at 20x the explicit limit: CG preconditioned by the factorised Hessian (engine/integrators/implicit_factor.c)
   -- against CG preconditioned by the masses. Same converged states (to the Newton tolerance), a fraction of the
   -- iterations.
   it("3D: the factorised-Hessian preconditioner converges to the mass-preconditioned states in far fewer iterations",
@@ -292,7 +292,7 @@ end)
 describe("implicit integrator in water", function()
   -- The finger of scenes/finger.lua (mesh_size 6, the real 1.75 GPa) in a tank narrowed to 5 mm of water (bulk 2.2e7
   -- Pa, sampled every 2 mm: 1.25 particles per cell and axis) at 5 ms substeps. The lagged geometric term of the
-  -- linearised volume (E_geo, engine/implicit.h) on the water particles, whose pressures scatter by several kPa at
+  -- linearised volume (E_geo, engine/integrators/implicit.h) on the water particles, whose pressures scatter by several kPa at
   -- this sampling, made the Hessian indefinite there: Newton's residual fell to 1e-5 and then grew, and the 3rd
   -- substep failed after 50 iterations (every substep split when splitting was on). Without E_geo on fluids each
   -- substep converges in 2 iterations.
@@ -439,7 +439,7 @@ local cases = {
     volume = "linear", strain = 0.1, kinds = { "E", "bulk" } },
   { dim = 2, name = "fluid+visc, linear volume, slip walls", bc = "slip", material = "fluid",
     params = { bulk = STIFF, visc = 0.05 }, volume = "linear", kinds = { "bulk", "visc" } },
-  -- volumetric = "averaged" (engine/volumetric.h): the groups' pressures in the gradient, their differentials in the
+  -- volumetric = "averaged" (engine/terms/volumetric.h): the groups' pressures in the gradient, their differentials in the
   -- Hessian and the adjoint's solve, their adjoint into x, F, vol0, bulk and (through each particle's own share
   -- K_s = its model's P-wave modulus) the model's parameters. With damping 20/s (damp = 0.9 per substep): the
   -- inertia term's m / damp (implicit.h implicit_inertia) in the solve and in the adjoint's dL/d(momentum, mass)
@@ -462,7 +462,7 @@ local cases = {
   -- a fluid in the groups (K_s = 1e-3 K on its own J, the rest on its group's; projected like a solid)
   { dim = 2, name = "fluid+visc, averaged bulk, slip walls", bc = "slip", material = "fluid",
     params = { bulk = STIFF, visc = 0.05 }, volumetric = "averaged", kinds = { "bulk", "visc" } },
-  -- fill water (engine/fill.h): its pressure from the grid's node fills inside the solve; its adjoint through the
+  -- fill water (engine/terms/fill.h): its pressure from the grid's node fills inside the solve; its adjoint through the
   -- weights' first and second derivatives into x, the volumes V0 det F into vol0 and F, and its bulk modulus
   { dim = 2, name = "fluid+visc, fill water, slip walls", bc = "slip", material = "fluid", fluid = "fill",
     params = { bulk = STIFF, visc = 0.05 }, common = true, kinds = { "bulk", "visc" } },
@@ -471,7 +471,7 @@ local cases = {
 }
 
 describe("the implicit gradient cases", function()
-  it("check every differentiable parameter of engine/fields.h", function()
+  it("check every differentiable parameter of engine/core/fields.h", function()
     G.assert_every_kind_checked(COMMON, cases, "case")
   end)
 end)

@@ -1,4 +1,4 @@
--- Robots from Gmsh meshes (robot:gmsh, engine/msh.c, lua/cq/_msh.lua): hand-written MSH 4.1 files read the same in
+-- Robots from Gmsh meshes (robot:gmsh, engine/host/msh.c, lua/cq/_msh.lua): hand-written MSH 4.1 files read the same in
 -- ASCII and binary (both byte orders, 4- and 8-byte size_t, compact and sparse node tags); meshes made by gmsh give
 -- particles whose volumes and chamber walls match the geometry exactly (a cube, a box with a box cavity, the finger
 -- of scenes/ in 3D and 2D); every kind of bad file and option gets a message naming the problem.
@@ -27,7 +27,7 @@ end
 -- The reader on bytes in memory: a Lua table of everything it returns, or nil and the message.
 local function parse(bytes)
   local err = ffi.new("char[512]")
-  local m = ffi.C.cq_msh_parse(bytes, #bytes, err, 512)
+  local m = ffi.C.cqh_msh_parse(bytes, #bytes, err, 512)
   if m == nil then return nil, ffi.string(err) end
   local t = { nodes = {}, names = {}, entities = {}, skipped = m.n_skipped }
   for i = 0, 3 * m.n_nodes - 1 do t.nodes[i + 1] = m.nodes[i] end
@@ -43,7 +43,7 @@ local function parse(bytes)
     t.entities[e + 1] = { m.entity_dim[e], m.entity_tag[e], p }
   end
   for i = 0, m.n_names - 1 do t.names[i + 1] = { m.name_dim[i], m.name_tag[i], ffi.string(m.names[i]) } end
-  ffi.C.cq_msh_free(m)
+  ffi.C.cqh_msh_free(m)
   return t
 end
 local function parse_error(bytes)

@@ -302,7 +302,7 @@ describe("energy of an elastic block bouncing on a floor", function()
 end)
 
 describe("determinism", function()
-  -- the third and fourth scenes have only stress actuators: their P2G adjoint runs as SIMD lanes (engine/cpu_loops.h)
+  -- the third and fourth scenes have only stress actuators: their P2G adjoint runs as SIMD lanes (engine/backends/cpu/cpu_loops.h)
   for _, cfg in ipairs { { dim = 3 }, { dim = 2 }, { dim = 2, act2 = "stress" }, { dim = 3, act2 = "stress" } } do
     local name = string.format("%dD%s", cfg.dim, cfg.act2 and ", stress actuators only (SIMD lanes)" or "")
     it("gives bit-identical states and gradients with 1 and 2 threads, " .. name, function()

@@ -68,7 +68,7 @@ describe("cq.train", function()
         return loss
       end })
     local sig = require("cq.train").host.interrupted()
-    ffi.C.cq_host_clear_interrupt()
+    ffi.C.cqh_clear_interrupt()
     assert.is_false(ok)
     print("  " .. err)
     assert.are.equal(15, sig)

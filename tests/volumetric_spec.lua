@@ -1,4 +1,4 @@
--- The averaged volumetric term (world option volumetric = "averaged", engine/volumetric.h). A nearly incompressible
+-- The averaged volumetric term (world option volumetric = "averaged", engine/terms/volumetric.h). A nearly incompressible
 -- cantilever does not lock: its sag matches Timoshenko's beam within 7 % and does not change when the bulk modulus
 -- grows 100-fold, where the particle term sags 7x too little; in 3D it is within 20 % of Euler-Bernoulli's plus shear
 -- for a short beam, the particle term 2.4x too little. Its particles' volumes stay with their groups' (each substep

@@ -13,16 +13,22 @@ local registry = require "cq._registry"
 local M = {}
 M.FILE = "docs/api.md"
 
--- Every public module of the package (lua/cq/*.lua not starting with "_"): they declare their option sets when
--- loaded, so a new module's options are checked without listing it here.
+-- Every public module of the package (lua/cq/*.lua not starting with "_", and each sub-package's modules, e.g.
+-- lua/cq/study/*.lua): they declare their option sets when loaded, so a new module's options are checked without
+-- listing it here.
 do
-  local dir = (require("cq._paths").lua or "lua") .. "/cq"
-  local p = assert(io.popen("ls '" .. dir .. "'"))
-  for file in p:lines() do
-    local m = file:match("^([%a][%w_]*)%.lua$")
-    if m and m ~= "init" then require("cq." .. m) end
+  local function load_dir(dir, prefix)
+    local p = assert(io.popen("ls -p '" .. dir .. "'"))
+    for file in p:lines() do
+      local m = file:match("^([%a][%w_]*)%.lua$")
+      local sub = file:match("^([%a][%w_]*)/$")
+      if m == "init" and prefix ~= "cq" then require(prefix)
+      elseif m and m ~= "init" then require(prefix .. "." .. m)
+      elseif sub then load_dir(dir .. "/" .. sub, prefix .. "." .. sub) end
+    end
+    p:close()
   end
-  p:close()
+  load_dir((require("cq._paths").lua or "lua") .. "/cq", "cq")
 end
 
 local TYPE = { [0] = "real", [1] = "int32", [2] = "uint8" }

@@ -1,8 +1,8 @@
--- Private: the C declarations of engine/cq.h (generated, never copied by hand) and loading of the float32 / float64
+-- Private: the C declarations of engine/core/cq.h (generated, never copied by hand) and loading of the float32 / float64
 -- engine libraries.
 local ffi = require "ffi"
 
--- The declarations: engine/cq.h and engine/png.h run through the C preprocessor by the Makefile (build/lib/cq_ffi.h).
+-- The declarations: engine/core/cq.h and engine/host/png.h run through the C preprocessor by the Makefile (build/lib/cq_ffi.h).
 local paths = package.loaded["cq._paths"] or {}
 local function read_cdef()
   local tried, dirs = {}, {}
@@ -39,8 +39,8 @@ function M.lib(precision, flavor)
     local ok, lib = pcall(ffi.load, path)
     if ok then
       libs[key] = lib
-      -- the engine stops at the next substep after SIGINT / SIGTERM (engine/host.h); other hosts lack the flag
-      local has_flag, flag = pcall(function() return ffi.C.cq_host_interrupt_flag() end)
+      -- the engine stops at the next substep after SIGINT / SIGTERM (engine/host/host.h); other hosts lack the flag
+      local has_flag, flag = pcall(function() return ffi.C.cqh_interrupt_flag() end)
       if has_flag then lib.cq_set_interrupt_flag(flag) end
       return lib
     end

@@ -1,9 +1,9 @@
 -- Private: RGB images (8 bits per channel, top row first) for frames and plots, read from and written to PNG files
--- by the cqlua host (engine/png.c, stb) through ffi.C.
+-- by the cqlua host (engine/host/png.c, stb) through ffi.C.
 local ffi = require "ffi"
 local check = require "cq._check"
 
-require "cq._ffi" -- declares cq_png_* (engine/png.h)
+require "cq._ffi" -- declares cqh_png_* (engine/host/png.h)
 
 local M = {}
 local Image = {}
@@ -12,10 +12,10 @@ M.Image = Image
 
 local WHITE = { 255, 255, 255 }
 
---- ffi.C with the cq_png_* symbols, or a clear error (they live in build/bin/cqlua, exported with -Wl,-E).
+--- ffi.C with the cqh_png_* symbols, or a clear error (they live in build/bin/cqlua, exported with -Wl,-E).
 function M.png(where)
-  local ok = pcall(function() return ffi.C.cq_png_write end)
-  if not ok then check.raise(where .. ": cq_png_write is not available: run the script with build/bin/cqlua (make)") end
+  local ok = pcall(function() return ffi.C.cqh_png_write end)
+  if not ok then check.raise(where .. ": cqh_png_write is not available: run the script with build/bin/cqlua (make)") end
   return ffi.C
 end
 
@@ -68,7 +68,7 @@ end
 --- Writes the image as a PNG file.
 function Image:write(path)
   if type(path) ~= "string" or path == "" then check.fail("image:write", "path must be a file name", path) end
-  if M.png("image:write").cq_png_write(path, self.w, self.h, self.rgb) ~= 0 then
+  if M.png("image:write").cqh_png_write(path, self.w, self.h, self.rgb) ~= 0 then
     check.raise("image:write: cannot write " .. path .. " (does its directory exist and is it writable?)")
   end
 end
@@ -78,11 +78,11 @@ function M.read(path)
   if type(path) ~= "string" or path == "" then check.fail("cq.frames.read", "path must be a file name", path) end
   local C = M.png("cq.frames.read")
   local w, h = ffi.new("int[1]"), ffi.new("int[1]")
-  local data = C.cq_png_read(path, w, h)
+  local data = C.cqh_png_read(path, w, h)
   if data == nil then check.raise("cq.frames.read: cannot read " .. tostring(path) .. " as a PNG") end
   local img = setmetatable({ w = w[0], h = h[0], rgb = ffi.new("uint8_t[?]", w[0] * h[0] * 3) }, Image)
   ffi.copy(img.rgb, data, w[0] * h[0] * 3)
-  C.cq_png_free(data)
+  C.cqh_png_free(data)
   return img
 end
 

@@ -1,12 +1,12 @@
 -- Private: robots from Gmsh meshes for robot:gmsh (seed 003 sec. 4.1): a .geo file meshed by gmsh (a subprocess:
--- GPL, never linked) or a .msh file, read by the host's MSH 4.1 reader (engine/msh.h via ffi.C); one particle per
+-- GPL, never linked) or a .msh file, read by the host's MSH 4.1 reader (engine/host/msh.h via ffi.C); one particle per
 -- tetrahedron (2D: triangle) at its centroid with its volume (area), groups per physical volume (surface), and the
 -- chamber walls of every physical surface (curve): for each face, the element owning it, its area and the unit
 -- normal pointing from the cavity into the solid.
 local ffi = require "ffi"
 local check = require "cq._check"
 local proc = require "cq._proc"
-require "cq._ffi" -- declares cq_msh_* (engine/msh.h)
+require "cq._ffi" -- declares cqh_msh_* (engine/host/msh.h)
 
 local M = {}
 M.OPTIONS = check.option_set("robot:gmsh", { "path", "scale", "offset", "material", "groups", "mesh_size", "velocity",
@@ -43,10 +43,10 @@ local function run_gmsh(where, path, dim, mesh_size)
   return out
 end
 
--- The mesh of path (.geo: meshed by gmsh; .msh: read as it is): a cq_msh* freed by the garbage collector.
+-- The mesh of path (.geo: meshed by gmsh; .msh: read as it is): a cqh_msh* freed by the garbage collector.
 function M.load(where, path, dim, mesh_size)
-  if not pcall(function() return ffi.C.cq_msh_read end) then
-    check.raise(where .. ": cq_msh_read is not available: run the script with build/bin/cqlua (make)")
+  if not pcall(function() return ffi.C.cqh_msh_read end) then
+    check.raise(where .. ": cqh_msh_read is not available: run the script with build/bin/cqlua (make)")
   end
   local ext = (path:match("%.(%w+)$") or ""):lower()
   if ext ~= "geo" and ext ~= "msh" then
@@ -57,12 +57,12 @@ function M.load(where, path, dim, mesh_size)
   end
   local file = ext == "geo" and run_gmsh(where, path, dim, mesh_size) or path
   local err = ffi.new("char[512]")
-  local m = ffi.C.cq_msh_read(file, M.MAX_BYTES, err, 512)
+  local m = ffi.C.cqh_msh_read(file, M.MAX_BYTES, err, 512)
   if file ~= path then os.remove(file) end
   if m == nil then
     check.raise(string.format("%s: %s: %s", where, path, ffi.string(err)))
   end
-  return ffi.gc(m, ffi.C.cq_msh_free)
+  return ffi.gc(m, ffi.C.cqh_msh_free)
 end
 
 -- The physical groups of each entity of dimension d (by index; other entities have none), as lists of names:

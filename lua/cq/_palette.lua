@@ -1,8 +1,8 @@
--- Private: robot images for robot:image (the palette): PNG pixels (read by the host, engine/png.c) classified into
+-- Private: robot images for robot:image (the palette): PNG pixels (read by the host, engine/host/png.c) classified into
 -- empty, passive body and actuator k. Errors name the file and the problem at the user's line.
 local ffi = require "ffi"
 local check = require "cq._check"
-require "cq._ffi" -- declares cq_png_* (engine/png.h)
+require "cq._ffi" -- declares cqh_png_* (engine/host/png.h)
 
 local M = {}
 
@@ -84,16 +84,16 @@ function M.load(where, path, image)
     return { w = image.w, h = image.h, rgba = rgba }
   end
   if type(path) ~= "string" or path == "" then check.fail(where, "path must be a PNG file name", path) end
-  if not pcall(function() return ffi.C.cq_png_read_rgba end) then
-    check.raise(where .. ": cq_png_read_rgba is not available: run the script with build/bin/cqlua (make)")
+  if not pcall(function() return ffi.C.cqh_png_read_rgba end) then
+    check.raise(where .. ": cqh_png_read_rgba is not available: run the script with build/bin/cqlua (make)")
   end
   local w, h, err = ffi.new("int[1]"), ffi.new("int[1]"), ffi.new("char[512]")
-  local data = ffi.C.cq_png_read_rgba(path, M.MAX_PIXELS, w, h, err, 512)
+  local data = ffi.C.cqh_png_read_rgba(path, M.MAX_PIXELS, w, h, err, 512)
   if data == nil then check.raise(string.format("%s: %s: %s", where, path, ffi.string(err))) end
   local n = w[0] * h[0]
   local rgba = ffi.new("uint8_t[?]", 4 * n)
   ffi.copy(rgba, data, 4 * n)
-  ffi.C.cq_png_free(data)
+  ffi.C.cqh_png_free(data)
   return { w = w[0], h = h[0], rgba = rgba }
 end
 

@@ -1,4 +1,4 @@
--- Private: the engine's registries (engine/registry.h) and field tables (engine/fields.h), read from the library:
+-- Private: the engine's registries (engine/core/registry.h) and field tables (engine/core/fields.h), read from the library:
 -- never a hand-written copy.
 local ffi = require "ffi"
 local C = require "cq._ffi"

@@ -226,7 +226,7 @@ function M.write(opts)
   for count, kk in ipairs(steps) do
     img.camera = draw(where, img, cfg, frame(kk))
     local path = string.format("%s/%s%04d.png", dir, prefix, count - 1)
-    if C.cq_png_write(path, img.w, img.h, img.rgb) ~= 0 then
+    if C.cqh_png_write(path, img.w, img.h, img.rgb) ~= 0 then
       check.raise(string.format("%s: cannot write %s (is dir a writable directory?)", where, path))
     end
   end

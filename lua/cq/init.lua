@@ -7,7 +7,7 @@
 local M = {}
 
 
---- The engine's field tables (engine/fields.h) of a precision's library: state, param and control fields, each
+--- The engine's field tables (engine/core/fields.h) of a precision's library: state, param and control fields, each
 --- {name, type, shape, shape_name, diff, doc, range, default}.
 function M.fields(precision)
   local registry = require "cq._registry"
@@ -25,7 +25,7 @@ local lazy = {
   World = function() return require("cq.world").World end,
   State = function() return require("cq.state").State end,
   Memo = function() return require("cq.memo").Memo end,
-  -- the engine's registries as name -> id tables (engine/registry.h)
+  -- the engine's registries as name -> id tables (engine/core/registry.h)
   BC = function() local r = require "cq._registry"; return r.ids(r.BC) end,
   MATERIAL = function() local r = require "cq._registry"; return r.ids(r.MATERIAL) end,
   ACTUATOR = function() local r = require "cq._registry"; return r.ids(r.ACTUATOR) end,

@@ -1,7 +1,7 @@
 --- Material tables for the robot builder (robot:box, robot:image, robot:mesh, ...). A material is { model = <engine
 --- model name>, density, <the model's parameters> } or { preset = name, <overrides> }. Which parameters a model takes,
 --- which it requires, their defaults and valid ranges, and its own rules all come from the engine (the model's header
---- engine/material_<model>.h and its line in engine/registry.h, through cq_material_info, cq_param_bounds and
+--- engine/materials/material_<model>.h and its line in engine/core/registry.h, through cq_material_info, cq_param_bounds and
 --- cq_material_check): this file holds the presets and nothing a model defines. M.models() lists them.
 --- Every model also takes density (1), visc (dynamic viscosity, 0), bulk (the volumetric term (bulk/2)(J - 1)^2, 0;
 --- required where the model lists it) and inc_p (seed 000 eq. 14's exponent, 0).

@@ -377,7 +377,7 @@ end
 --- unit normal from the cavity into the solid and dA its area (2D: length per unit depth). The actuation u is the
 --- pressure as a fraction of max (the pressure at u = 1; default 1, so u is the pressure itself). closed (default
 --- true): the wall encloses its cavities, so their pressure exerts no net force or torque on the body; the actuator
---- is then of kind "cavity", which corrects the particle forces to that (engine/chamber.h). false: kind "chamber",
+--- is then of kind "cavity", which corrects the particle forces to that (engine/stages/chamber.h). false: kind "chamber",
 --- Nanson's forces as they are (a pressure on an open surface). Returns its index.
 function Robot:chamber(opts)
   local where = "robot:chamber"

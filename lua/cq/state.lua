@@ -1,4 +1,4 @@
--- States: the fields of engine/fields.h (x, v, C, F, ...) of every particle, as FFI views onto engine memory, and
+-- States: the fields of engine/core/fields.h (x, v, C, F, ...) of every particle, as FFI views onto engine memory, and
 -- small helpers to read and write them. A state belongs to a world; memo.state, memo.grad and memo.bstate belong
 -- to their memo.
 local ffi = require "ffi"

@@ -337,7 +337,7 @@ function Tape:centroid(state, field, idx)
   return y
 end
 
--- The mass moments of a whole engine state (engine/moments.h: M, X[dim], V[dim], XX[dim][dim], XV[dim][dim], with
+-- The mass moments of a whole engine state (engine/stages/moments.h: M, X[dim], V[dim], XX[dim][dim], XV[dim][dim], with
 -- the world's current masses), computed by the engine where the state lives: a state the GPU keeps between control
 -- steps is not moved to the host to be read. nil for a state that is not the engine's (then the Lua loops run).
 local State
@@ -445,7 +445,7 @@ function Tape:spin(state, axis, idx)
   if dim == 3 then i, j = axis % 3, (axis + 1) % 3 end
   local mo = not idx and engine_moments("cq.tape:spin", state)
   if mo then
-    -- the whole body from the engine's moments: with X = sum m x, V = sum m v, XX, XV as in engine/moments.h,
+    -- the whole body from the engine's moments: with X = sum m x, V = sum m v, XX, XV as in engine/stages/moments.h,
     -- H = sum m (r x u) . e = XV_ij - XV_ji - (X_i V_j - X_j V_i) / M and I = sum m |r|^2 = tr XX - |X|^2 / M
     local D = dim
     local X, V, XX, XV = 1, 1 + D, 1 + 2 * D, 1 + 2 * D + D * D

@@ -14,15 +14,15 @@ local OPTIONS = check.option_set("cq.train", { "rollout", "state", "optimizer", 
 local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink", "worse", "grow" })
 local EXTRA_OPTIONS = check.option_set("cq.train extra", { "save", "load" })
 
--- The host's interruption API (engine/host.h), or stand-ins when the script runs in another host. Its declarations
+-- The host's interruption API (engine/host/host.h), or stand-ins when the script runs in another host. Its declarations
 -- come with the engine's (cq._ffi): without them here, requiring cq.train before any world would leave the stand-ins.
 local host = {}
 do
   pcall(require, "cq._ffi")
-  local ok = pcall(function() return ffi.C.cq_host_interrupted end)
+  local ok = pcall(function() return ffi.C.cqh_interrupted end)
   if ok then
-    host.interrupted = function() return ffi.C.cq_host_interrupted() end
-    host.graceful = function(on) return ffi.C.cq_host_graceful(on) end
+    host.interrupted = function() return ffi.C.cqh_interrupted() end
+    host.graceful = function(on) return ffi.C.cqh_graceful(on) end
   else
     host.interrupted = function() return 0 end
     host.graceful = function() return 0 end

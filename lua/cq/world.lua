@@ -16,7 +16,7 @@ local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "subste
   "fluid_rest", "volumetric_groups", "volumetric_own" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
   "max_split", "pressure", "fill_rounds" })
-local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/cq.h CQ_PRECOND_*
+local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/core/cq.h CQ_PRECOND_*
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
 local NODE_BC_OPTIONS = check.option_set("world:set_node_bcs", { "type", "friction" })
@@ -108,15 +108,15 @@ function M.new(opts)
   -- CQ_THREADS: the default a study's runner gives each run (cq.study), so that its workers share the cores
   d.threads = check.integer(where, "threads", opts.threads or tonumber(os.getenv("CQ_THREADS") or "") or 0, 0, MAX_THREADS)
   d.integrator = registry.INTEGRATOR[integrator]
-  -- engine/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, or on J averaged per node (volumetric.h)
+  -- engine/core/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, or on J averaged per node (volumetric.h)
   d.volumetric = check.oneof(where, "volumetric", opts.volumetric or "particle", { "particle", "averaged" })
     == "averaged" and 1 or 0
-  -- engine/cq.h CQ_VOL_GROUPS_*: the averaged term's groups by the particles' nodes now, or in the first state stepped
+  -- engine/core/cq.h CQ_VOL_GROUPS_*: the averaged term's groups by the particles' nodes now, or in the first state stepped
   d.volumetric_groups = check.oneof(where, "volumetric_groups", opts.volumetric_groups or "current",
     { "current", "initial" }) == "initial" and 1 or 0
-  -- the averaged term's own share K_s = min(K, volumetric_own M) of each particle (engine/volumetric.h vol_own_bulk)
+  -- the averaged term's own share K_s = min(K, volumetric_own M) of each particle (engine/terms/volumetric.h vol_own_bulk)
   d.volumetric_own = check.number(where, "volumetric_own", opts.volumetric_own or 1, 1e-6, 1e6)
-  -- engine/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
+  -- engine/core/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
   d.fluid = check.oneof(where, "fluid", opts.fluid or "particle", { "particle", "fill" }) == "fill" and 1 or 0
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
     == "initial" and 1 or 0
@@ -217,8 +217,8 @@ end
 --- The implicit integrator's work since the world was made or last reset (reset = true zeroes it after reading):
 --- substeps, newton, cg (Newton directions' CG iterations), halvings (line search), adjoint_cg (backward solves),
 --- factorizations (Hessians factorised by implicit.precond = "factor") and factor_seconds (their wall time); and
---- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/cpu_loops.h);
---- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/memo.c) instead of recomputing it;
+--- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/backends/cpu/cpu_loops.h);
+--- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/core/memo.c) instead of recomputing it;
 --- factor_failures: factorisations refused as not definite (CG then preconditions by the masses); fill_rounds: the fill
 --- water's active-set rounds (Newton directions solved again with the pieces of W the nodes end on).
 function World:solver_stats(reset)

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "../../engine/backend.h"
+#include "backend.h"
 
 static int failures = 0;
 static long inside_node(const int lo[2], int res1) { return (long)lo[0] * res1 + lo[1]; }

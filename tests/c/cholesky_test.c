@@ -1,5 +1,5 @@
-/* cholesky_test.c: the supernodal sparse Cholesky of engine/sparse_cholesky.c and the semi-definite projection of
- * engine/symeig.h (cqi_psd_project), on their own. Block matrices on grid graphs like the implicit solve's (nodes of
+/* cholesky_test.c: the supernodal sparse Cholesky of engine/integrators/sparse_cholesky.c and the semi-definite projection of
+ * engine/stages/symeig.h (cqi_psd_project), on their own. Block matrices on grid graphs like the implicit solve's (nodes of
  * a box of cells, each coupled to those within two cells; a ball of missing nodes, two separate components), with
  * random symmetric values made definite by diagonal dominance: the solve's residual ||A x - b|| / ||b||, the same
  * factors on a second factorisation (bit for bit), reuse of the analysis with new values, a new pattern, a matrix
@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../engine/cq_real.h"
-#include "../../engine/sparse_cholesky.h"
-#include "../../engine/symeig.h"
+#include "cq_real.h"
+#include "sparse_cholesky.h"
+#include "symeig.h"
 
 static int failed = 0;
 static void check(int ok, const char* what, double value) {

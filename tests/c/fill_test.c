@@ -1,4 +1,4 @@
-/* fill_test.c: the fill water (engine/fill.h, engine/fill.c) on the CPU backend, in f64: the gradient of W in the grid
+/* fill_test.c: the fill water (engine/terms/fill.h, engine/terms/fill.c) on the CPU backend, in f64: the gradient of W in the grid
  * velocities (cqi_fill_gradient) against central differences of W, and the Hessian product (cqi_fill_hvp) against
  * central differences of the gradient, on a block of water and a deformed solid that overfill their nodes (their
  * volumes 5 % above their spacing squared) next to a wall; and the same bits for 1 and 2 threads. Built and run by
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "../../engine/integrator.h"
+#include "integrator.h"
 
 enum { RES0 = 24, RES1 = 20, NX = 20, NY = 15, N = NX * NY };
 static int failures = 0;
@@ -16,7 +16,7 @@ static void expect(int ok, const char* what, double got, double want) {
 }
 
 typedef struct {
-  cqi_sim sim; /* the engine's own composition (engine/fill.c) on this backend and model */
+  cqi_sim sim; /* the engine's own composition (engine/terms/fill.c) on this backend and model */
   cq_substep c;
   cq_particles s;
   long len; /* reals per grid vector */

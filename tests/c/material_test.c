@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "../../engine/kernels.h"
+#include "kernels.h"
 
 /* One particle's parameters: every field of the table gets storage and its default (fields.h). */
 #define CQI_STORE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) static ctype name##_v[9] = {dflt};

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "../../engine/mesh.h"
+#include "mesh.h"
 
 #define FUZZ_REQUIRE(cond, ...)                  \
   do {                                           \
@@ -18,7 +18,7 @@
   } while (0)
 
 /* The winding number of the placed mesh around q (solid angles, Van Oosterom and Strackee). */
-static double fuzz_winding(const double* P, const cq_mesh* m, const double* q)
+static double fuzz_winding(const double* P, const cqh_mesh* m, const double* q)
 {
   double w = 0;
   int t, k;
@@ -79,16 +79,16 @@ static double fuzz_distance2(const double* q, const double* a, const double* b, 
 }
 
 /* Fills m at a spacing giving about `across` lattice points along its longest side, then checks the invariants. */
-static void fuzz_check_fill(const cq_mesh* m, double across, double scale)
+static void fuzz_check_lattice(const cqh_mesh* m, double across, double scale)
 {
   double lin[9] = { scale, 0, 0, 0, scale, 0, 0, 0, scale }, offset[3] = { 0.5, -0.25, 0 }, ext = 0, h, lo[3], hi[3];
   double sum = 0, vec[3] = { 0, 0, 0 }, *P;
   char err[512];
   int a, i;
-  cq_mesh_fill* f;
+  cqh_lattice* f;
   for (a = 0; a < 3; a++) ext = fmax(ext, m->hi[a] - m->lo[a]);
   h = ext * scale / across;
-  f = cq_mesh_fill_lattice(m, lin, offset, h, 1e5, err, sizeof err);
+  f = cqh_mesh_lattice(m, lin, offset, h, 1e5, err, sizeof err);
   if (f == NULL) return; /* refused with a message (e.g. no point inside): fine */
   for (a = 0; a < 3; a++) {
     lo[a] = offset[a];
@@ -135,6 +135,6 @@ static void fuzz_check_fill(const cq_mesh* m, double across, double scale)
     }
   }
   free(P);
-  cq_mesh_fill_free(f);
+  cqh_lattice_free(f);
 }
 #endif

@@ -1,5 +1,5 @@
-/* fuzz_mesh.c: libFuzzer target for mesh files (engine/mesh*.c: cq_mesh_parse) in the format FUZZ_FORMAT (CQ_MESH_OBJ:
- * tinyobjloader; CQ_MESH_STL: binary and ASCII STL through assimp), then the fill of every mesh that loads. */
+/* fuzz_mesh.c: libFuzzer target for mesh files (engine/host/mesh*.c: cqh_mesh_parse) in the format FUZZ_FORMAT (CQH_MESH_OBJ:
+ * tinyobjloader; CQH_MESH_STL: binary and ASCII STL through assimp), then the lattice of every mesh that loads. */
 #include <stddef.h>
 #include <stdint.h>
 #include "fuzz_check.h"
@@ -7,9 +7,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
   char err[512];
-  cq_mesh* m = cq_mesh_parse(data, size, FUZZ_FORMAT, 20000, err, sizeof err);
+  cqh_mesh* m = cqh_mesh_parse(data, size, FUZZ_FORMAT, 20000, err, sizeof err);
   if (m == NULL) return 0;
-  fuzz_check_fill(m, 12, 1);
-  cq_mesh_free(m);
+  fuzz_check_lattice(m, 12, 1);
+  cqh_mesh_free(m);
   return 0;
 }

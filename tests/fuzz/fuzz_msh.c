@@ -1,4 +1,4 @@
-/* fuzz_msh.c: libFuzzer target for Gmsh MSH 4.1 files (engine/msh.c: cq_msh_parse, ASCII and binary); every mesh that
+/* fuzz_msh.c: libFuzzer target for Gmsh MSH 4.1 files (engine/host/msh.c: cqh_msh_parse, ASCII and binary); every mesh that
  * loads is checked: node indices in range and distinct within an element, entity indices in range, each entity's
  * physical tags a slice of the list, finite coordinates, names present. A violation aborts, so libFuzzer reports it. */
 #include <math.h>
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "../../engine/msh.h"
+#include "msh.h"
 
 #define REQUIRE(cond, what)                               \
   do {                                                    \
@@ -16,7 +16,7 @@
     }                                                     \
   } while (0)
 
-static void check_elements(const cq_msh* m, const cq_msh_elements* e, int k)
+static void check_elements(const cqh_msh* m, const cqh_msh_elements* e, int k)
 {
   int i, j, l;
   REQUIRE(e->n >= 0 && (e->n == 0 || (e->nodes && e->entity)), "element arrays");
@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
   char err[512];
   int i;
-  cq_msh* m = cq_msh_parse(data, size, err, sizeof err);
+  cqh_msh* m = cqh_msh_parse(data, size, err, sizeof err);
   if (m == NULL) {
     /* "MSH ...", "the file is empty", "out of memory" */
     REQUIRE(err[0] == 'M' || err[0] == 't' || err[0] == 'o', "a message");
@@ -54,6 +54,6 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             "entities sorted and distinct");
   }
   for (i = 0; i < m->n_names; i++) REQUIRE(m->names[i] != NULL && m->name_dim[i] >= 0 && m->name_dim[i] <= 3, "names");
-  cq_msh_free(m);
+  cqh_msh_free(m);
   return 0;
 }

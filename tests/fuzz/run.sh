@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/fuzz/run.sh: runs each fuzzer of `make fuzz` for FUZZ_SECONDS from its corpus and prints one line per target:
 # executions, seconds, crashes (inputs libFuzzer saved under $FUZZ_BUILD/crashes/<target>/). Exits 1 on any crash.
-# usage (from the Makefile): FUZZ_BUILD=... FUZZ_SECONDS=... tests/fuzz/run.sh png obj stl fill
+# usage (from the Makefile): FUZZ_BUILD=... FUZZ_SECONDS=... tests/fuzz/run.sh png obj stl lattice msh
 set -u
 status=0
 printf '%-6s %12s %8s %8s  %s\n' target execs seconds crashes log

@@ -1,12 +1,12 @@
 -- tests/fuzz/seeds.lua: the starting corpus of the fuzzers (make fuzz): a few small valid files per loader.
--- usage: build/bin/cqlua tests/fuzz/seeds.lua <directory>   (writes <directory>/{png,obj,stl,fill,msh}/...)
+-- usage: build/bin/cqlua tests/fuzz/seeds.lua <directory>   (writes <directory>/{png,obj,stl,lattice,msh}/...)
 package.path = "./scenes/?.lua;./tests/?.lua;" .. package.path
 local cq = require "cq"
 local meshes = require "meshes"
 local msh = require "_msh_files"
 
 local dir = assert(arg[1], "usage: cqlua tests/fuzz/seeds.lua <directory>")
-for _, sub in ipairs { "png", "obj", "stl", "fill", "msh" } do os.execute("mkdir -p '" .. dir .. "/" .. sub .. "'") end
+for _, sub in ipairs { "png", "obj", "stl", "lattice", "msh" } do os.execute("mkdir -p '" .. dir .. "/" .. sub .. "'") end
 local function write(path, bytes)
   local f = assert(io.open(dir .. "/" .. path, "wb"))
   f:write(bytes)
@@ -32,12 +32,12 @@ meshes.write_stl(dir .. "/stl/cube.stl", cube, "solid cube (binary)")
 meshes.write_stl_ascii(dir .. "/stl/cube_ascii.stl", cube, "cube")
 meshes.write_stl(dir .. "/stl/sphere.stl", meshes.uv_sphere({ 0, 0, 0 }, 1, 6, 4))
 
--- fill: topology byte, lattice byte, then signed coordinates in eighths
+-- lattice: topology byte, lattice byte, then signed coordinates in eighths
 local function bytes(t) local s = {} for i, b in ipairs(t) do s[i] = string.char(b % 256) end return table.concat(s) end
-write("fill/tetra", bytes { 0, 10, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0, 16 })
-write("fill/octa", bytes { 1, 40, 8, 0, 0, -8, 0, 0, 0, 8, 0, 0, -8, 0, 0, 0, 8, 0, 0, -8 })
-write("fill/cube", bytes { 2, 7, 0, 0, 0, 8, 0, 0, 0, 8, 0, 8, 8, 0, 0, 0, 8, 8, 0, 8, 0, 8, 8, 8, 8, 8 })
-write("fill/nested", bytes { 3, 12, 0, 0, 0, 32, 0, 0, 0, 32, 0, 0, 0, 32, 2, 2, 2, 10, 2, 2, 2, 10, 2, 2, 2, 10 })
+write("lattice/tetra", bytes { 0, 10, 0, 0, 0, 16, 0, 0, 0, 16, 0, 0, 0, 16 })
+write("lattice/octa", bytes { 1, 40, 8, 0, 0, -8, 0, 0, 0, 8, 0, 0, -8, 0, 0, 0, 8, 0, 0, -8 })
+write("lattice/cube", bytes { 2, 7, 0, 0, 0, 8, 0, 0, 0, 8, 0, 8, 8, 0, 0, 0, 8, 8, 0, 8, 0, 8, 8, 8, 8, 8 })
+write("lattice/nested", bytes { 3, 12, 0, 0, 0, 32, 0, 0, 0, 32, 0, 0, 0, 32, 2, 2, 2, 10, 2, 2, 2, 10, 2, 2, 2, 10 })
 
 -- MSH 4.1: the hand-written cube of tests/_msh_files.lua in ASCII and binary (both byte orders, 4-byte size_t,
 -- sparse node tags)

@@ -117,7 +117,7 @@ def main():
             fx = xg - ti.cast(base, ti.f32)
             w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
             Fp = F[s, p]
-            # rotation of the polar decomposition F = R S, closed form (engine/smallmat.h polar)
+            # rotation of the polar decomposition F = R S, closed form (engine/stages/smallmat.h polar)
             ra, rb = Fp[0, 0] + Fp[1, 1], Fp[1, 0] - Fp[0, 1]
             rn = ti.sqrt(ra * ra + rb * rb)
             R = ti.Matrix([[ra / rn, -rb / rn], [rb / rn, ra / rn]])
