@@ -321,6 +321,12 @@ $(FUZZ_BUILD)/fuzz_lattice: tests/fuzz/fuzz_lattice.c tests/fuzz/fuzz_check.h $(
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -x c -o $@ tests/fuzz/fuzz_lattice.c $(HOST_DIR)/readfile.c \
 	  $(HOST_DIR)/mesh.c $(HOST_DIR)/mesh_stl.c $(HOST_DIR)/mesh_lattice.c -x none $(FUZZ_BUILD)/mesh_obj.o -lassimp -lm
 
+# The one code style (.clang-format) over every C, C++ and CUDA source; Debian's clang-format installed when missing.
+.PHONY: format
+format:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES=clang-format
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp' '*.cu' '*.cuh')
+
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib/cqlua $(PREFIX)/share/cqlua/lua/cq
 	install -m 755 $(BUILD)/bin/cqlua $(PREFIX)/bin/cqlua

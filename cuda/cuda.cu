@@ -30,45 +30,45 @@ typedef struct {
 typedef struct cuda_backend {
   cqi_backend base;
   cudaStream_t stream;
-  const cqi_model* model;     /* the host model of the last sync (cable actuator ids, act_id for reductions) */
+  const cqi_model* model; /* the host model of the last sync (cable actuator ids, act_id for reductions) */
 #define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) ctype* name;
   CQ_PARAM_FIELDS(CQI_MEMBER) /* device copies of the parameters */
 #undef CQI_MEMBER
-  uint8_t* act_kind;          /* [n_act] */
-  cq_cable* cables;           /* [cap_cables] */
-  int32_t* cable_idx;         /* [cap_cable_idx] */
-  cq_real* gcab;              /* [cap_cables] dL/du per cable (backward) */
-  cq_real* gcab_h;            /* pinned host copy */
+  uint8_t* act_kind;  /* [n_act] */
+  cq_cable* cables;   /* [cap_cables] */
+  int32_t* cable_idx; /* [cap_cable_idx] */
+  cq_real* gcab;      /* [cap_cables] dL/du per cable (backward) */
+  cq_real* gcab_h;    /* pinned host copy */
   int cap_cables, cap_cable_idx;
-  int32_t* node_bc_index;     /* [n_nodes] or NULL */
-  cq_bc* node_bcs;            /* [cap_bcs] */
+  int32_t* node_bc_index; /* [n_nodes] or NULL */
+  cq_bc* node_bcs;        /* [cap_bcs] */
   int cap_bcs;
-  int* info;                  /* [12] prepare's reduction lo[3], hi[3]; then their initial values */
-  int* info_h;                /* pinned host copy */
+  int* info;   /* [12] prepare's reduction lo[3], hi[3]; then their initial values */
+  int* info_h; /* pinned host copy */
   /* check reduction, min over failing particles of (order * CQ_N_CHECKS + check) * n + particle (ULLONG_MAX: none);
    * order = 2 j + after for the j-th prepare of a batch, 0 outside batches */
   unsigned long long* key;
-  unsigned long long* key_h;  /* pinned host copy */
+  unsigned long long* key_h;             /* pinned host copy */
   unsigned long long *nf_key, *nf_key_h; /* [cap_nf] first_nonfinite's result per array, and its pinned copy */
   int cap_nf;
   int in_batch, batch_prepares; /* inside begin_batch .. end_batch; prepare calls so far in it */
-  int box_known;              /* box holds the last prepare's region (read back); 0 inside batches until needed */
-  unsigned grid_blocks;       /* blocks of the grid-stride node kernels (those that read the box on the device) */
-  long local_min_blocks;      /* smallest per-particle launch whose scatters go through shared memory (cqk_p2g) */
-  int sms;                    /* the device's multiprocessors */
-  int prefetch;               /* upload between equal pointers prefetches (CQ_CUDA_PREFETCH=1; else does nothing) */
-  double* act_sums;           /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
-  double* act_gu;             /* host target of act_sums (NULL: nothing pending) */
-  double *partial, *partial_h; /* [cap_partial] grid_dot block sums */
+  int box_known;                /* box holds the last prepare's region (read back); 0 inside batches until needed */
+  unsigned grid_blocks;         /* blocks of the grid-stride node kernels (those that read the box on the device) */
+  long local_min_blocks;        /* smallest per-particle launch whose scatters go through shared memory (cqk_p2g) */
+  int sms;                      /* the device's multiprocessors */
+  int prefetch;                 /* upload between equal pointers prefetches (CQ_CUDA_PREFETCH=1; else does nothing) */
+  double* act_sums;             /* [n_act] act_grad's sums of the batch (device), added to act_gu at end_batch */
+  double* act_gu;               /* host target of act_sums (NULL: nothing pending) */
+  double *partial, *partial_h;  /* [cap_partial] grid_dot block sums */
   /* [n_act] the closed cavities' sums over their walls, the corrections' coefficients and their gradients */
   cqi_cavity_sums *cav_sums, *cav_gsums;
   cqi_cavity_coef *cav_coef, *cav_gcoef;
   long cap_partial;
-  double *mom, *mom_h;        /* [CQI_MOMENTS_MAX] the mass moments' sums (device), and their pinned host copy */
-  double* rd;                 /* [cap_rd] read's doubles on the device */
+  double *mom, *mom_h; /* [CQI_MOMENTS_MAX] the mass moments' sums (device), and their pinned host copy */
+  double* rd;          /* [cap_rd] read's doubles on the device */
   long cap_rd;
-  cqi_box box;                /* active region of the last prepare */
-  cq_substep region_ctx;      /* its strides */
+  cqi_box box;           /* active region of the last prepare */
+  cq_substep region_ctx; /* its strides */
 } cuda_backend;
 
 /* Every CUDA call is checked; the message names the file and line. */
@@ -76,9 +76,9 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
   return cqi_errorf(b->err, e == cudaErrorMemoryAllocation ? CQ_ERR_NOMEM : CQ_ERR_STATE,
                     "CUDA error at %s:%d: %s (%s)", file, line, cudaGetErrorString(e), what);
 }
-#define CK(call)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (call);                                                      \
+#define CK(call)                                                                      \
+  do {                                                                                \
+    cudaError_t e_ = (call);                                                          \
     if (e_ != cudaSuccess) return cuda_fail(&g->base, e_, #call, __FILE__, __LINE__); \
   } while (0)
 #define TRY(call)                 \
@@ -90,32 +90,32 @@ static int cuda_fail(cqi_backend* b, cudaError_t e, const char* what, const char
 #define CQK_NAME(kernel) CQK_NAME_(kernel) /* the kernel's name, its dimension suffix expanded */
 #define CQK_NAME_(kernel) #kernel
 /* Launches kernel over count threads (one per particle or node) on the backend's stream. */
-#define LAUNCH(kernel, count, ...)                                                                    \
-  do {                                                                                                \
-    long cnt_ = (count);                                                                              \
-    if (cnt_ > 0) {                                                                                   \
-      timing_begin(g->stream, CQK_NAME(kernel));                                                      \
-      kernel<<<(unsigned)((cnt_ + CQ_BLOCK - 1) / CQ_BLOCK), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);  \
-      timing_end(g->stream);                                                                          \
-      CK(cudaGetLastError());                                                                         \
-    }                                                                                                 \
+#define LAUNCH(kernel, count, ...)                                                                   \
+  do {                                                                                               \
+    long cnt_ = (count);                                                                             \
+    if (cnt_ > 0) {                                                                                  \
+      timing_begin(g->stream, CQK_NAME(kernel));                                                     \
+      kernel<<<(unsigned)((cnt_ + CQ_BLOCK - 1) / CQ_BLOCK), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__); \
+      timing_end(g->stream);                                                                         \
+      CK(cudaGetLastError());                                                                        \
+    }                                                                                                \
   } while (0)
 /* Launches a grid-stride node kernel (one that reads the active box on the device): correct for any box, sized by
  * the last box the host saw (with room to grow; the box moves slowly), at most grid_blocks blocks. */
-#define LAUNCH_NODES(kernel, ...)                                                   \
-  do {                                                                              \
-    timing_begin(g->stream, CQK_NAME(kernel));                                      \
-    kernel<<<node_blocks(g), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__);                \
-    timing_end(g->stream);                                                          \
-    CK(cudaGetLastError());                                                         \
+#define LAUNCH_NODES(kernel, ...)                                    \
+  do {                                                               \
+    timing_begin(g->stream, CQK_NAME(kernel));                       \
+    kernel<<<node_blocks(g), CQ_BLOCK, 0, g->stream>>>(__VA_ARGS__); \
+    timing_end(g->stream);                                           \
+    CK(cudaGetLastError());                                          \
   } while (0)
 /* An asynchronous copy or clear on the stream, timed as `what` under CQ_CUDA_TIMING. */
-#define TIMED(what, call)              \
-  do {                                 \
-    timing_begin(g->stream, what);     \
-    cudaError_t te_ = (call);          \
-    timing_end(g->stream);             \
-    CK(te_);                           \
+#define TIMED(what, call)          \
+  do {                             \
+    timing_begin(g->stream, what); \
+    cudaError_t te_ = (call);      \
+    timing_end(g->stream);         \
+    CK(te_);                       \
   } while (0)
 
 static long particle_blocks(const cuda_backend* g, long n) { return (n + CQ_BLOCK - 1) / CQ_BLOCK; }
@@ -216,7 +216,6 @@ typedef struct {
 #include "cuda_loops.cuh"
 #undef D
 
-
 /* ---- memory ---- */
 
 static void* cuda_alloc(cqi_backend* b, size_t bytes) {
@@ -282,8 +281,10 @@ static int copy_async(cuda_backend* g, void* dst, const void* src, size_t bytes,
   long items = (bits & 15) ? (long)(bytes / 4) : (long)(bytes / 16), cap = 8L * g->sms;
   unsigned blocks = (unsigned)((items + CQ_BLOCK - 1) / CQ_BLOCK < cap ? (items + CQ_BLOCK - 1) / CQ_BLOCK : cap);
   timing_begin(g->stream, what);
-  if (bits & 15) cqk_copy_words<<<blocks, CQ_BLOCK, 0, g->stream>>>((const unsigned*)src, (unsigned*)dst, items);
-  else cqk_copy_vectors<<<blocks, CQ_BLOCK, 0, g->stream>>>((const uint4*)src, (uint4*)dst, items);
+  if (bits & 15)
+    cqk_copy_words<<<blocks, CQ_BLOCK, 0, g->stream>>>((const unsigned*)src, (unsigned*)dst, items);
+  else
+    cqk_copy_vectors<<<blocks, CQ_BLOCK, 0, g->stream>>>((const uint4*)src, (uint4*)dst, items);
   timing_end(g->stream);
   CK(cudaGetLastError());
   return CQ_OK;
@@ -394,9 +395,13 @@ static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v
   cudaStream_t st = g->stream;
   int n = m->n, D = m->dim;
   g->model = m;
-#define CQI_UP(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                       \
-  CK(cudaMemcpyAsync(g->name, m->name, sizeof(ctype) * n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? D : D * D), \
-                     cudaMemcpyHostToDevice, st));                                                              \
+#define CQI_UP(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CK(cudaMemcpyAsync(g->name, m->name,                                    \
+                     sizeof(ctype) * n *                                  \
+                         (shape == CQ_SHAPE_SCALAR ? 1                    \
+                          : shape == CQ_SHAPE_VEC  ? D                    \
+                                                   : D * D),               \
+                     cudaMemcpyHostToDevice, st));                        \
   v->params.name = g->name;
   CQ_PARAM_FIELDS(CQI_UP)
 #undef CQI_UP
@@ -520,8 +525,10 @@ static int cuda_act_grad(cqi_backend* b, const int32_t* act_id, const cq_real* g
     CK(cudaMemsetAsync(g->act_sums, 0, sizeof(double) * na, g->stream));
     g->act_gu = gu;
   }
-  if (na <= CQ_ACT_SHARED) LAUNCH(cqk_act_grad, b->n, b->n, na, act_id, gact, g->act_sums);
-  else LAUNCH(cqk_act_grad_global, b->n, b->n, act_id, gact, g->act_sums);
+  if (na <= CQ_ACT_SHARED)
+    LAUNCH(cqk_act_grad, b->n, b->n, na, act_id, gact, g->act_sums);
+  else
+    LAUNCH(cqk_act_grad_global, b->n, b->n, act_id, gact, g->act_sums);
   return g->in_batch ? CQ_OK : flush_act_sums(g);
 }
 
@@ -590,9 +597,9 @@ static void cuda_destroy(cqi_backend* b) {
 #define CQI_FREE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) cudaFree(g->name);
   CQ_PARAM_FIELDS(CQI_FREE)
 #undef CQI_FREE
-  void* dev[] = {g->act_kind, g->cables, g->cable_idx, g->gcab, g->node_bc_index, g->node_bcs, g->info, g->key,
-                 g->partial, g->act_sums, g->nf_key, g->cav_sums, g->cav_gsums, g->cav_coef, g->cav_gcoef,
-                 g->mom, g->rd};
+  void* dev[] = {g->act_kind,  g->cables,  g->cable_idx, g->gcab,   g->node_bc_index, g->node_bcs,  g->info,
+                 g->key,       g->partial, g->act_sums,  g->nf_key, g->cav_sums,      g->cav_gsums, g->cav_coef,
+                 g->cav_gcoef, g->mom,     g->rd};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
   void* pinned[] = {g->gcab_h, g->info_h, g->key_h, g->partial_h, g->nf_key_h, g->mom_h};
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) cudaFreeHost(pinned[i]);
@@ -602,23 +609,53 @@ static void cuda_destroy(cqi_backend* b) {
 }
 
 static const cqi_backend_ops cuda_ops = {
-    CQ_BACKEND_CUDA, 0, cuda_destroy,
-    cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_read, cuda_zero,
-    cuda_sync_model, cuda_set_threads, cuda_free_memory,
-    cuda_begin_batch, cuda_end_batch,
-    cuda_prepare, cuda_grid_clear, cuda_p2g, cuda_grid_update, cuda_g2p,
-    cuda_g2p_adj, cuda_grid_update_adj, cuda_p2g_adj,
-    cuda_cable_forces, cuda_cable_forces_adj, cuda_cavity_forces, cuda_cavity_forces_adj,
-    cuda_act_grad, cuda_axpy, cuda_first_nonfinite, cuda_moments, cuda_moments_adj, cuda_grid_axpy, cuda_grid_dot,
+    CQ_BACKEND_CUDA,
+    0,
+    cuda_destroy,
+    cuda_alloc,
+    cuda_release,
+    cuda_upload,
+    cuda_download,
+    cuda_copy,
+    cuda_read,
+    cuda_zero,
+    cuda_sync_model,
+    cuda_set_threads,
+    cuda_free_memory,
+    cuda_begin_batch,
+    cuda_end_batch,
+    cuda_prepare,
+    cuda_grid_clear,
+    cuda_p2g,
+    cuda_grid_update,
+    cuda_g2p,
+    cuda_g2p_adj,
+    cuda_grid_update_adj,
+    cuda_p2g_adj,
+    cuda_cable_forces,
+    cuda_cable_forces_adj,
+    cuda_cavity_forces,
+    cuda_cavity_forces_adj,
+    cuda_act_grad,
+    cuda_axpy,
+    cuda_first_nonfinite,
+    cuda_moments,
+    cuda_moments_adj,
+    cuda_grid_axpy,
+    cuda_grid_dot,
     cuda_grid_norm_inf,
     cuda_grid_sums,
-    NULL, NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
-    cuda_host_alloc, cuda_host_free,
-    cuda_shared_alloc, cuda_shared_free,
-    NULL, NULL, NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
-    NULL,             /* the fixed groups' blocks for the direct preconditioner: host-memory only */
-    CQ_PASSES(CQI_CUDA_OP_ROW)
-};
+    NULL,
+    NULL, /* the direct preconditioner's assembly: not on the device yet (implicit.precond "mass" there) */
+    cuda_host_alloc,
+    cuda_host_free,
+    cuda_shared_alloc,
+    cuda_shared_free,
+    NULL,
+    NULL,
+    NULL, /* no kept P2G records: the adjoint recomputes P2G on the device */
+    NULL, /* the fixed groups' blocks for the direct preconditioner: host-memory only */
+    CQ_PASSES(CQI_CUDA_OP_ROW)};
 
 /* Allocates the device copies of the model and the small reduction buffers. */
 static int cuda_init(cuda_backend* g, const cqi_model* m) {
@@ -626,7 +663,10 @@ static int cuda_init(cuda_backend* g, const cqi_model* m) {
   CK(cudaSetDevice(0));
   CK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
 #define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CK(cudaMalloc((void**)&g->name, sizeof(ctype) * n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? D : D * D)));
+  CK(cudaMalloc((void**)&g->name, sizeof(ctype) * n *                        \
+                                      (shape == CQ_SHAPE_SCALAR ? 1          \
+                                       : shape == CQ_SHAPE_VEC  ? D          \
+                                                                : D * D)));
   CQ_PARAM_FIELDS(CQI_ALLOC)
 #undef CQI_ALLOC
   CK(cudaMalloc((void**)&g->act_kind, m->n_act > 0 ? m->n_act : 1));
@@ -704,9 +744,9 @@ extern "C" int cq_cuda_device_count(char* err, int errlen) {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     if (err && errlen > 0)
-      snprintf(err, errlen, "%s: %s%s", cudaGetErrorName(e), cudaGetErrorString(e),
-               e == cudaErrorInsufficientDriver ? " (no NVIDIA driver found, or one older than this CUDA runtime)"
-                                                : "");
+      snprintf(
+          err, errlen, "%s: %s%s", cudaGetErrorName(e), cudaGetErrorString(e),
+          e == cudaErrorInsufficientDriver ? " (no NVIDIA driver found, or one older than this CUDA runtime)" : "");
     cudaGetLastError();
     return e == cudaErrorNoDevice ? 0 : -1;
   }
@@ -724,10 +764,13 @@ extern "C" int cq_cuda_device_count(char* err, int errlen) {
   if (!dev0) {
     if (err && errlen > 0) {
       if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
-        snprintf(err, errlen, "device 0 (%s) has compute capability %d.%d, which this library holds no code for "
-                 "(built for %s; rebuild with a CUDA_GENCODE for that device%s)", prop.name, prop.major,
-                 prop.minor, CQ_CUDA_TARGETS, usable > 0 ? ", or choose another with CUDA_VISIBLE_DEVICES" : "");
-      else snprintf(err, errlen, "device 0 cannot be queried");
+        snprintf(err, errlen,
+                 "device 0 (%s) has compute capability %d.%d, which this library holds no code for "
+                 "(built for %s; rebuild with a CUDA_GENCODE for that device%s)",
+                 prop.name, prop.major, prop.minor, CQ_CUDA_TARGETS,
+                 usable > 0 ? ", or choose another with CUDA_VISIBLE_DEVICES" : "");
+      else
+        snprintf(err, errlen, "device 0 cannot be queried");
       cudaGetLastError();
     }
     return 0;
@@ -747,8 +790,8 @@ extern "C" int cq_cuda_device_info(char* buf, int len) {
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rt);
   snprintf(buf, len, "%s, compute capability %d.%d, %d SMs, %.1f GiB, driver %d.%d, runtime %d.%d, code for %s",
-           prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,
-           drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, CQ_CUDA_TARGETS);
+           prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0, drv / 1000,
+           drv % 1000 / 10, rt / 1000, rt % 1000 / 10, CQ_CUDA_TARGETS);
   return CQ_OK;
 }
 

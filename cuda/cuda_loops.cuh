@@ -27,8 +27,10 @@ __global__ void CQ_D(cqk_prepare)(CQK_PARTICLES s, CQK_SUBSTEP c, int check_all,
     for (int a = 0; a < D && check == CQ_CHECK_OK; a++) {
       cq_real xa = s.x[a * n + p], va = s.v[a * n + p];
       cq_real g = cq_cell_coord(xa, c.dx, c.inv_dx);
-      if (!isfinite(xa) || !isfinite(va)) check = CQ_CHECK_NONFINITE;
-      else if (!(g >= 0 && g < c.res[a] - 2)) check = CQ_CHECK_OUTSIDE;
+      if (!isfinite(xa) || !isfinite(va))
+        check = CQ_CHECK_NONFINITE;
+      else if (!(g >= 0 && g < c.res[a] - 2))
+        check = CQ_CHECK_OUTSIDE;
       b[a] = check == CQ_CHECK_OK ? (int)g : 0;
     }
     if (check == CQ_CHECK_OK)
@@ -122,9 +124,8 @@ __global__ void CQ_D(cqk_cavity_coef_adj)(int n_act, const uint8_t* kind, const 
   if (a < n_act && kind[a] == CQ_ACT_CAVITY) CQ_D(cavity_coef_adj)(&sums[a], &coef[a], &gcoef[a], &gsums[a]);
 }
 
-__global__ void CQ_D(cqk_cavity_add_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cq_real* u,
-                                         const cqi_cavity_sums* gsums, cq_particles g0, cq_param_grads gp,
-                                         cq_real* gact) {
+__global__ void CQ_D(cqk_cavity_add_adj)(CQK_PARTICLES s, CQK_PARAMS m, const cq_real* u, const cqi_cavity_sums* gsums,
+                                         cq_particles g0, cq_param_grads gp, cq_real* gact) {
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(cavity_particle_add_adj)(&s, &m, u, p, gsums, &g0, &gp, gact);
 }
@@ -234,8 +235,7 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
   }
   for (int i = threadIdx.x; i < vol * (D + 1); i += blockDim.x) acc[i] = 0;
   __syncthreads();
-  if (live)
-    CQI_FOR_STENCIL(off) {
+  if (live) CQI_FOR_STENCIL(off) {
       cq_real add[D + 1];
       CQ_D(p2g_node)(&c, &q, &st, mv, off, add);
       int local = CQ_D(cqk_local_node)(st.base, off, lo, ext);
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
 }
 
 __global__ void CQ_D(cqk_g2p)(CQK_SUBSTEP c, cq_particles s, CQK_PARAMS m, const cq_real* gridv,
-                               unsigned long long* key, unsigned long long base) {
+                              unsigned long long* key, unsigned long long base) {
   if (*key < base) return; /* as cqk_prepare */
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned long long k = ULLONG_MAX;
@@ -298,9 +298,9 @@ __global__ void CQ_D(cqk_g2p_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, 
 #ifndef CQ_P2G_ADJ_MIN_BLOCKS
 #define CQ_P2G_ADJ_MIN_BLOCKS (CQ_REAL_BITS == 32 ? 4 : 1)
 #endif
-__global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_ADJ_MIN_BLOCKS) CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj,
-                                  cq_particles g0, cq_param_grads gp, cq_ctl_grads gc, const cq_real* cache,
-                                  const unsigned long long* key) {
+__global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_ADJ_MIN_BLOCKS)
+    CQ_D(cqk_p2g_adj)(cq_substep c, cq_particles s, cq_params m, cq_ctl ctl, const cq_real* adj, cq_particles g0,
+                      cq_param_grads gp, cq_ctl_grads gc, const cq_real* cache, const unsigned long long* key) {
   if (*key != ULLONG_MAX) return;
   int p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p < s.n) CQ_D(p2g_adj)(&c, &s, &m, &ctl, p, adj, &g0, &gp, &gc, cache);
@@ -434,7 +434,8 @@ __global__ void CQ_D(cqk_grid_sums)(CQK_SUBSTEP c, cqi_box b, const cq_real* x, 
 
 /* ---- host side: the primitives for dimension D ---- */
 
-static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
+static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all,
+                              cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
   CK(cudaMemcpyAsync(g->info, g->info + 6, sizeof(int) * 6, cudaMemcpyDeviceToDevice, g->stream)); /* initial values */
   g->region_ctx = *c;
@@ -518,8 +519,8 @@ static int CQ_D(cuda_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, 
 }
 
 static int CQ_D(cuda_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
-                              const cq_real* gridv,
-                              const cq_particles* g1, cq_particles* g0, cq_real* adj, const cq_real* C1) {
+                              const cq_real* gridv, const cq_particles* g1, cq_particles* g0, cq_real* adj,
+                              const cq_real* C1) {
   cuda_backend* g = (cuda_backend*)b;
   LAUNCH(CQ_D(cqk_g2p_adj), s->n, *c, *s, *m, gridv, *g1, *g0, adj, C1, g->key,
          particle_blocks(g, s->n) >= g->local_min_blocks);
@@ -548,11 +549,11 @@ static int CQ_D(cuda_cable_forces)(cqi_backend* b, const cqi_model_view* v, cons
   return CQ_OK;
 }
 
-static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
-                                       const cq_real* u, const cq_real* gf, cq_real* gx, double* gu) {
+static int CQ_D(cuda_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                       const cq_real* gf, cq_real* gx, double* gu) {
   cuda_backend* g = (cuda_backend*)b;
   CQ_D(cqk_cables_adj)<<<1, 1, 0, g->stream>>>(v->cables, v->n_cables, v->cable_idx, s->x, s->n, u, gf, gx, g->gcab,
-                                                     g->key);
+                                               g->key);
   CK(cudaGetLastError());
   CK(cudaMemcpyAsync(g->gcab_h, g->gcab, sizeof(cq_real) * v->n_cables, cudaMemcpyDeviceToHost, g->stream));
   CK(cudaStreamSynchronize(g->stream));
@@ -578,8 +579,8 @@ static int CQ_D(cuda_cavity_forces)(cqi_backend* b, const cqi_model_view* v, con
 }
 
 static int CQ_D(cuda_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
-                                        const cq_real* u, const cq_real* gf, cq_particles* g0,
-                                        const cq_param_grads* gp, cq_real* gact) {
+                                        const cq_real* u, const cq_real* gf, cq_particles* g0, const cq_param_grads* gp,
+                                        cq_real* gact) {
   cuda_backend* g = (cuda_backend*)b;
   int n_act = b->n_act;
   TRY(CQ_D(cuda_cavity_coefs)(g, v, s, u));
@@ -674,35 +675,35 @@ static int CQ_D(cuda_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
 #define CQI_LARG_S(x) x
 #define CQI_KCAT_(a, b) a##b
 #define CQI_KCAT(a, b) CQI_KCAT_(a, b)
-#define CQI_CUDA_PASS(op, body, over, keyed, gpu, ...)                                                          \
+#define CQI_CUDA_PASS(op, body, over, keyed, gpu, ...) \
   CQI_IF(gpu)(CQI_KCAT(CQI_CUDA_PASS_, over)(op, body, keyed, __VA_ARGS__))
-#define CQI_CUDA_PASS_PARTICLES(op, body, keyed, ...)                                                               \
-  __global__ void CQ_D(cqk_##op)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, CQI_PMAP(CQI_KDECL, __VA_ARGS__),   \
+#define CQI_CUDA_PASS_PARTICLES(op, body, keyed, ...)                                                            \
+  __global__ void CQ_D(cqk_##op)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, CQI_PMAP(CQI_KDECL, __VA_ARGS__), \
                                  const unsigned long long* key_) {                                               \
     if (key_ && *key_ != ULLONG_MAX) return;                                                                     \
     int p = blockIdx.x * blockDim.x + threadIdx.x;                                                               \
     if (p < s.n) CQ_D(body)(&c, &s, &m, p, CQI_PMAP(CQI_KARG, __VA_ARGS__));                                     \
   }                                                                                                              \
-  static CQI_PASS_SIGNATURE(CQ_D(cuda_##op), PARTICLES, __VA_ARGS__) {                                          \
+  static CQI_PASS_SIGNATURE(CQ_D(cuda_##op), PARTICLES, __VA_ARGS__) {                                           \
     cuda_backend* g = (cuda_backend*)b;                                                                          \
     LAUNCH(CQ_D(cqk_##op), s->n, *c, *s, *m, CQI_PMAP(CQI_LARG, __VA_ARGS__), (keyed) ? g->key : NULL);          \
     return CQ_OK;                                                                                                \
   }
 #define CQI_CUDA_PASS_SCATTER CQI_CUDA_PASS_PARTICLES
 #define CQI_CUDA_PASS_GROUPS CQI_CUDA_PASS_PARTICLES
-#define CQI_CUDA_PASS_NODES(op, body, keyed, ...)                                                                   \
-  __global__ void CQ_D(cqk_##op)(CQK_SUBSTEP c, cqi_box bx, CQI_PMAP(CQI_KDECL, __VA_ARGS__)) {                   \
-    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;                                                        \
-    if (t >= bx.count) return;                                                                                   \
-    int i[3];                                                                                                    \
-    long node = CQ_D(cqk_box_node)(&c, bx, t, i);                                                                \
-    CQ_D(body)(&c, node, i, CQI_PMAP(CQI_PNODE, __VA_ARGS__));                                                   \
-  }                                                                                                              \
-  static CQI_PASS_SIGNATURE(CQ_D(cuda_##op), NODES, __VA_ARGS__) {                                              \
-    cuda_backend* g = (cuda_backend*)b;                                                                          \
-    TRY(host_box(g));                                                                                            \
-    LAUNCH(CQ_D(cqk_##op), g->box.count, *c, g->box, CQI_PMAP(CQI_LARG, __VA_ARGS__));                          \
-    return CQ_OK;                                                                                                \
+#define CQI_CUDA_PASS_NODES(op, body, keyed, ...)                                               \
+  __global__ void CQ_D(cqk_##op)(CQK_SUBSTEP c, cqi_box bx, CQI_PMAP(CQI_KDECL, __VA_ARGS__)) { \
+    long t = (long)blockIdx.x * blockDim.x + threadIdx.x;                                       \
+    if (t >= bx.count) return;                                                                  \
+    int i[3];                                                                                   \
+    long node = CQ_D(cqk_box_node)(&c, bx, t, i);                                               \
+    CQ_D(body)(&c, node, i, CQI_PMAP(CQI_PNODE, __VA_ARGS__));                                  \
+  }                                                                                             \
+  static CQI_PASS_SIGNATURE(CQ_D(cuda_##op), NODES, __VA_ARGS__) {                              \
+    cuda_backend* g = (cuda_backend*)b;                                                         \
+    TRY(host_box(g));                                                                           \
+    LAUNCH(CQ_D(cqk_##op), g->box.count, *c, g->box, CQI_PMAP(CQI_LARG, __VA_ARGS__));          \
+    return CQ_OK;                                                                               \
   }
 CQ_PASSES(CQI_CUDA_PASS)
 #undef CQI_CUDA_PASS

@@ -14,7 +14,7 @@ typedef struct {
 } cqk_timed_op;
 
 static struct {
-  int read, on;         /* the variable was read; timing is on */
+  int read, on; /* the variable was read; timing is on */
   cqk_timed_op op[CQK_TIMED_MAX];
   int pending;          /* recorded ops not harvested yet */
   cudaEvent_t last_end; /* the end event of the last harvested op (NULL after a report) */
@@ -35,7 +35,8 @@ static int timing_on(void) {
     cqk_timing.on = v && *v && strcmp(v, "0") != 0;
     for (int i = 0; cqk_timing.on && i < CQK_TIMED_MAX; i++)
       if (cudaEventCreate(&cqk_timing.op[i].start) != cudaSuccess ||
-          cudaEventCreate(&cqk_timing.op[i].end) != cudaSuccess) cqk_timing.on = 0;
+          cudaEventCreate(&cqk_timing.op[i].end) != cudaSuccess)
+        cqk_timing.on = 0;
   }
   return cqk_timing.on;
 }
@@ -101,11 +102,14 @@ extern "C" long cq_cuda_timing_report(char* buf, int len) {
   int used = snprintf(buf, len, "%-28s %8s %11s %10s %6s\n", "operation", "count", "total ms", "mean us", "share");
   for (int k = 0; k < cqk_timing.kinds && used < len; k++)
     used += snprintf(buf + used, len - used, "%-28s %8ld %11.3f %10.2f %5.1f%%\n", cqk_timing.kind[k].what,
-                     cqk_timing.kind[k].count, cqk_timing.kind[k].ms, 1e3 * cqk_timing.kind[k].ms /
-                     cqk_timing.kind[k].count, busy > 0 ? 100 * cqk_timing.kind[k].ms / busy : 0);
+                     cqk_timing.kind[k].count, cqk_timing.kind[k].ms,
+                     1e3 * cqk_timing.kind[k].ms / cqk_timing.kind[k].count,
+                     busy > 0 ? 100 * cqk_timing.kind[k].ms / busy : 0);
   if (used < len)
-    snprintf(buf + used, len - used, "%-28s %8ld %11.3f   (device idle between operations: the host's share)\n"
-             "%-28s %8s %11.3f\n", "idle", cqk_timing.ops, cqk_timing.idle_ms, "busy", "", busy);
+    snprintf(buf + used, len - used,
+             "%-28s %8ld %11.3f   (device idle between operations: the host's share)\n"
+             "%-28s %8s %11.3f\n",
+             "idle", cqk_timing.ops, cqk_timing.idle_ms, "busy", "", busy);
   long ops = cqk_timing.ops;
   memset(cqk_timing.kind, 0, sizeof cqk_timing.kind);
   cqk_timing.kinds = 0;

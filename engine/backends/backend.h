@@ -16,13 +16,13 @@ typedef struct cqi_backend cqi_backend;
 
 /* The model as the kernels see it, in backend memory (B): parameters, cables, node boundary conditions. */
 typedef struct cqi_model_view {
-  cq_params params;              /* (B) per-particle parameters and actuator kinds */
-  const cq_cable* cables;        /* (B) [n_cables] */
-  const int32_t* cable_idx;      /* (B) particle indices of all cables, concatenated */
+  cq_params params;         /* (B) per-particle parameters and actuator kinds */
+  const cq_cable* cables;   /* (B) [n_cables] */
+  const int32_t* cable_idx; /* (B) particle indices of all cables, concatenated */
   int n_cables;
-  const int32_t* node_bc_index;  /* (B) [n_nodes] or NULL */
-  const cq_bc* node_bcs;         /* (B) */
-  int n_cavities;                /* actuators of kind cavity (chamber.h; 0: no cavity_forces pass) */
+  const int32_t* node_bc_index; /* (B) [n_nodes] or NULL */
+  const cq_bc* node_bcs;        /* (B) */
+  int n_cavities;               /* actuators of kind cavity (chamber.h; 0: no cavity_forces pass) */
 } cqi_model_view;
 
 /* The first failing particle of a check pass (CQ_CHECK_OK: none); ties go to the check listed first in
@@ -173,11 +173,11 @@ typedef struct cqi_backend_ops {
 /* The part every backend shares; a backend's own struct starts with it. */
 struct cqi_backend {
   const cqi_backend_ops* ops;
-  int dim, n, n_act; /* dimension, particles, actuators */
-  long n_nodes;      /* grid nodes */
-  int res[3];        /* grid nodes per axis */
-  int threads;       /* CPU threads of the current control step (set_threads; 1 on the GPU) */
-  cqi_err* err;      /* where failures are reported (the world's) */
+  int dim, n, n_act;   /* dimension, particles, actuators */
+  long n_nodes;        /* grid nodes */
+  int res[3];          /* grid nodes per axis */
+  int threads;         /* CPU threads of the current control step (set_threads; 1 on the GPU) */
+  cqi_err* err;        /* where failures are reported (the world's) */
   long simd_particles; /* particles whose P2G adjoint ran as SIMD lanes (CPU; cq_solver_stats) */
 };
 

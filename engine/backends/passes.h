@@ -88,13 +88,13 @@
 #define CQI_PARTICLE_PASS_NODES 0
 
 /* A pass's signature (name: its function or member name). */
-#define CQI_PASS_SIGNATURE(name, over, ...)                                                                        \
+#define CQI_PASS_SIGNATURE(name, over, ...) \
   int name(cqi_backend* b, const cq_substep* c, CQI_PCAT(CQI_PFIXED_DECL_, over) CQI_PMAP(CQI_PDECL, __VA_ARGS__))
 /* The op member of a row (backend.h). */
 #define CQI_PASS_MEMBER(op, body, over, key, gpu, ...) CQI_PASS_SIGNATURE((*op), over, __VA_ARGS__);
 /* A backend's 2D/3D dispatch of a row, P_op -> P_op_2 / P_op_3 (P: cpu or cuda). */
-#define CQI_PASS_DISPATCH(P, op, over, ...)                                                                        \
-  static CQI_PASS_SIGNATURE(P##_##op, over, __VA_ARGS__) {                                                          \
-    return CQI_BY_DIM(b, P##_##op, c, CQI_PCAT(CQI_PFIXED_NAMES_, over) CQI_PMAP(CQI_PNAME, __VA_ARGS__));        \
+#define CQI_PASS_DISPATCH(P, op, over, ...)                                                                \
+  static CQI_PASS_SIGNATURE(P##_##op, over, __VA_ARGS__) {                                                 \
+    return CQI_BY_DIM(b, P##_##op, c, CQI_PCAT(CQI_PFIXED_NAMES_, over) CQI_PMAP(CQI_PNAME, __VA_ARGS__)); \
   }
 #endif

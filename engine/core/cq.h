@@ -64,16 +64,16 @@ typedef struct cq_world_desc {
   int implicit_max_cg;     /* implicit: conjugate-gradient iterations per Newton iteration (0 = 500) */
   int implicit_precond;    /* implicit: CQ_PRECOND_* (0 = auto: factor where the backend can assemble, else mass) */
   int implicit_volume;     /* implicit: CQ_VOLUME_* (how eq. 12 takes the volumetric term; implicit.h) */
-  int implicit_max_split;  /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
-  int implicit_pressure;   /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
+  int implicit_max_split; /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
+  int implicit_pressure; /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
   int implicit_fill_rounds; /* implicit, fluid = fill: active-set rounds per Newton iteration, in [-1, 16] (0 = 4
                              * with the factor preconditioner, none with the masses; -1 = none;
                              * integrator_implicit.c fill_active_set) */
-  int volumetric;          /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
-  int fluid;               /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
-  int fluid_rest;          /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
-  int volumetric_groups;   /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or first) */
-  double volumetric_own;   /* volumetric = averaged: the bulk modulus each particle keeps on its own J, as a multiple of
+  int volumetric; /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
+  int fluid;      /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
+  int fluid_rest; /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
+  int volumetric_groups; /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or first) */
+  double volumetric_own; /* volumetric = averaged: the bulk modulus each particle keeps on its own J, as a multiple of
                             * its model's P-wave modulus, in [1e-6, 1e6] (0 = 1; volumetric.h vol_own_bulk) */
   cq_wall_desc walls[6];
 } cq_world_desc;
@@ -119,19 +119,20 @@ enum { CQ_FLUID_PARTICLE = 0, CQ_FLUID_FILL = 1 };
 enum { CQ_FILL_REST_ONE = 0, CQ_FILL_REST_INITIAL = 1 };
 
 typedef struct cq_solver_stats {
-  long substeps;  /* implicit substeps solved (forward, and forward recomputations inside the backward pass) */
-  long newton;    /* Newton iterations */
-  long cg;        /* conjugate-gradient iterations (Hessian-vector products) for the Newton directions */
-  long halvings;  /* line-search step halvings */
-  long adjoint_cg; /* conjugate-gradient iterations of the adjoint solves (backward) */
-  long factorizations; /* Hessians assembled and factorised (implicit.precond = "factor") */
-  long splits;    /* substeps (or halves of them) redone as two halves after a failed attempt */
+  long substeps;         /* implicit substeps solved (forward, and forward recomputations inside the backward pass) */
+  long newton;           /* Newton iterations */
+  long cg;               /* conjugate-gradient iterations (Hessian-vector products) for the Newton directions */
+  long halvings;         /* line-search step halvings */
+  long adjoint_cg;       /* conjugate-gradient iterations of the adjoint solves (backward) */
+  long factorizations;   /* Hessians assembled and factorised (implicit.precond = "factor") */
+  long splits;           /* substeps (or halves of them) redone as two halves after a failed attempt */
   double factor_seconds; /* wall time spent assembling and factorising them */
-  long simd_particles; /* particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/backends/cpu/cpu_loops.h) */
-  long kept_substeps;  /* adjoint substeps that took their P2G from the memo's records instead of recomputing it */
+  long
+      simd_particles; /* particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/backends/cpu/cpu_loops.h) */
+  long kept_substeps;   /* adjoint substeps that took their P2G from the memo's records instead of recomputing it */
   long factor_failures; /* factorisations refused (K not definite, or a wrong-sign pivot of the fill water's
                          * quasi-definite matrix): those Newton directions were preconditioned by the masses */
-  long fill_rounds; /* the fill water's active-set rounds: Newton directions solved again with the pieces of W the
+  long fill_rounds;     /* the fill water's active-set rounds: Newton directions solved again with the pieces of W the
                      * nodes are on at the end of the last one (engine/integrators/integrator_implicit.c fill_active_set) */
 } cq_solver_stats;
 
@@ -156,13 +157,13 @@ unsigned long cq_sizeof(const char* type_name);
 /* Field description (fields.h) of table kind (CQ_FIELDS_*), entry index: name, element type (CQ_TYPE_*), shape
  * (CQ_SHAPE_*), differentiable flag, doc, a text of the valid range and the default value (parameters; "" and 0
  * otherwise). Returns 0 past the end. */
-int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
-                  const char** doc, const char** range, double* dflt);
+int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable, const char** doc,
+                  const char** range, double* dflt);
 
 void cq_world_desc_default(cq_world_desc* d); /* fills defaults: 2D, 64x64, dx 1/64, dt 1e-3, no walls */
 cq_world* cq_world_create(const cq_world_desc* d, char* err, int errlen); /* NULL + message in err on bad input */
-void cq_world_free(cq_world* w); /* frees everything the world owns (once its last memo is freed) */
-const char* cq_world_error(const cq_world* w);                          /* last error message ("" if none) */
+void cq_world_free(cq_world* w);               /* frees everything the world owns (once its last memo is freed) */
+const char* cq_world_error(const cq_world* w); /* last error message ("" if none) */
 int cq_world_dim(const cq_world* w);
 int cq_world_n(const cq_world* w);
 int cq_world_n_actuators(const cq_world* w);
@@ -177,8 +178,8 @@ int cq_world_add_cable(cq_world* w, int actuator, int count, const int* particle
  * step validates the parameters again (they may be written through cq_world_param at any time). */
 int cq_world_commit(cq_world* w);
 double cq_world_stable_dt(const cq_world* w); /* the stable substep: wave speed and viscosity (needs parameters set) */
-int cq_world_set_threads(cq_world* w, int threads); /* as cq_world_desc.threads */
-int cq_world_threads_used(const cq_world* w);       /* CPU threads the last step ran on */
+int cq_world_set_threads(cq_world* w, int threads);             /* as cq_world_desc.threads */
+int cq_world_threads_used(const cq_world* w);                   /* CPU threads the last step ran on */
 int cq_world_set_gravity(cq_world* w, const double gravity[3]); /* from the next step on (seed 004's break-in) */
 /* Backend CQ_BACKEND_CPU (default) or CQ_BACKEND_CUDA (only in libcq_cuda_*.so, with a device). */
 int cq_world_set_backend(cq_world* w, int backend);
@@ -209,7 +210,7 @@ double cq_cuda_memcpy_bandwidth(double bytes, int reps, char* err, int errlen);
  * of operations timed (cuda/timing.cuh). */
 long cq_cuda_timing_report(char* buf, int len);
 
-cq_state* cq_state_create(const cq_world* w);        /* every field at its initial value (fields.h: F = I) */
+cq_state* cq_state_create(const cq_world* w); /* every field at its initial value (fields.h: F = I) */
 void cq_state_free(cq_state* s);
 void* cq_state_field(cq_state* s, const char* name); /* a state field (cq_real, component-major) or NULL */
 long cq_state_substep(const cq_state* s);            /* substeps taken since creation (sets the time) */

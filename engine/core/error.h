@@ -4,8 +4,8 @@
 #include "cq.h"
 
 typedef struct cqi_err {
-  char msg[1024];    /* the last error message ("" after a success) */
-  cq_blowup blowup;  /* the last blow-up (check CQ_CHECK_OK: none) */
+  char msg[1024];   /* the last error message ("" after a success) */
+  cq_blowup blowup; /* the last blow-up (check CQ_CHECK_OK: none) */
 } cqi_err;
 
 /* Sets the message (printf-style) and returns status, so callers can write `return cqi_errorf(e, CQ_ERR_ARG, ...)`. */

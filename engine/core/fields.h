@@ -20,41 +20,41 @@ enum { CQ_INIT_ZERO = 0, CQ_INIT_IDENTITY = 1 };
 enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4 };
 
 /* State: what evolves per substep, is checkpointed and has a gradient. X(name, shape, init, doc); all cq_real. */
-#define CQ_STATE_FIELDS(X)                                                            \
-  X(x, CQ_SHAPE_VEC, CQ_INIT_ZERO, "position (length)")                               \
-  X(v, CQ_SHAPE_VEC, CQ_INIT_ZERO, "velocity (length/time)")                          \
-  X(C, CQ_SHAPE_MAT, CQ_INIT_ZERO, "APIC affine velocity matrix, row-major (1/time)") \
-  X(F, CQ_SHAPE_MAT, CQ_INIT_IDENTITY, "deformation gradient, row-major (-)")                                     \
-  X(pg, CQ_SHAPE_SCALAR, CQ_INIT_ZERO,                                                                              \
-    "implicit, volumetric = averaged: the pressure K_g (J_g - 1) of the particle's group at the last substep's "  \
+#define CQ_STATE_FIELDS(X)                                                                                       \
+  X(x, CQ_SHAPE_VEC, CQ_INIT_ZERO, "position (length)")                                                          \
+  X(v, CQ_SHAPE_VEC, CQ_INIT_ZERO, "velocity (length/time)")                                                     \
+  X(C, CQ_SHAPE_MAT, CQ_INIT_ZERO, "APIC affine velocity matrix, row-major (1/time)")                            \
+  X(F, CQ_SHAPE_MAT, CQ_INIT_IDENTITY, "deformation gradient, row-major (-)")                                    \
+  X(pg, CQ_SHAPE_SCALAR, CQ_INIT_ZERO,                                                                           \
+    "implicit, volumetric = averaged: the pressure K_g (J_g - 1) of the particle's group at the last substep's " \
     "converged velocities (stress), the next substep's lagged pressure (implicit.h E_geo); other steps keep it")
 
 /* Model parameters per particle, read-only during a step: these, then each material's own (CQ_MAT_PARAMS_<name> in
  * its header engine/materials/material_<name>.h, in registry order; see CQ_PARAM_FIELDS below).
  * X(name, ctype, type, shape, differentiable, default, lo, hi, bounds, doc). Differentiable ones get a gradient
  * buffer in every memo (dL/dparam, accumulated over the whole run). */
-#define CQ_CORE_PARAM_FIELDS(X)                                                                                     \
-  X(mass, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "particle mass")                    \
-  X(vol0, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "rest volume")                      \
-  X(E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 10, 0, INFINITY, CQ_OPEN_LO, "Young's modulus")                    \
-  X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0.3, -1, 0.5, CQ_OPEN, "Poisson's ratio")                         \
-  X(bulk, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
-    "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; the hyperelastic "  \
-    "models and the fluid require it)")                                                                             \
-  X(visc, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                       \
-    "dynamic viscosity mu_v: Cauchy stress mu_v (grad v + grad v^T), grad v = the APIC C (any material; 0 = off)")  \
-  X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                            \
-    "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                             \
-  X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "actuation axis: stress diagonal (material space) of a stress actuator, force direction of a force actuator, "  \
-    "reference wall normal N of a chamber (from the cavity into the solid, times the chamber's max pressure)")      \
-  X(act_w, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_CLOSED,                                     \
+#define CQ_CORE_PARAM_FIELDS(X)                                                                                    \
+  X(mass, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "particle mass")                  \
+  X(vol0, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_OPEN_LO, "rest volume")                    \
+  X(E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 10, 0, INFINITY, CQ_OPEN_LO, "Young's modulus")                  \
+  X(nu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0.3, -1, 0.5, CQ_OPEN, "Poisson's ratio")                       \
+  X(bulk, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                    \
+    "bulk modulus K of the volumetric term (K/2)(J - 1)^2 that any material can carry (0 = off; the hyperelastic " \
+    "models and the fluid require it)")                                                                            \
+  X(visc, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                    \
+    "dynamic viscosity mu_v: Cauchy stress mu_v (grad v + grad v^T), grad v = the APIC C (any material; 0 = off)") \
+  X(inc_p, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, 0, 0, 0, CQ_CUSTOM,                                          \
+    "incompressibility exponent p of seed 000 eq. 14: 0 (off) or >= 2")                                            \
+  X(act_axis, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                           \
+    "actuation axis: stress diagonal (material space) of a stress actuator, force direction of a force actuator, " \
+    "reference wall normal N of a chamber (from the cavity into the solid, times the chamber's max pressure)")     \
+  X(act_w, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 1, 0, INFINITY, CQ_CLOSED,                                   \
     "actuation weight: scales the stress or force of the particle's actuator (a design variable for actuator "     \
-    "placement; 1 = full, 0 = passive)")                                                                            \
-  X(wall_area, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                 \
+    "placement; 1 = full, 0 = passive)")                                                                           \
+  X(wall_area, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                               \
     "reference area dA of the chamber wall this particle carries (2D: length per unit depth; 0 = none)")           \
-  X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, CQ_MAT_NEOHOOKEAN, 0, 0, CQ_CUSTOM,                            \
-    "constitutive model (a material id, see cq_name(CQ_LIST_MATERIAL, ...))")                                        \
+  X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, CQ_MAT_NEOHOOKEAN, 0, 0, CQ_CUSTOM,                         \
+    "constitutive model (a material id, see cq_name(CQ_LIST_MATERIAL, ...))")                                      \
   X(act_id, int32_t, CQ_TYPE_I32, CQ_SHAPE_SCALAR, 0, -1, 0, 0, CQ_CUSTOM, "actuator index (0-based), -1 = none")
 
 /* Every parameter: the core ones and each material's. A material header declares its own with
@@ -68,10 +68,10 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
 
 /* Per-control-step inputs, held over the step's substeps. X(name, shape, doc); given as double arrays (cq_control),
  * each may be absent (NULL). */
-#define CQ_CONTROL_FIELDS(X)                                                                                 \
-  X(u, CQ_SHAPE_ACT, "actuation of each actuator")                                                          \
-  X(force, CQ_SHAPE_VEC, "extra force on each particle (actuators written in Lua)")                         \
-  X(stress, CQ_SHAPE_MAT,                                                                                   \
+#define CQ_CONTROL_FIELDS(X)                                                                                   \
+  X(u, CQ_SHAPE_ACT, "actuation of each actuator")                                                             \
+  X(force, CQ_SHAPE_VEC, "extra force on each particle (actuators written in Lua)")                            \
+  X(stress, CQ_SHAPE_MAT,                                                                                      \
     "material-space actuation stress A_p of each particle, row-major; adds F A_p F^T to the Kirchhoff stress " \
     "like a stress actuator (eq. 15) (actuators written in Lua)")
 

@@ -5,14 +5,14 @@
 #include "integrator.h"
 
 struct cq_state {
-  int real_bits;    /* 32 or 64: first, so a state of the other precision's library is recognised */
+  int real_bits; /* 32 or 64: first, so a state of the other precision's library is recognised */
   int dim, n;
-  long substep;     /* substeps since creation: time = substep * dt_sub */
-  cq_real* block;   /* one host allocation holding every state field (a checkpoint is one copy) */
-  long block_len;   /* reals in block */
-  cq_particles p;   /* views into block */
+  long substep;              /* substeps since creation: time = substep * dt_sub */
+  cq_real* block;            /* one host allocation holding every state field (a checkpoint is one copy) */
+  long block_len;            /* reals in block */
+  cq_particles p;            /* views into block */
   void (*free_block)(void*); /* how block goes back: free, or the backend's host_free or shared_free */
-  int shared;       /* 1: block is the backend's shared memory (backend.h shared_alloc): kernels use it in place */
+  int shared; /* 1: block is the backend's shared memory (backend.h shared_alloc): kernels use it in place */
 };
 
 /* Staging of one control step's inputs in working precision: host copies, and the backend's (equal pointers on a
@@ -29,18 +29,18 @@ typedef struct cqi_ctl_buf {
 struct cq_world {
   cqi_model model;
   cqi_err err;
-  cqi_backend* be;              /* the backend (CPU, or CUDA when set) */
-  cqi_sim sim;                  /* the integrator's context */
-  const cqi_integrator* integ;  /* the world's integrator */
-  cqi_model_view view;          /* the model in backend memory */
-  long synced;                  /* model generation the view reflects (-1: none) */
-  int threads;                  /* requested CPU threads (0 = auto) */
-  int threads_used;             /* threads of the last control step */
+  cqi_backend* be;             /* the backend (CPU, or CUDA when set) */
+  cqi_sim sim;                 /* the integrator's context */
+  const cqi_integrator* integ; /* the world's integrator */
+  cqi_model_view view;         /* the model in backend memory */
+  long synced;                 /* model generation the view reflects (-1: none) */
+  int threads;                 /* requested CPU threads (0 = auto) */
+  int threads_used;            /* threads of the last control step */
   int committed;
-  int n_memos;                  /* memos alive (they hold backend memory) */
-  int released;                 /* cq_world_free was called while memos were alive: freed with the last one */
-  cqi_ctl_buf ctl;              /* control staging */
-  cq_real* work;                /* (B) working state of cq_step on backends without host memory, for states that
+  int n_memos;     /* memos alive (they hold backend memory) */
+  int released;    /* cq_world_free was called while memos were alive: freed with the last one */
+  cqi_ctl_buf ctl; /* control staging */
+  cq_real* work;   /* (B) working state of cq_step on backends without host memory, for states that
                                  * are not shared memory */
 };
 

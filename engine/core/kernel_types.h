@@ -55,7 +55,7 @@ typedef struct cq_params {
 
 /* dL/d(parameter) of the differentiable parameters, per particle, accumulated (+=) by the adjoint kernels. */
 typedef struct cq_param_grads {
-#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(cq_real* name;)
+#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(cq_real * name;)
   CQ_PARAM_FIELDS(CQI_MEMBER)
 #undef CQI_MEMBER
   int unused_; /* keeps the struct non-empty whatever the table holds */
@@ -67,7 +67,8 @@ typedef struct cq_param_grads {
 #define CQI_PG_CQ_SHAPE_VEC(name) cq_real name[3]; /* per axis (D used) */
 #define CQI_PG_CQ_SHAPE_MAT(name) cq_real name[9]; /* row-major D x D */
 typedef struct cq_pgrad {
-#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) CQI_IF(diff)(CQI_CAT(CQI_PG_, shape)(name))
+#define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(CQI_CAT(CQI_PG_, shape)(name))
   CQ_PARAM_FIELDS(CQI_MEMBER)
 #undef CQI_MEMBER
   int unused_;
@@ -123,8 +124,15 @@ CQ_HD int cqi_pressure_kind(int kind) { return kind == CQ_ACT_CHAMBER || kind ==
  * directions its symmetric part (K + K^T)/2, so that conjugate gradients apply; the adjoint K^T. */
 enum { CQI_PRODUCT_SYM = 0, CQI_PRODUCT_T = 1 };
 /* The fill water's node passes (fill.h fill_node). */
-enum { CQI_FILL_BASE = 0, CQI_FILL_REF = 1, CQI_FILL_GRAD = 2, CQI_FILL_HVP = 3, CQI_FILL_ADJ = 4, CQI_FILL_LINE = 5,
-       CQI_FILL_PREDICT = 6 };
+enum {
+  CQI_FILL_BASE = 0,
+  CQI_FILL_REF = 1,
+  CQI_FILL_GRAD = 2,
+  CQI_FILL_HVP = 3,
+  CQI_FILL_ADJ = 4,
+  CQI_FILL_LINE = 5,
+  CQI_FILL_PREDICT = 6
+};
 typedef struct cq_substep {
   int res[3];                   /* grid nodes per axis */
   long stride[3];               /* node index = i*stride[0] + j*stride[1] (+ k*stride[2]) */

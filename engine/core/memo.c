@@ -22,47 +22,47 @@
 
 /* The record and gradient of one per-particle control field (force, stress). */
 typedef struct {
-  long len;          /* reals per control step */
-  cq_real* rec;      /* host [max_steps][len], allocated by the first step that has this field */
-  uint8_t* has;      /* [max_steps] 1 when that step had it */
-  cq_real* grad_b;   /* (B) [len] dL/d(field) of the control step at the backward position */
-  cq_real* grad;     /* host [len] the same, for callers (== grad_b on host-memory backends and when shared) */
+  long len;        /* reals per control step */
+  cq_real* rec;    /* host [max_steps][len], allocated by the first step that has this field */
+  uint8_t* has;    /* [max_steps] 1 when that step had it */
+  cq_real* grad_b; /* (B) [len] dL/d(field) of the control step at the backward position */
+  cq_real* grad;   /* host [len] the same, for callers (== grad_b on host-memory backends and when shared) */
 } memo_control;
 
 struct cq_memo {
   cq_world* w;
   cqi_backend* be;
-  int max_steps;     /* control steps the memo can hold */
-  int steps;         /* control steps recorded */
-  int b;             /* substeps per control step */
-  long K;            /* substeps per checkpoint segment */
-  long n_ckpt;       /* checkpoint capacity */
-  long len;          /* reals per state block */
-  long generation;   /* the model generation recorded (parameters must not change before backward) */
-  cq_real* ckpt;     /* (B) [n_ckpt][len] state at relative substep j*K */
-  cq_real* seg;      /* (B) [K-1][len] recomputed states at relative substeps sK+1 .. sK+K-1 */
-  long seg_loaded;   /* segment currently recomputed in seg, -1 = none */
-  long sub0;         /* substep counter of the initial state (sets the time) */
-  int checked;       /* 1 once the current state came out of a checked substep (0 after begin) */
-  int failed;        /* 1 after a step that stopped midway (blow-up, interruption): the recording ends there */
-  cq_state* cur;     /* host: current state of the recording */
-  cq_real* cur_b;    /* (B) its working copy (== cur->block on host-memory backends) */
-  double* act;       /* host [max_steps][n_act] recorded actuation */
-  cq_real* u_step;   /* host [n_act] actuation of one step in working precision */
+  int max_steps;   /* control steps the memo can hold */
+  int steps;       /* control steps recorded */
+  int b;           /* substeps per control step */
+  long K;          /* substeps per checkpoint segment */
+  long n_ckpt;     /* checkpoint capacity */
+  long len;        /* reals per state block */
+  long generation; /* the model generation recorded (parameters must not change before backward) */
+  cq_real* ckpt;   /* (B) [n_ckpt][len] state at relative substep j*K */
+  cq_real* seg;    /* (B) [K-1][len] recomputed states at relative substeps sK+1 .. sK+K-1 */
+  long seg_loaded; /* segment currently recomputed in seg, -1 = none */
+  long sub0;       /* substep counter of the initial state (sets the time) */
+  int checked;     /* 1 once the current state came out of a checked substep (0 after begin) */
+  int failed;      /* 1 after a step that stopped midway (blow-up, interruption): the recording ends there */
+  cq_state* cur;   /* host: current state of the recording */
+  cq_real* cur_b;  /* (B) its working copy (== cur->block on host-memory backends) */
+  double* act;     /* host [max_steps][n_act] recorded actuation */
+  cq_real* u_step; /* host [n_act] actuation of one step in working precision */
   memo_control ctl[CQ_N_CONTROL_FIELDS]; /* per control field; index 0 (u, per actuator) unused */
   /* backward */
-  int pos;           /* backward position (control step), -1 before backward_begin */
-  cq_state* g_cur;   /* host: dL/d(state at pos) */
-  cq_real* gb[2];    /* (B) ping-pong buffers of the adjoint substeps (gb[0] == g_cur->block on the host) */
-  cq_state* bstate;  /* host: the state at pos (recomputed) */
-  double* gact;      /* host [max_steps][n_act] dL/du */
+  int pos;             /* backward position (control step), -1 before backward_begin */
+  cq_state* g_cur;     /* host: dL/d(state at pos) */
+  cq_real* gb[2];      /* (B) ping-pong buffers of the adjoint substeps (gb[0] == g_cur->block on the host) */
+  cq_state* bstate;    /* host: the state at pos (recomputed) */
+  double* gact;        /* host [max_steps][n_act] dL/du */
   cq_param_grads gp_b; /* (B) dL/dparameter, per differentiable parameter */
   cq_param_grads gp;   /* host views of the same (equal on host-memory backends and when shared) */
   /* kept P2G records (integrator.h): one slot per substep when K = 1, else one per substep of a segment */
-  cqi_kept* kept;      /* [n_kept] (NULL: the backend keeps none) */
+  cqi_kept* kept; /* [n_kept] (NULL: the backend keeps none) */
   long n_kept;
-  size_t kept_total;   /* bytes held by the slots */
-  long rec;            /* recording number (memo:begin), which tells a slot's record from an earlier recording's */
+  size_t kept_total; /* bytes held by the slots */
+  long rec;          /* recording number (memo:begin), which tells a slot's record from an earlier recording's */
 };
 
 /* The record slot for relative substep r, its want_r / want_rec set to ask for that substep's record (NULL when the
@@ -89,8 +89,10 @@ static int grad_alloc(cq_memo* m, size_t bytes, cq_real** b, cq_real** host) {
   *b = *host = ops->shared_alloc ? ops->shared_alloc(bytes) : NULL;
   if (*b) return 1;
   if (!(*b = backend_alloc(m, 1, bytes))) return 0;
-  if (ops->host_memory) *host = *b;
-  else *host = ops->host_alloc ? ops->host_alloc(bytes) : calloc(1, bytes ? bytes : 1);
+  if (ops->host_memory)
+    *host = *b;
+  else
+    *host = ops->host_alloc ? ops->host_alloc(bytes) : calloc(1, bytes ? bytes : 1);
   return *host != NULL;
 }
 static void grad_free(cq_memo* m, cq_real* b, cq_real* host) {
@@ -100,8 +102,10 @@ static void grad_free(cq_memo* m, cq_real* b, cq_real* host) {
     return;
   }
   if (host && host != b) {
-    if (ops->host_free) ops->host_free(host);
-    else free(host);
+    if (ops->host_free)
+      ops->host_free(host);
+    else
+      free(host);
   }
   backend_free(m, b);
 }
@@ -141,7 +145,8 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   if (!w->committed) return cqi_errorf(&w->err, CQ_ERR_STATE, "memo: call commit first"), NULL;
   if (max_steps < 1) return cqi_errorf(&w->err, CQ_ERR_ARG, "memo: steps must be >= 1 (got %d)", max_steps), NULL;
   if (checkpoint_every < 0)
-    return cqi_errorf(&w->err, CQ_ERR_ARG, "memo: checkpoint_every must be >= 0 (0 = auto, got %d)", checkpoint_every), NULL;
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "memo: checkpoint_every must be >= 0 (0 = auto, got %d)", checkpoint_every),
+           NULL;
   cq_memo* m = calloc(1, sizeof *m);
   if (!m) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory"), NULL;
   const cqi_model* md = &w->model;
@@ -153,7 +158,8 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   m->b = md->desc.substeps;
   m->len = cqi_state_len(n, D);
   long N = (long)max_steps * m->b;
-  if (checkpoint_every > 0) m->K = checkpoint_every;
+  if (checkpoint_every > 0)
+    m->K = checkpoint_every;
   else { /* auto: keep every state when that fits the budget (no recompute), else O(sqrt(N)) checkpoints */
     double budget = CQ_MEMO_FULL_BUDGET, dev = m->be->ops->free_memory ? m->be->ops->free_memory(m->be) / 4 : 0;
     if (dev > budget) budget = dev;
@@ -161,15 +167,17 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
   }
   if (m->K > N) m->K = N;
   m->n_ckpt = (N + m->K - 1) / m->K;
-  double need = ((double)m->n_ckpt + m->K) * m->len * sizeof(cq_real) + 2.0 * max_steps * na * sizeof(double), mem = (double)sysconf(_SC_PHYS_PAGES) *
-                                                                              sysconf(_SC_PAGE_SIZE);
+  double need = ((double)m->n_ckpt + m->K) * m->len * sizeof(cq_real) + 2.0 * max_steps * na * sizeof(double),
+         mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
   if (mem > 0 && need > mem) { /* refuse before the kernel kills the process while the memo fills */
     double per = (double)m->len * sizeof(cq_real);
     cq_memo_free(m);
-    return cqi_errorf(&w->err, CQ_ERR_NOMEM, "memo: %d steps with checkpoint_every = %d keep about %.3g GB of states "
+    return cqi_errorf(&w->err, CQ_ERR_NOMEM,
+                      "memo: %d steps with checkpoint_every = %d keep about %.3g GB of states "
                       "(%.3g MB each), more than this machine's %.3g GB; lower steps or checkpoint_every (0 = auto "
-                      "takes about sqrt(steps x substeps) states)", max_steps, checkpoint_every, need / 1e9,
-                      per / 1e6, mem / 1e9), NULL;
+                      "takes about sqrt(steps x substeps) states)",
+                      max_steps, checkpoint_every, need / 1e9, per / 1e6, mem / 1e9),
+           NULL;
   }
   int host = m->be->ops->host_memory;
   size_t R = sizeof(cq_real), S = R * (size_t)m->len;
@@ -189,20 +197,18 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
     m->gb[1] = backend_alloc(m, 1, S);
     ok = m->cur_b && m->gb[0] && m->gb[1];
   }
-#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                        \
-  CQI_IF(diff)(if (ok) {                                                                            \
-    ok = grad_alloc(m, R * cqi_field_len(shape, n, D), &m->gp_b.name, &m->gp.name);                                         \
-  })
+#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)(if (ok) { ok = grad_alloc(m, R * cqi_field_len(shape, n, D), &m->gp_b.name, &m->gp.name); })
   CQ_PARAM_FIELDS(CQI_ALLOC)
 #undef CQI_ALLOC
   int f = 0;
-#define CQI_CTL(name, shape, doc)                                                                   \
-  if (ok && f > 0) {                                                                               \
-    memo_control* c = &m->ctl[f];                                                                   \
-    c->len = (long)n * (shape == CQ_SHAPE_VEC ? D : shape == CQ_SHAPE_MAT ? D * D : 1);             \
-    c->has = calloc(max_steps, 1);                                                                  \
-    ok = grad_alloc(m, R * c->len, &c->grad_b, &c->grad) && c->has;                                 \
-  }                                                                                                 \
+#define CQI_CTL(name, shape, doc)                                                       \
+  if (ok && f > 0) {                                                                    \
+    memo_control* c = &m->ctl[f];                                                       \
+    c->len = (long)n * (shape == CQ_SHAPE_VEC ? D : shape == CQ_SHAPE_MAT ? D * D : 1); \
+    c->has = calloc(max_steps, 1);                                                      \
+    ok = grad_alloc(m, R * c->len, &c->grad_b, &c->grad) && c->has;                     \
+  }                                                                                     \
   f++;
   CQ_CONTROL_FIELDS(CQI_CTL)
 #undef CQI_CTL
@@ -210,7 +216,9 @@ cq_memo* cq_memo_create(cq_world* w, int max_steps, int checkpoint_every) {
     cq_memo_free(m);
     return cqi_errorf(&w->err, CQ_ERR_NOMEM,
                       "memo: out of memory for %d steps of %d particles (%ld stored states of %.3g MB; lower steps "
-                      "or set checkpoint_every)", max_steps, n, m->n_ckpt, S / 1e6), NULL;
+                      "or set checkpoint_every)",
+                      max_steps, n, m->n_ckpt, S / 1e6),
+           NULL;
   }
   if (m->be->ops->keep) { /* no records is not an error: the adjoint substeps then rebuild the grid */
     double mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE), budget = CQ_MEMO_KEEP_BUDGET;
@@ -316,8 +324,10 @@ int cq_memo_step(cq_memo* m, const cq_control* c) {
   if (m->steps >= m->max_steps)
     return cqi_errorf(&w->err, CQ_ERR_STATE, "memo is full: it was created for %d steps", m->max_steps);
   if (m->failed)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "memo: step %d stopped midway (blow-up or interruption); begin a new "
-                      "recording", m->steps + 1);
+    return cqi_errorf(&w->err, CQ_ERR_STATE,
+                      "memo: step %d stopped midway (blow-up or interruption); begin a new "
+                      "recording",
+                      m->steps + 1);
   long step = m->steps + 1;
   int st = cqi_prepare_step(w, step);
   if (st == CQ_OK) st = record_control(m, c, m->steps);
@@ -368,10 +378,11 @@ static int sync_grads(cq_memo* m, int up) {
   cqi_backend* be = m->be;
   if (be->ops->host_memory) return CQ_OK;
   int st = CQ_OK, n = m->w->model.n, D = m->w->model.dim;
-#define CQI_SYNC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                       \
-  CQI_IF(diff)(if (st == CQ_OK && m->gp.name != m->gp_b.name)                                                   \
-                 st = up ? be->ops->upload(be, m->gp_b.name, m->gp.name, sizeof(cq_real) * cqi_field_len(shape, n, D)) \
-                         : be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * cqi_field_len(shape, n, D));)
+#define CQI_SYNC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                             \
+  CQI_IF(diff)                                                                                          \
+  (if (st == CQ_OK && m->gp.name != m->gp_b.name) st =                                                  \
+       up ? be->ops->upload(be, m->gp_b.name, m->gp.name, sizeof(cq_real) * cqi_field_len(shape, n, D)) \
+          : be->ops->download(be, m->gp.name, m->gp_b.name, sizeof(cq_real) * cqi_field_len(shape, n, D));)
   CQ_PARAM_FIELDS(CQI_SYNC)
 #undef CQI_SYNC
   for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK && !up; f++) /* shared ones need no copy (the step waited) */
@@ -403,30 +414,40 @@ static int check_gradients(cq_memo* m, int k, const cq_real* gstate_b) {
   const char* name[1 + CQ_N_PARAM_FIELDS];
   const cq_real* host[1 + CQ_N_PARAM_FIELDS];
   len[0] = m->len, arr[0] = gstate_b, name[0] = NULL, host[0] = m->g_cur->block, count = 1;
-#define CQI_SCAN(fname, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
-  CQI_IF(diff)(len[count] = cqi_field_len(shape, n, D), arr[count] = m->gp_b.fname, name[count] = #fname, host[count++] = m->gp.fname;)
+#define CQI_SCAN(fname, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                  \
+  CQI_IF(diff)                                                                                \
+  (len[count] = cqi_field_len(shape, n, D), arr[count] = m->gp_b.fname, name[count] = #fname, \
+   host[count++] = m->gp.fname;)
   CQ_PARAM_FIELDS(CQI_SCAN)
 #undef CQI_SCAN
   if ((st = be->ops->first_nonfinite(be, count, len, arr, first)) != CQ_OK) return st;
   for (int a = 0; a < count && !what; a++) {
     if (first[a] < 0) continue;
     value = host[a][first[a]];
-    if (a == 0) cqi_state_locate(first[a], n, D, &what, &particle, &comp);
-    else what = name[a], particle = (int)(first[a] % n), comp = (int)(first[a] / n); /* component-major */
+    if (a == 0)
+      cqi_state_locate(first[a], n, D, &what, &particle, &comp);
+    else
+      what = name[a], particle = (int)(first[a] % n), comp = (int)(first[a] / n); /* component-major */
   }
   for (int a = 0; !what && a < w->model.n_act; a++)
-    if (!isfinite(m->gact[(long)k * w->model.n_act + a])) what = "u", comp = a, value = m->gact[(long)k * w->model.n_act + a];
+    if (!isfinite(m->gact[(long)k * w->model.n_act + a]))
+      what = "u", comp = a, value = m->gact[(long)k * w->model.n_act + a];
   if (!what) return CQ_OK;
   w->err.blowup.check = CQ_CHECK_GRADIENT;
   w->err.blowup.particle = particle;
   w->err.blowup.step = k;
   w->err.blowup.substep = m->sub0 + (long)k * m->b;
   char where[96];
-  if (particle < 0) snprintf(where, sizeof where, "dL/du of actuator %d", comp + 1);
-  else snprintf(where, sizeof where, "dL/d%s of particle %d (component %d)", what, particle + 1, comp + 1);
-  return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "backward: %s is %g at control step %d (check nonfinite_gradient): the loss "
-                    "gradient there is not finite, or the run is chaotic (gradients growing exponentially); shorten the "
-                    "horizon, add damping or lower the actuation", where, value, k);
+  if (particle < 0)
+    snprintf(where, sizeof where, "dL/du of actuator %d", comp + 1);
+  else
+    snprintf(where, sizeof where, "dL/d%s of particle %d (component %d)", what, particle + 1, comp + 1);
+  return cqi_errorf(
+      &w->err, CQ_ERR_BLOWUP,
+      "backward: %s is %g at control step %d (check nonfinite_gradient): the loss "
+      "gradient there is not finite, or the run is chaotic (gradients growing exponentially); shorten the "
+      "horizon, add damping or lower the actuation",
+      where, value, k);
 }
 
 int cq_memo_backward_begin(cq_memo* m) {
@@ -434,14 +455,19 @@ int cq_memo_backward_begin(cq_memo* m) {
   cqi_backend* be = m->be;
   if (m->steps == 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: nothing recorded (call step first)");
   if (m->failed)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the recording's step %d stopped midway (blow-up or "
-                      "interruption); record again before backward", m->steps + 1);
+    return cqi_errorf(&w->err, CQ_ERR_STATE,
+                      "backward: the recording's step %d stopped midway (blow-up or "
+                      "interruption); record again before backward",
+                      m->steps + 1);
   if (m->generation != w->model.generation)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
+    return cqi_errorf(&w->err, CQ_ERR_STATE,
+                      "backward: the world's parameters, actuators or boundaries changed after "
                       "this recording began; record again (memo:begin and steps) before backward");
   int n = w->model.n, D = w->model.dim, st = CQ_OK;
-  if (m->g_cur->shared) st = be->ops->zero(be, m->g_cur->block, sizeof(cq_real) * m->len); /* no host migration */
-  else memset(m->g_cur->block, 0, sizeof(cq_real) * m->len);
+  if (m->g_cur->shared)
+    st = be->ops->zero(be, m->g_cur->block, sizeof(cq_real) * m->len); /* no host migration */
+  else
+    memset(m->g_cur->block, 0, sizeof(cq_real) * m->len);
   memset(m->gact, 0, sizeof(double) * m->max_steps * (w->model.n_act > 0 ? w->model.n_act : 1));
 #define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
   CQI_IF(diff)(if (st == CQ_OK) st = be->ops->zero(be, m->gp_b.name, sizeof(cq_real) * cqi_field_len(shape, n, D));)
@@ -477,9 +503,10 @@ static cq_real* state_at(cq_memo* m, long r, int* status) {
       w->sim.kept = NULL;
       if (*status != CQ_OK) {
         if (bad.check != CQ_CHECK_OK)
-          cqi_errorf(&w->err, CQ_ERR_STATE, "backward: recomputing substep %ld failed the %s check (particle %d); was "
-                     "the world changed after recording?", m->sub0 + q, cq_name(CQ_LIST_CHECK, bad.check, NULL),
-                     bad.particle + 1);
+          cqi_errorf(&w->err, CQ_ERR_STATE,
+                     "backward: recomputing substep %ld failed the %s check (particle %d); was "
+                     "the world changed after recording?",
+                     m->sub0 + q, cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
         return NULL;
       }
       prev = dst;
@@ -525,16 +552,18 @@ int cq_memo_backward_step(cq_memo* m) {
   cqi_backend* be = m->be;
   if (m->pos < 0) return cqi_errorf(&w->err, CQ_ERR_STATE, "backward_step: call backward_begin first");
   if (m->pos == 0)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: already back at the initial state (call backward_begin to restart)");
+    return cqi_errorf(&w->err, CQ_ERR_STATE,
+                      "backward: already back at the initial state (call backward_begin to restart)");
   if (m->generation != w->model.generation)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: the world's parameters, actuators or boundaries changed after "
+    return cqi_errorf(&w->err, CQ_ERR_STATE,
+                      "backward: the world's parameters, actuators or boundaries changed after "
                       "this recording began; record again before backward");
   int k = m->pos - 1, st = CQ_OK;
   size_t S = sizeof(cq_real) * m->len;
   for (int f = 1; f < CQ_N_CONTROL_FIELDS && st == CQ_OK; f++)
     st = be->ops->zero(be, m->ctl[f].grad_b, sizeof(cq_real) * m->ctl[f].len);
   if (st == CQ_OK) st = be->ops->upload(be, m->gb[0], m->g_cur->block, S); /* callers add dL/ds_k on the host */
-  if (st == CQ_OK) st = sync_grads(m, 1); /* and into the parameter gradients */
+  if (st == CQ_OK) st = sync_grads(m, 1);                                  /* and into the parameter gradients */
   /* the final state, which the host may have read (a shared block is moved back to the device; else a no-op) */
   if (st == CQ_OK && m->pos == m->steps && m->cur_b == m->cur->block) st = be->ops->upload(be, m->cur_b, m->cur_b, S);
   if (st != CQ_OK) return st;
@@ -545,9 +574,10 @@ int cq_memo_backward_step(cq_memo* m) {
   st = cqi_batch_end(w, batched, st, &bad);
   if (st != CQ_OK) m->seg_loaded = -1; /* a recomputed segment may be incomplete */
   if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK)
-    return cqi_errorf(&w->err, CQ_ERR_STATE, "backward: a state recomputed for control step %d fails the %s check "
-                      "(particle %d); was the world changed after recording?", k + 1,
-                      cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
+    return cqi_errorf(&w->err, CQ_ERR_STATE,
+                      "backward: a state recomputed for control step %d fails the %s check "
+                      "(particle %d); was the world changed after recording?",
+                      k + 1, cq_name(CQ_LIST_CHECK, bad.check, NULL), bad.particle + 1);
   if (st != CQ_OK) return st;
   /* the result must be in g_cur, whose address callers hold */
   st = be->ops->host_memory ? be->ops->copy(be, m->g_cur->block, m->gb[cur], S)

@@ -8,7 +8,9 @@
 #include "model.h"
 #include "kernels.h"
 
-static int shape_len(int shape, int dim) { return shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim; }
+static int shape_len(int shape, int dim) {
+  return shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim;
+}
 
 /* "none(0), sticky(1), ..." style list of a registry for messages. */
 static const char* names_text(int list) {
@@ -33,9 +35,10 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (!(d->damping >= 0) || !isfinite(d->damping))
     return cqi_errorf(e, CQ_ERR_ARG, "damping must be finite and >= 0 (got %g)", d->damping);
   if (d->damping * (d->dt / d->substeps) > 80) /* exp(-80): the damped update, and the implicit inertia m / damp */
-    return cqi_errorf(e, CQ_ERR_ARG, "damping * dt (per substep) must be <= 80: a substep would keep exp(-%g) of the "
-                      "velocity (got damping %g, dt %g)", d->damping * (d->dt / d->substeps), d->damping,
-                      d->dt / d->substeps);
+    return cqi_errorf(e, CQ_ERR_ARG,
+                      "damping * dt (per substep) must be <= 80: a substep would keep exp(-%g) of the "
+                      "velocity (got damping %g, dt %g)",
+                      d->damping * (d->dt / d->substeps), d->damping, d->dt / d->substeps);
   if (d->n < 1) return cqi_errorf(e, CQ_ERR_ARG, "n must be >= 1 (got %d)", d->n);
   if (d->n_actuators < 0) return cqi_errorf(e, CQ_ERR_ARG, "n_actuators must be >= 0 (got %d)", d->n_actuators);
   if (d->threads < 0 || d->threads > CQ_MAX_THREADS)
@@ -54,7 +57,8 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric must be 0 (particle) or 1 (averaged) (got %d)", d->volumetric);
   if (d->volumetric == CQ_VOLUMETRIC_AVERAGED && d->integrator == CQ_INTEGRATOR_IMPLICIT &&
       d->implicit_volume == CQ_VOLUME_EXACT)
-    return cqi_errorf(e, CQ_ERR_ARG, "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
+    return cqi_errorf(e, CQ_ERR_ARG,
+                      "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
                       "integrator (the averaged term is not implemented on the exact det F_p(v))");
   if (d->volumetric_groups != CQ_VOL_GROUPS_CURRENT && d->volumetric_groups != CQ_VOL_GROUPS_INITIAL)
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric_groups must be 0 (current) or 1 (initial) (got %d)",
@@ -79,7 +83,8 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
                       d->implicit_max_newton, d->implicit_max_cg);
   for (int a = 0; a < 3; a++)
-    if (!isfinite(d->gravity[a])) return cqi_errorf(e, CQ_ERR_ARG, "gravity[%d] must be finite (got %g)", a + 1, d->gravity[a]);
+    if (!isfinite(d->gravity[a]))
+      return cqi_errorf(e, CQ_ERR_ARG, "gravity[%d] must be finite (got %g)", a + 1, d->gravity[a]);
   for (int k = 0; k < 2 * d->dim; k++) {
     const cq_wall_desc* wd = &d->walls[k];
     if (wd->type < 0 || wd->type >= CQ_N_BOUNDARIES)
@@ -87,13 +92,15 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
                         wd->type);
     if (wd->type == CQ_BC_NONE) continue;
     if (wd->thickness < 1 || wd->thickness > d->res[k / 2] / 2)
-      return cqi_errorf(e, CQ_ERR_ARG, "wall %d: thickness must be in [1, %d] cells (got %d)", k + 1,
-                        d->res[k / 2] / 2, wd->thickness);
-    if (!(wd->friction >= 0)) return cqi_errorf(e, CQ_ERR_ARG, "wall %d: friction must be >= 0 (got %g)", k + 1, wd->friction);
+      return cqi_errorf(e, CQ_ERR_ARG, "wall %d: thickness must be in [1, %d] cells (got %d)", k + 1, d->res[k / 2] / 2,
+                        wd->thickness);
+    if (!(wd->friction >= 0))
+      return cqi_errorf(e, CQ_ERR_ARG, "wall %d: friction must be >= 0 (got %g)", k + 1, wd->friction);
     for (int a = 0; a < 3; a++)
       if (!isfinite(wd->velocity[a]) || !isfinite(wd->osc_amplitude[a]))
-        return cqi_errorf(e, CQ_ERR_ARG, "wall %d: velocity and oscillation amplitude must be finite (component %d: %g, %g)",
-                          k + 1, a + 1, wd->velocity[a], wd->osc_amplitude[a]);
+        return cqi_errorf(e, CQ_ERR_ARG,
+                          "wall %d: velocity and oscillation amplitude must be finite (component %d: %g, %g)", k + 1,
+                          a + 1, wd->velocity[a], wd->osc_amplitude[a]);
     if (!isfinite(wd->osc_omega) || !isfinite(wd->osc_phase))
       return cqi_errorf(e, CQ_ERR_ARG, "wall %d: oscillation omega and phase must be finite (got %g, %g)", k + 1,
                         wd->osc_omega, wd->osc_phase);
@@ -116,11 +123,15 @@ static int check_size(const cq_world_desc* d, cqi_err* err) {
   double particle = sizeof(cq_real) * (2.0 * d->dim + 2.0 * d->dim * d->dim) * 3 + 64 * sizeof(double);
   double grid = sizeof(cq_real) * (d->dim + 1) * nodes * 3;
   if (mem > 0 && d->n * particle > mem)
-    return cqi_errorf(err, CQ_ERR_NOMEM, "n: %d particles need about %.3g GB, more than this machine's %.3g GB of "
-                      "memory", d->n, d->n * particle / 1e9, mem / 1e9);
+    return cqi_errorf(err, CQ_ERR_NOMEM,
+                      "n: %d particles need about %.3g GB, more than this machine's %.3g GB of "
+                      "memory",
+                      d->n, d->n * particle / 1e9, mem / 1e9);
   if (mem > 0 && grid > mem)
-    return cqi_errorf(err, CQ_ERR_NOMEM, "res: a grid of %.3g nodes needs about %.3g GB, more than this machine's "
-                      "%.3g GB of memory", nodes, grid / 1e9, mem / 1e9);
+    return cqi_errorf(err, CQ_ERR_NOMEM,
+                      "res: a grid of %.3g nodes needs about %.3g GB, more than this machine's "
+                      "%.3g GB of memory",
+                      nodes, grid / 1e9, mem / 1e9);
   return CQ_OK;
 }
 
@@ -139,10 +150,11 @@ int cqi_model_init(cqi_model* m, const cq_world_desc* d, cqi_err* err) {
   m->validated = -1;
   size_t n = (size_t)m->n;
   int ok = 1;
-#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                 \
-  if ((m->name = malloc(n * shape_len(shape, d->dim) * sizeof(ctype))) != NULL) {           \
-    for (size_t i = 0; i < n * shape_len(shape, d->dim); i++) m->name[i] = (ctype)(dflt);   \
-  } else ok = 0;
+#define CQI_ALLOC(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)              \
+  if ((m->name = malloc(n * shape_len(shape, d->dim) * sizeof(ctype))) != NULL) {         \
+    for (size_t i = 0; i < n * shape_len(shape, d->dim); i++) m->name[i] = (ctype)(dflt); \
+  } else                                                                                  \
+    ok = 0;
   CQ_PARAM_FIELDS(CQI_ALLOC)
 #undef CQI_ALLOC
   m->act_kind = calloc(m->n_act > 0 ? m->n_act : 1, 1);
@@ -189,10 +201,14 @@ cq_params cqi_model_params(const cqi_model* m) {
 /* ---- validation ---- */
 
 static void range_text(double lo, double hi, int bounds, char* out, int len) {
-  if (isinf(lo) && isinf(hi)) snprintf(out, len, "finite");
-  else if (isinf(hi)) snprintf(out, len, "%s %g", bounds & CQ_OPEN_LO ? ">" : ">=", lo);
-  else if (isinf(lo)) snprintf(out, len, "%s %g", bounds & CQ_OPEN_HI ? "<" : "<=", hi);
-  else snprintf(out, len, "in %c%g, %g%c", bounds & CQ_OPEN_LO ? '(' : '[', lo, hi, bounds & CQ_OPEN_HI ? ')' : ']');
+  if (isinf(lo) && isinf(hi))
+    snprintf(out, len, "finite");
+  else if (isinf(hi))
+    snprintf(out, len, "%s %g", bounds & CQ_OPEN_LO ? ">" : ">=", lo);
+  else if (isinf(lo))
+    snprintf(out, len, "%s %g", bounds & CQ_OPEN_HI ? "<" : "<=", hi);
+  else
+    snprintf(out, len, "in %c%g, %g%c", bounds & CQ_OPEN_LO ? '(' : '[', lo, hi, bounds & CQ_OPEN_HI ? ')' : ']');
 }
 
 /* What the fields.h rows marked CQ_CUSTOM accept (checked in check_custom below). */
@@ -203,10 +219,12 @@ const char* cqi_param_range(int index) {
   if (index < 0 || index >= CQ_N_PARAM_FIELDS) return NULL;
   if (!text[index][0]) {
     int i = 0;
-#define CQI_RANGE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                           \
-  if (i++ == index) {                                                                                  \
-    if ((bounds) == CQ_CUSTOM) snprintf(text[index], sizeof text[index], "%s", custom_range(#name));   \
-    else range_text(lo, hi, bounds, text[index], sizeof text[index]);                                  \
+#define CQI_RANGE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  if (i++ == index) {                                                        \
+    if ((bounds) == CQ_CUSTOM)                                               \
+      snprintf(text[index], sizeof text[index], "%s", custom_range(#name));  \
+    else                                                                     \
+      range_text(lo, hi, bounds, text[index], sizeof text[index]);           \
   }
     CQ_PARAM_FIELDS(CQI_RANGE)
 #undef CQI_RANGE
@@ -241,18 +259,21 @@ static const char* custom_range(const char* name) {
 static int check_custom(const cqi_model* m, int p, char* why, int len) {
   double inc_p = m->inc_p[p];
   if (!(inc_p == 0 || (inc_p >= 2 && isfinite(inc_p)))) {
-    if (why) snprintf(why, len, "particle %d: inc_p (incompressibility exponent) must be %s (got %g)", p + 1,
-                      custom_range("inc_p"), inc_p);
+    if (why)
+      snprintf(why, len, "particle %d: inc_p (incompressibility exponent) must be %s (got %g)", p + 1,
+               custom_range("inc_p"), inc_p);
     return 0;
   }
   if (m->material[p] >= CQ_N_MATERIALS) {
-    if (why) snprintf(why, len, "particle %d: material must be %.400s (got %d)", p + 1, custom_range("material"),
-                      m->material[p]);
+    if (why)
+      snprintf(why, len, "particle %d: material must be %.400s (got %d)", p + 1, custom_range("material"),
+               m->material[p]);
     return 0;
   }
   if (m->act_id[p] < -1 || m->act_id[p] >= m->n_act) {
-    if (why) snprintf(why, len, "particle %d: act_id must be -1 (none) or an actuator index in [0, %d) (got %d)", p + 1,
-                      m->n_act, m->act_id[p]);
+    if (why)
+      snprintf(why, len, "particle %d: act_id must be -1 (none) or an actuator index in [0, %d) (got %d)", p + 1,
+               m->n_act, m->act_id[p]);
     return 0;
   }
   return 1;
@@ -261,18 +282,19 @@ static int check_custom(const cqi_model* m, int p, char* why, int len) {
 /* 1 if every parameter of particle p is valid, else 0 with the reason in why (when why is not NULL). */
 static int check_particle(const cqi_model* m, const cq_params* prm, int p, char* why, int len) {
   const int n = m->n, D = m->dim;
-#define CQI_CHECK(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                        \
-  if ((bounds) != CQ_CUSTOM)                                                                                        \
-    for (int c = 0; c < shape_len(shape, D); c++)                                                                   \
+#define CQI_CHECK(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                         \
+  if ((bounds) != CQ_CUSTOM)                                                                                         \
+    for (int c = 0; c < shape_len(shape, D); c++)                                                                    \
       if (!check_range(#name, doc, (double)m->name[(long)c * n + p], lo, hi, bounds, p, c, shape_len(shape, D), why, \
-                       len))                                                                                        \
+                       len))                                                                                         \
         return 0;
   CQ_PARAM_FIELDS(CQI_CHECK)
 #undef CQI_CHECK
   if (!check_custom(m, p, why, len)) return 0;
   char mwhy[400] = "";
   int ok = D == 2 ? material_check_2(prm, p, mwhy, sizeof mwhy) : material_check_3(prm, p, mwhy, sizeof mwhy);
-  if (!ok && why) snprintf(why, len, "particle %d (%s): %s", p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL), mwhy);
+  if (!ok && why)
+    snprintf(why, len, "particle %d (%s): %s", p + 1, cq_name(CQ_LIST_MATERIAL, m->material[p], NULL), mwhy);
   return ok;
 }
 
@@ -303,17 +325,19 @@ int cqi_stable_dt_exceeded(const cqi_model* m, char* why, int len) {
   cqi_particle_stable_dt(m, &prm, p, &dt_wave, &dt_visc);
   double need = ceil(m->desc.dt / m->stable_dt);
   if (dt_visc < dt_wave) /* the viscosity binds */
-    snprintf(why, len, "the substep dt/substeps = %g is above the stable limit %g of the current parameters, set by the "
+    snprintf(why, len,
+             "the substep dt/substeps = %g is above the stable limit %g of the current parameters, set by the "
              "viscosity of particle %d (%s, visc = %g, density %g): viscous limit rho dx^2 / (2 d visc) = %g (wave "
-             "limit dx / c = %g); use more substeps (>= %.0f), a smaller dt or a lower visc", m->dt_sub, m->stable_dt,
-             p + 1, desc, (double)m->visc[p], rho, dt_visc, dt_wave, need);
+             "limit dx / c = %g); use more substeps (>= %.0f), a smaller dt or a lower visc",
+             m->dt_sub, m->stable_dt, p + 1, desc, (double)m->visc[p], rho, dt_visc, dt_wave, need);
   else {
     char also[120] = "";
     if (m->visc[p] > 0) snprintf(also, sizeof also, ", lowered by its viscosity visc = %g", (double)m->visc[p]);
-    snprintf(why, len, "the substep dt/substeps = %g is above the stable limit %g of the current parameters (particle "
+    snprintf(why, len,
+             "the substep dt/substeps = %g is above the stable limit %g of the current parameters (particle "
              "%d, %s, has the largest wave speed c = sqrt(M / rho) = %g, M its material's P-wave modulus: the limit is "
-             "dx / c%s); use more substeps (>= %.0f), a smaller dt or a softer material", m->dt_sub, m->stable_dt,
-             p + 1, desc, m->desc.dx / dt_wave, also, need);
+             "dx / c%s); use more substeps (>= %.0f), a smaller dt or a softer material",
+             m->dt_sub, m->stable_dt, p + 1, desc, m->desc.dx / dt_wave, also, need);
   }
   return 1;
 }
@@ -370,7 +394,7 @@ int cq_material_check(int id, int dim, const double* values, char* why, int len)
   cq_params prm;
   memset(&prm, 0, sizeof prm);
   long k = 0;
-#define CQI_FILL(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)       \
+#define CQI_FILL(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)         \
   for (int c = 0; c < shape_len(shape, dim); c++) one.name[c] = (ctype)values[k++]; \
   prm.name = one.name;
   CQ_PARAM_FIELDS(CQI_FILL)
@@ -392,11 +416,11 @@ void cqi_model_describe(const cqi_model* m, int p, char* out, int len) {
   cq_material_info(model, &enu, &uses);
   /* the scalar parameters its header lists (" c10! ..."): required ones always, optional ones when on; bulk, visc and
    * inc_p (any model's) when on */
-#define CQI_DESCRIBE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                    \
-  if (used < len && (shape) == CQ_SHAPE_SCALAR && (type) == CQ_TYPE_REAL &&                                        \
-      (uses_param(uses, #name) == 2 ||                                                                            \
-       ((uses_param(uses, #name) || !strcmp(#name, "bulk") || !strcmp(#name, "visc") || !strcmp(#name, "inc_p")) &&  \
-        m->name[p] != 0)))                                                                                        \
+#define CQI_DESCRIBE(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                                     \
+  if (used < len && (shape) == CQ_SHAPE_SCALAR && (type) == CQ_TYPE_REAL &&                                         \
+      (uses_param(uses, #name) == 2 ||                                                                              \
+       ((uses_param(uses, #name) || !strcmp(#name, "bulk") || !strcmp(#name, "visc") || !strcmp(#name, "inc_p")) && \
+        m->name[p] != 0)))                                                                                          \
     used += snprintf(out + used, len - used, ", %s = %g", #name, (double)m->name[p]);
   CQ_PARAM_FIELDS(CQI_DESCRIBE)
 #undef CQI_DESCRIBE
@@ -423,12 +447,14 @@ int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* partic
     return cqi_errorf(err, CQ_ERR_ARG, "cable: actuator %d is not a cable actuator (set its kind to cable first)",
                       actuator + 1);
   if (count < 2) return cqi_errorf(err, CQ_ERR_ARG, "cable: needs at least 2 particles (got %d)", count);
-  if (!(k >= 0) || !isfinite(k)) return cqi_errorf(err, CQ_ERR_ARG, "cable: stiffness k must be finite and >= 0 (got %g)", k);
+  if (!(k >= 0) || !isfinite(k))
+    return cqi_errorf(err, CQ_ERR_ARG, "cable: stiffness k must be finite and >= 0 (got %g)", k);
   if (!(rest >= 0) || !isfinite(rest))
     return cqi_errorf(err, CQ_ERR_ARG, "cable: rest length must be finite and >= 0 (got %g)", rest);
   for (int i = 0; i < count; i++)
     if (particles[i] < 0 || particles[i] >= m->n)
-      return cqi_errorf(err, CQ_ERR_ARG, "cable: particle %d must be in [1, %d] (got %d)", i + 1, m->n, particles[i] + 1);
+      return cqi_errorf(err, CQ_ERR_ARG, "cable: particle %d must be in [1, %d] (got %d)", i + 1, m->n,
+                        particles[i] + 1);
   if (m->n_cable_idx > 0x7fffffff - count) return cqi_errorf(err, CQ_ERR_ARG, "cable: too many cable particles");
   cq_cable* cb = realloc(m->cables, sizeof(cq_cable) * (m->n_cables + 1));
   if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "cable: out of memory");
@@ -447,8 +473,8 @@ int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* partic
   return CQ_OK;
 }
 
-int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type,
-                           double friction, cqi_err* err) {
+int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type, double friction,
+                           cqi_err* err) {
   if (count < 0) return cqi_errorf(err, CQ_ERR_ARG, "node count must be >= 0 (got %d)", count);
   if (type <= CQ_BC_NONE || type >= CQ_N_BOUNDARIES)
     return cqi_errorf(err, CQ_ERR_ARG, "node boundary type must be one of %s except none (got %d)",
@@ -459,7 +485,8 @@ int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const doub
       return cqi_errorf(err, CQ_ERR_ARG, "node %d: index must be in [0, %ld) (got %d)", k + 1, m->n_nodes, nodes[k]);
     double len = 0;
     for (int a = 0; a < m->dim; a++) len += normals[3 * k + a] * normals[3 * k + a];
-    if (!(len > 0) || !isfinite(len)) return cqi_errorf(err, CQ_ERR_ARG, "node %d: normal must be finite and non-zero", k + 1);
+    if (!(len > 0) || !isfinite(len))
+      return cqi_errorf(err, CQ_ERR_ARG, "node %d: normal must be finite and non-zero", k + 1);
   }
   if (!m->node_bc_index) {
     m->node_bc_index = malloc(sizeof(int32_t) * m->n_nodes);

@@ -9,23 +9,23 @@ typedef struct cqi_model {
   cq_world_desc desc;
   int dim, n, n_act;
   long n_nodes;
-  double dt_sub;                /* dt / substeps */
+  double dt_sub; /* dt / substeps */
 #define CQI_MEMBER(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) ctype* name;
-  CQ_PARAM_FIELDS(CQI_MEMBER)   /* per-particle parameters, fields.h: [n] or [D][n] */
+  CQ_PARAM_FIELDS(CQI_MEMBER) /* per-particle parameters, fields.h: [n] or [D][n] */
 #undef CQI_MEMBER
-  uint8_t* act_kind;            /* [n_act] CQ_ACT_* */
-  cq_cable* cables;             /* [n_cables] */
+  uint8_t* act_kind; /* [n_act] CQ_ACT_* */
+  cq_cable* cables;  /* [n_cables] */
   int n_cables;
-  int32_t* cable_idx;           /* particle indices of all cables, concatenated */
+  int32_t* cable_idx; /* particle indices of all cables, concatenated */
   int n_cable_idx;
-  int32_t* node_bc_index;       /* [n_nodes] index into node_bcs or -1; NULL when there are none */
-  cq_bc* node_bcs;              /* [n_node_bcs] */
+  int32_t* node_bc_index; /* [n_nodes] index into node_bcs or -1; NULL when there are none */
+  cq_bc* node_bcs;        /* [n_node_bcs] */
   int n_node_bcs;
-  long generation;              /* bumped by every change (parameter access for writing, actuators, cables, BCs) */
+  long generation; /* bumped by every change (parameter access for writing, actuators, cables, BCs) */
   /* results of the last validation */
-  long validated;               /* generation validated, -1 = never */
-  double stable_dt;             /* min over particles of cqi_particle_stable_dt */
-  int stiffest;                 /* the particle that sets stable_dt (0-based) */
+  long validated;   /* generation validated, -1 = never */
+  double stable_dt; /* min over particles of cqi_particle_stable_dt */
+  int stiffest;     /* the particle that sets stable_dt (0-based) */
 } cqi_model;
 
 /* Checks desc and allocates a model with every parameter at its default; CQ_OK or a message in err. */
@@ -52,8 +52,8 @@ void cqi_model_describe(const cqi_model* m, int p, char* out, int len);
 int cqi_model_set_actuator(cqi_model* m, int a, int kind, cqi_err* err);
 int cqi_model_add_cable(cqi_model* m, int actuator, int count, const int* particles, double k, double rest,
                         cqi_err* err);
-int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type,
-                           double friction, cqi_err* err);
+int cqi_model_set_node_bcs(cqi_model* m, int count, const int* nodes, const double* normals, int type, double friction,
+                           cqi_err* err);
 /* Actuators of kind cavity (chamber.h), whose walls the substep balances. */
 int cqi_model_cavities(const cqi_model* m);
 /* Constants of substep k (wall velocities at its start time); node BC pointers from the backend's view. */

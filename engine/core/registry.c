@@ -40,8 +40,9 @@ const char* cq_name(int list, int id, const char** doc) {
   static const struct {
     const cqi_entry* entries;
     int count;
-  } lists[] = {{boundaries, CQ_N_BOUNDARIES}, {actuator_kinds, CQ_N_ACTUATOR_KINDS}, {materials, CQ_N_MATERIALS},
-               {integrators, CQ_N_INTEGRATORS}, {backends, CQ_N_BACKENDS}, {checks, CQ_N_CHECKS}};
+  } lists[] = {{boundaries, CQ_N_BOUNDARIES}, {actuator_kinds, CQ_N_ACTUATOR_KINDS},
+               {materials, CQ_N_MATERIALS},   {integrators, CQ_N_INTEGRATORS},
+               {backends, CQ_N_BACKENDS},     {checks, CQ_N_CHECKS}};
   if (list < 0 || list >= (int)(sizeof lists / sizeof lists[0]) || id < 0 || id >= lists[list].count) return NULL;
   if (doc) *doc = lists[list].entries[id].doc;
   return lists[list].entries[id].name;

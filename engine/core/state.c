@@ -5,11 +5,11 @@
 
 void cqi_state_locate(long i, int n, int dim, const char** field, int* particle, int* component) {
   long off = 0;
-#define CQI_FIND(name, shape, init, doc)                        \
-  if (i >= off && i < off + cqi_field_len(shape, n, dim)) {         \
+#define CQI_FIND(name, shape, init, doc)                                                 \
+  if (i >= off && i < off + cqi_field_len(shape, n, dim)) {                              \
     *field = #name, *particle = (int)((i - off) % n), *component = (int)((i - off) / n); \
-    return;                                                     \
-  }                                                             \
+    return;                                                                              \
+  }                                                                                      \
   off += cqi_field_len(shape, n, dim);
   CQ_STATE_FIELDS(CQI_FIND)
 #undef CQI_FIND
@@ -26,9 +26,12 @@ cq_state* cqi_state_alloc_on(const cqi_backend_ops* ops, int dim, int n) {
   size_t bytes = sizeof(cq_real) * (size_t)s->block_len;
   s->block = ops && ops->shared_alloc ? ops->shared_alloc(bytes) : NULL;
   s->shared = s->block != NULL;
-  if (s->shared) s->free_block = ops->shared_free;
-  else if (ops && ops->host_alloc && (s->block = ops->host_alloc(bytes)) != NULL) s->free_block = ops->host_free;
-  else s->block = calloc((size_t)s->block_len, sizeof(cq_real)), s->free_block = free;
+  if (s->shared)
+    s->free_block = ops->shared_free;
+  else if (ops && ops->host_alloc && (s->block = ops->host_alloc(bytes)) != NULL)
+    s->free_block = ops->host_free;
+  else
+    s->block = calloc((size_t)s->block_len, sizeof(cq_real)), s->free_block = free;
   if (!s->block) return free(s), NULL;
   s->p = cqi_particles_view(s->block, n, dim);
   return s;
@@ -38,9 +41,9 @@ cq_state* cq_state_create(const cq_world* w) {
   int n = w->model.n, D = w->model.dim;
   cq_state* s = cqi_state_alloc_on(w->be->ops, D, n);
   if (!s) return NULL;
-#define CQI_INIT(name, shape, init, doc)                                                           \
-  if ((init) == CQ_INIT_IDENTITY)                                                                  \
-    for (int a = 0; a < D; a++)                                                                    \
+#define CQI_INIT(name, shape, init, doc) \
+  if ((init) == CQ_INIT_IDENTITY)        \
+    for (int a = 0; a < D; a++)          \
       for (int p = 0; p < n; p++) s->p.name[(a * D + a) * (long)n + p] = 1;
   CQ_STATE_FIELDS(CQI_INIT)
 #undef CQI_INIT

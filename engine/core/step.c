@@ -7,16 +7,22 @@
 #include "internal.h"
 
 static long shape_len(int shape, int n, int n_act, int dim) {
-  return shape == CQ_SHAPE_ACT ? n_act : (long)n * (shape == CQ_SHAPE_SCALAR ? 1 : shape == CQ_SHAPE_VEC ? dim : dim * dim);
+  return shape == CQ_SHAPE_ACT ? n_act
+                               : (long)n * (shape == CQ_SHAPE_SCALAR ? 1
+                                            : shape == CQ_SHAPE_VEC  ? dim
+                                                                     : dim * dim);
 }
 
 /* Where entry i of a control field sits, for messages: "u[3]", "particle 5, component 2", "particle 5, entry (1, 2)". */
 static void entry_text(int shape, long i, int n, int dim, char* out, int len) {
-  if (shape == CQ_SHAPE_ACT) snprintf(out, len, "[%ld] (actuator %ld)", i + 1, i + 1);
-  else if (shape == CQ_SHAPE_VEC) snprintf(out, len, " of particle %ld, component %ld", i % n + 1, i / n + 1);
+  if (shape == CQ_SHAPE_ACT)
+    snprintf(out, len, "[%ld] (actuator %ld)", i + 1, i + 1);
+  else if (shape == CQ_SHAPE_VEC)
+    snprintf(out, len, " of particle %ld, component %ld", i % n + 1, i / n + 1);
   else if (shape == CQ_SHAPE_MAT)
     snprintf(out, len, " of particle %ld, entry (%ld, %ld)", i % n + 1, i / n / dim + 1, i / n % dim + 1);
-  else snprintf(out, len, " of particle %ld", i + 1);
+  else
+    snprintf(out, len, " of particle %ld", i + 1);
 }
 
 /* One control field: src (doubles, may be NULL) checked and converted into host, then made visible to the backend
@@ -38,7 +44,8 @@ static int stage_field(cq_world* w, const char* name, int shape, const double* s
   if (!*host && !(*host = malloc(bytes)))
     return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory staging the control field %s", name);
   for (long i = 0; i < len; i++) (*host)[i] = src ? (cq_real)src[i] : 0;
-  if (be->ops->host_memory) *b = *host;
+  if (be->ops->host_memory)
+    *b = *host;
   else {
     if (!*b && !(*b = be->ops->alloc(be, bytes)))
       return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory on the backend for the control field %s", name);
@@ -51,8 +58,8 @@ static int stage_field(cq_world* w, const char* name, int shape, const double* s
 
 int cqi_stage_control(cq_world* w, const cq_control* c, long step, cq_ctl* out) {
   int st = CQ_OK;
-#define CQI_STAGE(name, shape, doc)                                                                             \
-  if (st == CQ_OK)                                                                                              \
+#define CQI_STAGE(name, shape, doc) \
+  if (st == CQ_OK)                  \
     st = stage_field(w, #name, shape, c ? c->name : NULL, &w->ctl.host_##name, &w->ctl.b_##name, step, &out->name);
   CQ_CONTROL_FIELDS(CQI_STAGE)
 #undef CQI_STAGE
@@ -98,8 +105,8 @@ int cqi_prepare_step(cq_world* w, long step) {
     if (st != CQ_OK) {
       char why[sizeof w->err.msg];
       snprintf(why, sizeof why, "%s", w->err.msg);
-      return cqi_errorf(&w->err, st, "step %ld: %s (parameters are validated again before a step that follows a change)",
-                        step, why);
+      return cqi_errorf(&w->err, st,
+                        "step %ld: %s (parameters are validated again before a step that follows a change)", step, why);
     }
   }
   char why[sizeof w->err.msg];
@@ -122,9 +129,12 @@ int cqi_poll_interrupt(cq_world* w, const char* what, long step, long sub, int s
   int sig = interrupt_flag ? *interrupt_flag : 0;
   if (!sig) return CQ_OK;
   char name[32];
-  if (sig == 2) snprintf(name, sizeof name, "SIGINT");
-  else if (sig == 15) snprintf(name, sizeof name, "SIGTERM");
-  else snprintf(name, sizeof name, "signal %d", sig);
+  if (sig == 2)
+    snprintf(name, sizeof name, "SIGINT");
+  else if (sig == 15)
+    snprintf(name, sizeof name, "SIGTERM");
+  else
+    snprintf(name, sizeof name, "signal %d", sig);
   return cqi_errorf(&w->err, CQ_ERR_INTERRUPTED, "interrupted by %s during %s at step %ld, before substep %ld of %d",
                     name, what, step, sub + 1, substeps);
 }
@@ -154,8 +164,10 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
                       : F[0] * (F[4] * F[8] - F[5] * F[7]) - F[1] * (F[3] * F[8] - F[5] * F[6]) +
                             F[2] * (F[3] * F[7] - F[4] * F[6]);
     snprintf(what, sizeof what, "J = det F = %g <= 0: the element inverted", J);
-    snprintf(hint, sizeof hint, "the material may be too soft for the load (actuation, contact) or the substep too "
-             "large (stable limit %g, substep %g)", m->stable_dt, m->dt_sub);
+    snprintf(hint, sizeof hint,
+             "the material may be too soft for the load (actuation, contact) or the substep too "
+             "large (stable limit %g, substep %g)",
+             m->stable_dt, m->dt_sub);
   } else if (bad->check == CQ_CHECK_TOO_FAST) {
     double dt = ldexp(m->dt_sub, -bad->split); /* a split implicit substep's piece */
     snprintf(what, sizeof what, "moved more than one cell: |v| dt = %g > dx = %g (velocity %s%s)", speed * dt,
@@ -167,9 +179,10 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
       double g = x[a] / m->desc.dx - 0.5;
       if (!(g >= 0 && g < m->desc.res[a] - 2)) axis = a;
     }
-    snprintf(what, sizeof what, "left the grid: at %s, coordinate %d must stay in [0.5 dx, (res[%d] - 1.5) dx) = "
-             "[%g, %g) (velocity %s)", pos, axis + 1, axis + 1, 0.5 * m->desc.dx,
-             (m->desc.res[axis] - 1.5) * m->desc.dx, vel);
+    snprintf(what, sizeof what,
+             "left the grid: at %s, coordinate %d must stay in [0.5 dx, (res[%d] - 1.5) dx) = "
+             "[%g, %g) (velocity %s)",
+             pos, axis + 1, axis + 1, 0.5 * m->desc.dx, (m->desc.res[axis] - 1.5) * m->desc.dx, vel);
     snprintf(hint, sizeof hint, "add walls, enlarge the grid or keep the particles away from its edge");
   } else {
     snprintf(what, sizeof what, "a non-finite value (x = %s, v = %s)", pos, vel);
@@ -179,8 +192,10 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
   char when[96];
   if (bad->after && bad->split)
     snprintf(when, sizeof when, "in substep %ld of %d, halved %d times (implicit.max_split)", k % b + 1, b, bad->split);
-  else if (bad->after) snprintf(when, sizeof when, "after substep %ld of %d, t = %g", k % b + 1, b, (k + 1) * m->dt_sub);
-  else snprintf(when, sizeof when, "before substep %ld of %d, t = %g", k % b + 1, b, k * m->dt_sub);
+  else if (bad->after)
+    snprintf(when, sizeof when, "after substep %ld of %d, t = %g", k % b + 1, b, (k + 1) * m->dt_sub);
+  else
+    snprintf(when, sizeof when, "before substep %ld of %d, t = %g", k % b + 1, b, k * m->dt_sub);
   char desc[256];
   cqi_model_describe(m, p, desc, sizeof desc);
   return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld (%s): particle %d (%s) %s; %s", step, when, p + 1,
@@ -199,8 +214,9 @@ static cq_real* host_copy(cq_world* w, const cq_particles* s) {
 static int report_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_particles* s) {
   if (w->be->ops->host_memory) return cqi_blowup(w, bad, k, step, s);
   cq_real* h = host_copy(w, s);
-  if (!h) return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld: particle %d failed the %s check", step,
-                            bad->particle + 1, cq_name(CQ_LIST_CHECK, bad->check, NULL));
+  if (!h)
+    return cqi_errorf(&w->err, CQ_ERR_BLOWUP, "blow-up at step %ld: particle %d failed the %s check", step,
+                      bad->particle + 1, cq_name(CQ_LIST_CHECK, bad->check, NULL));
   cq_particles hp = cqi_particles_view(h, w->model.n, w->model.dim);
   int st = cqi_blowup(w, bad, k, step, &hp);
   free(h);
@@ -234,7 +250,7 @@ int cqi_run_substeps(cq_world* w, cq_particles* s, long* substep, long step, con
   st = cqi_batch_end(w, batched, st, &bad);
   if (st == CQ_ERR_BLOWUP && bad.check != CQ_CHECK_OK) {
     long k = batched ? k0 + bad.substep : *substep; /* one prepare per substep */
-    *substep = bad.after ? k + 1 : k; /* after: the state is the failing substep's output */
+    *substep = bad.after ? k + 1 : k;               /* after: the state is the failing substep's output */
     return report_blowup(w, &bad, k, step, s);
   }
   return st;

@@ -7,14 +7,14 @@
 #include "kernels.h"
 
 /* sigma = tau / J of particle p, tau the Kirchhoff stress p2g_load computes (the one the step scatters). */
-#define CQI_CAUCHY(DIM)                                                                              \
-  static void cauchy_##DIM(const cq_substep* c, const cq_particles* s, const cq_params* m,         \
-                           const cq_ctl* ctl, int p, double* out) {                                \
-    cqi_p2g_##DIM q;                                                                               \
-    p2g_load_##DIM(c, s, m, ctl, p, &q, NULL, CQI_ANY);                                           \
-    double J = (double)det_##DIM(q.F);                                                             \
-    for (int i = 0; i < DIM; i++)                                                                  \
-      for (int j = 0; j < DIM; j++) out[(long)(i * DIM + j) * s->n + p] = (double)q.tau[i][j] / J; \
+#define CQI_CAUCHY(DIM)                                                                                              \
+  static void cauchy_##DIM(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p, \
+                           double* out) {                                                                            \
+    cqi_p2g_##DIM q;                                                                                                 \
+    p2g_load_##DIM(c, s, m, ctl, p, &q, NULL, CQI_ANY);                                                              \
+    double J = (double)det_##DIM(q.F);                                                                               \
+    for (int i = 0; i < DIM; i++)                                                                                    \
+      for (int j = 0; j < DIM; j++) out[(long)(i * DIM + j) * s->n + p] = (double)q.tau[i][j] / J;                   \
   }
 CQI_CAUCHY(2)
 CQI_CAUCHY(3)
@@ -23,29 +23,29 @@ CQI_CAUCHY(3)
 /* volumetric = "averaged": the groups' pressures of state s (volumetric.h), serial on the host, into sub->vol_p,
  * and s->F pointed at a projected copy (*F), as the step's first stage makes it (*sums, *pr and *F malloc'd, freed
  * by the caller). A particle outside the grid is an error, as in a step. */
-#define CQI_HOST_VOL(DIM)                                                                                      \
-  static int host_vol_##DIM(cq_world* w, cq_substep* sub, cq_particles* s, const cq_params* prm,              \
-                            cq_real** sums, cq_real** pr, cq_real** F) {                                       \
-    const cqi_model* m = &w->model;                                                                          \
-    *sums = calloc((size_t)m->n_nodes * (DIM + 1), sizeof(cq_real));                                          \
-    *pr = malloc(sizeof(cq_real) * (size_t)s->n);                                                             \
-    *F = malloc(sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                                  \
-    if (!*sums || !*pr || !*F) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query"); \
-    for (int p = 0; p < s->n; p++)                                                                           \
-      for (int a = 0; a < DIM; a++) {                                                                        \
-        double b = floor((double)cq_cell_coord(s->x[a * s->n + p], sub->dx, sub->inv_dx));                  \
-        if (!(b >= 0 && b <= m->desc.res[a] - 3))                                                            \
-          return cqi_errorf(&w->err, CQ_ERR_STATE, "particle %d is outside the grid (x[%d] = %g)", p + 1,    \
-                            a + 1, (double)s->x[a * s->n + p]);                                               \
-      }                                                                                                      \
-    for (int p = 0; p < s->n; p++) vol_sum_##DIM(sub, s, prm, p, NULL, 0, *sums);                             \
-    for (int p = 0; p < s->n; p++) vol_pressure_##DIM(sub, s, prm, p, *sums, NULL, *pr);                      \
-    memcpy(*F, s->F, sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                             \
-    s->F = *F;                                                                                               \
-    for (int p = 0; p < s->n; p++) vol_project_##DIM(sub, s, prm, p, *sums);                                  \
-    sub->vol_sums = *sums;                                                                                   \
-    sub->vol_p = *pr;                                                                                        \
-    return CQ_OK;                                                                                            \
+#define CQI_HOST_VOL(DIM)                                                                                        \
+  static int host_vol_##DIM(cq_world* w, cq_substep* sub, cq_particles* s, const cq_params* prm, cq_real** sums, \
+                            cq_real** pr, cq_real** F) {                                                         \
+    const cqi_model* m = &w->model;                                                                              \
+    *sums = calloc((size_t)m->n_nodes * (DIM + 1), sizeof(cq_real));                                             \
+    *pr = malloc(sizeof(cq_real) * (size_t)s->n);                                                                \
+    *F = malloc(sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                                     \
+    if (!*sums || !*pr || !*F) return cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");   \
+    for (int p = 0; p < s->n; p++)                                                                               \
+      for (int a = 0; a < DIM; a++) {                                                                            \
+        double b = floor((double)cq_cell_coord(s->x[a * s->n + p], sub->dx, sub->inv_dx));                       \
+        if (!(b >= 0 && b <= m->desc.res[a] - 3))                                                                \
+          return cqi_errorf(&w->err, CQ_ERR_STATE, "particle %d is outside the grid (x[%d] = %g)", p + 1, a + 1, \
+                            (double)s->x[a * s->n + p]);                                                         \
+      }                                                                                                          \
+    for (int p = 0; p < s->n; p++) vol_sum_##DIM(sub, s, prm, p, NULL, 0, *sums);                                \
+    for (int p = 0; p < s->n; p++) vol_pressure_##DIM(sub, s, prm, p, *sums, NULL, *pr);                         \
+    memcpy(*F, s->F, sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                                \
+    s->F = *F;                                                                                                   \
+    for (int p = 0; p < s->n; p++) vol_project_##DIM(sub, s, prm, p, *sums);                                     \
+    sub->vol_sums = *sums;                                                                                       \
+    sub->vol_p = *pr;                                                                                            \
+    return CQ_OK;                                                                                                \
   }
 CQI_HOST_VOL(2)
 CQI_HOST_VOL(3)

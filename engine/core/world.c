@@ -27,33 +27,33 @@ unsigned long cq_sizeof(const char* type_name) {
   return 0;
 }
 
-int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable,
-                  const char** doc, const char** range, double* dflt) {
+int cq_field_info(int kind, int index, const char** name, int* type, int* shape, int* differentiable, const char** doc,
+                  const char** range, double* dflt) {
   int i = 0;
   *range = "";
   *dflt = 0;
   if (kind == CQ_FIELDS_STATE) {
-#define CQI_INFO(fname, fshape, init, fdoc)                                                    \
-  if (i++ == index) {                                                                           \
-    *name = #fname, *type = CQ_TYPE_REAL, *shape = fshape, *differentiable = 1, *doc = fdoc;   \
-    return 1;                                                                                   \
+#define CQI_INFO(fname, fshape, init, fdoc)                                                  \
+  if (i++ == index) {                                                                        \
+    *name = #fname, *type = CQ_TYPE_REAL, *shape = fshape, *differentiable = 1, *doc = fdoc; \
+    return 1;                                                                                \
   }
     CQ_STATE_FIELDS(CQI_INFO)
 #undef CQI_INFO
   } else if (kind == CQ_FIELDS_PARAM) {
-#define CQI_INFO(fname, ctype, ftype, fshape, diff, dflt_value, lo, hi, bounds, fdoc)          \
-  if (i++ == index) {                                                                           \
-    *name = #fname, *type = ftype, *shape = fshape, *differentiable = diff, *doc = fdoc;       \
-    *range = cqi_param_range(index), *dflt = (double)(dflt_value);                              \
-    return 1;                                                                                   \
+#define CQI_INFO(fname, ctype, ftype, fshape, diff, dflt_value, lo, hi, bounds, fdoc)    \
+  if (i++ == index) {                                                                    \
+    *name = #fname, *type = ftype, *shape = fshape, *differentiable = diff, *doc = fdoc; \
+    *range = cqi_param_range(index), *dflt = (double)(dflt_value);                       \
+    return 1;                                                                            \
   }
     CQ_PARAM_FIELDS(CQI_INFO)
 #undef CQI_INFO
   } else if (kind == CQ_FIELDS_CONTROL) {
-#define CQI_INFO(fname, fshape, fdoc)                                                          \
-  if (i++ == index) {                                                                           \
-    *name = #fname, *type = CQ_TYPE_REAL, *shape = fshape, *differentiable = 1, *doc = fdoc;   \
-    return 1;                                                                                   \
+#define CQI_INFO(fname, fshape, fdoc)                                                        \
+  if (i++ == index) {                                                                        \
+    *name = #fname, *type = CQ_TYPE_REAL, *shape = fshape, *differentiable = 1, *doc = fdoc; \
+    return 1;                                                                                \
   }
     CQ_CONTROL_FIELDS(CQI_INFO)
 #undef CQI_INFO
@@ -85,8 +85,8 @@ static void release_backend_buffers(cq_world* w) {
   cqi_backend* be = w->be;
   if (!be) return;
   if (w->integ && w->sim.ws) w->integ->destroy(&w->sim);
-  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p, w->sim.vol_g, w->sim.vol_dp,
-                   w->sim.vol_gJs, w->sim.vol_psums, w->sim.vol_share, w->sim.vol_state};
+  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p,     w->sim.vol_g,
+                    w->sim.vol_dp,   w->sim.vol_gJs,   w->sim.vol_psums, w->sim.vol_share, w->sim.vol_state};
   for (size_t i = 0; i < sizeof vol / sizeof vol[0]; i++)
     if (vol[i]) be->ops->release(be, vol[i]);
   w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
@@ -152,8 +152,10 @@ cq_world* cq_world_create(const cq_world_desc* d, char* err, int errlen) {
     if (!w->ctl.host_u) st = cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory");
   }
   cqi_backend* be = st == CQ_OK ? cqi_backend_cpu_create(&w->model, &w->err) : NULL;
-  if (be) st = attach_backend(w, be);
-  else if (st == CQ_OK) st = CQ_ERR_NOMEM;
+  if (be)
+    st = attach_backend(w, be);
+  else if (st == CQ_OK)
+    st = CQ_ERR_NOMEM;
   if (st != CQ_OK) {
     snprintf(err, errlen, "%s", w->err.msg);
     cq_world_free(w);
@@ -231,7 +233,8 @@ int cq_world_commit(cq_world* w) {
   if (st != CQ_OK) return st;
   const cqi_model* m = &w->model;
   char why[sizeof w->err.msg];
-  if (w->integ->cfl && cqi_stable_dt_exceeded(m, why, sizeof why)) return cqi_errorf(&w->err, CQ_ERR_ARG, "dt: %s", why);
+  if (w->integ->cfl && cqi_stable_dt_exceeded(m, why, sizeof why))
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "dt: %s", why);
   w->committed = 1;
   w->err.msg[0] = 0;
   return CQ_OK;
@@ -280,7 +283,8 @@ int cq_world_set_backend(cq_world* w, int backend) {
   release_backend_buffers(w);
   return attach_backend(w, be);
 #else
-  return cqi_errorf(&w->err, CQ_ERR_ARG, "backend cuda: this engine library was built without CUDA (use libcq_cuda_*.so)");
+  return cqi_errorf(&w->err, CQ_ERR_ARG,
+                    "backend cuda: this engine library was built without CUDA (use libcq_cuda_*.so)");
 #endif
 }
 

@@ -9,14 +9,14 @@
 #include "readfile.h"
 
 /* Beyond these the lattice would take minutes: refused with a message instead. */
-#define MAX_LINE_TESTS 2e9   /* triangle x lattice-line tests over the three sweeps */
-#define MAX_PIECES 5e8       /* surface pieces */
-#define MAX_DEPTH 100        /* bisections of one triangle */
+#define MAX_LINE_TESTS 2e9 /* triangle x lattice-line tests over the three sweeps */
+#define MAX_PIECES 5e8     /* surface pieces */
+#define MAX_DEPTH 100      /* bisections of one triangle */
 
 typedef struct lattice {
-  double o[3];  /* offset: point (i, j, k) is at o + (i + 1/2, j + 1/2, k + 1/2) h */
-  double h;     /* spacing */
-  int n[3];     /* points per axis */
+  double o[3]; /* offset: point (i, j, k) is at o + (i + 1/2, j + 1/2, k + 1/2) h */
+  double h;    /* spacing */
+  int n[3];    /* points per axis */
 } lattice;
 
 static size_t point_index(const lattice* L, const int* c) { return ((size_t)c[0] * L->n[1] + c[1]) * L->n[2] + c[2]; }
@@ -24,8 +24,7 @@ static size_t point_index(const lattice* L, const int* c) { return ((size_t)c[0]
 static double coord(const lattice* L, int a, int i) { return L->o[a] + (i + 0.5) * L->h; }
 
 /* The lattice indices along axis a whose points lie in [lo, hi], clamped to the lattice; empty when *first > *last. */
-static void index_range(const lattice* L, int a, double lo, double hi, int* first, int* last)
-{
+static void index_range(const lattice* L, int a, double lo, double hi, int* first, int* last) {
   double f = ceil((lo - L->o[a]) / L->h - 0.5), l = floor((hi - L->o[a]) / L->h - 0.5);
   *first = f < 0 ? 0 : f > L->n[a] ? L->n[a] : (int)f;
   *last = l < -1 ? -1 : l > L->n[a] - 1 ? L->n[a] - 1 : (int)l;
@@ -37,35 +36,36 @@ static void index_range(const lattice* L, int a, double lo, double hi, int* firs
  * on the edge's line is moved by (eps, eps^2) (symbolic perturbation), so it is on exactly one side, the same for both
  * triangles sharing the edge: each is evaluated from its lower-numbered vertex, with the same arithmetic (noinline
  * keeps the compiler from contracting it differently at different call sites). 0 only for a zero-length projection. */
-__attribute__((noinline)) static int side(const double* P, int ia, int ib, int u, int w, double qu, double qw)
-{
+__attribute__((noinline)) static int side(const double* P, int ia, int ib, int u, int w, double qu, double qw) {
   int flip = ia > ib, s;
   const double* a = P + 3 * (size_t)(flip ? ib : ia);
   const double* b = P + 3 * (size_t)(flip ? ia : ib);
   double du = b[u] - a[u], dw = b[w] - a[w];
   double e = du * (qw - a[w]) - dw * (qu - a[u]);
-  if (e > 0) s = 1;
-  else if (e < 0) s = -1;
-  else if (dw != 0) s = dw < 0 ? 1 : -1;
-  else s = du > 0 ? 1 : du < 0 ? -1 : 0;
+  if (e > 0)
+    s = 1;
+  else if (e < 0)
+    s = -1;
+  else if (dw != 0)
+    s = dw < 0 ? 1 : -1;
+  else
+    s = du > 0 ? 1 : du < 0 ? -1 : 0;
   return flip ? -s : s;
 }
 
 /* +1 when the (perturbed) point is inside the triangle's projection running counter-clockwise, -1 clockwise, else 0. */
-static int covers(const double* P, const int* v, int u, int w, double qu, double qw)
-{
+static int covers(const double* P, const int* v, int u, int w, double qu, double qw) {
   int s0 = side(P, v[0], v[1], u, w, qu, qw);
   if (s0 == 0 || side(P, v[1], v[2], u, w, qu, qw) != s0 || side(P, v[2], v[0], u, w, qu, qw) != s0) return 0;
   return s0;
 }
 
 typedef struct crossing {
-  double t;   /* where the line crosses the triangle, along the sweep axis */
-  int delta;  /* +1 entering (the normal points against the sweep), -1 leaving */
+  double t;  /* where the line crosses the triangle, along the sweep axis */
+  int delta; /* +1 entering (the normal points against the sweep), -1 leaving */
 } crossing;
 
-static int cmp_crossing(const void* x, const void* y)
-{
+static int cmp_crossing(const void* x, const void* y) {
   const crossing* a = x;
   const crossing* b = y;
   return (a->t > b->t) - (a->t < b->t);
@@ -73,8 +73,7 @@ static int cmp_crossing(const void* x, const void* y)
 
 /* The crossing of the line through (qu, qw) along axis a with the plane of the triangle, kept within the triangle's
  * extent along a (a nearly edge-on triangle divides by almost zero). */
-static double crossing_at(const double* P, const int* v, int a, int u, int w, double qu, double qw)
-{
+static double crossing_at(const double* P, const int* v, int a, int u, int w, double qu, double qw) {
   const double* p0 = P + 3 * (size_t)v[0];
   const double* p1 = P + 3 * (size_t)v[1];
   const double* p2 = P + 3 * (size_t)v[2];
@@ -96,8 +95,8 @@ static double crossing_at(const double* P, const int* v, int a, int u, int w, do
 }
 
 /* The lattice lines (j, k) along axis u, w a triangle's projection can cover. */
-static void line_range(const lattice* L, const double* P, const int* v, int u, int w, int* j0, int* j1, int* k0, int* k1)
-{
+static void line_range(const lattice* L, const double* P, const int* v, int u, int w, int* j0, int* j1, int* k0,
+                       int* k1) {
   double lo_u = INFINITY, hi_u = -INFINITY, lo_w = INFINITY, hi_w = -INFINITY;
   int c;
   for (c = 0; c < 3; c++) {
@@ -113,8 +112,7 @@ static void line_range(const lattice* L, const double* P, const int* v, int u, i
 
 /* Sweeps the lattice lines along axis a: a point whose winding number (the signed count of crossings before it) is
  * nonzero gets a vote. Returns 0, or -1 when out of memory. */
-static int sweep(const lattice* L, const double* P, const int* tri, int nt, int a, unsigned char* votes)
-{
+static int sweep(const lattice* L, const double* P, const int* tri, int nt, int a, unsigned char* votes) {
   int u = (a + 1) % 3, w = (a + 2) % 3, pass, t, j, k, c[3];
   size_t lines = (size_t)L->n[u] * L->n[w], line, i;
   size_t* start = calloc(lines + 1, sizeof *start);
@@ -132,8 +130,10 @@ static int sweep(const lattice* L, const double* P, const int* tri, int nt, int 
           int s = covers(P, v, u, w, qu, qw);
           if (s == 0) continue;
           line = (size_t)j * L->n[w] + k;
-          if (pass == 0) start[line + 1]++;
-          else cr[next[line]++] = (crossing){ crossing_at(P, v, a, u, w, qu, qw), -s };
+          if (pass == 0)
+            start[line + 1]++;
+          else
+            cr[next[line]++] = (crossing){crossing_at(P, v, a, u, w, qu, qw), -s};
         }
       }
     }
@@ -176,13 +176,12 @@ oom:
  * on a part thinner than the spacing). */
 typedef struct finder {
   const lattice* L;
-  const int* particle;  /* per lattice point */
-  int* flood;           /* per lattice point, or NULL until needed */
-  const double* x;      /* particle positions */
+  const int* particle; /* per lattice point */
+  int* flood;          /* per lattice point, or NULL until needed */
+  const double* x;     /* particle positions */
 } finder;
 
-static int build_flood(finder* f)
-{
+static int build_flood(finder* f) {
   const lattice* L = f->L;
   size_t total = (size_t)L->n[0] * L->n[1] * L->n[2], head = 0, tail = 0, i;
   size_t* queue = malloc(total * sizeof *queue);
@@ -197,11 +196,11 @@ static int build_flood(finder* f)
   }
   while (head < tail) {
     size_t at = queue[head++];
-    int c[3] = { (int)(at / ((size_t)L->n[1] * L->n[2])), (int)(at / L->n[2] % L->n[1]), (int)(at % L->n[2]) }, d[3];
+    int c[3] = {(int)(at / ((size_t)L->n[1] * L->n[2])), (int)(at / L->n[2] % L->n[1]), (int)(at % L->n[2])}, d[3];
     for (d[0] = -1; d[0] <= 1; d[0]++) {
       for (d[1] = -1; d[1] <= 1; d[1]++) {
         for (d[2] = -1; d[2] <= 1; d[2]++) {
-          int e[3] = { c[0] + d[0], c[1] + d[1], c[2] + d[2] };
+          int e[3] = {c[0] + d[0], c[1] + d[1], c[2] + d[2]};
           size_t to;
           if (e[0] < 0 || e[1] < 0 || e[2] < 0 || e[0] >= L->n[0] || e[1] >= L->n[1] || e[2] >= L->n[2]) continue;
           to = point_index(L, e);
@@ -218,8 +217,7 @@ static int build_flood(finder* f)
 
 /* The particle nearest to point q among those within two lattice points of q's cell (ties: the lower index), else
  * the flood's particle of that cell. -1 when out of memory. */
-static int nearest(finder* f, const double* q)
-{
+static int nearest(finder* f, const double* q) {
   const lattice* L = f->L;
   int c[3], lo[3], hi[3], e[3], best = -1, a;
   double best_d = INFINITY;
@@ -252,14 +250,13 @@ static int nearest(finder* f, const double* q)
 
 /* Splits triangle t at the midpoint of its longest edge until no edge is longer than h/2; each piece's area (the
  * triangle's halved at each split, so the pieces sum to it exactly) and vector area go to the nearest particle. */
-static int spread_triangle(finder* f, const double* P, const int* v, double* area, double* vec)
-{
+static int spread_triangle(finder* f, const double* P, const int* v, double* area, double* vec) {
   double stack[MAX_DEPTH + 2][9], n[3], len, half_area, max2 = 0.25 * f->L->h * f->L->h;
   int depth[MAX_DEPTH + 2], sp = 1, c, k;
   const double* p0 = P + 3 * (size_t)v[0];
   const double* p1 = P + 3 * (size_t)v[1];
   const double* p2 = P + 3 * (size_t)v[2];
-  double e1[3] = { p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2] }, e2[3] = { p2[0] - p0[0], p2[1] - p0[1], p2[2] - p0[2] };
+  double e1[3] = {p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]}, e2[3] = {p2[0] - p0[0], p2[1] - p0[1], p2[2] - p0[2]};
   n[0] = e1[1] * e2[2] - e1[2] * e2[1];
   n[1] = e1[2] * e2[0] - e1[0] * e2[2];
   n[2] = e1[0] * e2[1] - e1[1] * e2[0];
@@ -295,7 +292,7 @@ static int spread_triangle(finder* f, const double* P, const int* v, double* are
       const double* A = cur + 3 * e;
       const double* B = cur + 3 * ((e + 1) % 3);
       const double* C = cur + 3 * ((e + 2) % 3);
-      double M[3] = { 0.5 * (A[0] + B[0]), 0.5 * (A[1] + B[1]), 0.5 * (A[2] + B[2]) };
+      double M[3] = {0.5 * (A[0] + B[0]), 0.5 * (A[1] + B[1]), 0.5 * (A[2] + B[2])};
       memcpy(stack[sp], A, 3 * sizeof(double));
       memcpy(stack[sp] + 3, M, 3 * sizeof(double));
       memcpy(stack[sp] + 6, C, 3 * sizeof(double));
@@ -311,8 +308,7 @@ static int spread_triangle(finder* f, const double* P, const int* v, double* are
 
 /* ---- the lattice ---- */
 
-void cqh_lattice_free(cqh_lattice* f)
-{
+void cqh_lattice_free(cqh_lattice* f) {
   if (f == NULL) return;
   free(f->x);
   free(f->surface);
@@ -322,8 +318,7 @@ void cqh_lattice_free(cqh_lattice* f)
 }
 
 /* Places the vertices: offset + L x - min over the vertices of L x. Fills lo/hi of the placed mesh. */
-static double* place(const cqh_mesh* m, const double* lin, const double* offset, double* lo, double* hi)
-{
+static double* place(const cqh_mesh* m, const double* lin, const double* offset, double* lo, double* hi) {
   double* P = malloc(3 * (size_t)m->n_vertices * sizeof *P);
   int i, a;
   if (P == NULL) return NULL;
@@ -348,8 +343,7 @@ static double* place(const cqh_mesh* m, const double* lin, const double* offset,
 }
 
 /* Work the sweeps and the pieces would take, to refuse a lattice that would take minutes. */
-static void estimate(const lattice* L, const double* P, const cqh_mesh* m, double* tests, double* pieces)
-{
+static void estimate(const lattice* L, const double* P, const cqh_mesh* m, double* tests, double* pieces) {
   int t, a;
   *tests = *pieces = 0;
   for (t = 0; t < m->n_triangles; t++) {
@@ -357,10 +351,13 @@ static void estimate(const lattice* L, const double* P, const cqh_mesh* m, doubl
     const double* p0 = P + 3 * (size_t)v[0];
     const double* p1 = P + 3 * (size_t)v[1];
     const double* p2 = P + 3 * (size_t)v[2];
-    double e1[3], e2[3], n[3], perimeter = sqrt((p1[0] - p0[0]) * (p1[0] - p0[0]) + (p1[1] - p0[1]) * (p1[1] - p0[1]) +
-                                                (p1[2] - p0[2]) * (p1[2] - p0[2]));
-    perimeter += sqrt((p2[0] - p1[0]) * (p2[0] - p1[0]) + (p2[1] - p1[1]) * (p2[1] - p1[1]) + (p2[2] - p1[2]) * (p2[2] - p1[2]));
-    perimeter += sqrt((p0[0] - p2[0]) * (p0[0] - p2[0]) + (p0[1] - p2[1]) * (p0[1] - p2[1]) + (p0[2] - p2[2]) * (p0[2] - p2[2]));
+    double e1[3], e2[3], n[3],
+        perimeter = sqrt((p1[0] - p0[0]) * (p1[0] - p0[0]) + (p1[1] - p0[1]) * (p1[1] - p0[1]) +
+                         (p1[2] - p0[2]) * (p1[2] - p0[2]));
+    perimeter +=
+        sqrt((p2[0] - p1[0]) * (p2[0] - p1[0]) + (p2[1] - p1[1]) * (p2[1] - p1[1]) + (p2[2] - p1[2]) * (p2[2] - p1[2]));
+    perimeter +=
+        sqrt((p0[0] - p2[0]) * (p0[0] - p2[0]) + (p0[1] - p2[1]) * (p0[1] - p2[1]) + (p0[2] - p2[2]) * (p0[2] - p2[2]));
     for (a = 0; a < 3; a++) {
       int j0, j1, k0, k1;
       line_range(L, P, v, (a + 1) % 3, (a + 2) % 3, &j0, &j1, &k0, &k1);
@@ -376,8 +373,7 @@ static void estimate(const lattice* L, const double* P, const cqh_mesh* m, doubl
 }
 
 /* Fills f->x and the particle index of every lattice point from the votes of the three sweeps. */
-static int collect(const lattice* L, const unsigned char* votes, int* particle, cqh_lattice* f)
-{
+static int collect(const lattice* L, const unsigned char* votes, int* particle, cqh_lattice* f) {
   size_t total = (size_t)L->n[0] * L->n[1] * L->n[2], i;
   int n = 0, c[3];
   for (i = 0; i < total; i++) n += votes[i] >= 2;
@@ -403,9 +399,8 @@ static int collect(const lattice* L, const unsigned char* votes, int* particle, 
 }
 
 /* Gives every piece of the surface to its nearest particle and lists the particles that got any. */
-static int spread_surface(const lattice* L, const double* P, const cqh_mesh* m, const int* particle, cqh_lattice* f)
-{
-  finder fd = { L, particle, NULL, f->x };
+static int spread_surface(const lattice* L, const double* P, const cqh_mesh* m, const int* particle, cqh_lattice* f) {
+  finder fd = {L, particle, NULL, f->x};
   double* area = calloc((size_t)f->n, sizeof *area);
   double* vec = calloc(3 * (size_t)f->n, sizeof *vec);
   int t, p, k, status = -1;
@@ -435,8 +430,7 @@ done:
 }
 
 /* Area and volume of the placed mesh (about the lattice offset). */
-static void measure_placed(const double* P, const cqh_mesh* m, const double* o, cqh_lattice* f)
-{
+static void measure_placed(const double* P, const cqh_mesh* m, const double* o, cqh_lattice* f) {
   int t, k;
   for (t = 0; t < m->n_triangles; t++) {
     double a[3], b[3], c[3], n[3];
@@ -449,14 +443,14 @@ static void measure_placed(const double* P, const cqh_mesh* m, const double* o, 
     n[1] = (b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2]);
     n[2] = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
     f->mesh_area += 0.5 * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    f->mesh_volume += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) +
-                       a[2] * (b[0] * c[1] - b[1] * c[0])) / 6;
+    f->mesh_volume +=
+        (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0])) /
+        6;
   }
 }
 
 cqh_lattice* cqh_mesh_lattice(const cqh_mesh* m, const double* lin, const double* offset, double spacing,
-                                   double max_points, char* err, int err_size)
-{
+                              double max_points, char* err, int err_size) {
   lattice L;
   double lo[3], hi[3], points = 1, tests, pieces, det;
   double* P = NULL;
@@ -481,16 +475,18 @@ cqh_lattice* cqh_mesh_lattice(const cqh_mesh* m, const double* lin, const double
     points *= n;
   }
   if (!(points <= max_points)) {
-    cqh_fail(err, err_size, "at spacing %g the lattice over the placed mesh's bounding box (%g x %g x %g) has %.4g points, "
-             "more than the limit of %.4g; use a larger spacing", spacing, hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2],
-             points, max_points);
+    cqh_fail(err, err_size,
+             "at spacing %g the lattice over the placed mesh's bounding box (%g x %g x %g) has %.4g points, "
+             "more than the limit of %.4g; use a larger spacing",
+             spacing, hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], points, max_points);
     goto fail;
   }
   estimate(&L, P, m, &tests, &pieces);
   if (tests > MAX_LINE_TESTS || pieces > MAX_PIECES) {
-    cqh_fail(err, err_size, "at spacing %g the lattice would take %.3g line tests and %.3g surface pieces (limits %.3g and "
-             "%.3g): the mesh has too many long triangles for this spacing; use a larger spacing", spacing, tests, pieces,
-             MAX_LINE_TESTS, MAX_PIECES);
+    cqh_fail(err, err_size,
+             "at spacing %g the lattice would take %.3g line tests and %.3g surface pieces (limits %.3g and "
+             "%.3g): the mesh has too many long triangles for this spacing; use a larger spacing",
+             spacing, tests, pieces, MAX_LINE_TESTS, MAX_PIECES);
     goto fail;
   }
   votes = calloc((size_t)points, 1);
@@ -502,8 +498,10 @@ cqh_lattice* cqh_mesh_lattice(const cqh_mesh* m, const double* lin, const double
   }
   if (collect(&L, votes, particle, f) != 0) goto oom;
   if (f->n == 0) {
-    cqh_fail(err, err_size, "no lattice point at spacing %g is inside the mesh (its bounding box is %g x %g x %g); use a "
-             "smaller spacing", spacing, hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
+    cqh_fail(err, err_size,
+             "no lattice point at spacing %g is inside the mesh (its bounding box is %g x %g x %g); use a "
+             "smaller spacing",
+             spacing, hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
     goto fail;
   }
   if (spread_surface(&L, P, m, particle, f) != 0) goto oom;

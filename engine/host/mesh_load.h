@@ -10,8 +10,8 @@ extern "C" {
 
 /* Triangles as they came from a file: 9 coordinates each (three corners in order), malloc'd. */
 typedef struct cqi_soup {
-  int n;        /* triangles */
-  double* xyz;  /* 9 * n coordinates */
+  int n;       /* triangles */
+  double* xyz; /* 9 * n coordinates */
 } cqi_soup;
 
 /* Parses an OBJ text (size bytes, followed by a 0 byte) into triangles (polygons fanned), at most max_triangles.

@@ -27,22 +27,22 @@
 #include "readfile.h"
 
 // Lines that start a face ("f "): a lower bound on the triangles, checked before tinyobjloader builds its tables.
-static size_t count_faces(const char* text, size_t size)
-{
+static size_t count_faces(const char* text, size_t size) {
   size_t n = 0;
   bool line_start = true;
   for (size_t i = 0; i < size; i++) {
     char c = text[i];
     if (line_start && c == 'f' && i + 1 < size && (text[i + 1] == ' ' || text[i + 1] == '\t')) n++;
-    if (c == '\n' || c == '\r') line_start = true;
-    else if (c != ' ' && c != '\t') line_start = false;
+    if (c == '\n' || c == '\r')
+      line_start = true;
+    else if (c != ' ' && c != '\t')
+      line_start = false;
   }
   return n;
 }
 
 // [+-] digits [. digits] [e [+-] digits], with a digit somewhere before the exponent.
-static bool is_number(const char* t, size_t len)
-{
+static bool is_number(const char* t, size_t len) {
   size_t i = 0, digits = 0;
   if (i < len && (t[i] == '+' || t[i] == '-')) i++;
   while (i < len && isdigit((unsigned char)t[i])) i++, digits++;
@@ -63,8 +63,7 @@ static bool is_number(const char* t, size_t len)
 
 // tinyobjloader reads a coordinate it cannot parse ("nan", "1,5", a missing one) as 0 without a word: every "v" line
 // must hold at least 3 numbers (then optional w or r g b, and a # comment). Returns 0, or -1 with the line in err.
-static int check_vertex_lines(const char* text, size_t size, char* err, int err_size)
-{
+static int check_vertex_lines(const char* text, size_t size, char* err, int err_size) {
   size_t i = 0;
   int line = 1;
   while (i < size) {
@@ -100,9 +99,8 @@ static int check_vertex_lines(const char* text, size_t size, char* err, int err_
 // The text with only the statements a shape needs (v, vt, vn, f, o, g, s): every other line (skin weights, lines,
 // points, subdivision tags, materials, curves, comments) is blanked, so tinyobjloader never parses them (the fuzzer
 // found its skin-weight parser casting a huge float to int). Line numbers stay the same.
-static std::string shape_statements(const char* text, size_t size)
-{
-  static const char* const keep[] = { "v", "vt", "vn", "f", "o", "g", "s" };
+static std::string shape_statements(const char* text, size_t size) {
+  static const char* const keep[] = {"v", "vt", "vn", "f", "o", "g", "s"};
   std::string out(text, size);
   size_t i = 0;
   while (i < size) {
@@ -120,21 +118,18 @@ static std::string shape_statements(const char* text, size_t size)
   return out;
 }
 
-static int fail(char* err, int err_size, const std::string& what)
-{
+static int fail(char* err, int err_size, const std::string& what) {
   cqh_fail(err, err_size, "%s", what.c_str());
   return -1;
 }
 
 // The first line of tinyobjloader's message, without its trailing newline.
-static std::string first_line(const std::string& s)
-{
+static std::string first_line(const std::string& s) {
   std::string line = s.substr(0, s.find('\n'));
   return line.empty() ? std::string("no detail") : line;
 }
 
-static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out, char* err, int err_size)
-{
+static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out, char* err, int err_size) {
   size_t faces = count_faces(text, size);
   if (faces > (size_t)max_triangles) {
     cqh_fail(err, err_size, "the OBJ file has %zu faces, more than the limit of %d triangles", faces, max_triangles);
@@ -192,8 +187,8 @@ static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out
           return -1;
         }
       }
-      for (size_t c = 1; c + 1 < k; c++) {  // fan: (0, c, c + 1)
-        const size_t corner[3] = { first, first + c, first + c + 1 };
+      for (size_t c = 1; c + 1 < k; c++) { // fan: (0, c, c + 1)
+        const size_t corner[3] = {first, first + c, first + c + 1};
         for (int j = 0; j < 3; j++) {
           const tinyobj::real_t* p = &attrib.vertices[3 * (size_t)s.mesh.indices[corner[j]].vertex_index];
           for (int a = 0; a < 3; a++) out->xyz[9 * t + 3 * j + a] = p[a];
@@ -207,8 +202,7 @@ static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out
   return 0;
 }
 
-extern "C" int cqi_obj_soup(const char* text, size_t size, int max_triangles, cqi_soup* out, char* err, int err_size)
-{
+extern "C" int cqi_obj_soup(const char* text, size_t size, int max_triangles, cqi_soup* out, char* err, int err_size) {
   out->n = 0;
   out->xyz = NULL;
   try {

@@ -14,15 +14,13 @@
 #define STL_HEADER 84
 #define STL_TRIANGLE 50
 
-static int fail(char* err, int err_size, const char* what)
-{
+static int fail(char* err, int err_size, const char* what) {
   cqh_fail(err, err_size, "%s", what);
   return -1;
 }
 
 /* ASCII STL starts with "solid" (binary headers may too: a binary size match is tried first, and text has no 0 byte). */
-static int starts_with_solid(const unsigned char* d, size_t size)
-{
+static int starts_with_solid(const unsigned char* d, size_t size) {
   size_t i = 0;
   while (i < size && isspace(d[i])) i++;
   return size - i >= 5 && strncmp((const char*)d + i, "solid", 5) == 0;
@@ -33,9 +31,9 @@ static int starts_with_solid(const unsigned char* d, size_t size)
  * words it does not know, so a misplaced keyword would shift its counts) ---- */
 
 typedef struct scanner {
-  const char* at;   /* next character */
+  const char* at; /* next character */
   const char* end;
-  int line;         /* 1-based line of `at` */
+  int line; /* 1-based line of `at` */
   char* err;
   int err_size;
 } scanner;
@@ -47,8 +45,7 @@ static int is_line_end(char c) { return c == '\n' || c == '\r'; }
 
 /* The next token: its start in *tok and length in *len (0 at the end of the text, or, when on_line, at the end of the
  * line). */
-static void next_token(scanner* s, int on_line, const char** tok, size_t* len)
-{
+static void next_token(scanner* s, int on_line, const char** tok, size_t* len) {
   while (s->at < s->end && (is_blank(*s->at) || (!on_line && is_line_end(*s->at)))) {
     if (*s->at == '\n') s->line++;
     s->at++;
@@ -58,19 +55,19 @@ static void next_token(scanner* s, int on_line, const char** tok, size_t* len)
   *len = (size_t)(s->at - *tok);
 }
 
-static int is_word(const char* tok, size_t len, const char* word) { return len == strlen(word) && !strncmp(tok, word, len); }
+static int is_word(const char* tok, size_t len, const char* word) {
+  return len == strlen(word) && !strncmp(tok, word, len);
+}
 
 /* A token as messages show it: at most 40 characters. */
-static const char* shown(const char* tok, size_t len, char* buf)
-{
+static const char* shown(const char* tok, size_t len, char* buf) {
   size_t n = len < 40 ? len : 40;
   memcpy(buf, tok, n);
   buf[n] = 0;
   return buf;
 }
 
-static int unexpected(scanner* s, const char* wanted, const char* tok, size_t len)
-{
+static int unexpected(scanner* s, const char* wanted, const char* tok, size_t len) {
   char buf[41];
   if (s->at >= s->end && (len == 0 || strncmp(wanted + 1, tok, len) == 0)) { /* nothing, or the start of the word */
     cqh_fail(s->err, s->err_size, "truncated ASCII STL: the file ends where %s should be (line %d)", wanted, s->line);
@@ -82,8 +79,7 @@ static int unexpected(scanner* s, const char* wanted, const char* tok, size_t le
   return -1;
 }
 
-static int expect(scanner* s, int on_line, const char* word, const char* wanted)
-{
+static int expect(scanner* s, int on_line, const char* word, const char* wanted) {
   const char* tok;
   size_t len;
   next_token(s, on_line, &tok, &len);
@@ -92,8 +88,7 @@ static int expect(scanner* s, int on_line, const char* word, const char* wanted)
 
 /* A decimal number as assimp's fast_atoreal_move reads all of it: [+-] digits [. digits] [e [+-] digits], at most 15
  * digits before the point (more overflow its integer) and 4 in the exponent. */
-static int is_decimal(const char* t, size_t len)
-{
+static int is_decimal(const char* t, size_t len) {
   size_t i = 0, whole = 0, frac = 0, exp = 0;
   if (i < len && (t[i] == '+' || t[i] == '-')) i++;
   while (i < len && isdigit((unsigned char)t[i])) i++, whole++;
@@ -113,8 +108,7 @@ static int is_decimal(const char* t, size_t len)
 }
 
 /* Three numbers on the current line. */
-static int numbers(scanner* s, const char* what)
-{
+static int numbers(scanner* s, const char* what) {
   char buf[41];
   const char* tok;
   size_t len;
@@ -132,15 +126,15 @@ static int numbers(scanner* s, const char* what)
 }
 
 /* The rest of a "solid" line: the solid's name, which must not hold a keyword assimp would act on. */
-static int solid_name(scanner* s)
-{
+static int solid_name(scanner* s) {
   const char* tok;
   size_t len;
   int first = 1;
   for (;;) {
     next_token(s, 1, &tok, &len);
     if (len == 0) return 0;
-    if (first && len >= 1000) return (cqh_fail(s->err, s->err_size, "ASCII STL line %d: the solid's name is too long", s->line), -1);
+    if (first && len >= 1000)
+      return (cqh_fail(s->err, s->err_size, "ASCII STL line %d: the solid's name is too long", s->line), -1);
     if (is_word(tok, len, "facet") || is_word(tok, len, "vertex") || (len >= 8 && !strncmp(tok, "endsolid", 8))) {
       return unexpected(s, "the solid's name and a line end", tok, len);
     }
@@ -150,9 +144,8 @@ static int solid_name(scanner* s)
 
 /* solid [name] { facet normal n n n / outer loop / (vertex x y z) x 3 / endloop / endfacet } endsolid [name], repeated;
  * counts the facets. */
-static int check_ascii(const char* text, size_t size, size_t* facets, char* err, int err_size)
-{
-  scanner s = { text, text + size, 1, err, err_size };
+static int check_ascii(const char* text, size_t size, size_t* facets, char* err, int err_size) {
+  scanner s = {text, text + size, 1, err, err_size};
   const char* tok;
   size_t len, i;
   int v, line = 1;
@@ -172,7 +165,8 @@ static int check_ascii(const char* text, size_t size, size_t* facets, char* err,
       while (s.at < s.end && !is_line_end(*s.at)) s.at++;
       next_token(&s, 0, &tok, &len);
       if (len == 0) return 0;
-      if (!is_word(tok, len, "solid")) return unexpected(&s, "'solid' or the end of the file after 'endsolid'", tok, len);
+      if (!is_word(tok, len, "solid"))
+        return unexpected(&s, "'solid' or the end of the file after 'endsolid'", tok, len);
       if (solid_name(&s) != 0) return -1;
       continue;
     }
@@ -193,8 +187,7 @@ static int check_ascii(const char* text, size_t size, size_t* facets, char* err,
 }
 
 /* Copies the triangles of every mesh of an imported scene into out. */
-static int soup_of_scene(const struct aiScene* s, int max_triangles, cqi_soup* out, char* err, int err_size)
-{
+static int soup_of_scene(const struct aiScene* s, int max_triangles, cqi_soup* out, char* err, int err_size) {
   size_t n = 0, t = 0;
   unsigned i, f, k;
   for (i = 0; i < s->mNumMeshes; i++) n += s->mMeshes[i]->mNumFaces;
@@ -233,8 +226,7 @@ static int soup_of_scene(const struct aiScene* s, int max_triangles, cqi_soup* o
   return 0;
 }
 
-int cqi_stl_soup(const unsigned char* data, size_t size, int max_triangles, cqi_soup* out, char* err, int err_size)
-{
+int cqi_stl_soup(const unsigned char* data, size_t size, int max_triangles, cqi_soup* out, char* err, int err_size) {
   unsigned long long count = 0, expect = 0;
   const struct aiScene* scene;
   int status;
@@ -248,7 +240,8 @@ int cqi_stl_soup(const unsigned char* data, size_t size, int max_triangles, cqi_
   if (size >= STL_HEADER && expect == size) {
     if (count == 0) return fail(err, err_size, "the binary STL file has no triangles (its header says 0)");
     if (count > (unsigned long long)max_triangles) {
-      cqh_fail(err, err_size, "the binary STL file has %llu triangles, more than the limit of %d", count, max_triangles);
+      cqh_fail(err, err_size, "the binary STL file has %llu triangles, more than the limit of %d", count,
+               max_triangles);
       return -1;
     }
   } else if (starts_with_solid(data, size) && memchr(data, 0, size) == NULL) { /* binary files hold 0 bytes */
@@ -261,16 +254,21 @@ int cqi_stl_soup(const unsigned char* data, size_t size, int max_triangles, cqi_
       return -1;
     }
   } else if (size < STL_HEADER) {
-    cqh_fail(err, err_size, "not an STL file: %zu bytes are too few for a binary STL (84-byte header) and it does not start "
-             "with 'solid' like an ASCII STL", size);
+    cqh_fail(err, err_size,
+             "not an STL file: %zu bytes are too few for a binary STL (84-byte header) and it does not start "
+             "with 'solid' like an ASCII STL",
+             size);
     return -1;
   } else if (expect > size) {
-    cqh_fail(err, err_size, "truncated binary STL: its header says %llu triangles (%llu bytes) but the file has %zu bytes",
-             count, expect, size);
+    cqh_fail(err, err_size,
+             "truncated binary STL: its header says %llu triangles (%llu bytes) but the file has %zu bytes", count,
+             expect, size);
     return -1;
   } else {
-    cqh_fail(err, err_size, "not a valid binary STL: its header says %llu triangles (%llu bytes) but the file has %zu bytes "
-             "(%llu too many)", count, expect, size, (unsigned long long)size - expect);
+    cqh_fail(err, err_size,
+             "not a valid binary STL: its header says %llu triangles (%llu bytes) but the file has %zu bytes "
+             "(%llu too many)",
+             count, expect, size, (unsigned long long)size - expect);
     return -1;
   }
   scene = aiImportFileFromMemory((const char*)data, (unsigned)size, 0, "stl");

@@ -20,13 +20,13 @@
 typedef struct reader {
   const unsigned char* d;
   size_t size;
-  size_t at;            /* next byte */
-  int line;             /* 1-based line of `at` (ASCII files) */
-  int binary;           /* numbers in sections after $MeshFormat are binary */
-  int swap;             /* ... and in the other byte order */
-  int sz;               /* bytes of a binary size_t (the header's data-size: 4 or 8) */
-  int offsets;          /* messages give byte offsets, not lines (binary files after their header) */
-  const char* section;  /* for messages: "$Nodes" */
+  size_t at;           /* next byte */
+  int line;            /* 1-based line of `at` (ASCII files) */
+  int binary;          /* numbers in sections after $MeshFormat are binary */
+  int swap;            /* ... and in the other byte order */
+  int sz;              /* bytes of a binary size_t (the header's data-size: 4 or 8) */
+  int offsets;         /* messages give byte offsets, not lines (binary files after their header) */
+  const char* section; /* for messages: "$Nodes" */
   char* err;
   int err_size;
 } reader;
@@ -36,22 +36,22 @@ static int fail(reader* r, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-static int fail(reader* r, const char* fmt, ...)
-{
+static int fail(reader* r, const char* fmt, ...) {
   char what[400];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  if (r->offsets) cqh_fail(r->err, r->err_size, "MSH %s, byte %zu: %s", r->section, r->at, what);
-  else cqh_fail(r->err, r->err_size, "MSH %s, line %d: %s", r->section, r->line, what);
+  if (r->offsets)
+    cqh_fail(r->err, r->err_size, "MSH %s, byte %zu: %s", r->section, r->at, what);
+  else
+    cqh_fail(r->err, r->err_size, "MSH %s, line %d: %s", r->section, r->line, what);
   return -1;
 }
 
 /* ---- ASCII tokens ---- */
 
-static void skip_space(reader* r)
-{
+static void skip_space(reader* r) {
   while (r->at < r->size && isspace(r->d[r->at])) {
     if (r->d[r->at] == '\n') r->line++;
     r->at++;
@@ -59,8 +59,7 @@ static void skip_space(reader* r)
 }
 
 /* The next whitespace-separated token: its start in *t, its length returned (0 at the end of the file). */
-static size_t token(reader* r, const unsigned char** t)
-{
+static size_t token(reader* r, const unsigned char** t) {
   skip_space(r);
   *t = r->d + r->at;
   while (r->at < r->size && !isspace(r->d[r->at])) r->at++;
@@ -68,16 +67,14 @@ static size_t token(reader* r, const unsigned char** t)
 }
 
 /* A token as messages show it: at most 40 characters, unprintable bytes as '?'. */
-static const char* shown(const unsigned char* t, size_t len, char* buf)
-{
+static const char* shown(const unsigned char* t, size_t len, char* buf) {
   size_t i, n = len < 40 ? len : 40;
   for (i = 0; i < n; i++) buf[i] = isprint(t[i]) ? (char)t[i] : '?';
   buf[n] = 0;
   return buf;
 }
 
-static int unexpected(reader* r, const char* what, const unsigned char* t, size_t len)
-{
+static int unexpected(reader* r, const char* what, const unsigned char* t, size_t len) {
   char buf[41];
   if (len == 0) return fail(r, "the file ends where %s should be (truncated file?)", what);
   r->at = (size_t)(t - r->d); /* point at the token */
@@ -85,8 +82,7 @@ static int unexpected(reader* r, const char* what, const unsigned char* t, size_
 }
 
 /* An optionally signed decimal integer that fits a long long. */
-static int parse_integer(const unsigned char* t, size_t len, long long* v)
-{
+static int parse_integer(const unsigned char* t, size_t len, long long* v) {
   size_t i = 0;
   int neg = 0;
   long long x = 0;
@@ -104,8 +100,7 @@ static int parse_integer(const unsigned char* t, size_t len, long long* v)
 /* ---- numbers, ASCII or binary ---- */
 
 /* n raw bytes of a binary number, turned to this machine's byte order. */
-static int raw(reader* r, void* out, size_t n, const char* what)
-{
+static int raw(reader* r, void* out, size_t n, const char* what) {
   unsigned char* b = out;
   size_t i;
   if (r->size - r->at < n) {
@@ -125,16 +120,18 @@ static int raw(reader* r, void* out, size_t n, const char* what)
 }
 
 /* An integer in [lo, hi]: a token in ASCII, in binary a 4-byte int (is_size = 0) or a data-size unsigned (1). */
-static int integer(reader* r, int is_size, const char* what, long long lo, long long hi, long long* v)
-{
+static int integer(reader* r, int is_size, const char* what, long long lo, long long hi, long long* v) {
   size_t start = r->at;
   if (!r->binary) {
     const unsigned char* t;
     size_t len = token(r, &t);
     char want[200];
-    if (lo == INT_MIN && hi == INT_MAX) snprintf(want, sizeof want, "%s (an integer)", what);
-    else if (hi >= INT_MAX) snprintf(want, sizeof want, "%s (an integer >= %lld)", what, lo);
-    else snprintf(want, sizeof want, "%s (an integer from %lld to %lld)", what, lo, hi);
+    if (lo == INT_MIN && hi == INT_MAX)
+      snprintf(want, sizeof want, "%s (an integer)", what);
+    else if (hi >= INT_MAX)
+      snprintf(want, sizeof want, "%s (an integer >= %lld)", what, lo);
+    else
+      snprintf(want, sizeof want, "%s (an integer from %lld to %lld)", what, lo, hi);
     if (len == 0 || !parse_integer(t, len, v) || *v < lo || *v > hi) return unexpected(r, want, t, len);
     return 0;
   }
@@ -159,8 +156,7 @@ static int integer(reader* r, int is_size, const char* what, long long lo, long 
 }
 
 /* A finite number: a decimal token in ASCII, an 8-byte double in binary. */
-static int real(reader* r, const char* what, double* v)
-{
+static int real(reader* r, const char* what, double* v) {
   size_t start = r->at;
   if (!r->binary) {
     const unsigned char* t;
@@ -185,8 +181,7 @@ static int real(reader* r, const char* what, double* v)
 
 /* Refuses count items of at least `each` bytes when fewer bytes are left: no allocation follows from a count the
  * file cannot hold. Binary numbers take their size; ASCII ones at least 2 bytes (a digit and a separator). */
-static int room(reader* r, long long count, size_t each, const char* what)
-{
+static int room(reader* r, long long count, size_t each, const char* what) {
   size_t left = r->size - r->at + 1; /* the last item needs no separator */
   if (count > MAX_ELEMENTS || (unsigned long long)count > left / each) {
     return fail(r, "%lld %s need at least %zu bytes, but only %zu are left (truncated or corrupt file)", count, what,
@@ -199,8 +194,7 @@ static int room(reader* r, long long count, size_t each, const char* what)
 static size_t nb(const reader* r, size_t binary_bytes) { return r->binary ? binary_bytes : 2; }
 
 /* Expects the token `word` (a section's end, e.g. "$EndNodes"). */
-static int expect(reader* r, const char* word)
-{
+static int expect(reader* r, const char* word) {
   const unsigned char* t;
   size_t len = token(r, &t);
   char want[80];
@@ -213,7 +207,7 @@ static int expect(reader* r, const char* word)
 
 typedef struct entity {
   int dim, tag;
-  int first, count;  /* its physical tags in the growing list */
+  int first, count; /* its physical tags in the growing list */
 } entity;
 
 typedef struct node_tag {
@@ -223,34 +217,31 @@ typedef struct node_tag {
 
 typedef struct build {
   cqh_msh* m;
-  entity* ents;           /* sorted by (dim, tag) once $Entities is read */
+  entity* ents; /* sorted by (dim, tag) once $Entities is read */
   int n_ents;
   int have_entities;
-  int* phys;              /* entity physical tags, in entity order of the file */
+  int* phys; /* entity physical tags, in entity order of the file */
   int n_phys, cap_phys;
-  long long* tags;        /* node tags, per node */
+  long long* tags; /* node tags, per node */
   int have_names, have_nodes, have_elements;
-  long long tag_lo;       /* node lookup: dense[tag - tag_lo] when the tags are compact ... */
+  long long tag_lo; /* node lookup: dense[tag - tag_lo] when the tags are compact ... */
   int* dense;
   size_t n_dense;
-  node_tag* sorted;       /* ... else binary search in the tags sorted */
+  node_tag* sorted; /* ... else binary search in the tags sorted */
 } build;
 
-static int cmp_entity(const void* a, const void* b)
-{
+static int cmp_entity(const void* a, const void* b) {
   const entity *x = a, *y = b;
   if (x->dim != y->dim) return x->dim < y->dim ? -1 : 1;
   return x->tag < y->tag ? -1 : x->tag > y->tag;
 }
 
-static int cmp_node_tag(const void* a, const void* b)
-{
+static int cmp_node_tag(const void* a, const void* b) {
   const node_tag *x = a, *y = b;
   return x->tag < y->tag ? -1 : x->tag > y->tag;
 }
 
-static int find_entity(const build* b, int dim, int tag)
-{
+static int find_entity(const build* b, int dim, int tag) {
   entity key;
   const entity* e;
   key.dim = dim;
@@ -260,8 +251,7 @@ static int find_entity(const build* b, int dim, int tag)
 }
 
 /* The node index of a tag, or -1. */
-static int find_node(const build* b, long long tag)
-{
+static int find_node(const build* b, long long tag) {
   if (b->dense) {
     if (tag < b->tag_lo || (unsigned long long)(tag - b->tag_lo) >= b->n_dense) return -1;
     return b->dense[tag - b->tag_lo];
@@ -276,8 +266,7 @@ static int find_node(const build* b, long long tag)
 /* ---- sections ---- */
 
 /* $MeshFormat: "4.1 file-type data-size", and in binary files the int 1 that tells the byte order. */
-static int read_format(reader* r)
-{
+static int read_format(reader* r) {
   const unsigned char* t;
   char buf[64], *end, shown_buf[41];
   long long type, size;
@@ -290,8 +279,10 @@ static int read_format(reader* r)
   if (end != buf + len) return unexpected(r, "the format version 4.1", t, len);
   if (version != 4.1) {
     r->at = (size_t)(t - r->d);
-    return fail(r, "MSH version %s is not supported: this reader reads version 4.1 (save with gmsh -format msh41, "
-                   "or Mesh.MshFileVersion = 4.1)", shown(t, len, shown_buf));
+    return fail(r,
+                "MSH version %s is not supported: this reader reads version 4.1 (save with gmsh -format msh41, "
+                "or Mesh.MshFileVersion = 4.1)",
+                shown(t, len, shown_buf));
   }
   if (integer(r, 0, "the file type (0 ASCII, 1 binary)", 0, 1, &type)) return -1;
   if (integer(r, 0, "the data size (bytes of a size_t)", 1, 64, &size)) return -1;
@@ -321,8 +312,7 @@ static int read_format(reader* r)
 }
 
 /* $PhysicalNames (ASCII in binary files too): count, then per group: dimension, tag, "name". */
-static int read_names(reader* r, build* b)
-{
+static int read_names(reader* r, build* b) {
   cqh_msh* m = b->m;
   long long n, i, dim, tag;
   int was_binary = r->binary;
@@ -333,7 +323,10 @@ static int read_names(reader* r, build* b)
   m->name_dim = calloc((size_t)n + 1, sizeof *m->name_dim);
   m->name_tag = calloc((size_t)n + 1, sizeof *m->name_tag);
   m->names = calloc((size_t)n + 1, sizeof *m->names);
-  if (!m->name_dim || !m->name_tag || !m->names) { fail(r, "out of memory for %lld names", n); goto bad; }
+  if (!m->name_dim || !m->name_tag || !m->names) {
+    fail(r, "out of memory for %lld names", n);
+    goto bad;
+  }
   for (i = 0; i < n; i++) {
     size_t start;
     if (integer(r, 0, "a physical group's dimension", 0, 3, &dim)) goto bad;
@@ -347,13 +340,19 @@ static int read_names(reader* r, build* b)
     }
     start = ++r->at;
     while (r->at < r->size && r->d[r->at] != '"' && r->d[r->at] != '\n' && r->at - start <= MAX_NAME) r->at++;
-    if (r->at - start > MAX_NAME) { fail(r, "a physical name longer than %d bytes", MAX_NAME); goto bad; }
+    if (r->at - start > MAX_NAME) {
+      fail(r, "a physical name longer than %d bytes", MAX_NAME);
+      goto bad;
+    }
     if (r->at >= r->size || r->d[r->at] != '"') {
       fail(r, "the name of physical group %lld has no closing quote", tag);
       goto bad;
     }
     m->names[i] = malloc(r->at - start + 1);
-    if (!m->names[i]) { fail(r, "out of memory"); goto bad; }
+    if (!m->names[i]) {
+      fail(r, "out of memory");
+      goto bad;
+    }
     memcpy(m->names[i], r->d + start, r->at - start);
     m->names[i][r->at - start] = 0;
     m->name_dim[i] = (int)dim;
@@ -369,16 +368,15 @@ bad:
 }
 
 /* $Entities: points, curves, surfaces and volumes with their physical tags (bounding boxes and boundaries skipped). */
-static int read_entities(reader* r, build* b)
-{
+static int read_entities(reader* r, build* b) {
   long long count[4], total = 0, i, k, tag, n, v;
   int dim;
   if (b->have_entities) return fail(r, "a second $Entities section");
   if (b->have_nodes) return fail(r, "$Entities after $Nodes (a MSH 4.1 file lists entities first)");
   b->have_entities = 1;
   for (dim = 0; dim < 4; dim++) {
-    static const char* what[4] = { "the number of points", "the number of curves", "the number of surfaces",
-                                   "the number of volumes" };
+    static const char* what[4] = {"the number of points", "the number of curves", "the number of surfaces",
+                                  "the number of volumes"};
     if (integer(r, 1, what[dim], 0, MAX_ELEMENTS, &count[dim])) return -1;
     total += count[dim];
   }
@@ -435,8 +433,7 @@ static int read_entities(reader* r, build* b)
 }
 
 /* The node lookup: a table over [min tag, max tag] when the tags are compact, else the tags sorted. */
-static int index_nodes(reader* r, build* b)
-{
+static int index_nodes(reader* r, build* b) {
   int n = b->m->n_nodes, i;
   long long lo = LLONG_MAX, hi = 0;
   for (i = 0; i < n; i++) {
@@ -471,8 +468,7 @@ static int index_nodes(reader* r, build* b)
 
 /* $Nodes: header (blocks, nodes, min and max tag), then per entity block its dimension, tag, parametric flag and
  * count, the block's node tags, then their coordinates (x y z, and u [v [w]] when parametric). */
-static int read_nodes(reader* r, build* b)
-{
+static int read_nodes(reader* r, build* b) {
   cqh_msh* m = b->m;
   long long blocks, total, lo, hi, blk, dim, tag, param, count, i, k;
   if (b->have_nodes) return fail(r, "a second $Nodes section");
@@ -499,8 +495,8 @@ static int read_nodes(reader* r, build* b)
       return -1;
     }
     if (count > total - m->n_nodes) {
-      return fail(r, "node block %lld holds %lld nodes, more than the %lld the header announces in all", blk + 1,
-                  count, total);
+      return fail(r, "node block %lld holds %lld nodes, more than the %lld the header announces in all", blk + 1, count,
+                  total);
     }
     for (i = 0; i < count; i++) {
       if (integer(r, 1, "a node tag", 1, LLONG_MAX, &b->tags[first + i])) return -1;
@@ -523,10 +519,9 @@ static int read_nodes(reader* r, build* b)
 }
 
 /* Nodes per element of Gmsh's fixed-size element types (the MSH format's type numbers); 0: not listed. */
-static int type_nodes(long long type)
-{
-  static const int N[32] = { 0, 2, 3, 4, 4, 8, 6, 5, 3, 6, 9, 10, 27, 18, 14, 1, 8, 20, 15, 13, 9, 10, 12, 15, 15,
-                             21, 4, 5, 6, 20, 35, 56 };
+static int type_nodes(long long type) {
+  static const int N[32] = {0, 2,  3,  4,  4, 8,  6,  5,  3,  6,  9, 10, 27, 18, 14, 1,
+                            8, 20, 15, 13, 9, 10, 12, 15, 15, 21, 4, 5,  6,  20, 35, 56};
   if (type >= 1 && type < 32) return N[type];
   return type == 92 ? 64 : type == 93 ? 125 : 0;
 }
@@ -535,8 +530,7 @@ static int type_nodes(long long type)
 static long long type_dim(long long type) { return type == 4 ? 3 : type; }
 
 /* The tokens left on the current line (ASCII): how an element of a type not listed above shows its node count. */
-static long long tokens_on_line(const reader* r)
-{
+static long long tokens_on_line(const reader* r) {
   size_t at = r->at;
   long long n = 0;
   while (at < r->size && isspace(r->d[at])) at++; /* the block header's line ends first */
@@ -550,8 +544,7 @@ static long long tokens_on_line(const reader* r)
 }
 
 /* Makes room for `more` elements of k nodes in e. */
-static int grow(reader* r, cqh_msh_elements* e, int k, long long more)
-{
+static int grow(reader* r, cqh_msh_elements* e, int k, long long more) {
   int *nodes, *ent;
   if (more == 0) return 0;
   if (e->n + more > MAX_ELEMENTS) return fail(r, "more than %d elements of one kind", MAX_ELEMENTS);
@@ -565,8 +558,7 @@ static int grow(reader* r, cqh_msh_elements* e, int k, long long more)
 
 /* $Elements: header (blocks, elements, min and max tag), then per entity block its dimension, tag, element type and
  * count, then per element its tag and node tags. Lines, triangles and tetrahedra are kept, others counted. */
-static int read_elements(reader* r, build* b)
-{
+static int read_elements(reader* r, build* b) {
   cqh_msh* m = b->m;
   long long blocks, total, lo, hi, blk, dim, tag, type, count, i, k, got = 0, etag, ntag;
   if (b->have_elements) return fail(r, "a second $Elements section");
@@ -596,15 +588,17 @@ static int read_elements(reader* r, build* b)
                   blk + 1, dim, tag);
     }
     if (count > total - got) {
-      return fail(r, "element block %lld holds %lld elements, more than the %lld the header announces in all",
-                  blk + 1, count, total);
+      return fail(r, "element block %lld holds %lld elements, more than the %lld the header announces in all", blk + 1,
+                  count, total);
     }
     n = type_nodes(type);
     if (n == 0 && count > 0) {
       long long on_line = r->binary ? 0 : tokens_on_line(r);
       if (on_line < 2 || on_line > 1001) {
-        return fail(r, "element type %lld is not a fixed-size Gmsh type this reader knows, and its node count cannot "
-                       "be told%s", type, r->binary ? " in a binary file" : " from its first line");
+        return fail(r,
+                    "element type %lld is not a fixed-size Gmsh type this reader knows, and its node count cannot "
+                    "be told%s",
+                    type, r->binary ? " in a binary file" : " from its first line");
       }
       n = (int)on_line - 1;
     }
@@ -612,7 +606,10 @@ static int read_elements(reader* r, build* b)
     e = type == 1 ? &m->lines : type == 2 ? &m->triangles : type == 4 ? &m->tets : NULL;
     if (e && dim < type_dim(type)) {
       return fail(r, "element block %lld holds %s but belongs to an entity of dimension %lld", blk + 1,
-                  type == 1 ? "lines" : type == 2 ? "triangles" : "tetrahedra", dim);
+                  type == 1   ? "lines"
+                  : type == 2 ? "triangles"
+                              : "tetrahedra",
+                  dim);
     }
     if (e && grow(r, e, n, count)) return -1;
     for (i = 0; i < count; i++) {
@@ -631,8 +628,10 @@ static int read_elements(reader* r, build* b)
           e->nodes[(size_t)e->n * n + k] = node;
         }
       }
-      if (e) e->entity[e->n++] = ent;
-      else m->n_skipped++;
+      if (e)
+        e->entity[e->n++] = ent;
+      else
+        m->n_skipped++;
     }
     got += count;
   }
@@ -641,8 +640,7 @@ static int read_elements(reader* r, build* b)
 }
 
 /* Skips a section this reader does not use, up to its $End line. */
-static int skip_section(reader* r, const char* name)
-{
+static int skip_section(reader* r, const char* name) {
   char end[80];
   size_t len;
   snprintf(end, sizeof end, "$End%s", name);
@@ -661,8 +659,7 @@ static int skip_section(reader* r, const char* name)
 
 /* ---- the file ---- */
 
-static void free_build(build* b)
-{
+static void free_build(build* b) {
   free(b->ents);
   free(b->phys);
   free(b->tags);
@@ -671,8 +668,7 @@ static void free_build(build* b)
 }
 
 /* The entities in sorted order with their physical tags, into m. */
-static int finish_entities(reader* r, build* b)
-{
+static int finish_entities(reader* r, build* b) {
   cqh_msh* m = b->m;
   int e, k, at = 0;
   m->n_entities = b->n_ents;
@@ -691,8 +687,7 @@ static int finish_entities(reader* r, build* b)
   return 0;
 }
 
-cqh_msh* cqh_msh_parse(const unsigned char* data, size_t size, char* err, int err_size)
-{
+cqh_msh* cqh_msh_parse(const unsigned char* data, size_t size, char* err, int err_size) {
   reader r;
   build b;
   cqh_msh* m;
@@ -737,13 +732,20 @@ cqh_msh* cqh_msh_parse(const unsigned char* data, size_t size, char* err, int er
     /* binary data starts right after the header line */
     if (r.at < r.size && r.d[r.at] == '\r') r.at++;
     if (r.at < r.size && r.d[r.at] == '\n') r.at++, r.line++;
-    if (!strcmp(name, "$MeshFormat")) status = fail(&r, "a second $MeshFormat section");
-    else if (!strcmp(name, "$PhysicalNames")) status = read_names(&r, &b);
-    else if (!strcmp(name, "$Entities")) status = read_entities(&r, &b);
-    else if (!strcmp(name, "$Nodes")) status = read_nodes(&r, &b);
-    else if (!strcmp(name, "$Elements")) status = read_elements(&r, &b);
-    else if (!strncmp(name, "$End", 4)) status = fail(&r, "%s without its section", name);
-    else status = skip_section(&r, name + 1);
+    if (!strcmp(name, "$MeshFormat"))
+      status = fail(&r, "a second $MeshFormat section");
+    else if (!strcmp(name, "$PhysicalNames"))
+      status = read_names(&r, &b);
+    else if (!strcmp(name, "$Entities"))
+      status = read_entities(&r, &b);
+    else if (!strcmp(name, "$Nodes"))
+      status = read_nodes(&r, &b);
+    else if (!strcmp(name, "$Elements"))
+      status = read_elements(&r, &b);
+    else if (!strncmp(name, "$End", 4))
+      status = fail(&r, "%s without its section", name);
+    else
+      status = skip_section(&r, name + 1);
   }
   r.section = "file";
   if (status == 0 && !b.have_nodes) status = fail(&r, "no $Nodes section");
@@ -757,28 +759,24 @@ cqh_msh* cqh_msh_parse(const unsigned char* data, size_t size, char* err, int er
   return m;
 }
 
-cqh_msh* cqh_msh_read(const char* path, double max_bytes, char* err, int err_size)
-{
+cqh_msh* cqh_msh_read(const char* path, double max_bytes, char* err, int err_size) {
   size_t size = 0;
   cqh_msh* m;
   unsigned char* data;
   if (!(max_bytes >= 1)) return cqh_fail(err, err_size, "max_bytes must be >= 1");
-  data = cqh_read_file(path, max_bytes < (double)SIZE_MAX / 2 ? (size_t)max_bytes : SIZE_MAX / 2, &size, err,
-                       err_size);
+  data = cqh_read_file(path, max_bytes < (double)SIZE_MAX / 2 ? (size_t)max_bytes : SIZE_MAX / 2, &size, err, err_size);
   if (data == NULL) return NULL;
   m = cqh_msh_parse(data, size, err, err_size);
   free(data);
   return m;
 }
 
-static void free_elements(cqh_msh_elements* e)
-{
+static void free_elements(cqh_msh_elements* e) {
   free(e->nodes);
   free(e->entity);
 }
 
-void cqh_msh_free(cqh_msh* m)
-{
+void cqh_msh_free(cqh_msh* m) {
   int i;
   if (m == NULL) return;
   free(m->nodes);

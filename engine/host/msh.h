@@ -5,30 +5,30 @@
 
 /* The elements of one kind: lines (type 1, 2 nodes), triangles (type 2, 3 nodes) or tetrahedra (type 4, 4 nodes). */
 typedef struct cqh_msh_elements {
-  int n;          /* elements */
-  int* nodes;     /* k per element: node indices (0-based, into cqh_msh.nodes), in the file's order */
-  int* entity;    /* per element: its entity's index into cqh_msh.entity_* (0-based); -1: the file has no $Entities */
+  int n;       /* elements */
+  int* nodes;  /* k per element: node indices (0-based, into cqh_msh.nodes), in the file's order */
+  int* entity; /* per element: its entity's index into cqh_msh.entity_* (0-based); -1: the file has no $Entities */
 } cqh_msh_elements;
 
 /* A mesh as the file gives it: nodes, the elements of the three kinds kept (others are counted in n_skipped), the
  * geometric entities with the physical groups they belong to, and the physical groups' names. */
 typedef struct cqh_msh {
-  int binary;               /* 1 for a binary file */
-  int n_nodes;              /* nodes */
-  double* nodes;            /* 3 per node: x, y, z (file units) */
-  cqh_msh_elements lines;    /* type 1 */
+  int binary;                 /* 1 for a binary file */
+  int n_nodes;                /* nodes */
+  double* nodes;              /* 3 per node: x, y, z (file units) */
+  cqh_msh_elements lines;     /* type 1 */
   cqh_msh_elements triangles; /* type 2 */
-  cqh_msh_elements tets;     /* type 4 */
-  int n_skipped;            /* elements of other types (points, quadrangles, second-order elements, ...) */
-  int n_entities;           /* geometric entities ($Entities), sorted by dimension then tag */
-  int* entity_dim;          /* per entity: 0 point, 1 curve, 2 surface, 3 volume */
-  int* entity_tag;          /* per entity: its tag */
-  int* entity_first;        /* n_entities + 1: entity e's physical tags are entity_physicals[first[e]..first[e+1]-1] */
-  int* entity_physicals;    /* physical group tags (of the entity's dimension) */
-  int n_names;              /* $PhysicalNames */
-  int* name_dim;            /* per name: the physical group's dimension */
-  int* name_tag;            /* per name: its tag */
-  char** names;             /* per name: the name (without quotes) */
+  cqh_msh_elements tets;      /* type 4 */
+  int n_skipped;              /* elements of other types (points, quadrangles, second-order elements, ...) */
+  int n_entities;             /* geometric entities ($Entities), sorted by dimension then tag */
+  int* entity_dim;            /* per entity: 0 point, 1 curve, 2 surface, 3 volume */
+  int* entity_tag;            /* per entity: its tag */
+  int* entity_first;     /* n_entities + 1: entity e's physical tags are entity_physicals[first[e]..first[e+1]-1] */
+  int* entity_physicals; /* physical group tags (of the entity's dimension) */
+  int n_names;           /* $PhysicalNames */
+  int* name_dim;         /* per name: the physical group's dimension */
+  int* name_tag;         /* per name: its tag */
+  char** names;          /* per name: the name (without quotes) */
 } cqh_msh;
 
 /* Reads a MSH 4.1 file of at most max_bytes bytes. Returns NULL with the problem in err (err_size bytes): the section,

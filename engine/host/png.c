@@ -23,47 +23,39 @@
 
 /* Writes a w x h 8-bit RGB image (rgb: h rows of w pixels, top row first, 3 bytes per pixel) to path.
  * Returns 0 on success, -1 on bad arguments or when the file cannot be written. */
-int cqh_png_write(const char *path, int w, int h, const unsigned char *rgb)
-{
+int cqh_png_write(const char* path, int w, int h, const unsigned char* rgb) {
   if (path == NULL || rgb == NULL || w <= 0 || h <= 0) return -1;
   return stbi_write_png(path, w, h, 3, rgb, 3 * w) ? 0 : -1;
 }
 
 /* The same for an 8-bit RGBA image (4 bytes per pixel; alpha 0 = transparent). */
-int cqh_png_write_rgba(const char *path, int w, int h, const unsigned char *rgba)
-{
+int cqh_png_write_rgba(const char* path, int w, int h, const unsigned char* rgba) {
   if (path == NULL || rgba == NULL || w <= 0 || h <= 0) return -1;
   return stbi_write_png(path, w, h, 4, rgba, 4 * w) ? 0 : -1;
 }
 
 /* Reads a PNG as 8-bit RGB (any PNG colour type is converted): returns a malloc'd buffer of h rows of w pixels x 3
  * bytes, top row first (free it with cqh_png_free), or NULL when the file is missing or not a PNG. */
-unsigned char *cqh_png_read(const char *path, int *w, int *h)
-{
+unsigned char* cqh_png_read(const char* path, int* w, int* h) {
   int channels = 0;
   if (path == NULL || w == NULL || h == NULL) return NULL;
   return stbi_load(path, w, h, &channels, 3);
 }
 
 /* Frees a buffer returned by cqh_png_read (NULL is allowed). */
-void cqh_png_free(unsigned char *rgb)
-{
-  stbi_image_free(rgb);
-}
+void cqh_png_free(unsigned char* rgb) { stbi_image_free(rgb); }
 
 /* PNG files of robot images are small; this bounds what a corrupt header can make us allocate. */
 #define CQH_PNG_MAX_BYTES ((size_t)1 << 30)
 
-static unsigned long be32(const unsigned char* p)
-{
+static unsigned long be32(const unsigned char* p) {
   return (unsigned long)p[0] << 24 | (unsigned long)p[1] << 16 | (unsigned long)p[2] << 8 | p[3];
 }
 
 /* Walks the chunks after the signature: a chunk running past the end of the file, or no IEND chunk, is refused with a
  * message; the rest is copied into out (size bytes) without zero-length IDAT chunks, for which stb adds an offset to a
  * NULL pointer. Returns the copy's size, or 0. */
-static size_t checked_chunks(const unsigned char* data, size_t size, unsigned char* out, char* err, int err_size)
-{
+static size_t checked_chunks(const unsigned char* data, size_t size, unsigned char* out, char* err, int err_size) {
   size_t at = 8, n = 8;
   memcpy(out, data, 8);
   while (size - at >= 12) {
@@ -73,7 +65,8 @@ static size_t checked_chunks(const unsigned char* data, size_t size, unsigned ch
     for (k = 0; k < 4; k++) type[k] = data[at + 4 + k] >= 32 && data[at + 4 + k] < 127 ? (char)data[at + 4 + k] : '?';
     type[4] = 0;
     if (len > size - at - 12) {
-      cqh_fail(err, err_size, "truncated or corrupt PNG: its chunk '%s' at byte %zu says %lu bytes, the file has %zu left", type, at,
+      cqh_fail(err, err_size,
+               "truncated or corrupt PNG: its chunk '%s' at byte %zu says %lu bytes, the file has %zu left", type, at,
                len, size - at - 12);
       return 0;
     }
@@ -89,9 +82,8 @@ static size_t checked_chunks(const unsigned char* data, size_t size, unsigned ch
 }
 
 unsigned char* cqh_png_decode_rgba(const unsigned char* data, size_t size, double max_pixels, int* w, int* h, char* err,
-                                  int err_size)
-{
-  static const unsigned char signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+                                   int err_size) {
+  static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   int channels = 0;
   unsigned char *rgba, *clean;
   if (data == NULL || w == NULL || h == NULL) return cqh_fail(err, err_size, "no data");
@@ -117,8 +109,7 @@ unsigned char* cqh_png_decode_rgba(const unsigned char* data, size_t size, doubl
   return rgba;
 }
 
-unsigned char* cqh_png_read_rgba(const char* path, double max_pixels, int* w, int* h, char* err, int err_size)
-{
+unsigned char* cqh_png_read_rgba(const char* path, double max_pixels, int* w, int* h, char* err, int err_size) {
   size_t size = 0;
   unsigned char* rgba;
   unsigned char* data = cqh_read_file(path, CQH_PNG_MAX_BYTES, &size, err, err_size);

@@ -16,7 +16,7 @@ unsigned char* cqh_png_read(const char* path, int* w, int* h);
 unsigned char* cqh_png_read_rgba(const char* path, double max_pixels, int* w, int* h, char* err, int err_size);
 /* The same from size bytes in memory (what the fuzzer drives: tests/fuzz/fuzz_png.c). */
 unsigned char* cqh_png_decode_rgba(const unsigned char* data, size_t size, double max_pixels, int* w, int* h, char* err,
-                                  int err_size);
+                                   int err_size);
 /* Frees a buffer returned by cqh_png_read or cqh_png_read_rgba (NULL is allowed). */
 void cqh_png_free(unsigned char* rgb);
 #endif

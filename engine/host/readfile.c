@@ -8,8 +8,7 @@
 #include <sys/stat.h>
 #include "readfile.h"
 
-void* cqh_fail(char* err, int err_size, const char* fmt, ...)
-{
+void* cqh_fail(char* err, int err_size, const char* fmt, ...) {
   va_list ap;
   if (err == NULL || err_size <= 0) return NULL;
   va_start(ap, fmt);
@@ -18,8 +17,7 @@ void* cqh_fail(char* err, int err_size, const char* fmt, ...)
   return NULL;
 }
 
-unsigned char* cqh_read_file(const char* path, size_t max_bytes, size_t* size, char* err, int err_size)
-{
+unsigned char* cqh_read_file(const char* path, size_t max_bytes, size_t* size, char* err, int err_size) {
   struct stat st;
   FILE* f;
   unsigned char* data;

@@ -20,14 +20,14 @@
  * boundaries, as for v*); implicit_bc_adj turns dL/d(velocity after implicit_bc) in gv into dL/d(converged v), in
  * place. */
 #ifndef CQ_IMPLICIT_PASSES
-#define CQ_IMPLICIT_PASSES(X)                                                                                     \
-  X(implicit_stress, implicit_stress, SCATTER, 0, 1, (CR, v), (R, out))                                            \
-  X(implicit_hvp, implicit_hvp, SCATTER, 0, 1, (CR, v), (CR, dir), (R, out))                                       \
-  X(implicit_node, implicit_node, NODES, 0, 1, (CG, vstar), (CG, x), (G, y))                                       \
-  X(implicit_bc, implicit_bc_node, NODES, 0, 1, (CG, vstar), (G, v))                                               \
-  X(implicit_precond, implicit_precond_node, NODES, 0, 1, (CG, vstar), (CG, x), (G, y))                            \
-  X(implicit_stress_adj, implicit_stress_adj, PARTICLES, 0, 1, (CR, v), (CR, lam), (GS, g0), (GP, gp))             \
-  X(implicit_node_adj, implicit_node_adj, NODES, 0, 1, (CG, mp), (CG, vstar), (CG, v), (CG, lam), (G, out))       \
+#define CQ_IMPLICIT_PASSES(X)                                                                               \
+  X(implicit_stress, implicit_stress, SCATTER, 0, 1, (CR, v), (R, out))                                     \
+  X(implicit_hvp, implicit_hvp, SCATTER, 0, 1, (CR, v), (CR, dir), (R, out))                                \
+  X(implicit_node, implicit_node, NODES, 0, 1, (CG, vstar), (CG, x), (G, y))                                \
+  X(implicit_bc, implicit_bc_node, NODES, 0, 1, (CG, vstar), (G, v))                                        \
+  X(implicit_precond, implicit_precond_node, NODES, 0, 1, (CG, vstar), (CG, x), (G, y))                     \
+  X(implicit_stress_adj, implicit_stress_adj, PARTICLES, 0, 1, (CR, v), (CR, lam), (GS, g0), (GP, gp))      \
+  X(implicit_node_adj, implicit_node_adj, NODES, 0, 1, (CG, mp), (CG, vstar), (CG, v), (CG, lam), (G, out)) \
   X(implicit_bc_adj, implicit_bc_node_adj, NODES, 0, 1, (CG, vstar), (CG, v), (G, gv))
 #endif
 
@@ -152,8 +152,9 @@ CQ_HD void CQ_D(implicit_linear_dP)(const cq_substep* c, const cq_params* m, int
 
 /* The stress of eq. 12 at F_hat: P(F_hat) of the material, with the linearised volumetric term when it applies
  * (returns 1; then Fit = F^-T and vol = (det F, Jl)), else 0. */
-CQ_HD int CQ_D(implicit_P)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D], const cq_real Cm[D][D],
-                           const cq_real Fh[D][D], cq_real P[D][D], cq_real Fit[D][D], cq_real vol[2]) {
+CQ_HD int CQ_D(implicit_P)(const cq_substep* c, const cq_params* m, int p, const cq_real F[D][D],
+                           const cq_real Cm[D][D], const cq_real Fh[D][D], cq_real P[D][D], cq_real Fit[D][D],
+                           cq_real vol[2]) {
   int lin = CQ_D(implicit_linear_volume)(c, m, p);
   CQ_D(material_P_terms)(m, p, Fh, P, !lin);
   if (lin) CQ_D(implicit_linear_P)(c, m, p, F, Cm, Fit, vol, P);
@@ -212,8 +213,8 @@ CQ_HD void CQ_D(implicit_gather)(const cq_substep* c, const CQ_D(cqi_stencil) * 
 
 /* out_i += w_ip (dt kC V0 S F^T dpos_ip + f) for a stress S (P or its differential: grad F_p(v) transposed) and a
  * particle force term f (NULL: none). */
-CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0, const cq_real S[D][D],
-                                  const cq_real F[D][D], const cq_real* f, cq_real* out) {
+CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0,
+                                  const cq_real S[D][D], const cq_real F[D][D], const cq_real* f, cq_real* out) {
   cq_real T[D][D];
   CQ_D(mmt)(S, F, T);
   cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt * vol0;

@@ -84,8 +84,10 @@ static int grow(cqi_factor* f, cqi_sim* sim, long count, int D, int width, int f
   f->bs = bs;
   if (!ok) {
     f->cap = 0;
-    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory assembling the Hessian "
-                      "of %ld nodes (use implicit.precond = \"mass\")", count);
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM,
+                      "implicit.precond = \"factor\": out of memory assembling the Hessian "
+                      "of %ld nodes (use implicit.precond = \"mass\")",
+                      count);
   }
   return CQ_OK;
 }
@@ -266,11 +268,15 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
   clock_gettime(CLOCK_MONOTONIC, &t1);
   sim->stats.factor_seconds += (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
   if (cs == CQI_CHOL_NOMEM)
-    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory factorising the "
-                      "Hessian of %ld unknowns (use implicit.precond = \"mass\")", count * f->bs);
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM,
+                      "implicit.precond = \"factor\": out of memory factorising the "
+                      "Hessian of %ld unknowns (use implicit.precond = \"mass\")",
+                      count * f->bs);
   if (cs == CQI_CHOL_ORDER)
-    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": METIS could not order the Hessian "
-                      "of %ld nodes", count);
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM,
+                      "implicit.precond = \"factor\": METIS could not order the Hessian "
+                      "of %ld nodes",
+                      count);
   f->factored = *ok = cs == CQI_CHOL_OK; /* not positive definite: the caller preconditions by the masses */
   if (cs == CQI_CHOL_NOT_PD) sim->stats.factor_failures++;
   return CQ_OK;

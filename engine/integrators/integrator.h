@@ -75,8 +75,8 @@ static inline void cqi_keep_store(cqi_sim* sim, const cq_real* grid) {
 static inline int cqi_keep_restore(cqi_sim* sim, cq_real* grid) {
   cqi_kept* k = sim->kept;
   const cqi_backend_ops* op = sim->be->ops;
-  int ok = k && k->r == k->want_r && k->rec == k->want_rec && op->restore &&
-           op->restore(sim->be, grid, k->buf) == CQ_OK;
+  int ok =
+      k && k->r == k->want_r && k->rec == k->want_rec && op->restore && op->restore(sim->be, grid, k->buf) == CQ_OK;
   sim->stats.kept_substeps += ok;
   return ok;
 }
@@ -91,7 +91,7 @@ typedef struct cqi_adj_out {
 } cqi_adj_out;
 
 typedef struct cqi_integrator {
-  int kind; /* CQ_INTEGRATOR_* */
+  int kind;                    /* CQ_INTEGRATOR_* */
   int (*create)(cqi_sim* sim); /* allocates sim->ws */
   void (*destroy)(cqi_sim* sim);
   /* One substep of s (B) under control ctl (B; ctl->force is the user's force or NULL), substep number k. fresh: s
@@ -147,9 +147,10 @@ static inline int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_partic
 
 /* The error of an adjoint substep whose recomputed input state fails a particle check. */
 static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* bad) {
-  return cqi_errorf(sim->err, CQ_ERR_STATE, "backward: the recomputed state of substep %ld fails the %s check "
-                    "(particle %d); was the world changed after recording?", k + 1,
-                    cq_name(CQ_LIST_CHECK, bad->check, NULL), bad->particle + 1);
+  return cqi_errorf(sim->err, CQ_ERR_STATE,
+                    "backward: the recomputed state of substep %ld fails the %s check "
+                    "(particle %d); was the world changed after recording?",
+                    k + 1, cq_name(CQ_LIST_CHECK, bad->check, NULL), bad->particle + 1);
 }
 
 /* The averaged volumetric term of a substep (volumetric.c; c->vol_averaged set): cqi_vol_update computes the groups'

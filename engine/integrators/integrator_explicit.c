@@ -130,5 +130,5 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   return cqi_vol_project_adjoint(sim, &c, s_in, g0, out->gp); /* g0 from the projected input's to s_in's */
 }
 
-const cqi_integrator cqi_integrator_explicit = {CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy,
-                                                explicit_substep, explicit_substep_adj, 1, 1};
+const cqi_integrator cqi_integrator_explicit = {
+    CQ_INTEGRATOR_EXPLICIT, explicit_create, explicit_destroy, explicit_substep, explicit_substep_adj, 1, 1};

@@ -35,29 +35,29 @@ enum { FILL_NONE = 0, FILL_SETTLED = 1, FILL_UNSETTLED = 2, FILL_STALE_NONE = 3 
 
 /* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
 typedef struct {
-  cq_real* grid;  /* P2G's momentum and mass */
-  cq_real* vstar; /* v* (eq. 12's v^n + dt f_ext / m, after damping) and the mass in slot D */
-  cq_real *v, *g; /* the iterate and grad (dt E) there (projected) */
+  cq_real* grid;                   /* P2G's momentum and mass */
+  cq_real* vstar;                  /* v* (eq. 12's v^n + dt f_ext / m, after damping) and the mass in slot D */
+  cq_real *v, *g;                  /* the iterate and grad (dt E) there (projected) */
   cq_real *d, *r, *p, *q, *hp, *z; /* Newton direction; CG residual, direction, scratch, H p, preconditioned r */
-  cq_real *vt, *gt, *tmp;      /* line-search trial point, its gradient, scratch */
-  cq_real* fext;  /* [D][n] extra particle forces (user force + cables) */
-  cq_real* u0;    /* [n_act] zero actuation (Newton's start point) */
-  cq_real* gfext; /* [D][n] their gradient (backward) */
-  cq_real* gact;  /* [n] dL/du of each particle's actuator (backward) */
-  cq_real* gpress; /* [n] its share through the implicit chamber pressure (backward) */
-  double* hist;   /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
+  cq_real *vt, *gt, *tmp;          /* line-search trial point, its gradient, scratch */
+  cq_real* fext;                   /* [D][n] extra particle forces (user force + cables) */
+  cq_real* u0;                     /* [n_act] zero actuation (Newton's start point) */
+  cq_real* gfext;                  /* [D][n] their gradient (backward) */
+  cq_real* gact;                   /* [n] dL/du of each particle's actuator (backward) */
+  cq_real* gpress;                 /* [n] its share through the implicit chamber pressure (backward) */
+  double* hist;                    /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
   double tol;
   int max_newton, max_cg;
-  int fill_rounds; /* the fill water's active-set rounds per Newton iteration (0: none; fill_active_set) */
+  int fill_rounds;    /* the fill water's active-set rounds per Newton iteration (0: none; fill_active_set) */
   cqi_factor* factor; /* implicit.precond = "factor": the substep's factorised Hessian (NULL: the masses) */
   int factored;       /* factor holds this substep's factors */
   /* split substeps (piece_forward, piece_adj): per level of halving, state blocks allocated when first needed */
-  int max_split;                 /* halvings allowed (0: none) */
-  long piece, level;             /* the piece being solved (for messages) */
-  cq_real *keep[MAX_LEVELS];     /* a piece's start, to retry it as two halves */
-  cq_real *att[MAX_LEVELS];      /* backward: the piece's own output, to see whether the forward split it */
-  cq_real *mid[MAX_LEVELS];      /* backward: the state between a split piece's halves */
-  cq_real *gmid[MAX_LEVELS];     /* backward: dL/d(that state) */
+  int max_split;             /* halvings allowed (0: none) */
+  long piece, level;         /* the piece being solved (for messages) */
+  cq_real* keep[MAX_LEVELS]; /* a piece's start, to retry it as two halves */
+  cq_real* att[MAX_LEVELS];  /* backward: the piece's own output, to see whether the forward split it */
+  cq_real* mid[MAX_LEVELS];  /* backward: the state between a split piece's halves */
+  cq_real* gmid[MAX_LEVELS]; /* backward: dL/d(that state) */
 } implicit_ws;
 
 #define TRY(call)                 \
@@ -75,22 +75,26 @@ static int implicit_create(cqi_sim* sim) {
   ws->tol = d->implicit_tol > 0 ? d->implicit_tol : (CQ_REAL_BITS == 32 ? 1e-4 : 1e-6);
   ws->max_newton = d->implicit_max_newton > 0 ? d->implicit_max_newton : 50;
   ws->max_cg = d->implicit_max_cg > 0 ? d->implicit_max_cg : 500;
-  ws->max_split = d->implicit_max_split == 0 ? DEFAULT_MAX_SPLIT : d->implicit_max_split < 0 ? 0 : d->implicit_max_split;
+  ws->max_split = d->implicit_max_split == 0  ? DEFAULT_MAX_SPLIT
+                  : d->implicit_max_split < 0 ? 0
+                                              : d->implicit_max_split;
   ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
   int precond = d->implicit_precond;
   if (precond == CQ_PRECOND_FACTOR && !cqi_factor_supported(be))
-    return cqi_errorf(sim->err, CQ_ERR_ARG, "implicit.precond = \"factor\" needs the CPU backend (the %s backend "
-                      "cannot assemble the Hessian yet); use \"mass\" or \"auto\"", cq_name(CQ_LIST_BACKEND,
-                      be->ops->kind, NULL));
+    return cqi_errorf(sim->err, CQ_ERR_ARG,
+                      "implicit.precond = \"factor\" needs the CPU backend (the %s backend "
+                      "cannot assemble the Hessian yet); use \"mass\" or \"auto\"",
+                      cq_name(CQ_LIST_BACKEND, be->ops->kind, NULL));
   if (precond == CQ_PRECOND_FACTOR || (precond == CQ_PRECOND_AUTO && cqi_factor_supported(be)))
     if (!(ws->factor = cqi_factor_create())) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
   /* the rounds' solves need the factors: with the masses' inexact CG the rounds do not settle and cost 3x the CG
    * (docs/benchmarks.md), so by default none there */
-  ws->fill_rounds = d->implicit_fill_rounds > 0 ? d->implicit_fill_rounds
-                    : d->implicit_fill_rounds == 0 && ws->factor ? DEFAULT_FILL_ROUNDS : 0;
+  ws->fill_rounds = d->implicit_fill_rounds > 0                  ? d->implicit_fill_rounds
+                    : d->implicit_fill_rounds == 0 && ws->factor ? DEFAULT_FILL_ROUNDS
+                                                                 : 0;
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
-  cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g, &ws->d, &ws->r, &ws->p, &ws->q, &ws->hp,
-                       &ws->z, &ws->vt, &ws->gt, &ws->tmp};
+  cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g,  &ws->d,  &ws->r,  &ws->p,
+                       &ws->q,    &ws->hp,    &ws->z, &ws->vt, &ws->gt, &ws->tmp};
   int ok = ws->hist != NULL;
   for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) ok &= (*grids[i] = be->ops->alloc(be, gb)) != NULL;
   ws->fext = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
@@ -107,7 +111,7 @@ static void implicit_destroy(cqi_sim* sim) {
   implicit_ws* ws = sim->ws;
   if (!ws) return;
   cqi_backend* be = sim->be;
-  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v,    ws->g,    ws->d,     ws->r,    ws->p, ws->q,  ws->hp,
+  cq_real* bufs[] = {ws->grid, ws->vstar, ws->v,   ws->g,  ws->d,    ws->r,     ws->p,    ws->q,      ws->hp,
                      ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->gpress, ws->u0};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
@@ -249,8 +253,8 @@ static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
  * d.H_W d, W's share of it: on the pieces at v (at_v: the line's w0[2]) or on the linearisation's (a product)) plus W
  * exactly, at its minimum a (cqi_fill_step) -> *value, *step. *value = +inf (and *step untouched) when d does not
  * descend or the model is not finite. Uses tmp. */
-static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, double dHd,
-                      int at_v, double* value, double* step) {
+static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, double dHd, int at_v,
+                      double* value, double* step) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   double slope, w0[3], wa[3], hw = 0, a;
@@ -370,7 +374,8 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (c->fill) { /* W exactly along d (fill.c): the first step its model's minimum, the test W's exact change */
       TRY(cqi_fill_line_begin(sim, c, s, ws->d));
       TRY(cqi_fill_line(sim, c, 0, w0));
-      if (chosen == FILL_NONE || chosen == FILL_STALE_NONE) TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
+      if (chosen == FILL_NONE || chosen == FILL_STALE_NONE)
+        TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
     }
     int h = 0;
     for (; h < MAX_HALVINGS; h++, a *= 0.5) {
@@ -476,8 +481,7 @@ static int piece_solve(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ct
 }
 
 /* One piece in place: the solve, the walls' laws and G2P (its particle checks into bad). */
-static int piece_once(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k,
-                      cqi_check* bad) {
+static int piece_once(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k, cqi_check* bad) {
   implicit_ws* ws = sim->ws;
   const cqi_backend_ops* op = sim->be->ops;
   cq_ctl kc;
@@ -517,8 +521,7 @@ static int copy_state(cqi_sim* sim, cq_real* dst, const cq_real* src) {
  * impact) makes a particle cross a cell or Newton fail at the chosen dt, the substep takes shorter pieces there
  * instead of stopping the run. The decisions depend only on the piece's input, so a recomputation (the memo's
  * checkpoints, the backward pass) makes the same ones. A failure at the last level is reported with bad->split. */
-static int piece_forward(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, long j, int level,
-                         cqi_check* bad) {
+static int piece_forward(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long k, long j, int level, cqi_check* bad) {
   implicit_ws* ws = sim->ws;
   int can_split = level < ws->max_split;
   if (can_split) {
@@ -554,14 +557,17 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
   TRY(krylov(cqi_cg, sim, c, s, sign, rhs, x, tol, &info));
   sim->stats.adjoint_cg += info.products;
   if (info.outcome == CQI_KRYLOV_MAX_ITERATIONS)
-    return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve did not converge "
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
+                      "backward: implicit substep %ld: the adjoint solve did not converge "
                       "(||r|| / ||b|| = %.3g after max_cg = %d conjugate-gradient iterations, tol %g); raise "
-                      "implicit.max_cg or loosen implicit.tol", k + 1, info.rel, ws->max_cg, tol);
+                      "implicit.max_cg or loosen implicit.tol",
+                      k + 1, info.rel, ws->max_cg, tol);
   if (info.outcome == CQI_KRYLOV_INDEFINITE)
-    return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the Hessian of eq. 12 is not "
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
+                      "backward: implicit substep %ld: the Hessian of eq. 12 is not "
                       "positive definite at the converged velocities (p.Hp = %.3g at adjoint iteration %d), so the "
-                      "implicit function theorem gives no gradient; use a smaller dt", k + 1, info.curvature,
-                      info.iterations + 1);
+                      "implicit function theorem gives no gradient; use a smaller dt",
+                      k + 1, info.curvature, info.iterations + 1);
   return CQ_OK;
 }
 
@@ -579,10 +585,11 @@ static int bicgstab_solve(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(krylov(cqi_bicgstab, sim, c, s, sign, rhs, x, tol, &info));
   sim->stats.adjoint_cg += info.iterations;
   if (info.outcome != CQI_KRYLOV_CONVERGED)
-    return cqi_errorf(sim->err, CQ_ERR_BLOWUP, "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
+                      "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
                       "implicit chamber pressure's non-symmetric Jacobian) did not converge: %s, ||r|| / ||b|| = "
-                      "%.3g (tol %g); raise implicit.max_cg or use a smaller dt", k + 1,
-                      info.outcome == CQI_KRYLOV_MAX_ITERATIONS ? "max_cg iterations" : info.why, info.rel, tol);
+                      "%.3g (tol %g); raise implicit.max_cg or use a smaller dt",
+                      k + 1, info.outcome == CQI_KRYLOV_MAX_ITERATIONS ? "max_cg iterations" : info.why, info.rel, tol);
   return CQ_OK;
 }
 
@@ -623,13 +630,17 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->g2p_adj(be, c, s, &sim->view->params, ws->vt, g1, g0, ws->gt, s1 ? s1->C : NULL));
   TRY(op->implicit_bc_adj(be, c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
   cq_substep cv = *c; /* the transposed products; averaged: the groups' pressures at v, their adjoint (volumetric.h) */
-  if (c->vol_averaged) TRY(cqi_vol_state_adjoint(sim, &cv, s, ws->v, g1->pg, out->gp, ws->gt)); /* s1->pg's share */
-  else TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* pg passes through */
+  if (c->vol_averaged)
+    TRY(cqi_vol_state_adjoint(sim, &cv, s, ws->v, g1->pg, out->gp, ws->gt)); /* s1->pg's share */
+  else
+    TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* pg passes through */
   TRY(cqi_grid_lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
   cv.pressure_product = CQI_PRODUCT_T;
-  if (c->implicit_pressure) TRY(bicgstab_solve(sim, &cv, s, -1, ws->tmp, ws->d, k)); /* lam = -A^-T Pi dL/dv */
-  else TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k));                               /* A = H symmetric */
+  if (c->implicit_pressure)
+    TRY(bicgstab_solve(sim, &cv, s, -1, ws->tmp, ws->d, k)); /* lam = -A^-T Pi dL/dv */
+  else
+    TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k)); /* A = H symmetric */
   if (c->implicit_pressure) {
     TRY(op->zero(be, ws->gpress, sizeof(cq_real) * be->n));
     cv.pressure_gu = ws->gpress;
@@ -637,7 +648,7 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   if (cv.vol_averaged) { /* cv has the groups' sums at v (cqi_vol_state_adjoint); the solve left them */
     TRY(cqi_vol_adjoint(sim, &cv, s, ws->v, ws->d, NULL, out->gp));
     TRY(op->axpy(be, be->n, 1, sim->vol_gJs, sim->vol_g)); /* dL/dJl: the solve's and s1->pg's */
-    TRY(op->zero(be, g0->pg, sizeof(cq_real) * be->n)); /* s1 does not depend on s->pg but through E_geo */
+    TRY(op->zero(be, g0->pg, sizeof(cq_real) * be->n));    /* s1 does not depend on s->pg but through E_geo */
     cv.vol_g0 = g0->pg;
   }
   TRY(op->implicit_stress_adj(be, &cv, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
@@ -654,8 +665,8 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->grid_update_adj(be, c, ws->grid, ws->g));
   cq_substep free_c = without_walls(c);
   TRY(op->implicit_node_adj(be, &free_c, ws->grid, ws->vstar, ws->v, ws->d, ws->g));
-  return cqi_p2g_adj(sim, c, s, ctl, kc, ws->g, NULL, ws->gact, c->implicit_pressure ? ws->gpress : NULL, ws->gfext,
-                     g0, out);
+  return cqi_p2g_adj(sim, c, s, ctl, kc, ws->g, NULL, ws->gact, c->implicit_pressure ? ws->gpress : NULL, ws->gfext, g0,
+                     out);
 }
 
 /* Adjoint of piece j of 2^level of substep k from s (its input) to s1 (its output; NULL: not at hand), g1 = dL/ds1
@@ -703,13 +714,16 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   return piece_adj(sim, s, &mid, ctl, k, 2 * j, level + 1, &gmid, g0, out);
 }
 
-static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl,
-                                long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
+static int implicit_substep_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1, const cq_ctl* ctl, long k,
+                                const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
   TRY(alloc_backward(sim));
   return piece_adj(sim, s, s1, ctl, k, 0, 0, g1, g0, out);
 }
 
-const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT, implicit_create, implicit_destroy,
-                                                implicit_substep, implicit_substep_adj,
+const cqi_integrator cqi_integrator_implicit = {CQ_INTEGRATOR_IMPLICIT,
+                                                implicit_create,
+                                                implicit_destroy,
+                                                implicit_substep,
+                                                implicit_substep_adj,
                                                 0 /* the solve reads dot products back: no batches */,
                                                 0 /* no CFL limit */};

@@ -34,7 +34,7 @@ struct cqi_chol {
   /* the pattern the analysis is for */
   long n;
   int bs, width;
-  int neg; /* of the last factorisation: the negative unknowns at each block's end (L S L^T) */
+  int neg;          /* of the last factorisation: the negative unknowns at each block's end (L S L^T) */
   int32_t* pattern; /* [n][width], a copy of A.col */
   int analysed;
   /* ordering: node perm[k] of A is column k of L; iperm is its inverse */
@@ -120,14 +120,16 @@ static int order(cqi_chol* c, const cqi_block_matrix* A) {
 }
 
 /* Runs the statements ... for each neighbour j != k of column k through A (both in L's order). */
-#define CQI_FOR_NEIGHBOURS(c, A, k, j, ...)                       \
-  do {                                                            \
+#define CQI_FOR_NEIGHBOURS(c, A, k, j, ...)                           \
+  do {                                                                \
     const int32_t* row_ = (A)->col + (long)(c)->perm[k] * (A)->width; \
-    for (int o_ = 0; o_ < (A)->width; o_++) {                     \
-      if (row_[o_] < 0) continue;                                 \
-      int32_t j = (c)->iperm[row_[o_]];                           \
-      if (j != (k)) { __VA_ARGS__ }                               \
-    }                                                             \
+    for (int o_ = 0; o_ < (A)->width; o_++) {                         \
+      if (row_[o_] < 0) continue;                                     \
+      int32_t j = (c)->iperm[row_[o_]];                               \
+      if (j != (k)) {                                                 \
+        __VA_ARGS__                                                   \
+      }                                                               \
+    }                                                                 \
   } while (0)
 
 /* The elimination tree of A in the order perm (Liu's algorithm with path compression), then a postorder of it
@@ -357,8 +359,10 @@ static int analyse(cqi_chol* c, const cqi_block_matrix* A) {
     if (st == CQI_CHOL_OK) st = supernodes(c, n, A->bs, parent, sptr, sidx);
   }
   free(parent), free(sptr), free(sidx);
-  if (st != CQI_CHOL_OK) drop_analysis(c);
-  else c->analysed = 1;
+  if (st != CQI_CHOL_OK)
+    drop_analysis(c);
+  else
+    c->analysed = 1;
   return st;
 }
 
@@ -550,8 +554,8 @@ static int workspace(cqi_chol* c, int threads) {
 
 int cqi_chol_factor(cqi_chol* c, const cqi_block_matrix* A, int threads) {
   size_t pat = sizeof(int32_t) * (size_t)A->n * A->width;
-  int same = c->analysed && c->n == A->n && c->bs == A->bs && c->width == A->width &&
-             memcmp(c->pattern, A->col, pat) == 0;
+  int same =
+      c->analysed && c->n == A->n && c->bs == A->bs && c->width == A->width && memcmp(c->pattern, A->col, pat) == 0;
   c->factored = 0;
   if (!same) {
     int st = analyse(c, A);

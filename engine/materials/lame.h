@@ -4,7 +4,9 @@
 #include "cq_real.h"
 
 /* mu = E / (2(1+nu)), lambda = E nu / ((1+nu)(1-2nu)); d* are the partial derivatives. */
-typedef struct { cq_real mu, la, dmu_dE, dmu_dnu, dla_dE, dla_dnu; } cqi_lame;
+typedef struct {
+  cq_real mu, la, dmu_dE, dmu_dnu, dla_dE, dla_dnu;
+} cqi_lame;
 
 CQ_HD cqi_lame cqi_lame_from(cq_real E, cq_real nu) {
   cqi_lame l;

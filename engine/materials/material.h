@@ -30,15 +30,18 @@ static inline int cqi_bulk_check(const cq_params* m, int p, char* why, int len) 
 /* One particle's parameter gradients (cq_pgrad): zeroed, and added into the per-particle arrays gp (component-major
  * for vector and matrix parameters) once its adjoint has gathered them. */
 CQ_HD void CQ_D(pgrad_zero)(cq_pgrad* g) {
-#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                     \
+#define CQI_ZERO(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
   CQI_IF(diff)(for (int c = 0; c < (int)(sizeof g->name / sizeof(cq_real)); c++)((cq_real*)&g->name)[c] = 0;)
   CQ_PARAM_FIELDS(CQI_ZERO)
 #undef CQI_ZERO
 }
 CQ_HD void CQ_D(pgrad_add)(const cq_pgrad* g, const cq_param_grads* gp, int p, int n) {
-#define CQI_ADD(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc)                      \
-  CQI_IF(diff)(for (int c = 0; c < ((shape) == CQ_SHAPE_SCALAR ? 1 : (shape) == CQ_SHAPE_VEC ? D : D * D); c++) \
-                 gp->name[(long)c * n + p] += ((const cq_real*)&g->name)[c];)
+#define CQI_ADD(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) \
+  CQI_IF(diff)                                                             \
+  (for (int c = 0; c < ((shape) == CQ_SHAPE_SCALAR ? 1                     \
+                        : (shape) == CQ_SHAPE_VEC  ? D                     \
+                                                   : D * D);                \
+        c++) gp->name[(long)c * n + p] += ((const cq_real*)&g->name)[c];)
   CQ_PARAM_FIELDS(CQI_ADD)
 #undef CQI_ADD
 }
@@ -75,8 +78,10 @@ CQ_HD void CQ_D(material_P_terms_v)(const cq_params* m, int p, const cq_real F[D
                                     cqi_variant v) {
   const unsigned model = v.material >= 0 ? (unsigned)v.material : m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE(); /* commit rejects other ids */
-#define CQI_CASE(ID, name, ...) \
-  if (model == CQ_MAT_##ID) CQ_D(mat_##name##_P)(m, p, F, P); else
+#define CQI_CASE(ID, name, ...)       \
+  if (model == CQ_MAT_##ID)           \
+    CQ_D(mat_##name##_P)(m, p, F, P); \
+  else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (!v.plain && m->inc_p[p] > 0) CQ_D(incompressible_P)(m, p, F, P);
@@ -97,8 +102,10 @@ CQ_HD void CQ_D(material_P_vjp_terms_v)(const cq_params* m, int p, const cq_real
                                         cq_real gF[D][D], cq_pgrad* g, int with_bulk, cqi_variant v) {
   const unsigned model = v.material >= 0 ? (unsigned)v.material : m->material[p];
   if (model >= CQ_N_MATERIALS) CQI_UNREACHABLE();
-#define CQI_CASE(ID, name, ...) \
-  if (model == CQ_MAT_##ID) CQ_D(mat_##name##_P_vjp)(m, p, F, gP, gF, g); else
+#define CQI_CASE(ID, name, ...)                   \
+  if (model == CQ_MAT_##ID)                       \
+    CQ_D(mat_##name##_P_vjp)(m, p, F, gP, gF, g); \
+  else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   if (!v.plain && m->inc_p[p] > 0) CQ_D(incompressible_P_vjp)(m, p, F, gP, gF, g);
@@ -132,8 +139,10 @@ CQ_HD void CQ_D(material_project_F_adj)(const cq_params* m, int p, const cq_real
 CQ_HD cq_real CQ_D(material_modulus)(const cq_params* m, int p) {
   cq_real M = 0;
   const unsigned model = m->material[p];
-#define CQI_CASE(ID, name, ...) \
-  if (model == CQ_MAT_##ID) M = CQ_D(mat_##name##_modulus)(m, p); else
+#define CQI_CASE(ID, name, ...)           \
+  if (model == CQ_MAT_##ID)               \
+    M = CQ_D(mat_##name##_modulus)(m, p); \
+  else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
   return M + CQ_D(incompressible_modulus)(m, p) + m->bulk[p];
@@ -152,8 +161,10 @@ CQ_HD cq_real CQ_D(material_model_modulus)(const cq_params* m, int p) {
 
 CQ_HD void CQ_D(material_model_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {
   const unsigned model = m->material[p];
-#define CQI_CASE(ID, name, ...) \
-  if (model == CQ_MAT_##ID) CQ_D(mat_##name##_modulus_vjp)(m, p, gM, g); else
+#define CQI_CASE(ID, name, ...)                  \
+  if (model == CQ_MAT_##ID)                      \
+    CQ_D(mat_##name##_modulus_vjp)(m, p, gM, g); \
+  else
   CQ_MATERIALS(CQI_CASE) {}
 #undef CQI_CASE
 }

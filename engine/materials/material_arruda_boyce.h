@@ -9,11 +9,11 @@
 
 /* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
 #ifndef CQ_MAT_PARAMS_arruda_boyce
-#define CQ_MAT_PARAMS_arruda_boyce(P, U)                                                                          \
-  P(mu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                      \
-    "shear parameter mu of the Arruda-Boyce series (stress units; > 0 for arruda_boyce)")                         \
-  P(lambda_m, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                \
-    "locking stretch lambda_m of the Arruda-Boyce chains (> 0 for arruda_boyce; typically 3 to 10)")               \
+#define CQ_MAT_PARAMS_arruda_boyce(P, U)                                                             \
+  P(mu, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                        \
+    "shear parameter mu of the Arruda-Boyce series (stress units; > 0 for arruda_boyce)")            \
+  P(lambda_m, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                  \
+    "locking stretch lambda_m of the Arruda-Boyce chains (> 0 for arruda_boyce; typically 3 to 10)") \
   U(mu, 1) U(lambda_m, 1) U(bulk, 1)
 #endif
 
@@ -22,7 +22,8 @@
 #ifndef CQI_AB_TERMS
 #define CQI_AB_TERMS 5
 /* i C_i of the series, i = 1..5 */
-#define CQI_AB_ICI(i) ((i) == 1 ? 0.5 : (i) == 2 ? 0.1 : (i) == 3 ? 33.0 / 1050 : (i) == 4 ? 76.0 / 7000 : 2595.0 / 673750)
+#define CQI_AB_ICI(i) \
+  ((i) == 1 ? 0.5 : (i) == 2 ? 0.1 : (i) == 3 ? 33.0 / 1050 : (i) == 4 ? 76.0 / 7000 : 2595.0 / 673750)
 #endif
 
 /* dPsi/dI1bar = mu sum i C_i I^(i-1) s^(i-1) with s = 1 / lambda_m^2, and its derivatives by I1bar (*d_I), by mu

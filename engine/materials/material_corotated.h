@@ -35,8 +35,7 @@ CQ_HD void CQ_D(mat_corotated_P_vjp)(const cq_params* m, int p, const cq_real F[
   /* lambda (J - 1) cof(F), cof = J A */
   cq_real gcof = J * gA; /* gP : cof */
   for (int i = 0; i < D; i++)
-    for (int j = 0; j < D; j++)
-      gF[i][j] += l.la * (gcof * J * A[i][j] + (J - 1) * (J * gA * A[i][j] - J * AgA[i][j]));
+    for (int j = 0; j < D; j++) gF[i][j] += l.la * (gcof * J * A[i][j] + (J - 1) * (J * gA * A[i][j] - J * AgA[i][j]));
   cq_real FmR = 0;
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) FmR += gP[i][j] * (F[i][j] - R[i][j]);

@@ -10,11 +10,11 @@
 
 /* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
 #ifndef CQ_MAT_PARAMS_fiber_reinforced
-#define CQ_MAT_PARAMS_fiber_reinforced(P, U)                                                                      \
-  P(fiber_E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                 \
-    "fibers' small-strain modulus along fiber_dir, tension only (stress units): fiber_reinforced")                  \
-  P(fiber_dir, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
-    "fibers' direction in the reference configuration (normalised by the model; non-zero): fiber_reinforced")       \
+#define CQ_MAT_PARAMS_fiber_reinforced(P, U)                                                                  \
+  P(fiber_E, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                            \
+    "fibers' small-strain modulus along fiber_dir, tension only (stress units): fiber_reinforced")            \
+  P(fiber_dir, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                     \
+    "fibers' direction in the reference configuration (normalised by the model; non-zero): fiber_reinforced") \
   U(E, 0) U(nu, 0) U(fiber_E, 1) U(fiber_dir, 1)
 #endif
 

@@ -11,8 +11,8 @@ CQ_HD void CQ_D(incompressible_P)(const cq_params* m, int p, const cq_real F[D][
   CQ_D(cofactor)(F, cof);
   cq_real J = CQ_D(det)(F);
   cq_real d = J - 1, ad = cq_fabs(d);
-  cq_real phi = ad > 0 ? CQ_D(incompressible_coeff)(m->E[p], m->nu[p]) * inc_p * cq_pow(ad, inc_p - 1) * (d > 0 ? 1 : -1)
-                       : 0;
+  cq_real phi =
+      ad > 0 ? CQ_D(incompressible_coeff)(m->E[p], m->nu[p]) * inc_p * cq_pow(ad, inc_p - 1) * (d > 0 ? 1 : -1) : 0;
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) P[i][j] += phi * cof[i][j];
 }
@@ -28,7 +28,7 @@ CQ_HD void CQ_D(incompressible_P_vjp)(const cq_params* m, int p, const cq_real F
   cq_real k = CQ_D(incompressible_coeff)(E, nu), sg = d > 0 ? (cq_real)1 : (cq_real)-1;
   cq_real phi = k * inc_p * cq_pow(ad, inc_p - 1) * sg;
   cq_real dphi = k * inc_p * (inc_p - 1) * cq_pow(ad, inc_p - 2); /* d phi / dJ */
-  cq_real gcof = J * gA;                                            /* gP : cof */
+  cq_real gcof = J * gA;                                          /* gP : cof */
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) gF[i][j] += gcof * dphi * J * A[i][j] + phi * (J * gA * A[i][j] - J * AgA[i][j]);
   cq_real gk = gcof * phi / k;

@@ -6,11 +6,11 @@
 
 /* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
 #ifndef CQ_MAT_PARAMS_mooney_rivlin
-#define CQ_MAT_PARAMS_mooney_rivlin(P, U)                                                                        \
-  P(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                     \
-    "coefficient of (I1bar - 3): mooney_rivlin, yeoh")                                                             \
-  P(c01, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                                     \
-    "coefficient of (I2bar - 3): mooney_rivlin")                                                                   \
+#define CQ_MAT_PARAMS_mooney_rivlin(P, U)                                      \
+  P(c10, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED, \
+    "coefficient of (I1bar - 3): mooney_rivlin, yeoh")                         \
+  P(c01, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED, \
+    "coefficient of (I2bar - 3): mooney_rivlin")                               \
   U(c10, 1) U(c01, 1) U(bulk, 1)
 #endif
 

@@ -26,8 +26,7 @@ CQ_HD void CQ_D(mat_neohookean_P_vjp)(const cq_params* m, int p, const cq_real F
   cq_real J = CQ_D(inv_t_adj_parts)(F, gP, A, AgA, &gA);
   cq_real logJ = cq_log(J);
   for (int i = 0; i < D; i++)
-    for (int j = 0; j < D; j++)
-      gF[i][j] += l.mu * (gP[i][j] + AgA[i][j]) + l.la * (gA * A[i][j] - logJ * AgA[i][j]);
+    for (int j = 0; j < D; j++) gF[i][j] += l.mu * (gP[i][j] + AgA[i][j]) + l.la * (gA * A[i][j] - logJ * AgA[i][j]);
   cq_real g_mu = CQ_D(ddot)(gP, F) - gA, g_la = logJ * gA;
   cqi_lame_vjp(&l, g_mu, g_la, &g->E, &g->nu);
 }

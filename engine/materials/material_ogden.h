@@ -8,19 +8,19 @@
 
 /* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
 #ifndef CQ_MAT_PARAMS_ogden
-#define CQ_MAT_PARAMS_ogden(P, U)                                                                                \
-  P(mu1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "shear coefficient mu_1 of Ogden term 1, (mu_1/alpha_1)(sum_i lbar_i^alpha_1 - 3): ogden")                     \
-  P(alpha1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
-    "exponent alpha_1 of Ogden term 1 (a term with mu_1 = alpha_1 = 0 is off): ogden")                             \
-  P(mu2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "shear coefficient mu_2 of Ogden term 2, (mu_2/alpha_2)(sum_i lbar_i^alpha_2 - 3): ogden")                     \
-  P(alpha2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
-    "exponent alpha_2 of Ogden term 2 (a term with mu_2 = alpha_2 = 0 is off): ogden")                             \
-  P(mu3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "shear coefficient mu_3 of Ogden term 3, (mu_3/alpha_3)(sum_i lbar_i^alpha_3 - 3): ogden")                     \
-  P(alpha3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                          \
-    "exponent alpha_3 of Ogden term 3 (a term with mu_3 = alpha_3 = 0 is off): ogden")                             \
+#define CQ_MAT_PARAMS_ogden(P, U)                                                              \
+  P(mu1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,         \
+    "shear coefficient mu_1 of Ogden term 1, (mu_1/alpha_1)(sum_i lbar_i^alpha_1 - 3): ogden") \
+  P(alpha1, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,      \
+    "exponent alpha_1 of Ogden term 1 (a term with mu_1 = alpha_1 = 0 is off): ogden")         \
+  P(mu2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,         \
+    "shear coefficient mu_2 of Ogden term 2, (mu_2/alpha_2)(sum_i lbar_i^alpha_2 - 3): ogden") \
+  P(alpha2, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,      \
+    "exponent alpha_2 of Ogden term 2 (a term with mu_2 = alpha_2 = 0 is off): ogden")         \
+  P(mu3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,         \
+    "shear coefficient mu_3 of Ogden term 3, (mu_3/alpha_3)(sum_i lbar_i^alpha_3 - 3): ogden") \
+  P(alpha3, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,      \
+    "exponent alpha_3 of Ogden term 3 (a term with mu_3 = alpha_3 = 0 is off): ogden")         \
   U(mu1, 0) U(alpha1, 0) U(mu2, 0) U(alpha2, 0) U(mu3, 0) U(alpha3, 0) U(bulk, 1)
 #endif
 

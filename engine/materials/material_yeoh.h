@@ -4,11 +4,11 @@
 
 /* Its parameters (fields.h: P declares one, U names each that the robot builder takes for it, 1 = required). */
 #ifndef CQ_MAT_PARAMS_yeoh
-#define CQ_MAT_PARAMS_yeoh(P, U) /* c10: mooney_rivlin's */                                                    \
-  P(c20, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "coefficient of (I1bar - 3)^2: yeoh")                                                                          \
-  P(c30, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED,                             \
-    "coefficient of (I1bar - 3)^3: yeoh")                                                                          \
+#define CQ_MAT_PARAMS_yeoh(P, U) /* c10: mooney_rivlin's */                            \
+  P(c20, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED, \
+    "coefficient of (I1bar - 3)^2: yeoh")                                              \
+  P(c30, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, -INFINITY, INFINITY, CQ_CLOSED, \
+    "coefficient of (I1bar - 3)^3: yeoh")                                              \
   U(c10, 1) U(c20, 0) U(c30, 0) U(bulk, 1)
 #endif
 

@@ -26,11 +26,10 @@ CQ_HD void CQ_D(stencil)(const cq_substep* c, const cq_real xp[D], CQ_D(cqi_sten
 #ifndef CQI_FOR_STENCIL
 /* Loops over the 3^D stencil nodes with off[a] = the node's offset along axis a. The bounds are constants, so the
  * compiler unrolls the loops and the offsets become constants in every node's code (no index decoding). */
-#define CQI_FOR_STENCIL(off)                                              \
-  CQI_UNROLL for (int cqi_o0 = 0; cqi_o0 < 3; cqi_o0++)                   \
-    CQI_UNROLL for (int cqi_o1 = 0; cqi_o1 < 3; cqi_o1++)                 \
-      CQI_UNROLL for (int cqi_o2 = 0; cqi_o2 < (D == 3 ? 3 : 1); cqi_o2++) \
-        for (int off[3] = {cqi_o0, cqi_o1, cqi_o2}, cqi_once = 1; cqi_once; cqi_once = 0)
+#define CQI_FOR_STENCIL(off)                                                                                  \
+  CQI_UNROLL for (int cqi_o0 = 0; cqi_o0 < 3; cqi_o0++) CQI_UNROLL for (int cqi_o1 = 0; cqi_o1 < 3; cqi_o1++) \
+      CQI_UNROLL for (int cqi_o2 = 0; cqi_o2 < (D == 3 ? 3 : 1);                                              \
+                      cqi_o2++) for (int off[3] = {cqi_o0, cqi_o1, cqi_o2}, cqi_once = 1; cqi_once; cqi_once = 0)
 #endif
 
 /* Stencil node at offset off[]: its grid index, weight, weight gradient and dpos = x_i - x_p. */

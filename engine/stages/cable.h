@@ -19,7 +19,8 @@ CQ_HD cq_real CQ_D(cable_tension)(const cq_cable* cb, cq_real L, cq_real u, cq_r
 }
 
 /* Segment i of cable c: d = x_{i+1} - x_i and its length. */
-CQ_HD cq_real CQ_D(cable_segment)(const cq_cable* cb, const int32_t* idx, const cq_real* x, int n, int i, cq_real d[D]) {
+CQ_HD cq_real CQ_D(cable_segment)(const cq_cable* cb, const int32_t* idx, const cq_real* x, int n, int i,
+                                  cq_real d[D]) {
   cq_real l2 = 0;
   for (int a = 0; a < D; a++) {
     d[a] = x[a * n + idx[cb->first + i + 1]] - x[a * n + idx[cb->first + i]];

@@ -314,8 +314,8 @@ CQ_HD void CQ_D(cavity_particle_force_adj)(const cq_particles* s, const cq_param
 }
 
 CQ_HD void CQ_D(cavity_particle_add_adj)(const cq_particles* s, const cq_params* m, const cq_real* u, int p,
-                                         const cqi_cavity_sums* gsums, const cq_particles* g0,
-                                         const cq_param_grads* gp, cq_real* gact) {
+                                         const cqi_cavity_sums* gsums, const cq_particles* g0, const cq_param_grads* gp,
+                                         cq_real* gact) {
   int a = CQ_D(cavity_of)(m, p), n = s->n;
   if (a < 0) return;
   cq_real gx[D] = {0}, gF[D][D] = {{0}}, gua = 0, gdA = 0;

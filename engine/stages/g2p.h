@@ -63,8 +63,7 @@ CQ_HD cq_real CQ_D(linear_volume_scale)(const cq_substep* c, const cq_real F[D][
  * share (gF0 += ...) through Jl. With q = (g : Fu) s / (D Jl): dL/dFu = s g - q Jl Fu^-T, dL/dF += q Jl F^-T,
  * dL/dC += q det(F) dt I. */
 CQ_HD void CQ_D(linear_volume_scale_adj)(const cq_substep* c, const cq_real F[D][D], const cq_real Cn[D][D],
-                                         const cq_real Fu[D][D], cq_real g[D][D], cq_real gF0[D][D],
-                                         cq_real* gC_diag) {
+                                         const cq_real Fu[D][D], cq_real g[D][D], cq_real gF0[D][D], cq_real* gC_diag) {
   cq_real Fi[D][D], Fui[D][D];
   cq_real J0 = CQ_D(inv_t)(F, Fi);
   cq_real Jl = J0 * CQ_D(linear_volume_rate)(c, Cn), s = cq_pow(Jl / CQ_D(inv_t)(Fu, Fui), (cq_real)1 / D);
@@ -171,7 +170,8 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
   }
   int lin = !vr.plain && CQ_D(implicit_linear_volume)(c, m, p);
   cq_real gF0[D][D] = {{0}}, gC_diag = 0; /* the linear volume's rescaling: its shares of dL/dF^n and dL/dC^{n+1} */
-  if (lin || (!vr.plain && CQ_D(material_projects_F)(m, p))) { /* through the projections, back to the updated F_u = (I + dt C) F */
+  if (lin || (!vr.plain &&
+              CQ_D(material_projects_F)(m, p))) { /* through the projections, back to the updated F_u = (I + dt C) F */
     cq_real Fu[D][D], Fs[D][D], sc = 1;
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) {

@@ -58,8 +58,8 @@ CQ_HD void CQ_D(bc_apply_adj)(const cq_bc* b, const cq_real v[D], cq_real g[D]) 
     /* r' = s(ln, lt) t, with t = r - ln n, lt = |t| */
     cq_real gt_dot = 0;
     for (int a = 0; a < D; a++) gt_dot += g[a] * t[a];
-    cq_real g_ln = gt_dot * b->mu / lt;                 /* ds/dln = mu / lt */
-    cq_real g_lt = gt_dot * (-b->mu * ln / (lt * lt));  /* ds/dlt */
+    cq_real g_ln = gt_dot * b->mu / lt;                /* ds/dln = mu / lt */
+    cq_real g_lt = gt_dot * (-b->mu * ln / (lt * lt)); /* ds/dlt */
     cq_real gtv[D], gtn = 0;
     for (int a = 0; a < D; a++) {
       gtv[a] = s * g[a] + g_lt * t[a] / lt;
@@ -129,7 +129,7 @@ CQ_HD void CQ_D(grid_node_adj)(const cq_substep* c, long node, const int i[D], c
   CQ_D(bc_chain_adj)(bcs, nb, v, gv);
   cq_real gm = 0;
   for (int a = 0; a < D; a++) {
-    gv[a] *= c->damp;      /* dL/d(p/m) */
+    gv[a] *= c->damp; /* dL/d(p/m) */
     gm -= vn[a] * gv[a] / m;
     g[a] = gv[a] / m;
   }

@@ -7,14 +7,14 @@
 #include "kernels.h"
 
 /* The host's sums (particle order) and adjoint, for states the backend cannot use in place. */
-#define CQI_HOST_MOMENTS(DIM)                                                                                      \
-  static void host_moments_##DIM(const cq_particles* s, const cq_params* m, double* out) {                        \
-    for (int k = 0; k < CQI_MOMENTS(DIM); k++) out[k] = 0;                                                         \
-    for (int p = 0; p < s->n; p++) moments_add_##DIM(s, m, p, out);                                                \
-  }                                                                                                                \
-  static void host_moments_adj_##DIM(const cq_particles* s, const cq_params* m, const double* g,                 \
-                                     const cq_particles* gs, cq_real* gmass) {                                     \
-    for (int p = 0; p < s->n; p++) moments_adj_##DIM(s, m, p, g, gs, gmass);                                       \
+#define CQI_HOST_MOMENTS(DIM)                                                                    \
+  static void host_moments_##DIM(const cq_particles* s, const cq_params* m, double* out) {       \
+    for (int k = 0; k < CQI_MOMENTS(DIM); k++) out[k] = 0;                                       \
+    for (int p = 0; p < s->n; p++) moments_add_##DIM(s, m, p, out);                              \
+  }                                                                                              \
+  static void host_moments_adj_##DIM(const cq_particles* s, const cq_params* m, const double* g, \
+                                     const cq_particles* gs, cq_real* gmass) {                   \
+    for (int p = 0; p < s->n; p++) moments_adj_##DIM(s, m, p, g, gs, gmass);                     \
   }
 CQI_HOST_MOMENTS(2)
 CQI_HOST_MOMENTS(3)
@@ -38,8 +38,10 @@ int cq_state_moments(cq_world* w, const cq_state* s, double* out) {
   if (on_backend(w, s)) return be->ops->moments(be, &s->p, &w->view.params, out);
   if (!be->ops->host_memory && (st = be->ops->download(be, s->block, s->block, 0)) != CQ_OK) return st;
   cq_params hp = cqi_model_params(&w->model);
-  if (s->dim == 2) host_moments_2(&s->p, &hp, out);
-  else host_moments_3(&s->p, &hp, out);
+  if (s->dim == 2)
+    host_moments_2(&s->p, &hp, out);
+  else
+    host_moments_3(&s->p, &hp, out);
   return CQ_OK;
 }
 
@@ -56,7 +58,9 @@ int cq_state_moments_adj(cq_world* w, const cq_state* s, const double* g, cq_sta
   /* the host path touches what the backend may still be writing: wait for it (a download between equal pointers) */
   if (!be->ops->host_memory && (st = be->ops->download(be, gs->block, gs->block, 0)) != CQ_OK) return st;
   cq_params hp = cqi_model_params(&w->model);
-  if (s->dim == 2) host_moments_adj_2(&s->p, &hp, g, &gs->p, gmass);
-  else host_moments_adj_3(&s->p, &hp, g, &gs->p, gmass);
+  if (s->dim == 2)
+    host_moments_adj_2(&s->p, &hp, g, &gs->p, gmass);
+  else
+    host_moments_adj_3(&s->p, &hp, g, &gs->p, gmass);
   return CQ_OK;
 }

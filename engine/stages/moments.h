@@ -32,8 +32,8 @@ CQ_HD void CQ_D(moments_add)(const cq_particles* s, const cq_params* m, int p, d
 
 /* Adjoint of particle p's terms: given g = dL/d(the moments) (same layout), adds dL/dx_p and dL/dv_p into gs (x, v
  * fields) and dL/dm_p into gmass[p] (NULL: not wanted). Writes only particle p's entries. */
-CQ_HD void CQ_D(moments_adj)(const cq_particles* s, const cq_params* m, int p, const double* g,
-                             const cq_particles* gs, cq_real* gmass) {
+CQ_HD void CQ_D(moments_adj)(const cq_particles* s, const cq_params* m, int p, const double* g, const cq_particles* gs,
+                             cq_real* gmass) {
   int n = s->n;
   double mp = (double)m->mass[p], x[D], v[D];
   for (int a = 0; a < D; a++) x[a] = (double)s->x[a * n + p], v[a] = (double)s->v[a * n + p];

@@ -7,12 +7,12 @@
 typedef struct {
   cq_real x[D], v[D], Cm[D][D], F[D][D];
   cq_real m, vol0;
-  cq_real P[D][D];   /* elastic first Piola-Kirchhoff stress */
-  cq_real tau[D][D]; /* Kirchhoff stress P F^T + F A F^T */
-  cq_real G[D][D];   /* -(4/dx^2) dt V0 tau + m C  (eq. 5) */
-  cq_real f[D];      /* actuation force (force actuators, chamber walls) */
-  cq_real ua;        /* the actuation this particle feels: u of its actuator times act_w */
-  cq_real A[D][D];   /* material-space actuation stress: diag(u axis) of a stress actuator + the user's A_p */
+  cq_real P[D][D];             /* elastic first Piola-Kirchhoff stress */
+  cq_real tau[D][D];           /* Kirchhoff stress P F^T + F A F^T */
+  cq_real G[D][D];             /* -(4/dx^2) dt V0 tau + m C  (eq. 5) */
+  cq_real f[D];                /* actuation force (force actuators, chamber walls) */
+  cq_real ua;                  /* the actuation this particle feels: u of its actuator times act_w */
+  cq_real A[D][D];             /* material-space actuation stress: diag(u axis) of a stress actuator + the user's A_p */
   int act, act_kind, actuated; /* actuated: A may be non-zero */
 } CQ_D(cqi_p2g);
 
@@ -24,8 +24,10 @@ CQ_HD void CQ_D(p2g_cache_io)(CQ_D(cqi_p2g) * q, cq_real* cache, int n, int p, i
   for (int k = 0; k < 3; k++)
     for (int e = 0; e < D * D; e++) {
       cq_real* slot = &cache[(long)(k * D * D + e) * n + p];
-      if (store) *slot = mats[k][e];
-      else mats[k][e] = *slot;
+      if (store)
+        *slot = mats[k][e];
+      else
+        mats[k][e] = *slot;
     }
 }
 
@@ -57,8 +59,7 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * axis[a * n + p];
   }
   /* chamber pressure at F_p; the implicit solve takes it at F_p(v) instead (implicit.h) */
-  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure)
-    CQ_D(nanson_force)(m, p, n, q->F, ua, q->f);
+  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure) CQ_D(nanson_force)(m, p, n, q->F, ua, q->f);
   if (v.cached || cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
     return;
@@ -148,9 +149,8 @@ CQ_HD void CQ_D(p2g_store)(const cq_substep* c, const cq_particles* s, const cq_
 }
 
 /* What p2g_store left of particle p: q's m and G (all p2g_node reads), its stencil and mv. */
-CQ_HD void CQ_D(p2g_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                            const cq_real* cache, const cq_real* mv, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st,
-                            cq_real mvp[D]) {
+CQ_HD void CQ_D(p2g_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* cache,
+                            const cq_real* mv, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st, cq_real mvp[D]) {
   int n = s->n;
   cq_real x[D];
   q->m = m->mass[p];
@@ -220,12 +220,12 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
         gG[a][b] += w * g[a] * dpos[b];
       }
       contrib += g[a] * t;
-      gv[a] += w * q.m * g[a];           /* eq. A64 */
+      gv[a] += w * q.m * g[a]; /* eq. A64 */
       gf[a] += w * c->dt * g[a];
       sum_gp[a] += w * g[a];
       gm += w * g[a] * q.v[a];
     }
-    gm += w * g[D];                       /* eq. A90 */
+    gm += w * g[D]; /* eq. A90 */
     for (int a = 0; a < D; a++) gx[a] += gw[a] * contrib;
   }
   /* dpos = x_i - x_p: -G^T sum_i w gp_i (eq. A88, second term) */
@@ -279,7 +279,8 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   if (v.plain || !c->implicit_elastic) {
     int avg = !v.plain && c->vol_averaged; /* the bulk term on the group's J (volumetric.h) */
     CQ_D(material_P_vjp_terms_v)(m, p, q.F, gP, gF, &g, !avg, v);
-    if (avg && CQ_D(particle_bulk)(m, p) > 0) CQ_D(vol_averaged_P_vjp)(m, p, c->vol_p[p], q.F, gP, gF, &g, &c->vol_g[p]);
+    if (avg && CQ_D(particle_bulk)(m, p) > 0)
+      CQ_D(vol_averaged_P_vjp)(m, p, c->vol_p[p], q.F, gP, gF, &g, &c->vol_g[p]);
   }
   cq_real gCv[D][D] = {{0}}; /* viscosity: tau += J mu_v (C + C^T) */
   cq_real visc = v.plain ? 0 : m->visc[p];

@@ -104,8 +104,8 @@ CQ_HD cq_real CQ_D(inv_t)(const cq_real A[D][D], cq_real out[D][D]) {
 
 /* Pieces of d(F^{-T}) = -F^{-T} dF^T F^{-T} that the materials' adjoints share: A = F^{-T}, AgA = A gP^T A and
  * *gA = gP : A; returns J = det F. */
-CQ_HD cq_real CQ_D(inv_t_adj_parts)(const cq_real F[D][D], const cq_real gP[D][D], cq_real A[D][D],
-                                    cq_real AgA[D][D], cq_real* gA) {
+CQ_HD cq_real CQ_D(inv_t_adj_parts)(const cq_real F[D][D], const cq_real gP[D][D], cq_real A[D][D], cq_real AgA[D][D],
+                                    cq_real* gA) {
   cq_real tmp[D][D];
   cq_real J = CQ_D(inv_t)(F, A);
   CQ_D(mmt)(A, gP, tmp);
@@ -122,7 +122,10 @@ CQ_HD void CQ_D(polar)(const cq_real F[D][D], cq_real R[D][D], cq_real S[D][D]) 
   cq_real r = cq_sqrt(a * a + b * b);
   cq_real ir = r > 0 ? 1 / r : 0;
   cq_real c = r > 0 ? a * ir : (cq_real)1, s = b * ir;
-  R[0][0] = c; R[0][1] = -s; R[1][0] = s; R[1][1] = c;
+  R[0][0] = c;
+  R[0][1] = -s;
+  R[1][0] = s;
+  R[1][1] = c;
 #else
   cq_real X[3][3], Y[3][3];
   int scaled = 1; /* Frobenius-scaled steps far from convergence, plain Newton near it */
@@ -157,8 +160,10 @@ CQ_HD void CQ_D(polar_vjp)(const cq_real R[D][D], const cq_real S[D][D], const c
 #if D == 2
   cq_real c = (B[1][0] - B[0][1]) / (S[0][0] + S[1][1]);
   /* gF += c R [[0,-1],[1,0]] */
-  gF[0][0] += c * R[0][1]; gF[0][1] -= c * R[0][0];
-  gF[1][0] += c * R[1][1]; gF[1][1] -= c * R[1][0];
+  gF[0][0] += c * R[0][1];
+  gF[0][1] -= c * R[0][0];
+  gF[1][0] += c * R[1][1];
+  gF[1][1] -= c * R[1][0];
 #else
   cq_real b[3] = {B[2][1] - B[1][2], B[0][2] - B[2][0], B[1][0] - B[0][1]};
   cq_real tr = S[0][0] + S[1][1] + S[2][2], K[3][3], Kinv[3][3];

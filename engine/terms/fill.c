@@ -17,8 +17,10 @@ static int fill_buffers(cqi_sim* sim) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (*bufs[i]) be->ops->release(be, *bufs[i]), *bufs[i] = NULL;
     if (ref) be->ops->release(be, ref);
-    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "fluid = \"fill\": out of memory for the fill's grid vectors (%ld "
-                      "nodes)", be->n_nodes);
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM,
+                      "fluid = \"fill\": out of memory for the fill's grid vectors (%ld "
+                      "nodes)",
+                      be->n_nodes);
   }
   sim->fill.ref = ref; /* last: marks the buffers complete */
   sim->fill.ref_set = 0;
@@ -121,8 +123,10 @@ int cqi_fill_step(cqi_sim* sim, const cq_substep* c, double s_rest, double kappa
   double m1 = s_rest + kappa * a + w[1], m2 = kappa + w[2];
   for (int k = 0; k < MAX_EVALS && hi > lo; k++) { /* the root lies in (lo, hi) once m1 > 0 at a = 1 */
     if (k == 0 && !(m1 > 0)) break;                /* the full step still descends: take it */
-    if (m1 > 0) hi = a;
-    else lo = a;
+    if (m1 > 0)
+      hi = a;
+    else
+      lo = a;
     if (fabs(m1) <= 0.01 * fabs(slope0) || hi - lo <= 1e-6) break;
     double next = m2 > 0 ? a - m1 / m2 : 0.5 * (lo + hi); /* exact within one linear piece of m' */
     a = next > lo && next < hi ? next : 0.5 * (lo + hi);
@@ -133,8 +137,8 @@ int cqi_fill_step(cqi_sim* sim, const cq_substep* c, double s_rest, double kappa
   return CQ_OK;
 }
 
-int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
-                     const cq_real* lam, cq_particles* gs, const cq_param_grads* gp) {
+int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
+                     cq_particles* gs, const cq_param_grads* gp) {
   cqi_backend* be = sim->be;
   const cq_params* m = &sim->view->params;
   TRY(fill_at_velocities(sim, c, s, v, sim->fill.lin));

@@ -31,11 +31,11 @@
  * fill_rows adds each particle's share of the fill's rows g_ij into rows ([count][5^D][D], zero on entry) at the
  * nodes numbered by implicit_slots. */
 #ifndef CQ_FILL_PASSES
-#define CQ_FILL_PASSES(X)                                                                                         \
-  X(fill_scatter, fill_scatter, SCATTER, 1, 1, (CR, v), (R, out))                                                  \
-  X(fill_node, fill_node, NODES, 0, 1, (I, mode), (G, base), (G, ref), (CG, at), (G, out))                         \
-  X(fill_force, fill_force, SCATTER, 1, 1, (CR, pn), (S, scale), (R, out))                                         \
-  X(fill_adj, fill_adj, PARTICLES, 0, 1, (CR, v), (CR, lam), (CR, lin), (CR, adj), (GS, gs), (GP, gp))             \
+#define CQ_FILL_PASSES(X)                                                                              \
+  X(fill_scatter, fill_scatter, SCATTER, 1, 1, (CR, v), (R, out))                                      \
+  X(fill_node, fill_node, NODES, 0, 1, (I, mode), (G, base), (G, ref), (CG, at), (G, out))             \
+  X(fill_force, fill_force, SCATTER, 1, 1, (CR, pn), (S, scale), (R, out))                             \
+  X(fill_adj, fill_adj, PARTICLES, 0, 1, (CR, v), (CR, lam), (CR, lin), (CR, adj), (GS, gs), (GP, gp)) \
   X(fill_rows, fill_rows, SCATTER, 0, 0, (CI, slot), (DR, rows))
 #endif
 
@@ -180,8 +180,10 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, long node, const int i[3], int m
   } else {
     cq_real Vc = 1;
     for (int a = 0; a < D; a++) Vc *= c->dx;
-    if (mode == CQI_FILL_LINE) CQ_D(fill_line_node)(base, ref, at, Vc, out);
-    else CQ_D(fill_adj_node)(base, at, Vc, out);
+    if (mode == CQI_FILL_LINE)
+      CQ_D(fill_line_node)(base, ref, at, Vc, out);
+    else
+      CQ_D(fill_adj_node)(base, at, Vc, out);
   }
 }
 
@@ -253,9 +255,12 @@ CQ_HD void CQ_D(fill_hessian_w)(const cq_substep* c, const CQ_D(cqi_stencil) * s
       cq_real h = 1;
       for (int e = 0; e < D; e++) {
         int o = off[e];
-        if (e == a && e == b) h *= (o == 1 ? -2 : 1) * k2;
-        else if (e == a || e == b) h *= st->dw[e][o];
-        else h *= st->w[e][o];
+        if (e == a && e == b)
+          h *= (o == 1 ? -2 : 1) * k2;
+        else if (e == a || e == b)
+          h *= st->dw[e][o];
+        else
+          h *= st->w[e][o];
       }
       H[a][b] = h;
     }

@@ -21,8 +21,10 @@ static int vol_buffers(cqi_sim* sim) {
   sim->vol_dp = be->ops->alloc(be, pb); /* last: marks the buffers complete */
   if (!sim->vol_sums || !sim->vol_dsums || !sim->vol_gsums || !sim->vol_p || !sim->vol_g || !sim->vol_dp ||
       !sim->vol_gJs || !sim->vol_psums || !sim->vol_share)
-    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric = \"averaged\": out of memory for the group sums (%ld "
-                      "nodes)", be->n_nodes);
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM,
+                      "volumetric = \"averaged\": out of memory for the group sums (%ld "
+                      "nodes)",
+                      be->n_nodes);
   return CQ_OK;
 }
 

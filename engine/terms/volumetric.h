@@ -27,14 +27,14 @@
  * gsums), then vol_project_adj turns gF (a [D*D][n] gradient of the projected F) in place into dL/dF and adds
  * dL/dvol0 into gp; s is the state before the projection. */
 #ifndef CQ_VOLUMETRIC_PASSES
-#define CQ_VOLUMETRIC_PASSES(X)                                                                                   \
-  X(vol_sums, vol_sum, GROUPS, 1, 1, (CR, v), (I, diff), (R, sums))                                                \
-  X(vol_pressure, vol_pressure, PARTICLES, 1, 1, (CR, sums), (CR, dsums), (R, out))                                \
-  X(vol_adj_sums, vol_adj_sum, GROUPS, 0, 1, (CR, g_pg), (CR, lam), (R, gsums))                                    \
-  X(vol_adj, vol_adj, PARTICLES, 0, 1, (CR, v), (CR, gsums), (R, gJ), (GS, gs), (GP, gp))                           \
-  X(vol_strain_adj, vol_strain_adj, SCATTER, 0, 1, (CR, gJ), (R, out))                                             \
-  X(vol_project, vol_project, PARTICLES, 1, 1, (CR, sums))                                                         \
-  X(vol_project_share, vol_project_share, PARTICLES, 0, 1, (CR, sums), (CR, gF), (R, share))                        \
+#define CQ_VOLUMETRIC_PASSES(X)                                                              \
+  X(vol_sums, vol_sum, GROUPS, 1, 1, (CR, v), (I, diff), (R, sums))                          \
+  X(vol_pressure, vol_pressure, PARTICLES, 1, 1, (CR, sums), (CR, dsums), (R, out))          \
+  X(vol_adj_sums, vol_adj_sum, GROUPS, 0, 1, (CR, g_pg), (CR, lam), (R, gsums))              \
+  X(vol_adj, vol_adj, PARTICLES, 0, 1, (CR, v), (CR, gsums), (R, gJ), (GS, gs), (GP, gp))    \
+  X(vol_strain_adj, vol_strain_adj, SCATTER, 0, 1, (CR, gJ), (R, out))                       \
+  X(vol_project, vol_project, PARTICLES, 1, 1, (CR, sums))                                   \
+  X(vol_project_share, vol_project_share, PARTICLES, 0, 1, (CR, sums), (CR, gF), (R, share)) \
   X(vol_project_adj, vol_project_adj, PARTICLES, 0, 1, (CR, sums), (CR, gsums), (CR, share), (R, gF), (GP, gp))
 #endif
 
@@ -181,8 +181,8 @@ CQ_HD void CQ_D(vol_averaged_P_vjp)(const cq_params* m, int p, cq_real pg, const
  * Scatter: gsums[g][0] += dL/dp_g of particle p: g_pg[p] (explicit), or, with lam (the implicit adjoint's
  * multipliers; g_pg NULL), V0 J dt tr C_p(lam): the implicit gradient's share p_g J dt V0 tr C_p(v) differentiated
  * against lam. */
-CQ_HD void CQ_D(vol_adj_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
-                             const cq_real* g_pg, const cq_real* lam, cq_real* gsums) {
+CQ_HD void CQ_D(vol_adj_sum)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* g_pg,
+                             const cq_real* lam, cq_real* gsums) {
   if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
   cq_real G = g_pg ? g_pg[p] : m->vol0[p] * CQ_D(vol_strain)(c, s, p, lam, 1);
   CQ_SCATTER_ADD(&gsums[CQ_D(vol_group)(c, s, p) * (D + 1)], G);
@@ -321,8 +321,7 @@ CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, co
    * at their offsets from that node, those within the group node's stencil (the rest is left out of this
    * preconditioner's blocks) */
   int shift[D];
-  for (int b = 0; b < D; b++)
-    shift[b] = c->vol_group_of ? st.base[b] - (int)((group / c->stride[b]) % c->res[b]) : 0;
+  for (int b = 0; b < D; b++) shift[b] = c->vol_group_of ? st.base[b] - (int)((group / c->stride[b]) % c->res[b]) : 0;
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);

@@ -103,8 +103,7 @@ static cqi_block_matrix view(const bmat* A) { return (cqi_block_matrix){A->n, A-
 /* ||A x - b|| / ||b|| after x = A^-1 b by the factors in c. */
 static double residual(cqi_chol* c, const bmat* A) {
   long len = A->n * A->bs;
-  double *b = malloc(sizeof(double) * (len ? len : 1)), *x = malloc(sizeof(double) * (len ? len : 1)), num = 0,
-         den = 0;
+  double *b = malloc(sizeof(double) * (len ? len : 1)), *x = malloc(sizeof(double) * (len ? len : 1)), num = 0, den = 0;
   for (long i = 0; i < len; i++) x[i] = b[i] = prand(i, 99);
   cqi_chol_solve(c, x);
   for (long a = 0; a < A->n; a++)
@@ -113,7 +112,8 @@ static double residual(cqi_chol* c, const bmat* A) {
       for (int o = 0; o < A->width; o++) {
         long bb = A->col[a * A->width + o];
         if (bb < 0) continue;
-        for (int q = 0; q < A->bs; q++) t += A->val[(a * A->width + o) * A->bs * A->bs + r * A->bs + q] * x[bb * A->bs + q];
+        for (int q = 0; q < A->bs; q++)
+          t += A->val[(a * A->width + o) * A->bs * A->bs + r * A->bs + q] * x[bb * A->bs + q];
       }
       num += t * t, den += b[a * A->bs + r] * b[a * A->bs + r];
     }
@@ -129,8 +129,8 @@ static void cholesky_cases(void) {
     int nx, ny, nz, bs;
     double hole;
     int split;
-  } cases[] = {{14, 9, 7, 3, 2.5, 0}, {12, 8, 6, 3, 0, 1}, {30, 22, 1, 2, 5, 0}, {1, 1, 1, 3, 0, 0},
-               {5, 1, 1, 2, 0, 0}};
+  } cases[] = {
+      {14, 9, 7, 3, 2.5, 0}, {12, 8, 6, 3, 0, 1}, {30, 22, 1, 2, 5, 0}, {1, 1, 1, 3, 0, 0}, {5, 1, 1, 2, 0, 0}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     bmat A = grid_matrix(cases[k].nx, cases[k].ny, cases[k].nz, cases[k].bs, cases[k].hole, cases[k].split, (int)k);
     cqi_block_matrix V = view(&A);
@@ -155,7 +155,8 @@ static void cholesky_cases(void) {
           cqi_chol_concurrent() ? "  refactorised on 2 threads: the same solution, bit for bit"
                                 : "  refactorised (this BLAS allows one thread only): the same solution, bit for bit",
           0);
-    bmat B = grid_matrix(cases[k].nx, cases[k].ny, cases[k].nz, cases[k].bs, cases[k].hole, cases[k].split, (int)k + 50);
+    bmat B =
+        grid_matrix(cases[k].nx, cases[k].ny, cases[k].nz, cases[k].bs, cases[k].hole, cases[k].split, (int)k + 50);
     cqi_block_matrix W = view(&B);
     st = cqi_chol_factor(c, &W, threads);
     res = st == CQI_CHOL_OK ? residual(c, &B) : 1;
@@ -213,8 +214,8 @@ static void quasi_definite_cases(void) {
     cqi_chol_solve(c, x1);
     st = cqi_chol_factor(c, &V, 2);
     cqi_chol_solve(c, x2);
-    check(st == CQI_CHOL_OK && memcmp(x1, x2, sizeof(double) * len) == 0, "  on 2 threads: the same solution, bit for bit",
-          0);
+    check(st == CQI_CHOL_OK && memcmp(x1, x2, sizeof(double) * len) == 0,
+          "  on 2 threads: the same solution, bit for bit", 0);
     if (k == 1) { /* a positive unknown's diagonal made negative: its pivot has the wrong sign */
       A.val[(A.width - 1) / 2 * BB] = -1e9;
       st = cqi_chol_factor(c, &V, 1);
@@ -262,7 +263,8 @@ static void projection_cases(void) {
     char what[120];
     snprintf(what, sizeof what, "projection %dx%d (trial %d, clamped %d): min x.P(A)x / |P(A)|", n, n, trial, clamped);
     check(min_quadratic(n, P) > -1e-12, what, min_quadratic(n, P));
-    check(min_quadratic(n, R) > -1e-12, "  P(A) - A semi-definite: min x.(P(A) - A)x / |P(A) - A|", min_quadratic(n, R));
+    check(min_quadratic(n, R) > -1e-12, "  P(A) - A semi-definite: min x.(P(A) - A)x / |P(A) - A|",
+          min_quadratic(n, R));
     check(comm < 1e-12 * scale * scale, "  P(A) (P(A) - A) = 0: largest entry", comm);
     /* a projected matrix stays as it is (semi-definite: returns 0, no entry changed) */
     memcpy(R, P, sizeof R);

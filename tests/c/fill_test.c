@@ -61,7 +61,8 @@ int main(void) {
   if (!b) return printf("backend: %s\n", err.msg), 1;
   const cqi_backend_ops* op = b->ops;
   cq_real* block = op->alloc(b, sizeof(cq_real) * N * 13);
-  f.s = (cq_particles){.n = N, .x = block, .v = block + 2 * N, .C = block + 4 * N, .F = block + 8 * N, .pg = block + 10 * N};
+  f.s = (cq_particles){
+      .n = N, .x = block, .v = block + 2 * N, .C = block + 4 * N, .F = block + 8 * N, .pg = block + 10 * N};
   double h = d.dx / 2.5;
   for (int p = 0; p < N; p++) {
     int i = p % NX, j = p / NX, solid = i >= NX / 2;
@@ -135,8 +136,8 @@ int main(void) {
       if (e > worst_line) worst_line = e;
     }
   }
-  expect(worst_line <= 1e-10 && fabs(ref[3][2] - ref[0][2]) > 1e-3 * ref[0][2], "W, dW/da, d2W/da2 along v + a x (4 steps)",
-         worst_line, 1e-10);
+  expect(worst_line <= 1e-10 && fabs(ref[3][2] - ref[0][2]) > 1e-3 * ref[0][2],
+         "W, dW/da, d2W/da2 along v + a x (4 steps)", worst_line, 1e-10);
   /* the first step of the line search: the model's derivative s + kappa a + W'(a) vanishes at it (to 1 % of the
    * slope at 0), here with the root at a = 0.7 */
   double kappa = 0.1 * ref[0][2], wt[3], step;

@@ -48,16 +48,16 @@ static double loss(int d, const cq_params* m, const double* F, const double* gP)
 }
 
 /* Richardson-extrapolated central difference of L along *x (an entry of F, or a parameter's storage: T its type). */
-#define CQI_FD(T)                                                                          \
+#define CQI_FD(T)                                                                            \
   static double fd_##T(int d, const cq_params* m, const double* F, const double* gP, T* x) { \
-    const double x0 = *x, h = 1e-3, s[4] = {h, -h, h / 2, -h / 2};                         \
-    double v[4];                                                                           \
-    for (int i = 0; i < 4; i++) {                                                          \
-      *x = (T)(x0 + s[i]);                                                                 \
-      v[i] = loss(d, m, F, gP);                                                            \
-    }                                                                                      \
-    *x = (T)x0;                                                                            \
-    return (4 * (v[2] - v[3]) / h - (v[0] - v[1]) / (2 * h)) / 3;                          \
+    const double x0 = *x, h = 1e-3, s[4] = {h, -h, h / 2, -h / 2};                           \
+    double v[4];                                                                             \
+    for (int i = 0; i < 4; i++) {                                                            \
+      *x = (T)(x0 + s[i]);                                                                   \
+      v[i] = loss(d, m, F, gP);                                                              \
+    }                                                                                        \
+    *x = (T)x0;                                                                              \
+    return (4 * (v[2] - v[3]) / h - (v[0] - v[1]) / (2 * h)) / 3;                            \
   }
 CQI_FD(double)
 CQI_FD(cq_real)

@@ -8,18 +8,17 @@
 #include <stdlib.h>
 #include "mesh.h"
 
-#define FUZZ_REQUIRE(cond, ...)                  \
-  do {                                           \
-    if (!(cond)) {                               \
+#define FUZZ_REQUIRE(cond, ...)                           \
+  do {                                                    \
+    if (!(cond)) {                                        \
       fprintf(stderr, "fuzz check failed: " __VA_ARGS__); \
-      fprintf(stderr, "\n");                     \
-      abort();                                   \
-    }                                            \
+      fprintf(stderr, "\n");                              \
+      abort();                                            \
+    }                                                     \
   } while (0)
 
 /* The winding number of the placed mesh around q (solid angles, Van Oosterom and Strackee). */
-static double fuzz_winding(const double* P, const cqh_mesh* m, const double* q)
-{
+static double fuzz_winding(const double* P, const cqh_mesh* m, const double* q) {
   double w = 0;
   int t, k;
   for (t = 0; t < m->n_triangles; t++) {
@@ -33,8 +32,8 @@ static double fuzz_winding(const double* P, const cqh_mesh* m, const double* q)
     lb = sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]);
     lc = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
     det = a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) + a[2] * (b[0] * c[1] - b[1] * c[0]);
-    den = la * lb * lc + (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) * lc + (a[0] * c[0] + a[1] * c[1] + a[2] * c[2]) * lb +
-          (b[0] * c[0] + b[1] * c[1] + b[2] * c[2]) * la;
+    den = la * lb * lc + (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) * lc +
+          (a[0] * c[0] + a[1] * c[1] + a[2] * c[2]) * lb + (b[0] * c[0] + b[1] * c[1] + b[2] * c[2]) * la;
     w += 2 * atan2(det, den);
   }
   return w / (4 * M_PI);
@@ -44,8 +43,7 @@ static double fuzz_dot(const double* a, const double* b) { return a[0] * b[0] + 
 
 /* Squared distance from q to the triangle (a, b, c): the closest point by the triangle's Voronoi regions (Ericson,
  * Real-Time Collision Detection, 5.1.5). */
-static double fuzz_distance2(const double* q, const double* a, const double* b, const double* c)
-{
+static double fuzz_distance2(const double* q, const double* a, const double* b, const double* c) {
   double ab[3], ac[3], ap[3], bp[3], cp[3], x[3], d1, d2, d3, d4, d5, d6, va, vb, vc, v, w, den;
   int k;
   for (k = 0; k < 3; k++) {
@@ -79,10 +77,9 @@ static double fuzz_distance2(const double* q, const double* a, const double* b, 
 }
 
 /* Fills m at a spacing giving about `across` lattice points along its longest side, then checks the invariants. */
-static void fuzz_check_lattice(const cqh_mesh* m, double across, double scale)
-{
-  double lin[9] = { scale, 0, 0, 0, scale, 0, 0, 0, scale }, offset[3] = { 0.5, -0.25, 0 }, ext = 0, h, lo[3], hi[3];
-  double sum = 0, vec[3] = { 0, 0, 0 }, *P;
+static void fuzz_check_lattice(const cqh_mesh* m, double across, double scale) {
+  double lin[9] = {scale, 0, 0, 0, scale, 0, 0, 0, scale}, offset[3] = {0.5, -0.25, 0}, ext = 0, h, lo[3], hi[3];
+  double sum = 0, vec[3] = {0, 0, 0}, *P;
   char err[512];
   int a, i;
   cqh_lattice* f;
@@ -95,7 +92,8 @@ static void fuzz_check_lattice(const cqh_mesh* m, double across, double scale)
     hi[a] = offset[a] + scale * (m->hi[a] - m->lo[a]);
   }
   for (i = 0; i < f->n; i++) {
-    for (a = 0; a < 3; a++) FUZZ_REQUIRE(f->x[3 * i + a] >= lo[a] && f->x[3 * i + a] <= hi[a], "particle %d outside the box", i);
+    for (a = 0; a < 3; a++)
+      FUZZ_REQUIRE(f->x[3 * i + a] >= lo[a] && f->x[3 * i + a] <= hi[a], "particle %d outside the box", i);
   }
   for (i = 0; i < f->n_surface; i++) {
     FUZZ_REQUIRE(f->surface[i] >= 0 && f->surface[i] < f->n && (i == 0 || f->surface[i] > f->surface[i - 1]),
@@ -103,7 +101,8 @@ static void fuzz_check_lattice(const cqh_mesh* m, double across, double scale)
     sum += f->area[i];
     for (a = 0; a < 3; a++) vec[a] += f->area[i] * f->normal[3 * i + a];
   }
-  FUZZ_REQUIRE(fabs(sum - f->mesh_area) <= 1e-9 * f->mesh_area, "surface area %.17g vs mesh area %.17g", sum, f->mesh_area);
+  FUZZ_REQUIRE(fabs(sum - f->mesh_area) <= 1e-9 * f->mesh_area, "surface area %.17g vs mesh area %.17g", sum,
+               f->mesh_area);
   FUZZ_REQUIRE(sqrt(vec[0] * vec[0] + vec[1] * vec[1] + vec[2] * vec[2]) <= 1e-8 * f->mesh_area,
                "sum of area * normal (%g, %g, %g) is not 0", vec[0], vec[1], vec[2]);
   /* the inside test against the winding number, at the lattice points clearly off the surface */

@@ -7,17 +7,18 @@
 #include "fuzz_check.h"
 
 /* Closed, consistently oriented triangle lists (0-based vertex numbers). */
-static const int TETRA[] = { 0, 2, 1, 0, 1, 3, 1, 2, 3, 0, 3, 2 };
-static const int OCTA[] = { 0, 2, 4, 2, 1, 4, 1, 3, 4, 3, 0, 4, 2, 0, 5, 1, 2, 5, 3, 1, 5, 0, 3, 5 };
-static const int CUBE[] = { 0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6, 0, 1, 5, 0, 5, 4,
-                            2, 6, 7, 2, 7, 3, 0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5 };
+static const int TETRA[] = {0, 2, 1, 0, 1, 3, 1, 2, 3, 0, 3, 2};
+static const int OCTA[] = {0, 2, 4, 2, 1, 4, 1, 3, 4, 3, 0, 4, 2, 0, 5, 1, 2, 5, 3, 1, 5, 0, 3, 5};
+static const int CUBE[] = {0, 2, 3, 0, 3, 1, 4, 5, 7, 4, 7, 6, 0, 1, 5, 0, 5, 4,
+                           2, 6, 7, 2, 7, 3, 0, 4, 6, 0, 6, 2, 1, 3, 7, 1, 7, 5};
 /* two tetrahedra: vertices 0-3 and 4-7 (disjoint, nested or overlapping, as the input places them) */
-static const int TWO[] = { 0, 2, 1, 0, 1, 3, 1, 2, 3, 0, 3, 2, 4, 6, 5, 4, 5, 7, 5, 6, 7, 4, 7, 6 };
+static const int TWO[] = {0, 2, 1, 0, 1, 3, 1, 2, 3, 0, 3, 2, 4, 6, 5, 4, 5, 7, 5, 6, 7, 4, 7, 6};
 
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-{
-  static const struct { const int* tri; int n_tri, n_vert; } topo[] = {
-    { TETRA, 4, 4 }, { OCTA, 8, 6 }, { CUBE, 12, 8 }, { TWO, 8, 8 } };
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const struct {
+    const int* tri;
+    int n_tri, n_vert;
+  } topo[] = {{TETRA, 4, 4}, {OCTA, 8, 6}, {CUBE, 12, 8}, {TWO, 8, 8}};
   double xyz[9 * 12];
   char err[512];
   int which, t, c, a;

@@ -4,8 +4,7 @@
 #include <stdint.h>
 #include "fuzz_check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char err[512];
   cqh_mesh* m = cqh_mesh_parse(data, size, FUZZ_FORMAT, 20000, err, sizeof err);
   if (m == NULL) return 0;

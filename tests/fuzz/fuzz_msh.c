@@ -8,16 +8,15 @@
 #include <stdlib.h>
 #include "msh.h"
 
-#define REQUIRE(cond, what)                               \
-  do {                                                    \
-    if (!(cond)) {                                        \
-      fprintf(stderr, "fuzz check failed: %s\n", what);   \
-      abort();                                            \
-    }                                                     \
+#define REQUIRE(cond, what)                             \
+  do {                                                  \
+    if (!(cond)) {                                      \
+      fprintf(stderr, "fuzz check failed: %s\n", what); \
+      abort();                                          \
+    }                                                   \
   } while (0)
 
-static void check_elements(const cqh_msh* m, const cqh_msh_elements* e, int k)
-{
+static void check_elements(const cqh_msh* m, const cqh_msh_elements* e, int k) {
   int i, j, l;
   REQUIRE(e->n >= 0 && (e->n == 0 || (e->nodes && e->entity)), "element arrays");
   for (i = 0; i < e->n; i++) {
@@ -31,8 +30,7 @@ static void check_elements(const cqh_msh* m, const cqh_msh_elements* e, int k)
   }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char err[512];
   int i;
   cqh_msh* m = cqh_msh_parse(data, size, err, sizeof err);

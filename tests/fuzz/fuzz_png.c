@@ -3,8 +3,7 @@
 #include <stdint.h>
 #include "png.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   char err[512];
   int w, h;
   unsigned char* rgba = cqh_png_decode_rgba(data, size, 1 << 22, &w, &h, err, sizeof err);

@@ -14,19 +14,19 @@
 
 typedef struct cpu_backend {
   cqi_backend base;
-  int threads;          /* threads of the current control step */
-  int idle;             /* cores not busy with other processes, at the last probe */
-  int fixed;            /* CQ_FIXED_THREADS set: never lower the count (benchmarks of the old behaviour) */
-  int simd;             /* 0 when CQ_SIMD=0: every particle loop runs particle by particle (cpu_loops.h) */
-  int keep;             /* 0 when CQ_KEEP=0: no kept P2G records (every adjoint substep recomputes P2G) */
-  double probed;        /* time of that probe (s, monotonic); 0 = never */
-  int32_t* perm;        /* [n] particles bucketed by slab along axis 0 */
-  int32_t* slab_start;  /* [res0 + 2] */
-  int32_t* base0;       /* [n] base cell along axis 0 */
+  int threads;         /* threads of the current control step */
+  int idle;            /* cores not busy with other processes, at the last probe */
+  int fixed;           /* CQ_FIXED_THREADS set: never lower the count (benchmarks of the old behaviour) */
+  int simd;            /* 0 when CQ_SIMD=0: every particle loop runs particle by particle (cpu_loops.h) */
+  int keep;            /* 0 when CQ_KEEP=0: no kept P2G records (every adjoint substep recomputes P2G) */
+  double probed;       /* time of that probe (s, monotonic); 0 = never */
+  int32_t* perm;       /* [n] particles bucketed by slab along axis 0 */
+  int32_t* slab_start; /* [res0 + 2] */
+  int32_t* base0;      /* [n] base cell along axis 0 */
   int n_slabs;
-  int lo[3], hi[3];     /* active node region of the current substep (inclusive) */
-  cq_substep region_ctx; /* strides of the active region (from the last prepare) */
-  double* layer_sum;    /* [4][res0] per-layer partial sums of grid_dot, grid_norm_inf and grid_sums */
+  int lo[3], hi[3];                      /* active node region of the current substep (inclusive) */
+  cq_substep region_ctx;                 /* strides of the active region (from the last prepare) */
+  double* layer_sum;                     /* [4][res0] per-layer partial sums of grid_dot, grid_norm_inf and grid_sums */
   cqi_cavity_sums *cav_sums, *cav_gsums; /* [n_act] the cavities' sums over their walls, and their gradients */
   cqi_cavity_coef *cav_coef, *cav_gcoef; /* [n_act] their corrections' coefficients, and their gradients */
   cq_real *p2g_mv, *p2g_stress; /* P2G's first pass (cpu_loops.h): momenta [D][n], stresses [3 D^2][n] (no cache) */
@@ -45,7 +45,6 @@ static cq_real* cpu_scratch(cq_real** slot, long len) {
 #define D 3
 #include "cpu_loops.h"
 #undef D
-
 
 static void cpu_destroy(cqi_backend* b) {
   cpu_backend* cb = (cpu_backend*)b;
@@ -176,8 +175,10 @@ static void cpu_kept_io(cpu_backend* cb, cq_real* grid, char* record, int store)
   }
   int32_t* ints = (int32_t*)(h + 1);
   size_t slabs = sizeof(int32_t) * (cb->n_slabs + 1), perm = sizeof(int32_t) * n;
-  if (store) memcpy(ints, cb->slab_start, slabs), memcpy(ints + cb->n_slabs + 1, cb->perm, perm);
-  else memcpy(cb->slab_start, ints, slabs), memcpy(cb->perm, ints + cb->n_slabs + 1, perm);
+  if (store)
+    memcpy(ints, cb->slab_start, slabs), memcpy(ints + cb->n_slabs + 1, cb->perm, perm);
+  else
+    memcpy(cb->slab_start, ints, slabs), memcpy(cb->perm, ints + cb->n_slabs + 1, perm);
   CQI_BY_DIM(&cb->base, cpu_region_copy, grid, (cq_real*)(record + cpu_kept_grid_offset(cb, n)), store);
 }
 
@@ -238,30 +239,61 @@ static int cpu_vol_group_blocks(cqi_backend* b, const cq_substep* c, const cq_pa
   return CQI_BY_DIM(b, cpu_vol_group_blocks, c, s, m, slot, blocks);
 }
 
-static const cqi_backend_ops cpu_ops = {
-    CQ_BACKEND_CPU, 1, cpu_destroy,
-    cpu_alloc, cpu_release, cpu_copy, cpu_copy, cpu_copy, cpu_read, cpu_zero,
-    cpu_sync_model, cpu_set_threads, NULL,
-    NULL, NULL, /* checks return at once */
-    cpu_prepare, cpu_grid_clear, cpu_p2g, cpu_grid_update, cpu_g2p,
-    cpu_g2p_adj, cpu_grid_update_adj, cpu_p2g_adj,
-    cpu_cable_forces, cpu_cable_forces_adj, cpu_cavity_forces, cpu_cavity_forces_adj,
-    cpu_act_grad, cpu_axpy, cpu_first_nonfinite, cpu_moments, cpu_moments_adj, cpu_grid_axpy, cpu_grid_dot,
-    cpu_grid_norm_inf,
-    cpu_grid_sums,
-    cpu_implicit_slots, cpu_implicit_blocks,
-    NULL, NULL, /* host memory is the backend's: plain calloc and free */
-    NULL, NULL, /* and the kernels use every state in place */
-    cpu_keep_bytes, cpu_keep, cpu_restore,
-    cpu_vol_group_blocks,
-    CQ_PASSES(CQI_CPU_OP_ROW)
-};
+static const cqi_backend_ops cpu_ops = {CQ_BACKEND_CPU,
+                                        1,
+                                        cpu_destroy,
+                                        cpu_alloc,
+                                        cpu_release,
+                                        cpu_copy,
+                                        cpu_copy,
+                                        cpu_copy,
+                                        cpu_read,
+                                        cpu_zero,
+                                        cpu_sync_model,
+                                        cpu_set_threads,
+                                        NULL,
+                                        NULL,
+                                        NULL, /* checks return at once */
+                                        cpu_prepare,
+                                        cpu_grid_clear,
+                                        cpu_p2g,
+                                        cpu_grid_update,
+                                        cpu_g2p,
+                                        cpu_g2p_adj,
+                                        cpu_grid_update_adj,
+                                        cpu_p2g_adj,
+                                        cpu_cable_forces,
+                                        cpu_cable_forces_adj,
+                                        cpu_cavity_forces,
+                                        cpu_cavity_forces_adj,
+                                        cpu_act_grad,
+                                        cpu_axpy,
+                                        cpu_first_nonfinite,
+                                        cpu_moments,
+                                        cpu_moments_adj,
+                                        cpu_grid_axpy,
+                                        cpu_grid_dot,
+                                        cpu_grid_norm_inf,
+                                        cpu_grid_sums,
+                                        cpu_implicit_slots,
+                                        cpu_implicit_blocks,
+                                        NULL,
+                                        NULL, /* host memory is the backend's: plain calloc and free */
+                                        NULL,
+                                        NULL, /* and the kernels use every state in place */
+                                        cpu_keep_bytes,
+                                        cpu_keep,
+                                        cpu_restore,
+                                        cpu_vol_group_blocks,
+                                        CQ_PASSES(CQI_CPU_OP_ROW)};
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   if ((double)m->n_nodes * (m->dim + 1) > 2147483647.0) /* the kernels' 32-bit node indices (cqi_node) */
-    return cqi_errorf(err, CQ_ERR_ARG, "res: the CPU backend holds at most 2^31 - 1 grid values (dim + 1 per node); "
-                      "this grid has %ld nodes, %.4g values: lower res or use the CUDA backend", m->n_nodes,
-                      (double)m->n_nodes * (m->dim + 1)), NULL;
+    return cqi_errorf(err, CQ_ERR_ARG,
+                      "res: the CPU backend holds at most 2^31 - 1 grid values (dim + 1 per node); "
+                      "this grid has %ld nodes, %.4g values: lower res or use the CUDA backend",
+                      m->n_nodes, (double)m->n_nodes * (m->dim + 1)),
+           NULL;
   cpu_backend* cb = calloc(1, sizeof *cb);
   if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), NULL;
   cqi_backend* b = &cb->base;

@@ -46,7 +46,9 @@ static int CQ_D(plain_block_material)(const cq_params* m, int p0, int p1) {
 }
 
 /* The check result with the smaller key (check, particle) wins: see cqi_check. */
-static inline long CQ_D(check_key)(int check, int p, int n) { return check == CQ_CHECK_OK ? LONG_MAX : (long)check * n + p; }
+static inline long CQ_D(check_key)(int check, int p, int n) {
+  return check == CQ_CHECK_OK ? LONG_MAX : (long)check * n + p;
+}
 static inline void CQ_D(check_from_key)(long key, int n, int after, cqi_check* bad) {
   bad->check = key == LONG_MAX ? CQ_CHECK_OK : (int)(key / n);
   bad->particle = key == LONG_MAX ? -1 : (int)(key % n);
@@ -54,7 +56,8 @@ static inline void CQ_D(check_from_key)(long key, int n, int after, cqi_check* b
 }
 
 /* The particle checks (all, or finite and inside the grid), active region and slab buckets of the positions. */
-static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad) {
+static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all,
+                             cqi_check* bad) {
   cpu_backend* cb = (cpu_backend*)b;
   const int n = s->n;
   const cq_real inv_dx = c->inv_dx;
@@ -71,9 +74,15 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
       int check = check_all ? CQ_D(particle_check)(c, s, p) : CQ_CHECK_OK;
       for (int a = 0; a < D && check == CQ_CHECK_OK; a++) {
         cq_real xa = s->x[a * n + p], va = s->v[a * n + p];
-        if (!isfinite(xa) || !isfinite(va)) { check = CQ_CHECK_NONFINITE; break; }
+        if (!isfinite(xa) || !isfinite(va)) {
+          check = CQ_CHECK_NONFINITE;
+          break;
+        }
         cq_real g = cq_cell_coord(xa, c->dx, inv_dx);
-        if (!(g >= 0 && g < c->res[a] - 2)) { check = CQ_CHECK_OUTSIDE; break; }
+        if (!(g >= 0 && g < c->res[a] - 2)) {
+          check = CQ_CHECK_OUTSIDE;
+          break;
+        }
         int base = (int)g;
         if (a == 0) cb->base0[p] = base;
         if (base < tlo[a]) tlo[a] = base;
@@ -115,47 +124,49 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
 }
 
 /* Calls body for every node (flat index `node`, coordinates i[]) of the active region, parallel over axis 0. */
-#define CQI_FOR_REGION(cb, c, body)                                                          \
-  _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)")                   \
-  CQI_FOR_REGION_SERIAL(cb, c, body)
+#define CQI_FOR_REGION(cb, c, body) \
+  _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)") CQI_FOR_REGION_SERIAL(cb, c, body)
 
 /* The same, on one thread in region order (where the node passes write each other's data, or their order counts). */
-#define CQI_FOR_REGION_SERIAL(cb, c, body)                                                   \
-  for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++) {                                      \
-    int i[3] = {i0, 0, 0};                                                                   \
-    for (i[1] = (cb)->lo[1]; i[1] <= (cb)->hi[1]; i[1]++) {                                  \
-      if (D == 2) {                                                                          \
-        long node = i[0] * (c).stride[0] + i[1] * (c).stride[1];                             \
-        body;                                                                                \
-      } else {                                                                               \
-        for (i[2] = (cb)->lo[D - 1]; i[2] <= (cb)->hi[D - 1]; i[2]++) {                      \
+#define CQI_FOR_REGION_SERIAL(cb, c, body)                                                    \
+  for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++) {                                       \
+    int i[3] = {i0, 0, 0};                                                                    \
+    for (i[1] = (cb)->lo[1]; i[1] <= (cb)->hi[1]; i[1]++) {                                   \
+      if (D == 2) {                                                                           \
+        long node = i[0] * (c).stride[0] + i[1] * (c).stride[1];                              \
+        body;                                                                                 \
+      } else {                                                                                \
+        for (i[2] = (cb)->lo[D - 1]; i[2] <= (cb)->hi[D - 1]; i[2]++) {                       \
           long node = i[0] * (c).stride[0] + i[1] * (c).stride[1] + i[2] * (c).stride[D - 1]; \
-          body;                                                                              \
-        }                                                                                    \
-      }                                                                                      \
-    }                                                                                        \
+          body;                                                                               \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
   }
 
 /* Calls body(p) for every particle, slabs of one color at a time (scatters without atomics). */
-#define CQI_FOR_SLABS(cb, body)                                                       \
-  for (int color = 0; color < 2; color++) {                                          \
-    _Pragma("omp parallel for schedule(dynamic, 1) num_threads((cb)->threads)")      \
-    for (int k = color; k < (cb)->n_slabs; k += 2)                                    \
-      for (int j = (cb)->slab_start[k]; j < (cb)->slab_start[k + 1]; j++) {           \
-        int p = (cb)->perm[j];                                                        \
-        body;                                                                         \
-      }                                                                               \
+#define CQI_FOR_SLABS(cb, body)                                                                                       \
+  for (int color = 0; color < 2; color++) {                                                                           \
+    _Pragma(                                                                                                          \
+        "omp parallel for schedule(dynamic, 1) num_threads((cb)->threads)") for (int k = color; k < (cb)->n_slabs;    \
+                                                                                 k +=                                 \
+                                                                                 2) for (int j = (cb)->slab_start[k]; \
+                                                                                         j < (cb)->slab_start[k + 1]; \
+                                                                                         j++) {                       \
+      int p = (cb)->perm[j];                                                                                          \
+      body;                                                                                                           \
+    }                                                                                                                 \
   }
 
 /* The groups' scatters (volumetric.h): slab by slab like P2G, or, where the groups are fixed (volumetric_groups =
  * "initial": a group's node can be cells away from a particle's slab), on one thread in the slabs' particle order. */
-#define CQI_FOR_GROUPS(cb, c, body)                                                     \
-  if ((c)->vol_group_of) {                                                             \
-    for (int j = (cb)->slab_start[0]; j < (cb)->slab_start[(cb)->n_slabs]; j++) {      \
-      int p = (cb)->perm[j];                                                           \
-      body;                                                                            \
-    }                                                                                  \
-  } else                                                                               \
+#define CQI_FOR_GROUPS(cb, c, body)                                               \
+  if ((c)->vol_group_of) {                                                        \
+    for (int j = (cb)->slab_start[0]; j < (cb)->slab_start[(cb)->n_slabs]; j++) { \
+      int p = (cb)->perm[j];                                                      \
+      body;                                                                       \
+    }                                                                             \
+  } else                                                                          \
     CQI_FOR_SLABS(cb, body)
 
 /* Copies the active region of grid into packed (node by node in region order, D + 1 reals each) when store, else
@@ -168,8 +179,10 @@ static void CQ_D(cpu_region_copy)(cqi_backend* b, cq_real* grid, cq_real* packed
     long q = ((long)(i[0] - cb->lo[0]) * n1 + (i[1] - cb->lo[1])) * n2 + (D == 3 ? i[2] - cb->lo[D - 1] : 0);
     q *= D + 1;
     for (int a = 0; a <= D; a++) {
-      if (store) packed[q + a] = grid[node * (D + 1) + a];
-      else grid[node * (D + 1) + a] = packed[q + a];
+      if (store)
+        packed[q + a] = grid[node * (D + 1) + a];
+      else
+        grid[node * (D + 1) + a] = packed[q + a];
     }
   })
 }
@@ -177,17 +190,19 @@ static void CQ_D(cpu_region_copy)(cqi_backend* b, cq_real* grid, cq_real* packed
 static int CQ_D(cpu_grid_clear)(cqi_backend* b, cq_real* g) {
   cpu_backend* cb = (cpu_backend*)b;
   cq_substep c = cb->region_ctx;
-  CQI_FOR_REGION(cb, c, { for (int a = 0; a <= D; a++) g[node * (D + 1) + a] = 0; })
+  CQI_FOR_REGION(cb, c, {
+    for (int a = 0; a <= D; a++) g[node * (D + 1) + a] = 0;
+  })
   return CQ_OK;
 }
 
 /* P2G in two passes (p2g.h, p2g_store): each particle's stresses and momentum by blocks, as SIMD lanes where the
  * block is plain (the P2G adjoint's rule below, without the cache), then the scatter slab by slab. */
-#define CQI_P2G_LANES(MAT)                                                                                           \
-  static void CQ_D(p2g_store_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,           \
-                                          const cq_ctl* ctl, cq_real* stress, cq_real* mv, int p0) {                 \
-    const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                                  \
-    _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, v);  \
+#define CQI_P2G_LANES(MAT)                                                                                         \
+  static void CQ_D(p2g_store_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,          \
+                                          const cq_ctl* ctl, cq_real* stress, cq_real* mv, int p0) {               \
+    const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                                 \
+    _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, v); \
   }
 CQI_LANE_MATERIALS(CQI_P2G_LANES)
 #undef CQI_P2G_LANES
@@ -229,7 +244,10 @@ static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles
   for (int k = 0; k < blocks; k++) {
     int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
     int mat = lanes && p1 - p0 == CQI_LANES ? CQ_D(plain_block_material)(m, p0, p1) : -1;
-#define CQI_CASE(MAT) if (mat == CQ_MAT_##MAT) CQ_D(p2g_store_lanes_##MAT)(c, s, m, ctl, stress, mv, p0); else
+#define CQI_CASE(MAT)                                          \
+  if (mat == CQ_MAT_##MAT)                                     \
+    CQ_D(p2g_store_lanes_##MAT)(c, s, m, ctl, stress, mv, p0); \
+  else
     CQI_LANE_MATERIALS(CQI_CASE)
 #undef CQI_CASE
     for (int p = p0; p < p1; p++) CQ_D(p2g_store)(c, s, m, ctl, p, stress, mv, CQI_ANY);
@@ -340,20 +358,19 @@ static int CQ_D(cpu_grid_update_adj)(cqi_backend* b, const cq_substep* c, const 
  * actuator or none, no viscosity, incompressibility or volumetric term) runs as lanes when the substep allows it
  * (explicit, no user stresses or forces, no force gradients): with the stress cache of a recomputed P2G, or
  * evaluating the stresses itself where the memo kept the substep's P2G (no cache). */
-#define CQI_P2G_ADJ_LANES(MAT)                                                                                       \
-  static void CQ_D(p2g_adj_lanes_##MAT)(const cq_substep* c, const cq_particles* s, const cq_params* m,             \
-                                        const cq_ctl* ctl, const cq_real* adj, cq_particles* g0,                     \
-                                        const cq_param_grads* gp, const cq_ctl_grads* gc, const cq_real* cache,      \
-                                        int p0) {                                                                    \
-    if (cache) {                                                                                                     \
-      const cqi_variant v = {CQ_MAT_##MAT, 1, 1, 0};                                                                \
-      _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                  \
-        CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                                 \
-    } else {                                                                                                         \
-      const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                                \
-      _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                                  \
-        CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, NULL, v);                                                  \
-    }                                                                                                                \
+#define CQI_P2G_ADJ_LANES(MAT)                                                                               \
+  static void CQ_D(p2g_adj_lanes_##MAT)(                                                                     \
+      const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, const cq_real* adj, \
+      cq_particles* g0, const cq_param_grads* gp, const cq_ctl_grads* gc, const cq_real* cache, int p0) {    \
+    if (cache) {                                                                                             \
+      const cqi_variant v = {CQ_MAT_##MAT, 1, 1, 0};                                                         \
+      _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                          \
+          CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, cache, v);                                       \
+    } else {                                                                                                 \
+      const cqi_variant v = {CQ_MAT_##MAT, 1, 0, 0};                                                         \
+      _Pragma("omp simd") for (int p = p0; p < p0 + CQI_LANES; p++)                                          \
+          CQ_D(p2g_adj_v)(c, s, m, ctl, p, adj, g0, gp, gc, NULL, v);                                        \
+    }                                                                                                        \
   }
 CQI_LANE_MATERIALS(CQI_P2G_ADJ_LANES)
 #undef CQI_P2G_ADJ_LANES
@@ -369,11 +386,11 @@ static int CQ_D(cpu_p2g_adj)(cqi_backend* b, const cq_substep* c, const cq_parti
   for (int k = 0; k < blocks; k++) {
     int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
     int mat = lanes && p1 - p0 == CQI_LANES ? CQ_D(plain_block_material)(m, p0, p1) : -1;
-#define CQI_CASE(MAT)                                                               \
-  if (mat == CQ_MAT_##MAT) {                                                        \
-    CQ_D(p2g_adj_lanes_##MAT)(c, s, m, ctl, adj, g0, gp, gc, cache, p0);           \
-    simd += CQI_LANES;                                                              \
-    continue;                                                                       \
+#define CQI_CASE(MAT)                                                    \
+  if (mat == CQ_MAT_##MAT) {                                             \
+    CQ_D(p2g_adj_lanes_##MAT)(c, s, m, ctl, adj, g0, gp, gc, cache, p0); \
+    simd += CQI_LANES;                                                   \
+    continue;                                                            \
   }
     CQI_LANE_MATERIALS(CQI_CASE)
 #undef CQI_CASE
@@ -391,8 +408,8 @@ static int CQ_D(cpu_cable_forces)(cqi_backend* b, const cqi_model_view* v, const
   return CQ_OK;
 }
 
-static int CQ_D(cpu_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
-                                      const cq_real* u, const cq_real* gf, cq_real* gx, double* gu) {
+static int CQ_D(cpu_cable_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                      const cq_real* gf, cq_real* gx, double* gu) {
   for (int k = 0; k < v->n_cables; k++) {
     const cq_cable* c = &v->cables[k];
     gu[c->act] += CQ_D(cable_forces_adj)(c, v->cable_idx, s->x, s->n, u[c->act], gf, gx);
@@ -436,9 +453,8 @@ static int CQ_D(cpu_cavity_forces)(cqi_backend* b, const cqi_model_view* v, cons
   return CQ_OK;
 }
 
-static int CQ_D(cpu_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s,
-                                       const cq_real* u, const cq_real* gf, cq_particles* g0,
-                                       const cq_param_grads* gp, cq_real* gact) {
+static int CQ_D(cpu_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, const cq_particles* s, const cq_real* u,
+                                       const cq_real* gf, cq_particles* g0, const cq_param_grads* gp, cq_real* gact) {
   cpu_backend* cb = (cpu_backend*)b;
   const cq_params* m = &v->params;
   int n = s->n, n_act = b->n_act, st = CQ_D(cpu_cavity_coefs)(cb, v, s, u);
@@ -460,7 +476,9 @@ static int CQ_D(cpu_cavity_forces_adj)(cqi_backend* b, const cqi_model_view* v, 
 static int CQ_D(cpu_grid_axpy)(cqi_backend* b, cq_real a, const cq_real* x, cq_real* y) {
   cpu_backend* cb = (cpu_backend*)b;
   cq_substep c = cb->region_ctx;
-  CQI_FOR_REGION(cb, c, { for (int d = 0; d < D; d++) y[node * (D + 1) + d] += a * x[node * (D + 1) + d]; })
+  CQI_FOR_REGION(cb, c, {
+    for (int d = 0; d < D; d++) y[node * (D + 1) + d] += a * x[node * (D + 1) + d];
+  })
   return CQ_OK;
 }
 
@@ -532,14 +550,19 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
   cpu_backend* cb = (cpu_backend*)b;
   CQI_FOR_SLABS(cb, CQ_D(implicit_blocks)(c, s, m, p, v, slot, nbr, blocks))
   if (!c->vol_averaged || (c->vol_group_of && D == 2)) return CQ_OK; /* fixed groups: cpu_vol_group_blocks */
-  enum { CQI_VOL_NS = D == 3 ? 27 : 9 }; /* stencil nodes */
+  enum { CQI_VOL_NS = D == 3 ? 27 : 9 };                             /* stencil nodes */
   /* the groups' volumetric blocks: a_g scattered like P2G, then the group nodes one by one (a group writes the
    * blocks of its whole stencil, so neighbouring groups would race) */
   cq_real* a = cpu_scratch(&cb->vol_a, b->n_nodes * CQI_VOL_NS * D);
-  if (!a) return cqi_errorf(b->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory for the averaged "
-                            "volumetric term's blocks (%ld nodes)", b->n_nodes);
+  if (!a)
+    return cqi_errorf(b->err, CQ_ERR_NOMEM,
+                      "implicit.precond = \"factor\": out of memory for the averaged "
+                      "volumetric term's blocks (%ld nodes)",
+                      b->n_nodes);
   cq_substep rc = cb->region_ctx;
-  CQI_FOR_REGION(cb, rc, { for (int k = 0; k < CQI_VOL_NS * D; k++) a[node * CQI_VOL_NS * D + k] = 0; })
+  CQI_FOR_REGION(cb, rc, {
+    for (int k = 0; k < CQI_VOL_NS * D; k++) a[node * CQI_VOL_NS * D + k] = 0;
+  })
   if (c->vol_group_of) /* fixed groups: their nodes can lie outside the region (their blocks are then left out) */
     for (int p = 0; p < s->n; p++)
       for (int k = 0; k < CQI_VOL_NS * D; k++) a[(long)c->vol_group_of[p] * CQI_VOL_NS * D + k] = 0;
@@ -583,8 +606,10 @@ static int CQ_D(cpu_vol_group_blocks)(cqi_backend* b, const cq_substep* c, const
   }
   if (!index || !anchor || !group || (count > 0 && !a)) {
     free(index), free(anchor), free(group), free(a);
-    return cqi_errorf(b->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory for the fixed groups' "
-                      "blocks (%d particles)", n);
+    return cqi_errorf(b->err, CQ_ERR_NOMEM,
+                      "implicit.precond = \"factor\": out of memory for the fixed groups' "
+                      "blocks (%d particles)",
+                      n);
   }
   for (int p = 0; p < n; p++) { /* a_g: vol_gradient_sum's rows V0 J dt kC w dpos at the window's nodes */
     if (!(CQ_D(vol_group_bulk)(m, p) > 0)) continue;
@@ -668,9 +693,8 @@ static int CQ_D(cpu_moments_adj)(cqi_backend* b, const cq_particles* s, const cq
 /* The plain passes (engine/backends/passes.h), one loop per row: PARTICLES in fixed chunks by index (each particle writes its
  * own entries), SCATTER in colored slabs like P2G and GROUPS in their order (each node's sums in a fixed particle
  * order), NODES over the active region: the same results for any thread count. */
-#define CQI_CPU_LOOP_PARTICLES(cb, c, body)                                          \
-  _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)")          \
-  for (int p = 0; p < s->n; p++) body;
+#define CQI_CPU_LOOP_PARTICLES(cb, c, body) \
+  _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)") for (int p = 0; p < s->n; p++) body;
 #define CQI_CPU_LOOP_SCATTER(cb, c, body) CQI_FOR_SLABS(cb, body)
 #define CQI_CPU_LOOP_GROUPS(cb, c, body) CQI_FOR_GROUPS(cb, c, body)
 #define CQI_CPU_LOOP_NODES(cb, c, body) CQI_FOR_REGION(cb, *c, body)
@@ -680,11 +704,10 @@ static int CQ_D(cpu_moments_adj)(cqi_backend* b, const cq_particles* s, const cq
 #define CQI_CPU_BODY_NODES(body, ...) CQ_D(body)(c, node, i, CQI_PMAP(CQI_PNODE, __VA_ARGS__))
 #define CQI_LCAT_(a, b) a##b
 #define CQI_LCAT(a, b) CQI_LCAT_(a, b)
-#define CQI_CPU_PASS(op, body, over, key, gpu, ...)                                              \
-  static CQI_PASS_SIGNATURE(CQ_D(cpu_##op), over, __VA_ARGS__) {                                 \
-    cpu_backend* cb = (cpu_backend*)b;                                                          \
-    CQI_LCAT(CQI_CPU_LOOP_, over)(cb, c, CQI_CAT(CQI_CPU_BODY_, over)(body, __VA_ARGS__))       \
-    return CQ_OK;                                                                               \
+#define CQI_CPU_PASS(op, body, over, key, gpu, ...)                                                     \
+  static CQI_PASS_SIGNATURE(CQ_D(cpu_##op), over, __VA_ARGS__) {                                        \
+    cpu_backend* cb = (cpu_backend*)b;                                                                  \
+    CQI_LCAT(CQI_CPU_LOOP_, over)(cb, c, CQI_CAT(CQI_CPU_BODY_, over)(body, __VA_ARGS__)) return CQ_OK; \
   }
 CQ_PASSES(CQI_CPU_PASS)
 #undef CQI_CPU_PASS
