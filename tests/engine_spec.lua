@@ -134,6 +134,9 @@ describe("layering of the engine objects", function()
     assert.is_true(pos.registry < pos.model and pos.error < pos.model and pos.model < pos.backend_cpu)
     assert.is_true(pos.backend_cpu < pos.world)
     assert.is_true(pos.integrator_explicit < pos.step and pos.step < pos.memo)
+    -- the physics terms below the hooks' runner, which is below the integrators (engine/terms/term.h)
+    assert.is_true(pos.volumetric < pos.term and pos.fill < pos.term and pos.term < pos.integrator_implicit
+      and pos.term < pos.implicit_factor)
   end)
 end)
 

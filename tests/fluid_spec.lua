@@ -293,7 +293,7 @@ describe("fill water (world option fluid = \"fill\": a pressure from the grid's 
 
   -- W is piecewise quadratic in the grid velocities (no pressure below a node's rest fill). A Newton direction from the
   -- nodes under pressure now overfills the nodes just below their rest fill, and the line search stops short; the
-  -- active-set rounds (integrator_implicit.c fill_active_set, implicit.fill_rounds) solve again with the pieces the
+  -- active-set rounds (integrator_implicit.c active_set, implicit.fill_rounds) solve again with the pieces the
   -- nodes end on. The 2D tank at the water's real modulus, 10 implicit substeps of 5 ms: the rounds land on the
   -- minimum itself (a 1000x tighter tolerance does not move them, and the run without them at that tolerance lands
   -- there too where it solves the same substeps), in a third of the Newton iterations of the run without them at

@@ -68,7 +68,7 @@ typedef struct cq_world_desc {
   int implicit_pressure; /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
   int implicit_fill_rounds; /* implicit, fluid = fill: active-set rounds per Newton iteration, in [-1, 16] (0 = 4
                              * with the factor preconditioner, none with the masses; -1 = none;
-                             * integrator_implicit.c fill_active_set) */
+                             * integrator_implicit.c active_set) */
   int volumetric; /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
   int fluid;      /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
   int fluid_rest; /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
@@ -133,7 +133,7 @@ typedef struct cq_solver_stats {
   long factor_failures; /* factorisations refused (K not definite, or a wrong-sign pivot of the fill water's
                          * quasi-definite matrix): those Newton directions were preconditioned by the masses */
   long fill_rounds;     /* the fill water's active-set rounds: Newton directions solved again with the pieces of W the
-                     * nodes are on at the end of the last one (engine/integrators/integrator_implicit.c fill_active_set) */
+                     * nodes are on at the end of the last one (engine/integrators/integrator_implicit.c active_set) */
 } cq_solver_stats;
 
 int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */

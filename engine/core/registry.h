@@ -63,6 +63,12 @@
   X(EXPLICIT, explicit, "symplectic Euler MLS-MPM substeps (seed 000 eqs. 4-11)") \
   X(IMPLICIT, implicit, "implicit grid velocities: Newton-CG on the incremental potential of seed 003 eq. 12")
 
+/* Physics terms: what a feature adds to the substep besides the material stress, iterated over by both integrators
+ * (engine/terms/term.h); one engine/terms/<name>.{h,c} pair each. */
+#define CQ_TERMS(X)                                                                              \
+  X(volumetric, "volumetric = \"averaged\": the bulk term on each node group's mean J (volumetric.h)") \
+  X(fill, "fluid = \"fill\": the water's pressure from the grid's fill (fill.h)")
+
 /* Backends: where the stage primitives run. */
 #define CQ_BACKENDS(X)              \
   X(CPU, cpu, "OpenMP on the host") \

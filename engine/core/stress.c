@@ -5,6 +5,7 @@
 #include <string.h>
 #include "internal.h"
 #include "kernels.h"
+#include "term.h"
 
 /* sigma = tau / J of particle p, tau the Kirchhoff stress p2g_load computes (the one the step scatters). */
 #define CQI_CAUCHY(DIM)                                                                                              \
@@ -81,7 +82,7 @@ int cq_world_stress(cq_world* w, const cq_state* s, const cq_control* c, double*
     st = cqi_errorf(&w->err, CQ_ERR_NOMEM, "out of memory for the stress query");
   cq_params prm = cqi_model_params(m);
   cq_substep sub = cqi_substep_ctx(m, NULL, NULL, s->substep);
-  sub.vol_group_of = w->sim.vol_groups_set ? w->sim.vol_group_host : NULL; /* the groups the steps took */
+  sub.vol_group_of = cqi_volumetric_groups_host(&w->sim); /* the groups the steps took */
   cq_particles parts = s->p;
   if (st == CQ_OK && sub.vol_averaged)
     st = D == 2 ? host_vol_2(w, &sub, &parts, &prm, &vsums, &vp, &vF)

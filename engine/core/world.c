@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "term.h"
 
 #ifndef CQ_LIB_VERSION /* the Makefile's VERSION */
 #define CQ_LIB_VERSION "unknown"
@@ -85,17 +86,7 @@ static void release_backend_buffers(cq_world* w) {
   cqi_backend* be = w->be;
   if (!be) return;
   if (w->integ && w->sim.ws) w->integ->destroy(&w->sim);
-  cq_real* vol[] = {w->sim.vol_sums, w->sim.vol_dsums, w->sim.vol_gsums, w->sim.vol_p,     w->sim.vol_g,
-                    w->sim.vol_dp,   w->sim.vol_gJs,   w->sim.vol_psums, w->sim.vol_share, w->sim.vol_state};
-  for (size_t i = 0; i < sizeof vol / sizeof vol[0]; i++)
-    if (vol[i]) be->ops->release(be, vol[i]);
-  w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
-  w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
-  if (w->sim.vol_group_of) be->ops->release(be, w->sim.vol_group_of);
-  free(w->sim.vol_group_host);
-  w->sim.vol_group_of = w->sim.vol_group_host = NULL;
-  w->sim.vol_groups_set = 0;
-  cqi_fill_release(&w->sim);
+  cqi_terms_release(&w->sim); /* the physics terms' buffers (term.h) */
   if (!be->ops->host_memory) {
 #define CQI_FREE(name, shape, doc) \
   if (w->ctl.b_##name) be->ops->release(be, w->ctl.b_##name);
@@ -120,10 +111,8 @@ static int attach_backend(cq_world* w, cqi_backend* be) {
   w->sim.view = &w->view;
   w->sim.err = &w->err;
   w->sim.ws = NULL;
-  w->sim.vol_sums = w->sim.vol_dsums = w->sim.vol_gsums = w->sim.vol_p = w->sim.vol_g = w->sim.vol_dp = NULL;
-  w->sim.vol_gJs = w->sim.vol_psums = w->sim.vol_share = w->sim.vol_state = NULL;
-  w->sim.vol_group_of = w->sim.vol_group_host = NULL;
-  w->sim.vol_groups_set = 0;
+  for (int i = 0; i < CQI_N_TERMS; i++) w->sim.term_self[i] = NULL;
+  w->sim.input_copy = NULL;
   if (be->ops->host_memory) {
 #define CQI_ALIAS(name, shape, doc) w->ctl.b_##name = w->ctl.host_##name;
     CQ_CONTROL_FIELDS(CQI_ALIAS)
@@ -253,18 +242,12 @@ int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset) {
 }
 
 /* The rest fill of fluid = "fill" with fluid_rest = "initial" is taken again from the next state stepped from. */
-int cq_world_reset_fill(cq_world* w) {
-  cqi_sim* sim = &w->sim;
-  sim->fill.ref_set = 0;
-  if (!sim->fill.ref) return CQ_OK;
-  cqi_backend* be = w->be;
-  return be->ops->zero(be, sim->fill.ref, sizeof(cq_real) * be->n_nodes * (be->dim + 1));
-}
+int cq_world_reset_fill(cq_world* w) { return cqi_fill_reset(&w->sim); }
 
 /* The groups of volumetric_groups = "initial" are taken again from the next state stepped from. */
 int cq_world_reset_groups(cq_world* w) {
-  if (w->sim.vol_groups_set) w->model.generation++; /* a recording under the old groups cannot be differentiated */
-  w->sim.vol_groups_set = 0;
+  if (cqi_volumetric_reset_groups(&w->sim)) w->model.generation++; /* a recording under the old groups cannot be
+                                                                     * differentiated */
   return CQ_OK;
 }
 

@@ -4,19 +4,21 @@
  * projections and the masses, factorised by the supernodal Cholesky of sparse_cholesky.c. Its pattern is every pair of
  * nodes with mass within two cells of each other (the stencils' reach), or four with the 2D fixed groups (a group's
  * members' stencils), so it changes only when the set of nodes with mass does, and the ordering and symbolic analysis
- * are reused until then. The fill water's Hessian, which couples nodes four cells apart, enters through one more
- * unknown per node on the same pattern (augment). Serial and in a fixed order: the same factors, so the same
- * solve, for any thread count. */
+ * are reused until then. The physics terms add theirs (term.h factor_*): blocks on the pattern (the 2D fixed groups'
+ * reach four cells), or a rank-one Hessian per node (the fill water's, which couples nodes four cells apart) through
+ * one more unknown per node on the same pattern (augment). Serial and in a fixed order: the same factors, so the
+ * same solve, for any thread count. */
 #include "implicit_factor.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "sparse_cholesky.h"
+#include "term.h"
 
 struct cqi_factor {
   int dim;
-  int width;      /* blocks per row: the 5^D offsets within two cells, or 9^D (four) with the 2D fixed groups' */
-  int bs;         /* unknowns per node: D, or D + 1 with the fill water (augment) */
+  int width;      /* blocks per row: the 5^D offsets within two cells, or 9^D (four) when a term reaches four */
+  int bs;         /* unknowns per node: D, or D + 1 with a term's rank-one Hessian (augment) */
   long cap;       /* nodes the arrays below hold */
   long count;     /* nodes of the last update */
   int32_t* slot;  /* [n_nodes] node -> row block, -1 without mass */
@@ -28,9 +30,9 @@ struct cqi_factor {
   /* with width 9^D: the elastic blocks as the backend numbers them (within two cells), [cap][5^D], [cap][5^D][D][D] */
   int32_t* nbr5;
   double* blocks5;
-  /* with the fill water: the fill's rows g_ij (fill.h fill_rows) [cap][5^D][D] and the augmented matrix
+  /* with a rank-one term: its rows g_ij [cap][5^D][D], weights [cap] (term.h factor_rows) and the augmented matrix
    * [cap][width][bs][bs] */
-  double *rows, *aug;
+  double *rows, *weight, *aug;
   cqi_chol* chol;
   int factored;
 };
@@ -52,17 +54,17 @@ void cqi_factor_free(cqi_factor* f) {
   if (!f) return;
   cqi_chol_free(f->chol);
   free(f->slot), free(f->node), free(f->nbr), free(f->blocks), free(f->proj), free(f->rhs);
-  free(f->nbr5), free(f->blocks5), free(f->rows), free(f->aug);
+  free(f->nbr5), free(f->blocks5), free(f->rows), free(f->weight), free(f->aug);
   free(f);
 }
 
-static int grow(cqi_factor* f, cqi_sim* sim, long count, int D, int width, int fill) {
-  int near = D == 3 ? 125 : 25, wide = width != near, bs = fill ? D + 1 : D;
+static int grow(cqi_factor* f, cqi_sim* sim, long count, int D, int width, int rank) {
+  int near = D == 3 ? 125 : 25, wide = width != near, bs = rank ? D + 1 : D;
   if (count <= f->cap && width == f->width && bs == f->bs) return CQ_OK;
   long cap = count + count / 4;
   free(f->node), free(f->nbr), free(f->blocks), free(f->proj), free(f->rhs);
-  free(f->nbr5), free(f->blocks5), free(f->rows), free(f->aug);
-  f->nbr5 = NULL, f->blocks5 = f->rows = f->aug = NULL;
+  free(f->nbr5), free(f->blocks5), free(f->rows), free(f->weight), free(f->aug);
+  f->nbr5 = NULL, f->blocks5 = f->rows = f->weight = f->aug = NULL;
   f->node = malloc(sizeof(long) * cap);
   f->nbr = malloc(sizeof(int32_t) * cap * width);
   f->blocks = malloc(sizeof(double) * cap * width * D * D);
@@ -74,10 +76,11 @@ static int grow(cqi_factor* f, cqi_sim* sim, long count, int D, int width, int f
     f->blocks5 = malloc(sizeof(double) * cap * near * D * D);
     ok &= f->nbr5 && f->blocks5;
   }
-  if (fill) {
+  if (rank) {
     f->rows = malloc(sizeof(double) * cap * near * D);
+    f->weight = malloc(sizeof(double) * cap);
     f->aug = malloc(sizeof(double) * cap * width * bs * bs);
-    ok &= f->rows && f->aug;
+    ok &= f->rows && f->weight && f->aug;
   }
   f->cap = cap;
   f->width = width;
@@ -139,18 +142,19 @@ static void spread_blocks(cqi_factor* f, int D) {
   }
 }
 
-/* With the fill water: the quasi-definite matrix [[K, B^T], [B, -A]] whose Schur complement in the velocities, K + B^T
- * A^-1 B, is K + H_W, W's Hessian projected: H_W = dx^D sum_i c_i (Pi g_i)(Pi g_i)^T over the nodes i under pressure
- * in the linearisation (c_i = K_i / phi0_i^2, cqi_fill_linearise's or cqi_fill_predict's `at`; g_i node i's fill row: g_ij its fill change per
- * unit velocity of node j, fill.h fill_rows). One more unknown per node, y_i = sqrt(dx^D c_i / a_i) (Pi g_i).v: B's
- * row i holds sqrt(a_i dx^D c_i) (Pi_j g_ij)^T at node j, A = diag(a_i), a_i node i's mass term (K's scale). B couples
+/* With a term whose Hessian is rank one per node (the fill water's): the quasi-definite matrix [[K, B^T], [B, -A]]
+ * whose Schur complement in the velocities, K + B^T A^-1 B, is K + H_W, the term's Hessian projected: H_W = sum_i
+ * c_i (Pi g_i)(Pi g_i)^T (term.h factor_rows: c_i its weight, dx^D K_i / phi0_i^2 for the fill's nodes under pressure
+ * in the linearisation; g_i node i's row, g_ij its change per unit velocity of node j). One more unknown per node,
+ * y_i = sqrt(c_i / a_i) (Pi g_i).v: B's row i holds sqrt(a_i c_i) (Pi_j g_ij)^T at node j, A = diag(a_i), a_i node
+ * i's mass term (K's scale). B couples
  * nodes within two cells, so the matrix keeps K's pattern, where H_W couples nodes four cells apart: 9^3 blocks per
  * row in 3D, too large for the factor's fronts. Factorised as L S L^T (sparse_cholesky.h, neg = 1): the solve with it
  * is the solve with K + H_W (the sign test of its pivots stands in for the definiteness test: a failed one leaves the
  * masses as the preconditioner, as a failed Cholesky does). Without it CG works on W's condition number, about K dt^2
  * / (rho dx^2) (docs/benchmarks.md, "the fill water in the implicit solve"). Row by row, serial: the same for any
  * thread count. */
-static void augment(cqi_factor* f, int D, const cq_real* at, double Vc, const cq_real* vstar, double damp) {
+static void augment(cqi_factor* f, int D, const cq_real* vstar, double damp) {
   enum { NEAR3 = 125 };
   int near = D == 3 ? NEAR3 : 25, width = f->width, bs = D + 1, DD = D * D, BB = bs * bs, center = (width - 1) / 2;
   int at_w[NEAR3]; /* offset o within two cells -> its position in a row of width */
@@ -163,7 +167,7 @@ static void augment(cqi_factor* f, int D, const cq_real* at, double Vc, const cq
         for (int b = 0; b < D; b++) f->aug[k * BB + a * bs + b] = f->blocks[k * DD + a * D + b];
   for (long i = 0; i < f->count; i++) {
     double m = (double)vstar[f->node[i] * (D + 1) + D] / damp, ai = m > 0 ? m : 1;
-    double ci = Vc * (double)at[f->node[i] * (D + 1) + 2], si = ci > 0 ? sqrt(ai * ci) : 0;
+    double ci = f->weight[i], si = ci > 0 ? sqrt(ai * ci) : 0;
     f->aug[(i * width + center) * BB + D * bs + D] = -ai;
     if (si == 0) continue;
     for (int o = 0; o < near; o++) {
@@ -216,11 +220,18 @@ static void k_block(int D, const double* Pi, double* B, const double* Pj, double
 int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v,
                       const cq_real* vstar, cq_real* scratch, int* ok) {
   cqi_backend* be = sim->be;
-  /* the fixed groups' exact blocks in 2D only: their 9^3 couplings make 3D fronts too large (docs/benchmarks.md);
-   * 3D fixed groups take vol_blocks_node's on the group node's stencil */
-  int D = be->dim, near = D == 3 ? 125 : 25, fill = c->fill && be->ops->fill_rows;
-  int fixed = c->vol_averaged && c->vol_group_of && be->ops->vol_group_blocks && D == 2;
-  int width = fixed ? (D == 3 ? 729 : 81) : near, center = (width - 1) / 2;
+  cq_substep cv = *c; /* what the terms' blocks read (term.h factor_ctx) */
+  int st = cqi_terms_factor_ctx(sim, &cv), reach, rank;
+  if (st == CQ_OK) st = cqi_terms_factor_shape(sim, &cv, &reach, &rank);
+  if (st != CQ_OK) return st;
+  c = &cv;
+  if (rank > 1 || reach > 4)
+    return cqi_errorf(sim->err, CQ_ERR_ARG,
+                      "implicit.precond = \"factor\": the world's terms ask for %d rank-one Hessians per node and "
+                      "couplings %d cells apart; the factor holds one and four (use implicit.precond = \"mass\")",
+                      rank, reach);
+  int D = be->dim, near = D == 3 ? 125 : 25;
+  int width = reach > 2 ? (D == 3 ? 729 : 81) : near, center = (width - 1) / 2;
   f->factored = 0;
   *ok = 0;
   f->dim = D;
@@ -229,9 +240,9 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
   if (!f->slot && !(f->slot = malloc(sizeof(int32_t) * be->n_nodes)))
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "implicit.precond = \"factor\": out of memory");
   long count;
-  int st = be->ops->implicit_slots(be, c, vstar, f->slot, &count);
+  st = be->ops->implicit_slots(be, c, vstar, f->slot, &count);
   if (st != CQ_OK) return st;
-  if ((st = grow(f, sim, count, D, width, fill)) != CQ_OK) return st;
+  if ((st = grow(f, sim, count, D, width, rank)) != CQ_OK) return st;
   f->count = count;
   for (long k = 0; k < be->n_nodes; k++)
     if (f->slot[k] >= 0) f->node[f->slot[k]] = k;
@@ -244,10 +255,10 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
     pattern(f, c, D, 4, f->nbr);
     spread_blocks(f, D);
   }
-  if (fixed && (st = be->ops->vol_group_blocks(be, c, s, &sim->view->params, f->slot, f->blocks)) != CQ_OK) return st;
-  if (fill) { /* W's Hessian (fill.h): its rows from the particles, its node weights the caller's linearisation */
+  if ((st = cqi_terms_factor_blocks(sim, c, s, f->slot, f->blocks)) != CQ_OK) return st;
+  if (rank) { /* the term's Hessian: its rows from the particles, its node weights the caller's linearisation */
     memset(f->rows, 0, sizeof(double) * count * near * D);
-    if ((st = be->ops->fill_rows(be, c, s, &sim->view->params, f->slot, f->rows)) != CQ_OK) return st;
+    if ((st = cqi_terms_factor_rows(sim, c, s, f->slot, f->node, count, f->rows, f->weight)) != CQ_OK) return st;
   }
   if ((st = projections(f, sim, c, vstar, scratch)) != CQ_OK) return st;
   for (long i = 0; i < count; i++)
@@ -257,13 +268,9 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
       double m = o == center ? (double)vstar[f->node[i] * (D + 1) + D] / (double)c->damp : 0; /* implicit_inertia */
       k_block(D, f->proj + i * D * D, f->blocks + (i * width + o) * D * D, f->proj + (long)j * D * D, m);
     }
-  if (fill) {
-    double Vc = 1;
-    for (int a = 0; a < D; a++) Vc *= c->dx;
-    augment(f, D, sim->fill.at, Vc, vstar, (double)c->damp);
-  }
+  if (rank) augment(f, D, vstar, (double)c->damp);
   sim->stats.factorizations++;
-  cqi_block_matrix K = {count, f->bs, width, f->nbr, fill ? f->aug : f->blocks, fill};
+  cqi_block_matrix K = {count, f->bs, width, f->nbr, rank ? f->aug : f->blocks, rank};
   int cs = cqi_chol_factor(f->chol, &K, be->threads);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   sim->stats.factor_seconds += (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
@@ -283,7 +290,7 @@ int cqi_factor_update(cqi_factor* f, cqi_sim* sim, const cq_substep* c, const cq
 }
 
 int cqi_factor_solve(cqi_factor* f, const cq_real* r, cq_real* z) {
-  int D = f->dim, bs = f->bs; /* bs = D + 1: the fill's unknowns y, zero on the right */
+  int D = f->dim, bs = f->bs; /* bs = D + 1: the rank-one term's unknowns y, zero on the right */
   for (long k = 0; k < f->count; k++)
     for (int a = 0; a < bs; a++) f->rhs[k * bs + a] = a < D ? r[f->node[k] * (D + 1) + a] : 0;
   cqi_chol_solve(f->chol, f->rhs);

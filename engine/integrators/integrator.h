@@ -1,6 +1,7 @@
 /* Time integrators: the recipe of one substep and its adjoint, written once on top of the backend primitives
- * (backend.h). One file each (integrator_<name>.c), listed in registry.h (CQ_INTEGRATORS); adding one never touches
- * a backend. */
+ * (backend.h) and the physics terms' hooks (term.h). One file each (integrator_<name>.c), listed in registry.h
+ * (CQ_INTEGRATORS); adding one touches a backend only for the passes of its own kernels (rows beside them, as
+ * implicit.h's CQ_IMPLICIT_PASSES). */
 #ifndef CQ_INTEGRATOR_H
 #define CQ_INTEGRATOR_H
 #include <stdlib.h>
@@ -18,6 +19,11 @@ typedef struct cqi_kept {
   size_t *total, budget;
 } cqi_kept;
 
+/* The physics terms' indices (registry.h CQ_TERMS): CQI_TERM_<name>, and their number. */
+#define CQI_TERM_INDEX(name, doc) CQI_TERM_##name,
+enum { CQ_TERMS(CQI_TERM_INDEX) CQI_N_TERMS };
+#undef CQI_TERM_INDEX
+
 /* What an integrator works with. */
 typedef struct cqi_sim {
   cqi_backend* be;            /* the backend whose primitives it calls */
@@ -27,28 +33,10 @@ typedef struct cqi_sim {
   void* ws;                   /* the integrator's own workspace (grid vectors, ...), in backend memory */
   cq_solver_stats stats;      /* the implicit solves' work (cq_world_solver_stats) */
   cqi_kept* kept;             /* the memo's record slot for the substep being run (NULL: none) */
-  /* volumetric = "averaged" (volumetric.h, volumetric.c), in backend memory, allocated when first needed: the group
-   * sums (grid vectors: at the last state or velocities, and along the last Hessian product's direction) and the
-   * per-particle group pressures and their differentials ([n]) */
-  cq_real *vol_sums, *vol_dsums, *vol_p, *vol_dp;
-  cq_real *vol_gsums, *vol_g; /* backward: the groups' sums of dL/d(pressure) and per-particle gradients */
-  cq_real* vol_gJs; /* implicit backward: [n] dL/dJl_p through the output state's pg (cqi_vol_state_adjoint) */
-  /* the groups' volume projection (cqi_vol_project): its sums (a grid vector), its adjoint's shares ([n]) and the
-   * backward's projected copy of a substep's input (a state block) */
-  cq_real *vol_psums, *vol_share, *vol_state;
-  /* volumetric_groups = "initial": each particle's group node, from the first state stepped from ([n], in backend
-   * memory, and its host copy for the stress query; vol_groups_set: taken; cq_world_reset_groups clears it) */
-  int32_t *vol_group_of, *vol_group_host;
-  int vol_groups_set;
-  /* fluid = "fill" (fill.h, fill.c), grid vectors in backend memory allocated when first needed: the substep's base
-   * (phi^n, K, phi0), a linearisation at the last gradient's velocities, one at the Hessian products' iterate, a
-   * product's direction, and the rest fill's excess over 1 (ref_set: taken from a state; cq_world_reset_fill clears
-   * it) */
-  struct {
-    cq_real *base, *lin, *at, *dir, *ref;
-    cq_real* line; /* the line search's node terms (cqi_fill_line) */
-    int ref_set;
-  } fill;
+  /* the physics terms' states (engine/terms/term.h; by CQ_TERMS index, allocated when first needed) and the
+   * backward's copy of a substep's input (cqi_terms_input; a state block in backend memory) */
+  void* term_self[CQI_N_TERMS];
+  cq_real* input_copy;
 } cqi_sim;
 
 /* Keeps the substep's P2G (grid: its momentum and mass, with what prepare set) in sim->kept, when there is a slot
@@ -152,74 +140,6 @@ static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* ba
                     "(particle %d); was the world changed after recording?",
                     k + 1, cq_name(CQ_LIST_CHECK, bad->check, NULL), bad->particle + 1);
 }
-
-/* The averaged volumetric term of a substep (volumetric.c; c->vol_averaged set): cqi_vol_update computes the groups'
- * sums at the state s (v NULL: J = det F, the explicit step) or at the grid velocities v (the implicit solve's Jl)
- * and each particle's group pressure, and points c->vol_sums and c->vol_p at them; cqi_vol_direction computes the
- * pressures' differential along the grid vector dir (for a Hessian product at the velocities of the last update)
- * into c->vol_dp. The backend's active region must be the substep's (after prepare). */
-int cqi_vol_update(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v);
-int cqi_vol_direction(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* dir);
-/* The groups' adjoint of a substep (c->vol_sums and vol_p of its forward, from cqi_vol_update). Explicit (lam NULL,
- * v NULL): after P2G's adjoint wrote dL/d(group pressure) into sim->vol_g, each particle's share into g0->F and gp.
- * Implicit: from the multipliers lam at the converged velocities v, before implicit_stress_adj: dL/dJl into
- * sim->vol_g, pointed to by c->vol_gJ, and the parameters' shares into gp. */
-int cqi_vol_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
-                    cq_particles* g0, const cq_param_grads* gp);
-/* The implicit step's output pg (the groups' pressures at the converged velocities v; the next substep's lagged
- * pressure, implicit.h E_geo): cqi_vol_state writes it into s1->pg (s the input state, c->vol_p / vol_sums from
- * cqi_vol_update at v). Its adjoint, with g_pg = dL/ds1->pg: the parameters' shares into gp, dL/dv into gv (a grid
- * vector: the implicit adjoint's right-hand side) and dL/dJl per particle into sim->vol_gJs, whose shares in F and x
- * implicit_stress_adj adds with the solve's (c->vol_gJ: cqi_vol_adjoint adds vol_gJs there). */
-int cqi_vol_state(cqi_sim* sim, const cq_substep* c, cq_particles* s1);
-/* The groups' volume projection (volumetric.h vol_project), the first stage of every substep after prepare:
- * cqi_vol_project scales s's F in place; cqi_vol_projected writes the projection of s into sim->vol_state and views
- * it in *out (the backward's input state; cqi_vol_scratch: the copy alone); cqi_vol_project_adjoint turns g0->F, the
- * gradient of the projected F, in place into that of s's F (s unprojected) and adds dL/dvol0 into gp. They use
- * sim->vol_psums and vol_share; the adjoint also overwrites vol_gsums (run it after cqi_vol_adjoint). */
-int cqi_vol_project(cqi_sim* sim, const cq_substep* c, cq_particles* s);
-/* The fill water of a substep (fill.c; c->fill set, the backend's active region the substep's): cqi_fill_begin takes
- * the base from s (and the rest fill, the first time with fluid_rest = "initial"); cqi_fill_gradient adds dW/dv at
- * the grid velocities v into the grid vector g; cqi_fill_linearise fixes the Hessian's active nodes at v (the
- * pieces of W there; cqi_fill_predict may change them), and cqi_fill_hvp adds the Hessian of W on them times x into
- * out; cqi_fill_explicit adds the explicit step's impulse
- * -dt dW/dx into P2G's momentum grid. */
-int cqi_fill_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s);
-int cqi_fill_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, cq_real* g);
-int cqi_fill_linearise(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v);
-int cqi_fill_hvp(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* x, cq_real* out);
-int cqi_fill_explicit(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* grid);
-/* The Newton solve's active-set round (integrator_implicit.c fill_active_set): cqi_fill_predict puts into the
- * linearisation at v of the last cqi_fill_linearise the nodes' pieces of W at v + d (the Hessian weights cqi_fill_hvp
- * and the factor then use) and counts in *changed the nodes whose piece changed; cqi_fill_predict_gradient then adds
- * to g the change of dW/dv at v that the switch to those pieces makes (g + it: the gradient at v of the piecewise
- * quadratic W on them; fill.h fill_predict_node). */
-int cqi_fill_predict(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, long* changed);
-int cqi_fill_predict_gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real* g);
-/* W along the Newton step's line v + a d (v: the iterate of the last cqi_fill_linearise): cqi_fill_line_begin takes
- * d's change of the fill (it replaces cqi_fill_hvp's direction), then cqi_fill_line gives w[0] = W(v + a d) - W(v),
- * w[1] = dW/da and w[2] = d2W/da2 there (node passes and a sum: no particle pass). */
-int cqi_fill_line_begin(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d);
-int cqi_fill_line(cqi_sim* sim, const cq_substep* c, double a, double w[3]);
-/* The first step a in (0, 1] of the line search: the root of the derivative of the model s_rest a + kappa a^2 / 2 +
- * W(v + a d) - W(v) of dt E along d (s_rest, kappa: the slope and curvature of the rest of dt E at a = 0; slope0 the
- * whole slope), to 1 % of slope0. The model's derivative is piecewise linear and increasing (W is convex), so Newton's
- * method on it inside a bracket takes a few cqi_fill_line calls. After cqi_fill_line_begin. */
-int cqi_fill_step(cqi_sim* sim, const cq_substep* c, double s_rest, double kappa, double slope0, double* step);
-/* The adjoint of the implicit solve's share: lam . dW/dv at the converged v, pulled back into gs (x, F) and gp (vol0,
- * and a fluid's bulk), the base of cqi_fill_begin at s. */
-int cqi_fill_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* lam,
-                     cq_particles* gs, const cq_param_grads* gp);
-void cqi_fill_release(cqi_sim* sim);
-/* The explicit step's: gm = dL/d(P2G's momentum and mass) of the substep. */
-int cqi_fill_explicit_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* gm,
-                              cq_particles* gs, const cq_param_grads* gp);
-int cqi_vol_projected(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* out);
-int cqi_vol_scratch(cqi_sim* sim, const cq_particles* s, cq_particles* out); /* the copy alone, unprojected */
-int cqi_vol_project_adjoint(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_particles* g0,
-                            const cq_param_grads* gp);
-int cqi_vol_state_adjoint(cqi_sim* sim, cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* g_pg,
-                          const cq_param_grads* gp, cq_real* gv);
 
 /* One per CQ_INTEGRATORS entry: cqi_integrator_<name>, defined in integrator_<name>.c. */
 #define CQI_DECLARE(ID, name, doc) extern const cqi_integrator cqi_integrator_##name;

@@ -1,9 +1,9 @@
 /* The explicit MLS-MPM substep (seed 000 eqs. 4-11, 15-17) and its adjoint (Appendix A.2), composed of backend
- * primitives: prepare (averaged volumetric term: then the groups' volume projection and pressures), P2G, grid update,
- * G2P forward; backward, the forward's grid (restored from the memo's record of the substep, or recomputed), then the
- * adjoints in reverse. */
+ * primitives and the physics terms' hooks (term.h): prepare, the terms' projection, base and stress quantities, P2G
+ * and the terms' impulses, grid update, G2P forward; backward, the forward's grid (restored from the memo's record of
+ * the substep, or recomputed), then the adjoints in reverse. */
 #include <stdlib.h>
-#include "integrator.h"
+#include "term.h"
 
 /* Workspace, in backend memory; the backward buffers are allocated by the first adjoint substep. */
 typedef struct {
@@ -69,15 +69,14 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
   TRY(op->prepare(be, &c, s, fresh, bad)); /* a state out of the previous G2P was checked there */
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
-  if (c.vol_averaged) { /* each group's members to its mean J, then the groups' pressures for P2G's stress */
-    TRY(cqi_vol_project(sim, &c, s));
-    TRY(cqi_vol_update(sim, &c, s, NULL));
-  }
+  TRY(cqi_terms_project(sim, &c, s)); /* the physics terms (term.h): their input, base and stress quantities */
+  TRY(cqi_terms_begin(sim, &c, s));
+  TRY(cqi_terms_stress(sim, &c, s, NULL));
   cq_ctl kc = *ctl;
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   TRY(op->grid_clear(be, ws->grid));
   TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, NULL));
-  if (c.fill) TRY(cqi_fill_explicit(sim, &c, s, ws->grid)); /* the fill water's pressure (fill.h) */
+  TRY(cqi_terms_impulse(sim, &c, s, ws->grid));
   cqi_keep_store(sim, ws->grid); /* before the update in place: the adjoint needs the momentum and mass */
   TRY(op->grid_update(be, &c, ws->grid, ws->grid)); /* in place: momentum -> velocity */
   TRY(op->g2p(be, &c, s, &sim->view->params, ws->grid, bad));
@@ -86,7 +85,7 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
 
 /* Restores the forward grid from the memo's record of this substep, or recomputes it from s_in (caching P2G's
  * stresses), then runs G2P, grid and P2G adjoints (P2G's adjoint evaluates the stresses itself when restored), on
- * s_in as the forward's stages saw it (averaged: projected), and last the projection's adjoint. */
+ * s_in as the forward's stages saw it (a copy the terms projected), and last the terms' adjoints. */
 static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq_particles* s1, const cq_ctl* ctl,
                                 long k, const cq_particles* g1, cq_particles* g0, const cqi_adj_out* out) {
   explicit_ws* ws = sim->ws;
@@ -102,18 +101,17 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
     TRY(op->prepare(be, &c, s_in, 0, &bad));
     if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
   }
-  const cq_particles* s = s_in; /* averaged: the projected input, as the forward's stages saw it */
-  cq_particles projected;
-  if (c.vol_averaged) {
-    TRY(cqi_vol_projected(sim, &c, s_in, &projected));
-    s = &projected;
-    TRY(cqi_vol_update(sim, &c, s, NULL));
-  }
+  cq_particles in; /* the input as the forward's stages saw it */
+  TRY(cqi_terms_input(sim, s_in, &in));
+  const cq_particles* s = &in;
+  TRY(cqi_terms_project(sim, &c, &in));
+  TRY(cqi_terms_begin(sim, &c, s));
+  TRY(cqi_terms_stress(sim, &c, s, NULL));
   TRY(cqi_extra_forces(sim, s, ctl, ws->fext, &kc.force));
   if (!restored) {
     TRY(op->grid_clear(be, ws->grid));
     TRY(op->p2g(be, &c, s, &sim->view->params, &kc, ws->grid, ws->cache));
-    if (c.fill) TRY(cqi_fill_explicit(sim, &c, s, ws->grid));
+    TRY(cqi_terms_impulse(sim, &c, s, ws->grid));
     cache = ws->cache;
   }
   TRY(op->grid_update(be, &c, ws->grid, ws->grid_v));
@@ -122,12 +120,11 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   TRY(op->g2p_adj(be, &c, s, &sim->view->params, ws->grid_v, g1, g0, ws->grid_adj, s1 ? s1->C : NULL));
   TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* the implicit step's pg passes through */
   TRY(op->grid_update_adj(be, &c, ws->grid, ws->grid_adj));
-  if (c.fill) TRY(cqi_fill_explicit_adjoint(sim, &c, s, ws->grid_adj, g0, out->gp));
-  c.vol_g = sim->vol_g; /* averaged: P2G's adjoint writes dL/d(group pressure) there, then the groups' adjoint */
+  TRY(cqi_terms_impulse_adj(sim, &c, s, ws->grid_adj, g0, out->gp));
+  TRY(cqi_terms_p2g_adj_begin(sim, &c));
   TRY(cqi_p2g_adj(sim, &c, s, ctl, &kc, ws->grid_adj, cache, ws->gact, NULL, ws->gfext, g0, out));
-  if (!c.vol_averaged) return CQ_OK;
-  TRY(cqi_vol_adjoint(sim, &c, s, NULL, NULL, g0, out->gp));
-  return cqi_vol_project_adjoint(sim, &c, s_in, g0, out->gp); /* g0 from the projected input's to s_in's */
+  TRY(cqi_terms_stress_adj(sim, &c, s, g0, out->gp));
+  return cqi_terms_project_adj(sim, &c, s_in, g0, out->gp); /* g0 from the projected input's to s_in's */
 }
 
 const cqi_integrator cqi_integrator_explicit = {

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "implicit_factor.h"
-#include "integrator.h"
 #include "krylov.h"
+#include "term.h"
 
 enum { MAX_HALVINGS = 30 };
 /* Levels of split substeps (implicit.max_split <= 30, model.c). */
@@ -24,14 +24,14 @@ enum { DEFAULT_MAX_SPLIT = 6 };
  * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation far more
  * (5 s on the finger of examples/finger_pressure.lua), so stale factors are kept while they still work. */
 enum { REFACTOR_CG = 8 };
-/* implicit.fill_rounds' default with the factor preconditioner: the fill water's active-set rounds per Newton
- * iteration (fill_active_set). */
-enum { DEFAULT_FILL_ROUNDS = 4 };
-/* What fill_active_set chose: no direction of its own (the caller's first, and its step: no node changed piece, or,
+/* implicit.fill_rounds' default with the factor preconditioner: the active-set rounds per Newton iteration of the
+ * piecewise-quadratic terms (active_set; the fill water's, whence the option's name). */
+enum { DEFAULT_ROUNDS = 4 };
+/* What active_set chose: no direction of its own (the caller's first, and its step: no node changed piece, or,
  * STALE_NONE, no round's direction descends), or the best of its rounds. SETTLED: no node changes piece at its end
  * and it was the last solved, so the factors' pieces are the next iterate's; UNSETTLED, STALE_NONE: they are no
  * iterate's (the caller marks them stale). */
-enum { FILL_NONE = 0, FILL_SETTLED = 1, FILL_UNSETTLED = 2, FILL_STALE_NONE = 3 };
+enum { SET_NONE = 0, SET_SETTLED = 1, SET_UNSETTLED = 2, SET_STALE_NONE = 3 };
 
 /* Workspace: grid vectors (D+1 reals per node) in backend memory, the residual history on the host. */
 typedef struct {
@@ -48,7 +48,7 @@ typedef struct {
   double* hist;                    /* [max_newton + 1] ||grad||_inf / scale per Newton iteration */
   double tol;
   int max_newton, max_cg;
-  int fill_rounds;    /* the fill water's active-set rounds per Newton iteration (0: none; fill_active_set) */
+  int rounds;         /* the piecewise-quadratic terms' active-set rounds per Newton iteration (0: none; active_set) */
   cqi_factor* factor; /* implicit.precond = "factor": the substep's factorised Hessian (NULL: the masses) */
   int factored;       /* factor holds this substep's factors */
   /* split substeps (piece_forward, piece_adj): per level of halving, state blocks allocated when first needed */
@@ -89,9 +89,9 @@ static int implicit_create(cqi_sim* sim) {
     if (!(ws->factor = cqi_factor_create())) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
   /* the rounds' solves need the factors: with the masses' inexact CG the rounds do not settle and cost 3x the CG
    * (docs/benchmarks.md), so by default none there */
-  ws->fill_rounds = d->implicit_fill_rounds > 0                  ? d->implicit_fill_rounds
-                    : d->implicit_fill_rounds == 0 && ws->factor ? DEFAULT_FILL_ROUNDS
-                                                                 : 0;
+  ws->rounds = d->implicit_fill_rounds > 0                  ? d->implicit_fill_rounds
+               : d->implicit_fill_rounds == 0 && ws->factor ? DEFAULT_ROUNDS
+                                                            : 0;
   size_t gb = sizeof(cq_real) * be->n_nodes * (be->dim + 1);
   cq_real** grids[] = {&ws->grid, &ws->vstar, &ws->v, &ws->g,  &ws->d,  &ws->r,  &ws->p,
                        &ws->q,    &ws->hp,    &ws->z, &ws->vt, &ws->gt, &ws->tmp};
@@ -133,10 +133,10 @@ static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, co
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   cq_substep cv = *c;
-  if (cv.vol_averaged) TRY(cqi_vol_update(sim, &cv, s, v)); /* the groups' pressures at v (volumetric.h) */
+  TRY(cqi_terms_stress(sim, &cv, s, v)); /* the terms' stress quantities at v (term.h) */
   TRY(be->ops->grid_clear(be, g));
   TRY(be->ops->implicit_stress(be, &cv, s, &sim->view->params, v, g));
-  if (c->fill) TRY(cqi_fill_gradient(sim, c, s, v, g)); /* the fill water's pressure (fill.h) */
+  TRY(cqi_terms_gradient(sim, c, s, v, g)); /* the terms' energies W(v) */
   if (el_norm) {
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, g));
     TRY(be->ops->grid_norm_inf(be, g, el_norm));
@@ -145,15 +145,22 @@ static int gradient(cqi_sim* sim, const cq_substep* c, const cq_particles* s, co
   return be->ops->implicit_node(be, c, ws->vstar, ws->tmp, g);
 }
 
+/* Adds the unprojected Hessian of dt E at v (the terms': at their last linearisation or prediction) times x to out;
+ * cv: the context of the product (the terms' stress differentials along x go into it). */
+static int hessian_add(cqi_sim* sim, cq_substep* cv, const cq_substep* c, const cq_particles* s, const cq_real* v,
+                       const cq_real* x, cq_real* out) {
+  TRY(cqi_terms_stress_dir(sim, cv, s, x));
+  TRY(sim->be->ops->implicit_hvp(sim->be, cv, s, &sim->view->params, v, x, out));
+  return cqi_terms_hvp(sim, c, s, x, out);
+}
+
 /* out = H x, the projected Hessian of dt E at v applied to x. */
 static int hessian_times(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* v, const cq_real* x,
                          cq_real* out) {
   cqi_backend* be = sim->be;
   cq_substep cv = *c;
-  if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, x)); /* the groups' pressures' differential along x */
   TRY(be->ops->grid_clear(be, out));
-  TRY(be->ops->implicit_hvp(be, &cv, s, &sim->view->params, v, x, out));
-  if (c->fill) TRY(cqi_fill_hvp(sim, c, s, x, out)); /* the pieces of the last cqi_fill_linearise / _predict */
+  TRY(hessian_add(sim, &cv, c, s, v, x, out));
   return be->ops->implicit_node(be, c, ((implicit_ws*)sim->ws)->vstar, x, out);
 }
 
@@ -173,8 +180,8 @@ static int precondition(cqi_sim* sim, const cq_substep* c, const cq_real* r, cq_
  * curvature (p.Hp <= 0, an indefinite Hessian of a compressed material) stops it with the direction so far, or, if
  * there is none yet, the preconditioned -g (with the factors, the projected Newton step): each iterate stays a
  * descent direction, since the preconditioner is definite. dHd receives d.H d (the sum of alpha_k r_k.z_k over the
- * iterations, as the directions are H-conjugate; 0 for the fallback, whose curvature is not known). With the fill
- * water, H's share of W is that of the last cqi_fill_linearise or cqi_fill_predict. */
+ * iterations, as the directions are H-conjugate; 0 for the fallback, whose curvature is not known). The terms'
+ * share of H is that of their last linearise or predict (term.h). */
 /* The operator of the Krylov solves (krylov.h): H at ws->v and the preconditioner above. */
 typedef struct {
   cqi_sim* sim;
@@ -215,7 +222,7 @@ static int cg_direction(cqi_sim* sim, const cq_substep* c, const cq_particles* s
   return CQ_OK;
 }
 
-/* The factorised Hessian at the iterate ws->v (with the fill water, its pieces of W those of the linearisation),
+/* The factorised Hessian at the iterate ws->v (the terms' pieces: those of their last linearisation),
  * when implicit.precond asks for one (ws->q is free here). A singular Hessian leaves the masses as the
  * preconditioner. */
 static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
@@ -223,11 +230,7 @@ static int refactor(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
   ws->factored = 0;
   if (!ws->factor) return CQ_OK;
   int ok;
-  cq_substep cv = *c;
-  cv.vol_sums = sim->vol_sums; /* averaged: the groups' sums of the last gradient (their V0 K and V0 do not change
-                                * within the substep) */
-  cv.vol_group_of = sim->vol_groups_set ? sim->vol_group_of : NULL;
-  TRY(cqi_factor_update(ws->factor, sim, &cv, s, ws->v, ws->vstar, ws->q, &ok));
+  TRY(cqi_factor_update(ws->factor, sim, c, s, ws->v, ws->vstar, ws->q, &ok));
   ws->factored = ok;
   return CQ_OK;
 }
@@ -250,11 +253,11 @@ static int not_converged(cqi_sim* sim, long k, int its, const char* why) {
 }
 
 /* The model of dt E along the direction d of curvature dHd = d.H d: the rest's slope and curvature (dHd less hw =
- * d.H_W d, W's share of it: on the pieces at v (at_v: the line's w0[2]) or on the linearisation's (a product)) plus W
- * exactly, at its minimum a (cqi_fill_step) -> *value, *step. *value = +inf (and *step untouched) when d does not
- * descend or the model is not finite. Uses tmp. */
-static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, double dHd, int at_v,
-                      double* value, double* step) {
+ * d.H_W d, the piecewise terms' share of it: on the pieces at v (at_v: the line's w0[2]) or on the linearisation's
+ * (a product)) plus W exactly, at its minimum a (cqi_terms_line_step) -> *value, *step. *value = +inf (and *step untouched)
+ * when d does not descend or the model is not finite. Uses tmp. */
+static int piecewise_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_real* d, double dHd,
+                           int at_v, double* value, double* step) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   double slope, w0[3], wa[3], hw = 0, a;
@@ -263,50 +266,50 @@ static int fill_model(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
   if (!(slope < 0)) return CQ_OK;
   if (!at_v) {
     TRY(be->ops->grid_clear(be, ws->tmp));
-    TRY(cqi_fill_hvp(sim, c, s, d, ws->tmp));
+    TRY(cqi_terms_hvp(sim, c, s, d, ws->tmp));
     TRY(be->ops->grid_dot(be, d, ws->tmp, &hw));
   }
-  TRY(cqi_fill_line_begin(sim, c, s, d));
-  TRY(cqi_fill_line(sim, c, 0, w0));
+  TRY(cqi_terms_line_begin(sim, c, s, d));
+  TRY(cqi_terms_line(sim, c, 0, w0));
   double kappa = dHd - (at_v ? w0[2] : hw);
-  TRY(cqi_fill_step(sim, c, slope - w0[1], kappa, slope, &a));
-  TRY(cqi_fill_line(sim, c, a, wa));
+  TRY(cqi_terms_line_step(sim, c, slope - w0[1], kappa, slope, &a));
+  TRY(cqi_terms_line(sim, c, a, wa));
   double value_a = (slope - w0[1]) * a + (kappa > 0 ? kappa : 0) * a * a / 2 + wa[0];
   if (value_a < INFINITY) *value = value_a, *step = a; /* (NaN: no value) */
   return CQ_OK;
 }
 
-/* The fill water's no-tension kink, as a primal-dual active-set (semismooth Newton) method treats it. W is exactly
- * piecewise quadratic in v (fill.h): node i's piece is dx^D (K_i / 2)(r_i - 1)^2 above its rest fill and 0 below. The
+/* A kink of a piecewise-quadratic term (the fill water's no-tension: node i's piece is dx^D (K_i / 2)(r_i - 1)^2
+ * above its rest fill and 0 below, fill.h), as a primal-dual active-set (semismooth Newton) method treats it. The
  * Newton direction d from the pieces at v compresses the nodes just below their rest fill far past it (they are not
  * in its Hessian), and the line search then stops where the first of them fills: on the 3D finger's tank steps of
  * a = 0.02-0.3 and 37-41 Newton iterations per substep. So each round takes the pieces the nodes are on at v + d
- * (cqi_fill_predict: the Hessian's weights and the gradient at v of those pieces, in gt) and solves again, on a
+ * (cqi_terms_predict: the Hessian's weights and the gradient at v of those pieces, in gt) and solves again, on a
  * refactorised Hessian (its pieces changed): once no node changes piece, d minimises the rest's quadratic model plus
  * the exact W. Such rounds can cycle (near the solution a node or two flip back and forth), so there are up to
- * implicit.fill_rounds of them, and the direction kept is the one whose model (fill_model) falls lowest: in ws->d,
- * with its dHd and the model's minimum a in *step (*chosen, FILL_*). FILL_NONE when no node changed piece along the
- * first direction (d and dHd untouched), FILL_STALE_NONE when none descends: the caller then takes its own step
- * from the first direction (restored in d, its dHd in *dHd). cg_its: the CG
- * iterations of the last direction solved. Uses vt and tmp. On the 2D finger in water (docs/experiments/finger2d_held.lua, 8
- * kPa, 0.4 s) Newton iterations 774 -> 179 and CG 16,761 -> 1,334 for factorisations 321 -> 561; fewer rounds do
- * worse, as does stopping once a round's model gains little (docs/benchmarks.md). */
-static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* cg_its,
-                           double* dHd, double* step, int* chosen) {
+ * implicit.fill_rounds of them, and the direction kept is the one whose model (piecewise_model) falls lowest: in
+ * ws->d, with its dHd and the model's minimum a in *step (*chosen, SET_*). SET_NONE when no node changed piece along
+ * the first direction (d and dHd untouched), SET_STALE_NONE when none descends: the caller then takes its own step
+ * from the first direction (restored in d, its dHd in *dHd). cg_its: the CG iterations of the last direction solved.
+ * Uses vt and tmp. On the 2D finger in water (docs/experiments/finger2d_held.lua, 8 kPa, 0.4 s) Newton iterations
+ * 774 -> 179 and CG 16,761 -> 1,334 for factorisations 321 -> 561; fewer rounds do worse, as does stopping once a
+ * round's model gains little (docs/benchmarks.md). */
+static int active_set(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* cg_its, double* dHd,
+                      double* step, int* chosen) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   double best = 0, best_dHd = *dHd, value, a;
   long changed;
   int last = 0; /* the last round's direction is the one kept */
-  *chosen = FILL_NONE;
+  *chosen = SET_NONE;
   for (int round = 0;; round++) {
-    TRY(cqi_fill_predict(sim, c, s, ws->d, &changed));
+    TRY(cqi_terms_predict(sim, c, s, ws->d, &changed));
     if (round == 0 && changed == 0) return CQ_OK;
-    if (changed == 0 || round == ws->fill_rounds) break;
+    if (changed == 0 || round == ws->rounds) break;
     TRY(cqi_grid_lincomb(be, ws->gt, 1, ws->g, 0, ws->g));
-    TRY(cqi_fill_predict_gradient(sim, c, s, ws->gt)); /* (before fill_model, which reuses the fill's buffers) */
+    TRY(cqi_terms_predict_gradient(sim, c, s, ws->gt)); /* (before the model, which reuses the terms' buffers) */
     if (round == 0) {
-      TRY(fill_model(sim, c, s, ws->d, *dHd, 1, &best, step));
+      TRY(piecewise_model(sim, c, s, ws->d, *dHd, 1, &best, step));
       TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
     }
     TRY(be->ops->implicit_node(be, c, ws->vstar, NULL, ws->gt)); /* projected, as g is */
@@ -314,7 +317,7 @@ static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles
     TRY(cg_direction(sim, c, s, ws->gt, eta, cg_its, dHd));
     sim->stats.fill_rounds++;
     sim->stats.cg += *cg_its;
-    TRY(fill_model(sim, c, s, ws->d, *dHd, 0, &value, &a));
+    TRY(piecewise_model(sim, c, s, ws->d, *dHd, 0, &value, &a));
     last = value < best;
     if (last) {
       TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->d, 0, ws->d));
@@ -323,7 +326,7 @@ static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles
   }
   *dHd = best_dHd;
   /* the factors hold the last round's pieces: the next iterate's only if it settled and its direction is kept */
-  *chosen = !(best < INFINITY) ? FILL_STALE_NONE : changed || !last ? FILL_UNSETTLED : FILL_SETTLED;
+  *chosen = !(best < INFINITY) ? SET_STALE_NONE : changed || !last ? SET_UNSETTLED : SET_SETTLED;
   return cqi_grid_lincomb(be, ws->d, 1, ws->vt, 0, ws->vt);
 }
 
@@ -331,17 +334,18 @@ static int fill_active_set(cqi_sim* sim, const cq_substep* c, const cq_particles
  * and a backtracking line search. The Armijo test E(v + a d) <= E(v) + c a grad.d needs E's change along the step,
  * which the trapezoid rule on the directional derivatives gives, (a/2)(grad(v).d + grad(v + a d).d), because the
  * materials provide P(F) and its derivative but not Psi; the test is exact where E is quadratic along the step
- * (near the solution). With the fill water its energy W is taken exactly along the step (it is a piecewise quadratic
- * of a there, fill.c cqi_fill_line), in the test and in the first trial step, the minimum of the model slope * a +
- * curvature * a^2 / 2 + W (cqi_fill_step): a full Newton step compresses the nodes that were just below their rest
- * fill far past it (they are not in the Hessian), and halving from 1 cost 1.6 gradients per iteration on the tank.
- * Where that happens the fill's active-set rounds (fill_active_set) replace the direction and its first step.
- * Converged when ||grad||_inf <= tol * scale, scale = the larger of ||m v*||_inf and the
- * elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start (both momenta per node). */
+ * (near the solution). A piecewise-quadratic term's energy W is taken exactly along the step (cqi_terms_line), in
+ * the test and in the first trial step, the minimum of the model slope * a + curvature * a^2 / 2 + W (cqi_terms_line_step): a
+ * full Newton step compresses the fill water's nodes that were just below their rest fill far past it (they are not
+ * in the Hessian), and halving from 1 cost 1.6 gradients per iteration on the tank. Where that happens the
+ * active-set rounds (active_set) replace the direction and its first step. Converged when ||grad||_inf <= tol *
+ * scale, scale = the larger of ||m v*||_inf and the elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start
+ * (both momenta per node). */
 static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long k) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
   double mv, el, gn, scale;
+  int piecewise = cqi_terms_piecewise(sim);
   TRY(be->ops->grid_clear(be, ws->tmp));
   TRY(be->ops->implicit_node(be, c, ws->vstar, ws->vstar, ws->tmp)); /* m v*, projected */
   TRY(be->ops->grid_norm_inf(be, ws->tmp, &mv));
@@ -356,33 +360,33 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
     if (!isfinite(gn)) return not_converged(sim, k, it, "the gradient is not finite");
     if (it == ws->max_newton) return not_converged(sim, k, it, "max_newton reached");
     double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope, dHd;
-    if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
+    TRY(cqi_terms_linearise(sim, c, s, ws->v));
     if (stale) TRY(refactor(sim, c, s));
-    int cg_its, chosen = FILL_NONE;
+    int cg_its, chosen = SET_NONE;
     double a = 1, w0[3] = {0, 0, 0}, wa[3] = {0, 0, 0};
     TRY(cg_direction(sim, c, s, ws->g, eta, &cg_its, &dHd));
     sim->stats.newton++;
     sim->stats.cg += cg_its;
-    if (c->fill && ws->fill_rounds > 0) TRY(fill_active_set(sim, c, s, eta, &cg_its, &dHd, &a, &chosen));
-    stale = cg_its > REFACTOR_CG || chosen == FILL_UNSETTLED || chosen == FILL_STALE_NONE;
+    if (piecewise && ws->rounds > 0) TRY(active_set(sim, c, s, eta, &cg_its, &dHd, &a, &chosen));
+    stale = cg_its > REFACTOR_CG || chosen == SET_UNSETTLED || chosen == SET_STALE_NONE;
     TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
     if (!(slope0 < 0)) { /* not a descent direction (round-off): fall back to steepest descent */
       TRY(cqi_grid_lincomb(be, ws->d, -1, ws->g, 0, ws->g));
       TRY(be->ops->grid_dot(be, ws->g, ws->d, &slope0));
-      dHd = 0; /* not known along this d: the fill's first step then takes W alone as the model's curvature */
+      dHd = 0; /* not known along this d: the first step then takes W alone as the model's curvature */
     }
-    if (c->fill) { /* W exactly along d (fill.c): the first step its model's minimum, the test W's exact change */
-      TRY(cqi_fill_line_begin(sim, c, s, ws->d));
-      TRY(cqi_fill_line(sim, c, 0, w0));
-      if (chosen == FILL_NONE || chosen == FILL_STALE_NONE)
-        TRY(cqi_fill_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
+    if (piecewise) { /* W exactly along d: the first step its model's minimum, the test W's exact change */
+      TRY(cqi_terms_line_begin(sim, c, s, ws->d));
+      TRY(cqi_terms_line(sim, c, 0, w0));
+      if (chosen == SET_NONE || chosen == SET_STALE_NONE)
+        TRY(cqi_terms_line_step(sim, c, slope0 - w0[1], dHd - w0[2], slope0, &a));
     }
     int h = 0;
     for (; h < MAX_HALVINGS; h++, a *= 0.5) {
       TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->v, (cq_real)a, ws->d));
       TRY(gradient(sim, c, s, ws->vt, ws->gt, NULL));
       TRY(be->ops->grid_dot(be, ws->gt, ws->d, &slope));
-      if (c->fill) TRY(cqi_fill_line(sim, c, a, wa));
+      if (piecewise) TRY(cqi_terms_line(sim, c, a, wa));
       double change = 0.5 * a * (slope0 - w0[1] + slope - wa[1]) + wa[0]; /* trapezoid for the rest, W exact */
       if (change <= c1 * a * slope0) break; /* NaN (an inverted F) fails the test: halve */
     }
@@ -466,17 +470,15 @@ static cq_substep piece_ctx(cqi_sim* sim, const cq_ctl* ctl, long k, long j, int
   return c;
 }
 
-/* A piece's start: prepare, the groups' volume projection of s in place (averaged: volumetric.h vol_project) and the
- * solve, up to the converged velocities in ws->v. prepare checks the input in full whether or not it is fresh: a
+/* A piece's start: prepare, the terms' projection of s in place and their base (term.h), and the solve, up to the converged velocities in ws->v. prepare checks the input in full whether or not it is fresh: a
  * particle too fast for this piece's dt splits it (retryable), and the decision must not depend on where the input
  * came from, so that a recomputation makes it again. */
 static int piece_solve(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k, cqi_check* bad,
                        cq_ctl* kc) {
   TRY(sim->be->ops->prepare(sim->be, c, s, 1, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
-  if (c->vol_averaged) TRY(cqi_vol_project(sim, c, s));
-  if (c->fill) TRY(cqi_fill_begin(sim, c, s)); /* the fill water's base at s (fill.h) */
-  c->vol_p0 = s->pg; /* averaged: the groups' pressures of the last substep, E_geo's (implicit.h) */
+  TRY(cqi_terms_project(sim, c, s)); /* the physics terms' projection and base (term.h) */
+  TRY(cqi_terms_begin(sim, c, s));
   return solve_velocities(sim, c, s, ctl, k, kc);
 }
 
@@ -486,11 +488,11 @@ static int piece_once(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl
   const cqi_backend_ops* op = sim->be->ops;
   cq_ctl kc;
   TRY(piece_solve(sim, c, s, ctl, k, bad, &kc));
-  cq_substep cv = *c; /* averaged: the groups' pressures at the converged v, the output state's pg */
-  if (c->vol_averaged) TRY(cqi_vol_update(sim, &cv, s, ws->v));
+  cq_substep cv = *c; /* the terms' stress quantities at the converged v: their output fields */
+  TRY(cqi_terms_stress(sim, &cv, s, ws->v));
   TRY(op->implicit_bc(sim->be, c, ws->vstar, ws->v));
   TRY(op->g2p(sim->be, c, s, &sim->view->params, ws->v, bad));
-  if (c->vol_averaged) TRY(cqi_vol_state(sim, &cv, s));
+  TRY(cqi_terms_output(sim, &cv, s));
   return bad->check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK;
 }
 
@@ -552,7 +554,7 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
                     cq_real* x, long k) {
   implicit_ws* ws = sim->ws;
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
-  if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
+  TRY(cqi_terms_linearise(sim, c, s, ws->v));
   cqi_krylov_info info;
   TRY(krylov(cqi_cg, sim, c, s, sign, rhs, x, tol, &info));
   sim->stats.adjoint_cg += info.products;
@@ -580,7 +582,7 @@ static int bicgstab_solve(cqi_sim* sim, const cq_substep* c, const cq_particles*
                           cq_real* x, long k) {
   implicit_ws* ws = sim->ws;
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
-  if (c->fill) TRY(cqi_fill_linearise(sim, c, s, ws->v));
+  TRY(cqi_terms_linearise(sim, c, s, ws->v));
   cqi_krylov_info info;
   TRY(krylov(cqi_bicgstab, sim, c, s, sign, rhs, x, tol, &info));
   sim->stats.adjoint_cg += info.iterations;
@@ -629,11 +631,8 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->grid_clear(be, ws->gt));
   TRY(op->g2p_adj(be, c, s, &sim->view->params, ws->vt, g1, g0, ws->gt, s1 ? s1->C : NULL));
   TRY(op->implicit_bc_adj(be, c, ws->vstar, ws->v, ws->gt)); /* gt = dL/dv */
-  cq_substep cv = *c; /* the transposed products; averaged: the groups' pressures at v, their adjoint (volumetric.h) */
-  if (c->vol_averaged)
-    TRY(cqi_vol_state_adjoint(sim, &cv, s, ws->v, g1->pg, out->gp, ws->gt)); /* s1->pg's share */
-  else
-    TRY(op->copy(be, g0->pg, g1->pg, sizeof(cq_real) * be->n)); /* pg passes through */
+  cq_substep cv = *c; /* the transposed products; the terms' quantities at v and their adjoints (term.h) */
+  TRY(cqi_terms_output_adj(sim, &cv, s, ws->v, g1, g0, out->gp, ws->gt)); /* the output fields' share in dL/dv */
   TRY(cqi_grid_lincomb(be, ws->tmp, 1, ws->gt, 0, ws->gt));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
   cv.pressure_product = CQI_PRODUCT_T;
@@ -645,20 +644,13 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
     TRY(op->zero(be, ws->gpress, sizeof(cq_real) * be->n));
     cv.pressure_gu = ws->gpress;
   }
-  if (cv.vol_averaged) { /* cv has the groups' sums at v (cqi_vol_state_adjoint); the solve left them */
-    TRY(cqi_vol_adjoint(sim, &cv, s, ws->v, ws->d, NULL, out->gp));
-    TRY(op->axpy(be, be->n, 1, sim->vol_gJs, sim->vol_g)); /* dL/dJl: the solve's and s1->pg's */
-    TRY(op->zero(be, g0->pg, sizeof(cq_real) * be->n));    /* s1 does not depend on s->pg but through E_geo */
-    cv.vol_g0 = g0->pg;
-  }
+  TRY(cqi_terms_solve_adj_begin(sim, &cv, s, ws->v, ws->d, g0, out->gp));
   TRY(op->implicit_stress_adj(be, &cv, s, &sim->view->params, ws->v, ws->d, g0, out->gp));
-  if (c->fill) TRY(cqi_fill_adjoint(sim, c, s, ws->v, ws->d, g0, out->gp)); /* the fill water's share (fill.h) */
+  TRY(cqi_terms_solve_adj(sim, c, s, ws->v, ws->d, g0, out->gp)); /* lam . dW/dv of the terms' energies */
   /* the kept components of v0: dL/dv0 = (I - Pi)(dL/dv + A^T lam), where (I - Pi) m lam = 0; then v0's grid update
    * (with the boundaries) back to P2G's grid, and v* and m there too */
   TRY(cqi_grid_lincomb(be, ws->g, 1, ws->gt, 0, ws->gt));
-  if (cv.vol_averaged) TRY(cqi_vol_direction(sim, &cv, s, ws->d));
-  TRY(op->implicit_hvp(be, &cv, s, &sim->view->params, ws->v, ws->d, ws->g));
-  if (c->fill) TRY(cqi_fill_hvp(sim, c, s, ws->d, ws->g)); /* linearised at v by the solve */
+  TRY(hessian_add(sim, &cv, c, s, ws->v, ws->d, ws->g)); /* the terms' pieces: linearised at v by the solve */
   TRY(cqi_grid_lincomb(be, ws->vt, 1, ws->g, 0, ws->g));
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->vt));
   TRY(op->grid_axpy(be, -1, ws->vt, ws->g));
@@ -682,8 +674,8 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   cq_substep c = piece_ctx(sim, ctl, k, j, level);
   cqi_check bad = {CQ_CHECK_OK, -1, 0, 0, 0};
   cq_ctl kc;
-  cq_particles in = *s; /* the piece's input as the forward used it: averaged, a projected copy (s stays as is) */
-  if (c.vol_averaged) TRY(cqi_vol_scratch(sim, s, &in));
+  cq_particles in; /* the piece's input as the forward used it: a copy the terms project (s stays as is) */
+  TRY(cqi_terms_input(sim, s, &in));
   int st = piece_solve(sim, &c, &in, ctl, k, &bad, &kc);
   int split = can_split && retryable(st, &bad);
   if (st != CQ_OK && !split)
@@ -701,7 +693,7 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
   }
   if (!split) {
     TRY(piece_once_adj(sim, &c, &in, s1, ctl, &kc, k, g1, g0, out));
-    return c.vol_averaged ? cqi_vol_project_adjoint(sim, &c, s, g0, out->gp) : CQ_OK; /* g0: s's, unprojected */
+    return cqi_terms_project_adj(sim, &c, s, g0, out->gp); /* g0: s's, unprojected */
   }
   TRY(level_buffer(sim, &ws->mid[level]));
   TRY(level_buffer(sim, &ws->gmid[level]));

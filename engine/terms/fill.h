@@ -137,7 +137,7 @@ CQ_HD void CQ_D(fill_line_node)(const cq_real* base, const cq_real* at_v, const 
   for (int a = 3; a <= D; a++) out[a] = 0;
 }
 
-/* Node pass CQI_FILL_PREDICT (the Newton solve's active-set rounds, integrator_implicit.c fill_active_set): lin
+/* Node pass CQI_FILL_PREDICT (the Newton solve's active-set rounds, integrator_implicit.c active_set): lin
  * the linearisation at v (lin[0] = dphi_i there, lin[1] = p_i, lin[2] node i's Hessian weight), out[0] = delta_i,
  * the fill change of a direction d. W is exactly piecewise quadratic in v, so the quadratic piece node i is on at
  * v + d is known: under pressure when e_i + delta_i / phi0_i > 0 (e_i = r_i - 1 at v). lin[2] becomes that piece's

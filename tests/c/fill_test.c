@@ -1,12 +1,12 @@
 /* fill_test.c: the fill water (engine/terms/fill.h, engine/terms/fill.c) on the CPU backend, in f64: the gradient of W in the grid
- * velocities (cqi_fill_gradient) against central differences of W, and the Hessian product (cqi_fill_hvp) against
+ * velocities (its term's gradient, term.h) against central differences of W, and the Hessian product (hvp) against
  * central differences of the gradient, on a block of water and a deformed solid that overfill their nodes (their
  * volumes 5 % above their spacing squared) next to a wall; and the same bits for 1 and 2 threads. Built and run by
  * tests/fluid_spec.lua; prints one line per check and exits 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "integrator.h"
+#include "term.h"
 
 enum { RES0 = 24, RES1 = 20, NX = 20, NY = 15, N = NX * NY };
 static int failures = 0;
@@ -29,11 +29,12 @@ static cq_real* grid_vector(fixture* f) {
   return g;
 }
 
-/* W at the grid velocities v from the fill that cqi_fill_gradient leaves in sim.fill.lin, and its gradient into g. */
+/* W at the grid velocities v from the fill that the fill term's gradient leaves in its lin, and its gradient into g. */
 static double energy(fixture* f, const cq_real* v, cq_real* g) {
   f->sim.be->ops->grid_clear(f->sim.be, g);
-  cqi_fill_gradient(&f->sim, &f->c, &f->s, v, g);
-  const cq_real *base = f->sim.fill.base, *lin = f->sim.fill.lin;
+  cqi_terms_gradient(&f->sim, &f->c, &f->s, v, g);
+  const cq_real *base, *lin;
+  cqi_fill_vectors(&f->sim, &base, &lin);
   double W = 0, Vc = f->c.dx * f->c.dx;
   for (long i = 0; i < f->len / 3; i++) {
     double r = (base[i * 3] + lin[i * 3]) / base[i * 3 + 2];
@@ -44,8 +45,8 @@ static double energy(fixture* f, const cq_real* v, cq_real* g) {
 
 static void hvp(fixture* f, const cq_real* v, const cq_real* x, cq_real* out) {
   f->sim.be->ops->grid_clear(f->sim.be, out);
-  cqi_fill_linearise(&f->sim, &f->c, &f->s, v);
-  cqi_fill_hvp(&f->sim, &f->c, &f->s, x, out);
+  cqi_terms_linearise(&f->sim, &f->c, &f->s, v);
+  cqi_terms_hvp(&f->sim, &f->c, &f->s, x, out);
 }
 
 int main(void) {
@@ -56,7 +57,7 @@ int main(void) {
   static cqi_err err;
   cqi_model model;
   if (cqi_model_init(&model, &d, &err) != CQ_OK) return printf("model: %s\n", err.msg), 1;
-  static fixture f; /* zeroed: the fill's buffers are allocated by the first cqi_fill_begin */
+  static fixture f; /* zeroed: the fill's buffers are allocated by its term's first begin */
   cqi_backend* b = cqi_backend_cpu_create(&model, &err);
   if (!b) return printf("backend: %s\n", err.msg), 1;
   const cqi_backend_ops* op = b->ops;
@@ -85,11 +86,13 @@ int main(void) {
   f.len = model.n_nodes * 3;
   cq_real *v = grid_vector(&f), *x = grid_vector(&f), *g = grid_vector(&f), *gp = grid_vector(&f),
           *gm = grid_vector(&f), *hx = grid_vector(&f), *vt = grid_vector(&f);
-  if (cqi_fill_begin(&f.sim, &f.c, &f.s) != CQ_OK) return printf("fill: %s\n", err.msg), 1;
+  if (cqi_terms_begin(&f.sim, &f.c, &f.s) != CQ_OK) return printf("fill: %s\n", err.msg), 1;
   for (long i = 0; i < f.len; i++) v[i] = 0.05 * sin(0.37 * i + 0.2), x[i] = cos(0.11 * i);
   double W = energy(&f, v, g);
   long active = 0;
-  for (long i = 0; i < f.len / 3; i++) active += f.sim.fill.lin[i * 3 + 1] > 0;
+  const cq_real *base, *lin;
+  cqi_fill_vectors(&f.sim, &base, &lin);
+  for (long i = 0; i < f.len / 3; i++) active += lin[i * 3 + 1] > 0;
   expect(W > 0 && active > 20, "W > 0 with pressure at more than 20 nodes (count)", (double)active, 20);
   /* dW/dv . x against central differences of W (eps: no node crosses r = 1 in between, checked below) */
   double eps = 1e-6, gx = 0;
@@ -114,7 +117,7 @@ int main(void) {
   double xHx = 0;
   for (long i = 0; i < f.len; i++) xHx += x[i] * hx[i];
   expect(xHx > 0, "x . H x > 0 (semi-definite, and x moves active nodes)", xHx, 0);
-  /* W along the line v + a x (the Newton step's line search, cqi_fill_line): its change, slope and curvature against W
+  /* W along the line v + a x (the Newton step's line search, cqi_terms_line): its change, slope and curvature against W
    * and its gradient at the points themselves, at steps that move nodes across their rest fill (the curvature at a = 2.5 is not a = 0's) */
   double as[] = {0, 0.4, 1, 2.5}, ref[4][3];
   for (int k = 0; k < 4; k++) {
@@ -127,10 +130,10 @@ int main(void) {
     for (long i = 0; i < f.len; i++) ref[k][2] += gm[i] * x[i];
   }
   hvp(&f, v, x, hx); /* the linearisation at v again */
-  cqi_fill_line_begin(&f.sim, &f.c, &f.s, x);
+  cqi_terms_line_begin(&f.sim, &f.c, &f.s, x);
   double wl[3], worst_line = 0;
   for (int k = 0; k < 4; k++) {
-    cqi_fill_line(&f.sim, &f.c, as[k], wl);
+    cqi_terms_line(&f.sim, &f.c, as[k], wl);
     for (int j = 0; j < 3; j++) {
       double e = fabs(wl[j] - ref[k][j]) / (fabs(ref[3][j]) + 1e-300);
       if (e > worst_line) worst_line = e;
@@ -141,10 +144,10 @@ int main(void) {
   /* the first step of the line search: the model's derivative s + kappa a + W'(a) vanishes at it (to 1 % of the
    * slope at 0), here with the root at a = 0.7 */
   double kappa = 0.1 * ref[0][2], wt[3], step;
-  cqi_fill_line(&f.sim, &f.c, 0.7, wt);
+  cqi_terms_line(&f.sim, &f.c, 0.7, wt);
   double s_rest = -kappa * 0.7 - wt[1], slope0 = s_rest + ref[0][1];
-  cqi_fill_step(&f.sim, &f.c, s_rest, kappa, slope0, &step);
-  cqi_fill_line(&f.sim, &f.c, step, wt);
+  cqi_terms_line_step(&f.sim, &f.c, s_rest, kappa, slope0, &step);
+  cqi_terms_line(&f.sim, &f.c, step, wt);
   double mprime = s_rest + kappa * step + wt[1];
   expect(slope0 < 0 && fabs(mprime) <= 0.01 * fabs(slope0) && fabs(step - 0.7) < 0.05,
          "the line search's first step: the model's minimum (a)", step, 0.7);
@@ -155,7 +158,7 @@ int main(void) {
   int same = 1;
   for (long i = 0; i < f.len; i++) same &= gp[i] == g[i] && gm[i] == hx[i];
   expect(same, "gradient and Hessian product: the same bits with 2 threads", same, 1);
-  cqi_fill_release(&f.sim);
+  cqi_terms_release(&f.sim);
   op->destroy(b);
   cqi_model_free(&model);
   printf("%d failures\n", failures);
