@@ -27,7 +27,7 @@ function M.scene(opts)
     precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
     backend = opts.backend or "cpu", -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
     integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric, damping = opts.damping,
-    fluid = opts.fluid, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
+    fluid = opts.fluid, fluid_rest = opts.fluid_rest, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
   w:fill("E", function(p) return (opts.E or 30) * (1 + 0.2 * prand(p, 1)) end)

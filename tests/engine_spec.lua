@@ -140,6 +140,31 @@ describe("layering of the engine objects", function()
   end)
 end)
 
+describe("physics terms are entries, not branches (engine/terms/term.h)", function()
+  it("the integrators and the factor name no term: their code (comments aside) has no volumetric, fill, cable or " ..
+    "cavity identifier", function()
+    local files = { "engine/integrators/integrator_explicit.c", "engine/integrators/integrator_implicit.c",
+      "engine/integrators/implicit_factor.c", "engine/integrators/integrator.h" }
+    local found = {}
+    for _, path in ipairs(files) do
+      local src = assert(io.open(path)):read("*a")
+      src = src:gsub("/%*.-%*/", ""):gsub("//[^\n]*", "")
+      -- implicit.fill_rounds and the stats' fill_rounds are the API's names of the active-set rounds
+      src = src:gsub("implicit_fill_rounds", ""):gsub("stats%.fill_rounds", "")
+      for word in src:gmatch("[%w_]+") do
+        local l = word:lower()
+        if l:find("vol_", 1, true) or l:find("fill") or l:find("cable") or l:find("cavit") then
+          found[#found + 1] = path .. ": " .. word
+        end
+      end
+    end
+    assert.are.same({}, found)
+    -- the check can fail: the terms' own file names them
+    local term = assert(io.open("engine/terms/volumetric.c")):read("*a"):gsub("/%*.-%*/", "")
+    assert.is_truthy(term:find("vol_", 1, true))
+  end)
+end)
+
 describe("adding a field is one line of engine/core/fields.h", function()
   it("a state field J and a differentiable parameter C10 get views, defaults, validation, checkpoints and gradients", function()
     local diff = assert(io.open(BUILD .. "/test-fields/fields.diff")):read("*a")

@@ -13,7 +13,8 @@
 --
 -- Scenes: the walker2d scene (300 steps of the diffmpm walker, f32 and f64, forward + backward through a memo),
 -- the FD gradient matrix of tests/gradient_spec.lua (2D/3D x 3 materials x 5 walls, 100 steps, every gradient
--- kind), and a control case with a cable, a user force and a user stress. Results depend on the compiler and
+-- kind), a control case with a cable, a user force and a user stress, and the physics terms and implicit solves
+-- (terms below). Results depend on the compiler and
 -- -march, so compare builds made on the same machine.
 package.path = "./?.lua;" .. package.path
 local ffi = require "ffi"
@@ -171,10 +172,70 @@ local function controls()
   record("controls user stress gradients", gs)
 end
 
+---------------------------------------------------------------- physics terms, implicit solve, chamber pressure
+-- The averaged volumetric term and the fill water (engine/terms/) with both integrators, the implicit solve's
+-- preconditioners (masses, factor; the 2D fixed groups' wide blocks, the fill's augmented matrix and active-set
+-- rounds) and the implicit chamber pressure (BiCGStab): loss, final state, every gradient kind and the solver counts.
+local function terms()
+  local MR = { c10 = 375, c01 = 150, bulk = 9e4 }
+  local tight, mass = { tol = 1e-12 }, { tol = 1e-12, precond = "mass" }
+  local cases = {
+    { "averaged implicit mass", { dim = 2, bc = "friction", material = "mooney_rivlin", params = MR,
+      volumetric = "averaged", integrator = "implicit", E = 3000, dt = 5e-3, implicit = mass, steps = 5 } },
+    { "averaged implicit factor", { dim = 2, bc = "friction", material = "mooney_rivlin", params = MR,
+      volumetric = "averaged", integrator = "implicit", E = 3000, dt = 5e-3, implicit = tight, steps = 5 } },
+    { "averaged fixed groups implicit 2D", { dim = 2, bc = "friction", material = "mooney_rivlin", params = MR,
+      volumetric = "averaged", volumetric_groups = "initial", volumetric_own = 16, integrator = "implicit", E = 3000,
+      dt = 5e-3, implicit = tight, steps = 5 } },
+    { "averaged fixed groups implicit 3D", { dim = 3, bc = "friction", material = "mooney_rivlin",
+      params = { c10 = 4, c01 = 1.5, bulk = 300 }, volumetric = "averaged", volumetric_groups = "initial",
+      integrator = "implicit", E = 30, dt = 5e-3, implicit = tight, steps = 3 } },
+    { "averaged fixed groups explicit 2D", { dim = 2, bc = "slip", material = "neohookean", volumetric = "averaged",
+      volumetric_groups = "initial", steps = 30 } },
+    { "averaged explicit 3D", { dim = 3, bc = "slip", material = "mooney_rivlin",
+      params = { c10 = 4, c01 = 1.5, bulk = 150 }, volumetric = "averaged", steps = 30 } },
+    { "fill explicit", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 35, visc = 0.15 },
+      fluid = "fill", steps = 30 } },
+    { "fill implicit factor", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 },
+      fluid = "fill", integrator = "implicit", E = 3000, dt = 5e-3, implicit = tight, steps = 5 } },
+    { "fill implicit mass", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 },
+      fluid = "fill", integrator = "implicit", E = 3000, dt = 5e-3, implicit = mass, steps = 5 } },
+    { "fill implicit 3D", { dim = 3, bc = "slip", material = "fluid", params = { bulk = 300, visc = 0.05 },
+      fluid = "fill", integrator = "implicit", E = 30, dt = 5e-3, implicit = { tol = 1e-10 }, steps = 3 } },
+    { "chamber implicit pressure", { dim = 2, bc = "friction", moving = true, act2 = "chamber", strain = 0.1,
+      integrator = "implicit", E = 3000, dt = 5e-3, implicit = { tol = 1e-12, precond = "mass", pressure = "implicit" },
+      steps = 5 } },
+    { "cavity explicit", { dim = 2, bc = "friction", act2 = "cavity", strain = 0.05, steps = 30 } },
+    { "cavity implicit", { dim = 2, bc = "friction", act2 = "cavity", strain = 0.1, integrator = "implicit", E = 3000,
+      dt = 5e-3, implicit = tight, steps = 5 } },
+    { "implicit factor", { dim = 2, bc = "friction", integrator = "implicit", E = 3000, dt = 5e-3, implicit = tight,
+      steps = 5 } },
+  }
+  for _, case in ipairs(cases) do
+    local o = case[2]
+    local w, s0 = G.scene(o)
+    local P = G.problem(w, s0, o.steps)
+    local h = hasher()
+    h:add(P.loss())
+    state_into(h, P.memo.state, w)
+    local g = P.backward()
+    local kinds = {}
+    for kind, a in pairs(g) do if type(a) == "table" and type(a[0]) == "number" then kinds[#kinds + 1] = kind end end
+    table.sort(kinds)
+    for _, kind in ipairs(kinds) do for i = 0, #g[kind] do h:add(g[kind][i]) end end
+    local st = w:solver_stats()
+    for _, f in ipairs { "newton", "cg", "adjoint_cg", "factorizations", "fill_rounds", "halvings" } do
+      h:add(tonumber(st[f]) or 0)
+    end
+    record("terms " .. case[1], h)
+  end
+end
+
 walker("f32")
 walker("f64")
 matrix()
 controls()
+if cq.INTEGRATOR and cq.INTEGRATOR.implicit then terms() end -- builds before the implicit integrator have none
 
 if mode == "save" then
   local f = assert(io.open(file, "w"))
@@ -188,13 +249,14 @@ else
     local name, value = line:match("^(.-) = (.*)$")
     if name then ref[name] = value end
   end
-  local bad = 0
+  local bad, new = 0, 0
   for _, name in ipairs(order) do
     local same = ref[name] == results[name]
-    if not same then bad = bad + 1 end
-    print(string.format("%-4s %-40s %s%s", same and "same" or "DIFF", name, results[name],
-      same and "" or ("  (reference " .. tostring(ref[name]) .. ")")))
+    if ref[name] == nil then new = new + 1 elseif not same then bad = bad + 1 end
+    print(string.format("%-4s %-40s %s%s", same and "same" or ref[name] == nil and "new" or "DIFF", name,
+      results[name], (same or ref[name] == nil) and "" or ("  (reference " .. tostring(ref[name]) .. ")")))
   end
-  print(string.format("bitcheck: %d of %d fingerprints identical", #order - bad, #order))
+  print(string.format("bitcheck: %d of %d fingerprints identical%s", #order - bad - new, #order - new,
+    new > 0 and string.format(" (%d not in the reference, which is older)", new) or ""))
   os.exit(bad == 0 and 0 or 1)
 end

@@ -67,7 +67,9 @@
  * (engine/terms/term.h); one engine/terms/<name>.{h,c} pair each. */
 #define CQ_TERMS(X)                                                                              \
   X(volumetric, "volumetric = \"averaged\": the bulk term on each node group's mean J (volumetric.h)") \
-  X(fill, "fluid = \"fill\": the water's pressure from the grid's fill (fill.h)")
+  X(fill, "fluid = \"fill\": the water's pressure from the grid's fill (fill.h)")                  \
+  X(cable, "cables: tensions along polylines of particles (seed 000 eq. 17, cable.h)")             \
+  X(cavity, "closed cavities: the correction that balances a chamber's pressure forces (chamber.h)")
 
 /* Backends: where the stage primitives run. */
 #define CQ_BACKENDS(X)              \

@@ -93,46 +93,6 @@ typedef struct cqi_integrator {
   int cfl;   /* 1: stable only below the explicit limit stable_dt (model.c cqi_stable_dt_exceeded); 0: no such limit */
 } cqi_integrator;
 
-/* The extra particle forces of a substep (seed 000 eqs. 16-17): the control's user force plus the cable forces
- * plus the closed cavities' corrections (chamber.h), written into fext ([D][n], B); *out = fext, or NULL when there
- * are none. Shared by every integrator. */
-static inline int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, cq_real* fext,
-                                   const cq_real** out) {
-  cqi_backend* be = sim->be;
-  const cqi_model_view* v = sim->view;
-  *out = NULL;
-  if (v->n_cables == 0 && v->n_cavities == 0 && !ctl->force) return CQ_OK;
-  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
-  int st = ctl->force ? be->ops->copy(be, fext, ctl->force, bytes) : be->ops->zero(be, fext, bytes);
-  if (st == CQ_OK && v->n_cables > 0) st = be->ops->cable_forces(be, v, s, ctl->u, fext);
-  if (st == CQ_OK && v->n_cavities > 0) st = be->ops->cavity_forces(be, v, s, ctl->u, fext);
-  if (st == CQ_OK) *out = fext;
-  return st;
-}
-
-/* The adjoint of P2G and of what feeds it, shared by every integrator: dL/d(P2G's grid) in adj (the grid momentum
- * and mass) into g0 and the parameter gradients (p2g_adj; cache: the forward P2G's stresses or NULL), each
- * particle's dL/du (gact, B scratch [n]; plus gact_more [n] unless NULL: the implicit chamber pressure's) reduced
- * per actuator into out->gu, and through the extra forces of cqi_extra_forces (kc->force != NULL): the cavities into
- * x, F, their parameters and u, the cables into x and u, the user's force into out->gforce (gfext: B scratch [D][n]).
- * ctl is the step's control, kc the control P2G ran with. */
-static inline int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl,
-                              const cq_ctl* kc, const cq_real* adj, const cq_real* cache, cq_real* gact,
-                              const cq_real* gact_more, cq_real* gfext, cq_particles* g0, const cqi_adj_out* out) {
-  cqi_backend* be = sim->be;
-  const cqi_backend_ops* op = be->ops;
-  cq_ctl_grads gc = {gact, kc->force ? gfext : NULL, out->gstress};
-  int st = op->p2g_adj(be, c, s, &sim->view->params, kc, adj, g0, out->gp, &gc, cache);
-  if (st == CQ_OK && gact_more) st = op->axpy(be, be->n, 1, gact_more, gact); /* the implicit pressure's dL/du */
-  if (st == CQ_OK && kc->force && sim->view->n_cavities > 0) /* adds to each particle's dL/du before its sum */
-    st = op->cavity_forces_adj(be, sim->view, s, ctl->u, gfext, g0, out->gp, gact);
-  if (st == CQ_OK && be->n_act > 0) st = op->act_grad(be, sim->view->params.act_id, gact, out->gu);
-  if (st != CQ_OK || !kc->force) return st;
-  if (sim->view->n_cables > 0) st = op->cable_forces_adj(be, sim->view, s, ctl->u, gfext, g0->x, out->gu);
-  if (st == CQ_OK && out->gforce) st = op->axpy(be, (long)be->n * be->dim, 1, gfext, out->gforce);
-  return st;
-}
-
 /* The error of an adjoint substep whose recomputed input state fails a particle check. */
 static inline int cqi_recompute_failed(cqi_sim* sim, long k, const cqi_check* bad) {
   return cqi_errorf(sim->err, CQ_ERR_STATE,

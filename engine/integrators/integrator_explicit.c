@@ -10,7 +10,7 @@ typedef struct {
   cq_real* grid;     /* [n_nodes][D+1] momentum and mass, then velocity (forward: in place) */
   cq_real* grid_v;   /* [n_nodes][D+1] velocity after the boundaries (backward) */
   cq_real* grid_adj; /* [n_nodes][D+1] adjoint of the grid (backward) */
-  cq_real* fext;     /* [D][n] extra particle forces of the substep: user force + cables */
+  cq_real* fext;     /* [D][n] extra particle forces of the substep (the user's and the force terms') */
   cq_real* gfext;    /* [D][n] their gradient (backward) */
   cq_real* gact;     /* [n] dL/du of each particle's actuator (backward) */
   cq_real* cache;    /* [3 D*D][n] stresses of the recomputed P2G, reused by its adjoint (backward) */

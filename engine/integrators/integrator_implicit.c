@@ -40,7 +40,7 @@ typedef struct {
   cq_real *v, *g;                  /* the iterate and grad (dt E) there (projected) */
   cq_real *d, *r, *p, *q, *hp, *z; /* Newton direction; CG residual, direction, scratch, H p, preconditioned r */
   cq_real *vt, *gt, *tmp;          /* line-search trial point, its gradient, scratch */
-  cq_real* fext;                   /* [D][n] extra particle forces (user force + cables) */
+  cq_real* fext;                   /* [D][n] extra particle forces (the user's and the force terms') */
   cq_real* u0;                     /* [n_act] zero actuation (Newton's start point) */
   cq_real* gfext;                  /* [D][n] their gradient (backward) */
   cq_real* gact;                   /* [n] dL/du of each particle's actuator (backward) */

@@ -193,6 +193,46 @@ int cqi_terms_factor_rows(cqi_sim* sim, const cq_substep* c, const cq_particles*
   EACH(factor_rows, c, s, slot, node, count, rows, weight);
 }
 
+static int any_force(const cqi_sim* sim) { ANY(force); }
+static int terms_force(cqi_sim* sim, const cq_particles* s, const cq_real* u, cq_real* fext) {
+  EACH(force, s, u, fext);
+}
+static int terms_force_adj(cqi_sim* sim, const cq_particles* s, const cq_real* u, const cq_real* gf, cq_particles* g0,
+                           const cq_param_grads* gp, cq_real* gact) {
+  EACH(force_adj, s, u, gf, g0, gp, gact);
+}
+static int terms_force_adj_act(cqi_sim* sim, const cq_particles* s, const cq_real* u, const cq_real* gf,
+                               cq_particles* g0, double* gu) {
+  EACH(force_adj_act, s, u, gf, g0, gu);
+}
+
+int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, cq_real* fext, const cq_real** out) {
+  cqi_backend* be = sim->be;
+  *out = NULL;
+  if (!any_force(sim) && !ctl->force) return CQ_OK;
+  size_t bytes = sizeof(cq_real) * (size_t)be->n * be->dim;
+  int st = ctl->force ? be->ops->copy(be, fext, ctl->force, bytes) : be->ops->zero(be, fext, bytes);
+  if (st == CQ_OK) st = terms_force(sim, s, ctl->u, fext);
+  if (st == CQ_OK) *out = fext;
+  return st;
+}
+
+int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl, const cq_ctl* kc,
+                const cq_real* adj, const cq_real* cache, cq_real* gact, const cq_real* gact_more, cq_real* gfext,
+                cq_particles* g0, const cqi_adj_out* out) {
+  cqi_backend* be = sim->be;
+  const cqi_backend_ops* op = be->ops;
+  cq_ctl_grads gc = {gact, kc->force ? gfext : NULL, out->gstress};
+  int st = op->p2g_adj(be, c, s, &sim->view->params, kc, adj, g0, out->gp, &gc, cache);
+  if (st == CQ_OK && gact_more) st = op->axpy(be, be->n, 1, gact_more, gact); /* the implicit pressure's dL/du */
+  if (st == CQ_OK && kc->force) st = terms_force_adj(sim, s, ctl->u, gfext, g0, out->gp, gact);
+  if (st == CQ_OK && be->n_act > 0) st = op->act_grad(be, sim->view->params.act_id, gact, out->gu);
+  if (st != CQ_OK || !kc->force) return st;
+  st = terms_force_adj_act(sim, s, ctl->u, gfext, g0, out->gu);
+  if (st == CQ_OK && out->gforce) st = op->axpy(be, (long)be->n * be->dim, 1, gfext, out->gforce);
+  return st;
+}
+
 void cqi_terms_release(cqi_sim* sim) {
   for (int i = 0; i < CQI_N_TERMS; i++) {
     if (!sim->term_self[i]) continue;

@@ -6,14 +6,15 @@
  * NULL: the term has nothing to do at that point. Hooks run for the terms the world has (on), in CQ_TERMS order;
  * each takes the simulation and the term's state first.
  *
- * Where they run, explicit substep (integrator_explicit.c): prepare, project, begin, stress (at s), P2G, impulse,
- * grid update, G2P. Its adjoint: the input again (cqi_terms_input: a projected copy), begin, stress, [P2G, impulse
- * when the grid is recomputed], G2P's and the grid's adjoints, impulse_adj, p2g_adj_begin, P2G's adjoint, stress_adj,
- * project_adj. Implicit substep (integrator_implicit.c): prepare, project, begin, P2G, Newton on dt E + W (gradient:
- * stress at v, the stress kernel, gradient; Hessian products: stress_dir, the kernel, hvp; linearise at each
- * iterate; the active-set rounds and the exact line search of the piecewise-quadratic terms: predict,
- * predict_gradient, line_begin, line), stress at the converged v, G2P, output. Its adjoint: output_adj, the solve's
- * multipliers lam, solve_adj_begin, the stress kernel's adjoint, solve_adj, project_adj. The direct preconditioner
+ * Where they run. Explicit substep (integrator_explicit.c): prepare, project, begin, stress (at s), force, P2G,
+ * impulse, grid update, G2P. Its adjoint: the input again (cqi_terms_input: a projected copy), begin, stress,
+ * force, [P2G and impulse when the grid is recomputed], G2P's and the grid's adjoints, impulse_adj, p2g_adj_begin,
+ * P2G's adjoint with force_adj and force_adj_act (cqi_p2g_adj), stress_adj, project_adj. Implicit substep
+ * (integrator_implicit.c): prepare, project, begin, force, P2G, Newton on dt E + W (gradient: stress at v, the
+ * stress kernel, gradient; Hessian products: stress_dir, the kernel, hvp; linearise at each iterate; the active-set
+ * rounds and the exact line search of the piecewise-quadratic terms: predict, predict_gradient, line_begin, line),
+ * stress at the converged v, G2P, output. Its adjoint: output_adj, the solve's multipliers lam, solve_adj_begin, the
+ * stress kernel's adjoint, solve_adj, P2G's adjoint with the forces', project_adj. The direct preconditioner
  * (implicit_factor.c): factor_ctx, factor_shape, factor_blocks, factor_rows. */
 #ifndef CQ_TERM_H
 #define CQ_TERM_H
@@ -44,6 +45,16 @@ typedef struct cqi_term {
   int (*output)(cqi_sim* sim, void* self, const cq_substep* c, cq_particles* s1);
   int (*output_adj)(cqi_sim* sim, void* self, cq_substep* c, const cq_particles* s, const cq_real* v,
                     const cq_particles* g1, cq_particles* g0, const cq_param_grads* gp, cq_real* gv);
+
+  /* Extra particle forces of the substep (seed 000 eqs. 16-17), both integrators, at the start state s under the
+   * actuation u: force adds them into fext ([D][n]); the adjoint from gf = dL/dfext: force_adj into g0, gp and each
+   * particle's dL/du in gact (before the actuators' sums), force_adj_act into g0 and straight into the actuators'
+   * dL/du gu (host, [n_act], after them). */
+  int (*force)(cqi_sim* sim, void* self, const cq_particles* s, const cq_real* u, cq_real* fext);
+  int (*force_adj)(cqi_sim* sim, void* self, const cq_particles* s, const cq_real* u, const cq_real* gf,
+                   cq_particles* g0, const cq_param_grads* gp, cq_real* gact);
+  int (*force_adj_act)(cqi_sim* sim, void* self, const cq_particles* s, const cq_real* u, const cq_real* gf,
+                       cq_particles* g0, double* gu);
 
   /* Explicit. impulse: adds the term's impulse to P2G's momentum grid; impulse_adj: from gm = dL/d(that grid) into
    * g0 and gp. p2g_adj_begin: points c at what P2G's adjoint writes for the term (before it); stress_adj: the
@@ -138,6 +149,19 @@ int cqi_terms_factor_blocks(cqi_sim* sim, const cq_substep* c, const cq_particle
                             double* blocks);
 int cqi_terms_factor_rows(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const int32_t* slot,
                           const long* node, long count, double* rows, double* weight);
+/* The extra particle forces of a substep (the force terms: cables, the closed cavities' corrections) plus the
+ * control's user force, written into fext ([D][n], B); *out = fext, or NULL when there are none. Shared by every
+ * integrator. */
+int cqi_extra_forces(cqi_sim* sim, const cq_particles* s, const cq_ctl* ctl, cq_real* fext, const cq_real** out);
+/* The adjoint of P2G and of what feeds it, shared by every integrator: dL/d(P2G's grid) in adj (the grid momentum
+ * and mass) into g0 and the parameter gradients (p2g_adj; cache: the forward P2G's stresses or NULL), each
+ * particle's dL/du (gact, B scratch [n]; plus gact_more [n] unless NULL: the implicit chamber pressure's) reduced
+ * per actuator into out->gu, and through the extra forces of cqi_extra_forces (kc->force != NULL): the force terms'
+ * adjoints, the user's force into out->gforce (gfext: B scratch [D][n]). ctl is the step's control, kc the control
+ * P2G ran with. */
+int cqi_p2g_adj(cqi_sim* sim, const cq_substep* c, const cq_particles* s, const cq_ctl* ctl, const cq_ctl* kc,
+                const cq_real* adj, const cq_real* cache, cq_real* gact, const cq_real* gact_more, cq_real* gfext,
+                cq_particles* g0, const cqi_adj_out* out);
 /* Frees every term's buffers and state, and the input copy (the world's release). */
 void cqi_terms_release(cqi_sim* sim);
 /* A term's state (allocated zeroed when first asked for; NULL: out of memory). */
