@@ -2,7 +2,10 @@
  * feature keeps its rows beside its bodies (CQ_VOLUMETRIC_PASSES in volumetric.h, CQ_FILL_PASSES in fill.h,
  * CQ_IMPLICIT_PASSES in implicit.h); from them come the ops struct's members (backend.h), the 2D/3D dispatch, the CPU
  * loops (cpu_loops.h) and the CUDA kernels and launchers (cuda/cuda_loops.cuh). Passes with real logic (prepare's
- * checks, P2G and G2P with their SIMD lanes and block-local scatters, reductions) are written by hand.
+ * checks, P2G and G2P with their SIMD lanes and block-local scatters, reductions, the cables' and cavities' per-chain
+ * sums) are written by hand, as are the explicit substep's grid passes (grid_clear, grid_update and its adjoint): on
+ * the GPU they read the active box on the device, so a batch of substeps runs without a host sync, where a NODES row
+ * copies the box to the host first (host_box: fine for the implicit solve, which reads dot products back anyway).
  *
  * A row: X(op, body, over, key, gpu, args...)
  *   op    the member of cqi_backend_ops; body the kernel body CQ_D(body) it calls
