@@ -64,7 +64,8 @@
   X(IMPLICIT, implicit, "implicit grid velocities: Newton-CG on the incremental potential of seed 003 eq. 12")
 
 /* Physics terms: what a feature adds to the substep besides the material stress, iterated over by both integrators
- * (engine/terms/term.h); one engine/terms/<name>.{h,c} pair each. */
+ * (engine/terms/term.h); engine/terms/<name>.c each, with its kernels in engine/terms/<name>.h (cables' and
+ * cavities': engine/stages/cable.h, chamber.h). */
 #define CQ_TERMS(X)                                                                              \
   X(volumetric, "volumetric = \"averaged\": the bulk term on each node group's mean J (volumetric.h)") \
   X(fill, "fluid = \"fill\": the water's pressure from the grid's fill (fill.h)")                  \

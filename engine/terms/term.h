@@ -1,7 +1,7 @@
 /* Physics terms: what a feature adds to a substep besides each particle's material stress, written as one entry
  * that both integrators iterate over at fixed points of the substep (cqi_terms_*), instead of branches in them. A
- * term is engine/terms/<name>.h (its kernels and backend passes) and <name>.c (this table's hooks, composed of
- * backend primitives) plus one line of registry.h's CQ_TERMS. It owns its buffers: its state (self_size bytes,
+ * term is engine/terms/<name>.c (this table's hooks, composed of backend primitives), its kernels and backend passes
+ * (engine/terms/<name>.h, or a stage's header as the cables') and one line of registry.h's CQ_TERMS. It owns its buffers: its state (self_size bytes,
  * zeroed when first needed, sim->term_self) and what it allocates there (released by release). Every hook may be
  * NULL: the term has nothing to do at that point. Hooks run for the terms the world has (on), in CQ_TERMS order;
  * each takes the simulation and the term's state first.
@@ -15,7 +15,14 @@
  * rounds and the exact line search of the piecewise-quadratic terms: predict, predict_gradient, line_begin, line),
  * stress at the converged v, G2P, output. Its adjoint: output_adj, the solve's multipliers lam, solve_adj_begin, the
  * stress kernel's adjoint, solve_adj, P2G's adjoint with the forces', project_adj. The direct preconditioner
- * (implicit_factor.c): factor_ctx, factor_shape, factor_blocks, factor_rows. */
+ * (implicit_factor.c): factor_ctx, factor_shape, factor_blocks, factor_rows.
+ *
+ * Which integrator calls what: both call project, begin, stress, force and the adjoints of these; only the explicit
+ * step impulse, impulse_adj, p2g_adj_begin and stress_adj; only the implicit one stress_dir, output, gradient,
+ * linearise, hvp, the piecewise hooks, solve_adj_begin, solve_adj and the factor's. A term that acts under both
+ * integrators has both kinds (the fill water: impulse and gradient). Gradients: the hooks add into g0 and gp; G2P's
+ * adjoint has set g0's x and F before any of them, and P2G's adjoint sets g0's v and C after impulse_adj, output_adj
+ * and solve_adj (their shares in v or C would be lost: add those in force_adj or stress_adj). */
 #ifndef CQ_TERM_H
 #define CQ_TERM_H
 #include "integrator.h"
