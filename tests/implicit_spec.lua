@@ -271,7 +271,8 @@ describe("implicit integrator", function()
     assert.is_true(st.newton >= 1 and st.cg >= st.newton and st.halvings >= 0 and st.adjoint_cg == 0)
     assert.is_true(st.factorizations >= 1 and st.factor_seconds > 0 and st.factor_failures == 0)
     assert.are.same({ substeps = 0, newton = 0, cg = 0, halvings = 0, adjoint_cg = 0, factorizations = 0,
-      factor_seconds = 0, splits = 0, simd_particles = 0, kept_substeps = 0, factor_failures = 0, fill_rounds = 0 }, w:solver_stats())
+      factor_seconds = 0, splits = 0, simd_particles = 0, kept_substeps = 0, factor_failures = 0, fill_rounds = 0,
+      roundoff_stops = 0 }, w:solver_stats())
     E.has(E.err_of(w.solver_stats, w, 1), "world:solver_stats", "reset must be true, false or nil")
     local we = cube("explicit", 2e-5)
     assert.are.equal(0, we:solver_stats().substeps)
@@ -316,6 +317,55 @@ end)
 local STIFF_SPLIT = 3000
 -- Split substeps (implicit.max_split): a substep that fails (a particle too fast for its dt, Newton) is redone as two
 -- halves, in the forward, in the memo's recomputations and in the backward alike.
+-- A Mooney-Rivlin cantilever at bulk / shear 1e4 (MU 6000, dx 1/64) clamped in a sticky left wall under gravity / 100,
+-- from rest, damped 20/s: tol * the load's scale is below what the elastic forces' arithmetic resolves (their
+-- round-off is about eps bulk per particle), so Newton can only reach the round-off floor (integrator_implicit.c
+-- roundoff_floor).
+local function light_cantilever(volumetric, tol)
+  local MU, DX = 6000, 1 / 64
+  local r = cq.robot { dim = 2 }
+  r:box { offset = { 0.02, 0.5 }, size = { 0.5, 1 / 16 }, spacing = DX / 2,
+    material = { model = "mooney_rivlin", c10 = MU / 2, c01 = 0, bulk = 1e4 * MU, density = 1 } }
+  return r:world { res = { 64, 64 }, dx = DX, dt = 2e-3, gravity = { 0, -0.1 }, damping = 20, threads = 1,
+    backend = "cpu", walls = { left = { type = "sticky", thickness = 3 } }, integrator = "implicit",
+    volumetric = volumetric, precision = "f64", implicit = { tol = tol } }
+end
+
+describe("implicit Newton at the round-off floor", function()
+  it("ends in a few iterations per substep at bulk / shear 1e4 with tol 1e-10, from rest and while settling, " ..
+    "and gives tol 1e-6's answer", function()
+    for _, volumetric in ipairs { "particle", "averaged" } do
+      local tips = {}
+      for _, tol in ipairs { 1e-10, 1e-6 } do
+        local w, s = light_cantilever(volumetric, tol)
+        local maxx, tip = -1, {}
+        for p = 0, s.n - 1 do maxx = math.max(maxx, s.x[p]) end
+        for p = 0, s.n - 1 do if s.x[p] > maxx - 1e-9 then tip[#tip + 1] = p + 1 end end
+        local y0 = s:mean("x", tip)[2]
+        w:solver_stats(true)
+        local early
+        for k = 1, 250 do
+          w:step(s) -- no "Newton did not converge" (before the floor: max_newton after 6 halvings at step 1)
+          if k == 2 then early = w:solver_stats(true) end
+        end
+        local late = w:solver_stats()
+        tips[tol] = s:mean("x", tip)[2] - y0
+        if tol == 1e-10 then
+          print(string.format("  %s: newton per substep %.1f (first 2 steps) %.2f (settling), round-off stops %d of %d",
+            volumetric, early.newton / early.substeps, late.newton / late.substeps,
+            early.roundoff_stops + late.roundoff_stops, early.substeps + late.substeps))
+          assert.are.equal(0, early.splits + late.splits)
+          assert.is_true(early.newton <= 6 * early.substeps and late.newton <= 6 * late.substeps)
+          if volumetric == "particle" then assert.is_true(late.roundoff_stops > 0) end
+        end
+      end
+      -- the round-off stop costs no accuracy the tolerance would have given: the sag agrees with tol 1e-6's
+      assert.is_true(tips[1e-10] < -1e-6 and math.abs(tips[1e-10] - tips[1e-6]) <= 1e-4 * math.abs(tips[1e-6]),
+        string.format("%s: sag %.9g (tol 1e-10) vs %.9g (1e-6)", volumetric, tips[1e-10], tips[1e-6]))
+    end
+  end)
+end)
+
 describe("implicit split substeps", function()
   local function thrown(substeps, max_split) return G.thrown_block { substeps = substeps, max_split = max_split } end
   local run = G.thrown_run

@@ -134,6 +134,8 @@ typedef struct cq_solver_stats {
                          * quasi-definite matrix): those Newton directions were preconditioned by the masses */
   long fill_rounds;     /* the fill water's active-set rounds: Newton directions solved again with the pieces of W the
                      * nodes are on at the end of the last one (engine/integrators/integrator_implicit.c active_set) */
+  long roundoff_stops; /* Newton solves ended at the elastic forces' round-off before implicit.tol (a light load on a
+                        * stiff solid: integrator_implicit.c roundoff_floor) */
 } cq_solver_stats;
 
 int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */

@@ -344,7 +344,7 @@ int cqi_stable_dt_exceeded(const cqi_model* m, char* why, int len) {
 
 int cqi_model_validate(cqi_model* m, cqi_err* err) {
   cq_params prm = cqi_model_params(m);
-  double best = INFINITY;
+  double best = INFINITY, modulus_max = 0;
   int stiffest = 0;
   for (int p = 0; p < m->n; p++) {
     if (!check_particle(m, &prm, p, NULL, 0)) {
@@ -354,7 +354,10 @@ int cqi_model_validate(cqi_model* m, cqi_err* err) {
     }
     double dt = cqi_particle_stable_dt(m, &prm, p, NULL, NULL);
     if (dt < best) best = dt, stiffest = p;
+    double M = m->dim == 2 ? material_modulus_2(&prm, p) : material_modulus_3(&prm, p);
+    if (M > modulus_max) modulus_max = M;
   }
+  m->modulus_max = modulus_max;
   m->stable_dt = best;
   m->stiffest = stiffest;
   m->validated = m->generation;

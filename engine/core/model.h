@@ -26,6 +26,8 @@ typedef struct cqi_model {
   long validated;   /* generation validated, -1 = never */
   double stable_dt; /* min over particles of cqi_particle_stable_dt */
   int stiffest;     /* the particle that sets stable_dt (0-based) */
+  double modulus_max; /* max over particles of the P-wave modulus M: the scale of the elastic forces' round-off (the
+                       * implicit solve's floor, integrator_implicit.c roundoff_floor) */
 } cqi_model;
 
 /* Checks desc and allocates a model with every parameter at its default; CQ_OK or a message in err. */

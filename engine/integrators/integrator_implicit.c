@@ -330,6 +330,19 @@ static int active_set(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
   return cqi_grid_lincomb(be, ws->d, 1, ws->vt, 0, ws->vt);
 }
 
+/* The round-off of the projected gradient of dt E at a node: its elastic part sums V0 dt P F^T grad w over the
+ * node's particles, and P's round-off is about eps M (M the P-wave modulus: a nearly incompressible solid's bulk
+ * term K (J - 1) carries J's absolute error eps), so |delta g_i| ~ eps dt M sum_p V0 |grad w| ~ eps dt M dx^(D-1)
+ * times the particles' share (ROUNDOFF_PARTICLES bounds it: about 4 particles per cell over a stencil). Below it no
+ * Newton step can make reliable progress: a cantilever at bulk / shear 1e4 under gravity / 100 stalls at
+ * ||grad||_inf = 3e-6 of the scale with the particle term, where this floor is 7e-5 of it (tests/implicit_spec.lua). */
+enum { ROUNDOFF_PARTICLES = 8 };
+static double roundoff_floor(const cqi_sim* sim, const cq_substep* c) {
+  double eps = CQ_REAL_BITS == 32 ? 1.1920929e-07 : 2.220446049250313e-16, area = 1;
+  for (int a = 1; a < sim->model->dim; a++) area *= c->dx;
+  return ROUNDOFF_PARTICLES * eps * c->dt * sim->model->modulus_max * area;
+}
+
 /* Minimises dt E (eq. 12) over ws->v from the boundary-projected v* (ws->v on entry): Newton with CG directions
  * and a backtracking line search. The Armijo test E(v + a d) <= E(v) + c a grad.d needs E's change along the step,
  * which the trapezoid rule on the directional derivatives gives, (a/2)(grad(v).d + grad(v + a d).d), because the
@@ -340,7 +353,9 @@ static int active_set(cqi_sim* sim, const cq_substep* c, const cq_particles* s, 
  * in the Hessian), and halving from 1 cost 1.6 gradients per iteration on the tank. Where that happens the
  * active-set rounds (active_set) replace the direction and its first step. Converged when ||grad||_inf <= tol *
  * scale, scale = the larger of ||m v*||_inf and the elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start
- * (both momenta per node). */
+ * (both momenta per node), or at round-off: ||grad||_inf below roundoff_floor and not halved in two iterations, or
+ * below it where the line search finds no decrease (a light load on a stiff solid puts tol * scale under the
+ * forces' round-off, where Newton would stall until max_newton; counted in the stats' roundoff_stops). */
 static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long k) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
@@ -351,12 +366,18 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
   TRY(be->ops->grid_norm_inf(be, ws->tmp, &mv));
   TRY(gradient(sim, c, s, ws->v, ws->g, &el));
   scale = mv > el ? mv : el;
-  const double c1 = 1e-4;
-  int stale = 1; /* the factors (if any) are not of this substep yet */
+  const double c1 = 1e-4, floor = roundoff_floor(sim, c);
+  double gn1 = INFINITY, gn2 = INFINITY; /* ||grad||_inf one and two iterations back */
+  int stale = 1;                         /* the factors (if any) are not of this substep yet */
   for (int it = 0;; it++) {
     TRY(be->ops->grid_norm_inf(be, ws->g, &gn));
     ws->hist[it] = scale > 0 ? gn / scale : gn;
     if (gn <= ws->tol * scale) return CQ_OK;
+    if (gn <= floor && gn > 0.5 * gn2) { /* stalled at round-off */
+      sim->stats.roundoff_stops++;
+      return CQ_OK;
+    }
+    gn2 = gn1, gn1 = gn;
     if (!isfinite(gn)) return not_converged(sim, k, it, "the gradient is not finite");
     if (it == ws->max_newton) return not_converged(sim, k, it, "max_newton reached");
     double eta = ws->hist[it] < 0.1 ? ws->hist[it] : 0.1, slope0, slope, dHd;
@@ -391,6 +412,10 @@ static int newton(cqi_sim* sim, const cq_substep* c, const cq_particles* s, long
       if (change <= c1 * a * slope0) break; /* NaN (an inverted F) fails the test: halve */
     }
     sim->stats.halvings += h;
+    if (h == MAX_HALVINGS && gn <= floor) { /* no decrease to be found at round-off */
+      sim->stats.roundoff_stops++;
+      return CQ_OK;
+    }
     if (h == MAX_HALVINGS) return not_converged(sim, k, it, "the line search found no decrease of E");
     cq_real* t = ws->v;
     ws->v = ws->vt, ws->vt = t;

@@ -220,7 +220,9 @@ end
 --- simd_particles: particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/backends/cpu/cpu_loops.h);
 --- kept_substeps: adjoint substeps that took their P2G from the memo's records (engine/core/memo.c) instead of recomputing it;
 --- factor_failures: factorisations refused as not definite (CG then preconditions by the masses); fill_rounds: the fill
---- water's active-set rounds (Newton directions solved again with the pieces of W the nodes end on).
+--- water's active-set rounds (Newton directions solved again with the pieces of W the nodes end on); roundoff_stops:
+--- Newton solves that ended at the elastic forces' round-off before implicit.tol (a light load on a stiff solid, where
+--- tol times the load's scale is below what the arithmetic resolves).
 function World:solver_stats(reset)
   if reset ~= nil and type(reset) ~= "boolean" then
     check.fail("world:solver_stats", "reset must be true, false or nil", reset)
@@ -231,7 +233,8 @@ function World:solver_stats(reset)
     halvings = tonumber(st.halvings), adjoint_cg = tonumber(st.adjoint_cg),
     factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds, splits = tonumber(st.splits),
     simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps),
-    factor_failures = tonumber(st.factor_failures), fill_rounds = tonumber(st.fill_rounds) }
+    factor_failures = tonumber(st.factor_failures), fill_rounds = tonumber(st.fill_rounds),
+    roundoff_stops = tonumber(st.roundoff_stops) }
 end
 
 --- fluid = "fill" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
