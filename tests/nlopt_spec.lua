@@ -165,6 +165,78 @@ describe("cq.nlopt through a rollout", function()
   end)
 end)
 
+describe("cq.nlopt survives blow-ups", function()
+  -- The rollout of "cq.nlopt through a rollout" with a pressure 100x higher (max 1000) and the loss in mm^2: L-BFGS's
+  -- first trial step goes to the bound u = -1, where the block blows up (a particle moves more than a cell per
+  -- substep); the block stays valid only for |u| below about 0.03.
+  local function setup(start)
+    local r = cq.robot { dim = 2 }
+    local body = r:box { offset = { 0.4, 0.45 }, size = { 0.2, 0.1 }, count = { 8, 4 }, material = { E = 30, nu = 0.3 } }
+    r:pressure_actuator { groups = { body }, axis = 1, max = 1000 }
+    local w, s0 = r:world { res = { 32, 32 }, dt = 2e-3, substeps = 2, gravity = { 0, 0 },
+      walls = { all = { type = "slip" } } }
+    local right = {}
+    for p = 1, w.n do if s0:get("x", p)[1] > 0.5 then right[#right + 1] = p end end
+    local c = s0:mean("x", right)
+    local ctl = cq.open_loop { steps = 10, outputs = 1, init = start or 0 }
+    local R = cq.rollout { world = w, steps = 10, controller = ctl,
+      final = cq.objectives.distance_to_target({ c[1] + 0.01, c[2] }, right) }
+    local u = ctl.params[1]
+    return u, function(need_grad)
+      local L = R:forward(s0)
+      if need_grad then
+        R:backward()
+        for i = 0, u.n - 1 do u.g[i] = 1e3 * u.g[i] end
+      end
+      return 1e3 * L
+    end
+  end
+  local function run(opts, start)
+    local u, objective = setup(start)
+    local notes = {}
+    local opt = cq.nlopt { algorithm = opts.algorithm or "lbfgs", params = { u }, bounds = { [u] = { -1, 1 } },
+      objective = objective, maxeval = 40, recover = opts.recover,
+      on_recover = function(eval, msg) notes[#notes + 1] = { eval, msg } end }
+    return opt, notes, objective, u
+  end
+
+  it("an evaluation that blows up gives the optimizer +inf, which steps back: L-BFGS halves into the valid range " ..
+    "and fits the actuation", function()
+    local opt, notes, objective = run {}
+    local L0 = objective(false)
+    local L, result = opt:run()
+    print(string.format("  lbfgs: loss %.3e -> %.3e (%s), %d recoveries; first: %s", L0, L, result, opt.recoveries,
+      notes[1][2]:sub(1, 120)))
+    assert.is_true(opt.recoveries >= 1 and opt.recoveries == #notes)
+    assert.matches("^evaluation 2 failed numerically in objective %(.*blow%-up at step 1.*%); the optimizer got %+inf " ..
+      "there and steps back %(1 in a row%)$", notes[1][2])
+    assert.is_true(L < 1e-6 * L0)
+    assert.are.equal(L, objective(false)) -- the params hold a valid point
+    -- SLSQP too reduces the loss through its failed trial points
+    local opt2, notes2, objective2 = run { algorithm = "slsqp" }
+    local L2 = opt2:run()
+    assert.is_true(#notes2 >= 1 and L2 < 1e-2 * objective2(false) + 1e-2 * L0)
+  end)
+
+  it("recover = false raises the first failure; more than recover.retries in a row or a failure at the first " ..
+    "evaluation raise, naming why", function()
+    local opt = run { recover = false }
+    assert.matches("nlopt_spec%.lua:%d+: cq%.nlopt: error in objective %(evaluation 2%): .*blow%-up at step 1",
+      select(2, pcall(opt.run, opt)))
+    opt = run { recover = { retries = 2 } }
+    assert.matches("error in objective %(evaluation 4%) %(3 numerical failures in a row: more than recover%.retries " ..
+      "= 2%): .*blow%-up", select(2, pcall(opt.run, opt)))
+    opt = run({}, 1) -- u = 1 everywhere: the first evaluation blows up
+    assert.matches("error in objective %(evaluation 1%) %(a numerical failure before any evaluation succeeded%): " ..
+      ".*blow%-up", select(2, pcall(opt.run, opt)))
+    local u = tape.param(1, 0)
+    assert.matches("recover%.retries must be an integer in %[0, 1000%] %(got 1%.5%)", select(2, pcall(cq.nlopt,
+      { algorithm = "lbfgs", params = { u }, objective = function() return 0 end, recover = { retries = 1.5 } })))
+    assert.matches("cq%.nlopt recover: unknown option 'shrink' %(known: retries%)", select(2, pcall(cq.nlopt,
+      { algorithm = "lbfgs", params = { u }, objective = function() return 0 end, recover = { shrink = 0.5 } })))
+  end)
+end)
+
 describe("cq.nlopt errors", function()
   local p = tape.param(2, 0)
   local function f() p.g[0], p.g[1] = 2 * p.v[0], 2 * p.v[1]; return p.v[0] ^ 2 + p.v[1] ^ 2 end

@@ -65,10 +65,10 @@ end
 -- Integers reach the engine as C ints: at most 2^31 - 1 unless hi says less.
 M.INT_MAX = 2147483647
 function M.integer(where, name, v, lo, hi)
-  if type(v) ~= "number" or v ~= math.floor(v) or v == math.huge or v == -math.huge then
-    M.fail(where, name .. " must be an integer", v)
-  end
   hi = hi or M.INT_MAX
+  if type(v) ~= "number" or v ~= math.floor(v) or v == math.huge or v == -math.huge then
+    M.fail(where, name .. " must be an integer" .. (lo and (" " .. range_text(lo, hi < M.INT_MAX and hi or nil)) or ""), v)
+  end
   if lo and v < lo then M.fail(where, name .. " must be " .. range_text(lo, hi < M.INT_MAX and hi or nil), v) end
   if v > hi then M.fail(where, name .. " must be " .. range_text(lo, hi), v) end
   return v

@@ -25,11 +25,22 @@
 -- The initial point is projected onto the bounds first. Result codes FAILURE and ROUNDOFF_LIMITED are returned
 -- (the point is usually still useful); INVALID_ARGS and OUT_OF_MEMORY raise. An error raised inside the objective,
 -- a constraint or on_iteration stops nlopt (nlopt_force_stop) and is re-raised from run() with its message.
+--
+-- Numerical failures (recover = {retries = 10} | false, on_recover = function(eval, message)): an evaluation that
+-- fails numerically (an engine blow-up, a Newton solve that did not converge, a NaN value or a non-finite gradient:
+-- a trial point where the simulation is no longer valid) is not an error once one evaluation has succeeded: the
+-- optimizer gets +inf there (and a zero gradient), so its line search steps back towards its last good point, as
+-- cq.train restores and shrinks (L-BFGS halves its step, SLSQP backtracks, MMA and CCSA take a more conservative
+-- step; 10 in a row let a step shrink 1000-fold). Each one is reported to on_recover (default: a line on stderr) and
+-- counted in opt.recoveries. More than retries such failures in a row, a failure at the first evaluation, and any
+-- other error stop the run with the error.
 local ffi = require "ffi"
 local check = require "cq._check"
+local recover_ = require "cq._recover"
 
 local M = {}
-local OPTIONS = check.option_set("cq.nlopt", { "algorithm", "params", "bounds", "objective", "inequality", "equality", "maxeval", "ftol_rel", "xtol_rel", "on_iteration" })
+local OPTIONS = check.option_set("cq.nlopt", { "algorithm", "params", "bounds", "objective", "inequality", "equality", "maxeval", "ftol_rel", "xtol_rel", "on_iteration", "recover", "on_recover" })
+local RECOVER_OPTIONS = check.option_set("cq.nlopt recover", { "retries" })
 
 if not pcall(ffi.typeof, "struct cq_nlopt_opt_s") then
   ffi.cdef [[
@@ -126,7 +137,7 @@ local function check_constraints(where, name, list, algo)
 end
 
 --- cq.nlopt{algorithm, params, objective, bounds?, inequality?, equality?, maxeval [100], ftol_rel?,
---- xtol_rel?, on_iteration?}: see the file header.
+--- xtol_rel?, on_iteration?, recover = {retries = 10} | false, on_recover?}: see the file header.
 function M.new(opts)
   local where = "cq.nlopt"
   check.options(where, opts, OPTIONS)
@@ -174,11 +185,23 @@ function M.new(opts)
   if opts.on_iteration ~= nil and type(opts.on_iteration) ~= "function" then
     check.fail(where, "on_iteration must be a function(eval, loss)", opts.on_iteration)
   end
+  local recover = opts.recover
+  if recover ~= false then
+    if recover ~= nil and type(recover) ~= "table" then
+      check.fail(where, "recover must be a table {retries = integer} or false", recover)
+    end
+    recover = recover or {}
+    check.options(where .. " recover", recover, RECOVER_OPTIONS)
+    recover = { retries = recover.retries == nil and 10 or check.integer(where, "recover.retries", recover.retries, 0, 1000) }
+  end
+  if opts.on_recover ~= nil and type(opts.on_recover) ~= "function" then
+    check.fail(where, "on_recover must be a function(eval, message)", opts.on_recover)
+  end
   return setmetatable({ algorithm = algo, params = params, bounds = bounds, objective = opts.objective,
     inequality = check_constraints(where, "inequality", opts.inequality, algo),
     equality = check_constraints(where, "equality", opts.equality, algo),
     maxeval = maxeval, ftol_rel = opts.ftol_rel, xtol_rel = opts.xtol_rel, on_iteration = opts.on_iteration,
-    n = total, evals = 0 }, Opt)
+    recover = recover, on_recover = opts.on_recover, n = total, evals = 0, recoveries = 0 }, Opt)
 end
 
 function Opt:__tostring()
@@ -199,8 +222,10 @@ function Opt:_eval(fn, name, x, grad)
   if type(val) ~= "number" then
     error(string.format("%s must return a number (got %s)", name, check.fmt(val)), 0)
   end
-  if val ~= val then error(string.format("%s returned NaN (evaluation %d)", name, self.evals), 0) end
+  if val ~= val then error(string.format("%s is nan: not finite (evaluation %d)", name, self.evals), 0) end
   if need then
+    local bad = recover_.nonfinite_gradient(self.params)
+    if bad then error(string.format("%s: %s (evaluation %d)", name, bad, self.evals), 0) end
     off = 0
     for _, p in ipairs(self.params) do
       ffi.copy(grad + off, p.g, 8 * p.n)
@@ -222,7 +247,8 @@ local function traceback(e)
   return table.concat(out, "\n")
 end
 
--- A C callback for fn; errors are caught, stop nlopt and are kept in self._err for run() to re-raise.
+-- A C callback for fn; errors are caught, stop nlopt and are kept in self._err for run() to re-raise, but for a
+-- numerical failure after a success, which gives nlopt +inf (the file header).
 function Opt:_callback(fn, name, is_objective)
   return ffi.cast("cq_nlopt_func", function(_, x, grad)
     if self._err or self._stop then return 0 end
@@ -235,8 +261,34 @@ function Opt:_callback(fn, name, is_objective)
       end
       return val
     end, traceback)
-    if ok then return res end
-    self._err = string.format("%s (evaluation %d): %s", name, self.evals, res)
+    if ok then
+      if is_objective then self._good, self._failures = true, 0 end
+      return res
+    end
+    if self.recover and self._good and recover_.numerical(res) and self._failures < self.recover.retries then
+      self._failures = self._failures + 1
+      self.recoveries = self.recoveries + 1
+      local msg = string.format("evaluation %d failed numerically in %s (%s); the optimizer got +inf there and steps " ..
+        "back (%d in a row)", self.evals, name, (tostring(res):match("^[^\n]*")), self._failures)
+      if self.on_recover then
+        local rok, rerr = pcall(self.on_recover, self.evals, msg)
+        if not rok then
+          self._err = string.format("on_recover (evaluation %d): %s", self.evals, tostring(rerr))
+          self._lib.nlopt_force_stop(self._opt)
+          return 0
+        end
+      else
+        io.stderr:write("cq.nlopt: ", msg, "\n")
+      end
+      if grad ~= nil then ffi.fill(grad, 8 * self.n) end
+      return math.huge
+    end
+    local why = ""
+    if self.recover and recover_.numerical(res) then
+      why = self._good and string.format(" (%d numerical failures in a row: more than recover.retries = %d)",
+        self._failures + 1, self.recover.retries) or " (a numerical failure before any evaluation succeeded)"
+    end
+    self._err = string.format("%s (evaluation %d)%s: %s", name, self.evals, why, res)
     self._lib.nlopt_force_stop(self._opt)
     return 0
   end)
@@ -275,6 +327,7 @@ function Opt:run()
   if opt == nil then check.raise("cq.nlopt: nlopt_create failed (out of memory?)") end
   opt = ffi.gc(opt, L.nlopt_destroy)
   self._lib, self._opt, self._err, self._stop, self.evals = L, opt, nil, nil, 0
+  self._good, self._failures, self.recoveries = false, 0, 0
   local cbs = {}
   local function cleanup()
     for _, cb in ipairs(cbs) do cb:free() end
