@@ -118,7 +118,7 @@ local function check_refs(doc)
 end
 
 describe("docs' file and function references", function()
-  for _, doc in ipairs { "docs/architecture.md", "docs/equations.md", "docs/internals.md", "docs/experiments/README.md", "README.md",
+  for _, doc in ipairs { "docs/architecture.md", "docs/equations.md", "docs/internals.md", "docs/modelling.md", "docs/experiments/README.md", "README.md",
                          "cuda/README.md", "scenes/README.md" } do
     it(doc .. " names only files that exist and functions that are in them", function()
       local problems = check_refs(doc)

@@ -271,6 +271,40 @@ Physical Surface("cavity") = Surface In BoundingBox{0.29, 0.19, 0.34, 0.71, 0.71
     end
   end)
 
+  it("says which faces of a physical curve are no walls, refuses a chamber name the mesh lacks, and warns of an open " ..
+    "wall used as a closed chamber", function()
+    local path = geo("interface2d", [[
+Rectangle(1) = {0, 0, 0, 1, 0.5};
+Rectangle(2) = {0, 0.5, 0, 1, 0.5};
+Coherence;
+Physical Surface("solid") = {1, 2};
+Physical Curve("interface") = Curve In BoundingBox{-0.01, 0.49, -1, 1.01, 0.51, 1};
+Physical Curve("top") = Curve In BoundingBox{-0.01, 0.99, -1, 1.01, 1.01, 1};
+]])
+    local robot = require "cq.robot"
+    local r = cq.robot { dim = 2 }
+    local warned, g = robot.warnings_of(function() return r:gmsh { path = path, offset = { 0, 0 }, mesh_size = 0.25 } end)
+    print("  " .. tostring(warned[1]))
+    assert.are.equal(1, #warned) -- the interface; the top is a wall
+    assert.matches("robot:gmsh: .*interface2d%.geo: (%d+) of the %1 faces of the physical curve 'interface' are not " ..
+      "walls of the mesh %(on no element: not meshed; or between two elements: an interface inside the solid%) and " ..
+      "are left out of its chamber wall %(which is empty%); the first at %(.-, 0%.5%) between two elements", warned[1])
+    assert.are.equal(0, #g.chambers.interface.particles)
+    assert.are.equal(g.faces.top, #g.chambers.top.particles > 0 and g.faces.top or -1)
+    -- a name the mesh lacks: an error naming those it has, at the user's line
+    local ok, e = pcall(function() return g.chambers.chamber end)
+    assert.is_false(ok)
+    assert.matches("msh_spec%.lua:%d+: robot:gmsh: no chamber wall named \"chamber\" %(the physical curves with a " ..
+      "wall here: interface, top%)", e)
+    -- the top edge is open: as a closed chamber (the default) it warns; closed = false does not
+    warned = robot.warnings_of(function() r:chamber { wall = g.chambers.top } end)
+    assert.matches("robot:chamber: the wall of actuator 1 %(%d+ particles%) is not a closed surface: its area vectors " ..
+      "N dA sum to 1 of its area", warned[1])
+    local r2 = cq.robot { dim = 2 }
+    local _, g2 = robot.warnings_of(function() return r2:gmsh { path = path, offset = { 0, 0 }, mesh_size = 0.25 } end)
+    assert.are.same({}, robot.warnings_of(function() r2:chamber { wall = g2.chambers.top, closed = false } end))
+  end)
+
   it("loads scenes/finger.geo: the body and layer volumes and the chamber area of its drawing", function()
     local r = cq.robot { dim = 3 }
     local stiff = { model = "neohookean", E = 5e6, nu = 0.3, density = 1100 }

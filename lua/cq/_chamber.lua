@@ -179,7 +179,34 @@ function M.walls(where, robot, group, cavities, h)
     end
     walls[name] = wall
   end
-  return walls
+  return M.named(where, walls, "cavity")
+end
+
+--- Makes a table of chamber walls (name -> wall) refuse a name it does not hold, listing those it does: a typo in
+--- group.chambers.chamer would otherwise give robot:chamber a nil wall. what: "cavity" or "physical surface".
+function M.named(where, walls, what)
+  return setmetatable(walls, { __index = function(_, name)
+    local names = {}
+    for k in pairs(walls) do names[#names + 1] = tostring(k) end
+    table.sort(names)
+    check.raise(string.format("%s: no chamber wall named %s (the %ss with a wall here: %s)", where,
+      check.fmt(name), what, #names > 0 and table.concat(names, ", ") or "none"))
+  end })
+end
+
+--- A closed chamber wall's opening (M.opening) is round-off (a mesh's faces, a box's cavity walls: below 1e-15); one
+--- above this is a hole or an open surface.
+M.CLOSED_TOL = 1e-2
+
+--- How far a chamber wall is from closed: |sum_i N_i dA_i| / sum_i dA_i (0 for a closed surface: the divergence
+--- theorem; 1 for a flat open one).
+function M.opening(wall, dim)
+  local s, area = { 0, 0, 0 }, 0
+  for i = 1, #wall.particles do
+    for a = 1, dim do s[a] = s[a] + wall.normal[i][a] * wall.area[i] end
+    area = area + wall.area[i]
+  end
+  return math.sqrt(s[1] ^ 2 + s[2] ^ 2 + s[3] ^ 2) / (area > 0 and area or 1)
 end
 
 return M

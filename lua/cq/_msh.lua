@@ -5,6 +5,8 @@
 -- normal pointing from the cavity into the solid.
 local ffi = require "ffi"
 local check = require "cq._check"
+local warn_ = require "cq._warn"
+local chambers_ = require "cq._chamber"
 local proc = require "cq._proc"
 require "cq._ffi" -- declares cqh_msh_* (engine/host/msh.h)
 
@@ -165,7 +167,7 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
       count[name] = (count[name] or 0) + 1
       local ch = out[name]
       if not ch then
-        ch = { sum = {}, face_area = 0, unmatched = 0 }
+        ch = { sum = {}, face_area = 0, unmatched = 0, unmatched_at = {} }
         out[name] = ch
       end
       if owner[f] and not twice[f] then
@@ -179,11 +181,20 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
         ch.face_area = ch.face_area + area
       else
         ch.unmatched = ch.unmatched + 1 -- on no element (not meshed) or between two (an interface, not a wall)
+        if #ch.unmatched_at < 3 then -- where: the face's centroid, and why
+          local c = { 0, 0, 0 }
+          for j = 1, fk do
+            local X = P[faces.nodes[fk * f + j - 1]]
+            for a = 1, dim do c[a] = c[a] + X[a] / fk end
+          end
+          ch.unmatched_at[#ch.unmatched_at + 1] = { c, owner[f] and "between two elements" or "on no element" }
+        end
       end
     end
   end
   for name, ch in pairs(out) do
-    local t = { particles = {}, normal = {}, area = {}, face_area = ch.face_area, unmatched = ch.unmatched }
+    local t = { particles = {}, normal = {}, area = {}, face_area = ch.face_area, unmatched = ch.unmatched,
+      unmatched_at = ch.unmatched_at }
     for p in pairs(ch.sum) do t.particles[#t.particles + 1] = p end
     table.sort(t.particles)
     for i, p in ipairs(t.particles) do
@@ -314,6 +325,28 @@ function M.build(r, where, opts, material)
     g.first, g.last = g.particles[1], g.particles[#g.particles]
   end
   all.chambers, all.faces = chambers(P, dim, els, k, faces, entity_groups(m, dim - 1), m.n_nodes, particle_of)
+  -- a physical surface whose faces are not all walls of the mesh: say so, and where (a surface left unmeshed, a tag
+  -- on an interface between two volumes), rather than leave them out of its wall silently
+  local names = {}
+  for name in pairs(all.chambers) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local ch = all.chambers[name]
+    if ch.unmatched > 0 then
+      local at = {}
+      for _, u in ipairs(ch.unmatched_at) do
+        local xyz = {}
+        for a = 1, dim do xyz[a] = string.format("%.4g", u[1][a]) end
+        at[#at + 1] = string.format("(%s) %s", table.concat(xyz, ", "), u[2])
+      end
+      warn_.warn(string.format("cqlua: warning: %s: %s: %d of the %d faces of the physical %s '%s' are not walls of " ..
+        "the mesh (on no element: not meshed; or between two elements: an interface inside the solid) and are left " ..
+        "out of its chamber wall%s; the first at %s", where, opts.path, ch.unmatched, all.faces[name],
+        dim == 3 and "surface" or "curve", name, #ch.particles == 0 and " (which is empty)" or "",
+        table.concat(at, "; ")))
+    end
+  end
+  chambers_.named(where, all.chambers, dim == 3 and "physical surface" or "physical curve")
   all.mesh = { path = opts.path, nodes = m.n_nodes, elements = els.n, volume = volume }
   return all
 end

@@ -52,6 +52,7 @@ function Memo:begin(s0)
   local where = "memo:begin"
   local h = self:_handle(where)
   state.check_arg(where, "s0", s0, self.world)
+  if not self.world._placed then self.world:_placement(s0) end
   self.world:_check(self.world._lib.cq_memo_begin(h, s0._h), where)
 end
 

@@ -400,6 +400,14 @@ function Robot:chamber(opts)
         "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
     end
   end
+  local opening = chambers.opening(wall, self.dim)
+  if opts.closed ~= false and opening > chambers.CLOSED_TOL then
+    require("cq._warn").warn(string.format("cqlua: warning: %s: the wall of actuator %d (%d particles) is not a closed " ..
+      "surface: its area vectors N dA sum to %.3g of its area (a closed surface's sum to 0), yet closed = true " ..
+      "corrects its pressure forces to no net force and torque, which hides the force an open wall really feels: " ..
+      "close the surface (every face around the cavity in its physical group), or pass closed = false", where, id,
+      #wall.particles, opening))
+  end
   self.actuators[id] = { kind = opts.closed == false and "chamber" or "cavity", max = max, wall = wall }
   for i, p in ipairs(wall.particles) do
     self.act_of[p] = id

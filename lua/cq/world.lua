@@ -177,6 +177,14 @@ function M.new(opts)
     self._param_names[#self._param_names + 1] = f.name
   end
   self.params = setmetatable({ _world = self }, Params)
+  -- the wall bands and gravity, for the placement warning of the first state stepped from (cq._warn.near_walls)
+  self._bands, self._gravity = {}, {}
+  for k = 0, 2 * dim - 1 do
+    if d.walls[k].type ~= registry.BC.none then
+      self._bands[#self._bands + 1] = { wall = k, thickness = d.walls[k].thickness }
+    end
+  end
+  for a = 1, dim do self._gravity[a] = d.gravity[a - 1] end
   return self
 end
 
@@ -317,6 +325,13 @@ function World:commit()
   return self
 end
 
+-- Warns once per world, at the first state it steps from (world:step, memo:begin), of a body close to a wall band
+-- (cq._warn.near_walls).
+function World:_placement(s)
+  self._placed = true
+  require("cq._warn").near_walls(self, s, self.params.material, registry.MATERIAL.fluid)
+end
+
 function World:stable_dt() return self._lib.cq_world_stable_dt(self:_handle("world:stable_dt")) end
 
 function World:set_threads(t)
@@ -330,6 +345,7 @@ end
 function World:set_gravity(g)
   local where = "world:set_gravity"
   check.vector(where, "gravity", g, self.dim)
+  for a = 1, self.dim do self._gravity[a] = g[a] end
   local v = ffi.new("double[3]")
   for a = 1, self.dim do v[a - 1] = g[a] end
   self:_check(self._lib.cq_world_set_gravity(self:_handle(where), v), where)
@@ -456,6 +472,7 @@ function World:step(s, u, force, stress)
   local h = self:_handle(where)
   if not self.committed then check.raise(where .. ": call world:commit() first") end
   state.check_arg(where, "s", s, self)
+  if not self._placed then self:_placement(s) end
   self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
 end
 
