@@ -1,5 +1,6 @@
 -- Resolution rules, each backed by a measurement: how far a body must stay from a wall band (a particle's B-spline
--- stencil reaches 1.5 cells), and the warning that says so (lua/cq/_warn.lua near_walls).
+-- stencil reaches 1.5 cells) and how far apart two bodies, or a cavity's walls, must be not to share grid nodes (3
+-- cells), and the warnings that say so (lua/cq/_warn.lua near_walls, lua/cq/_chamber.lua narrow).
 --
 -- Run: build/bin/cqlua tests/run.lua tests/placement_spec.lua
 package.loaded["cq._paths"] = package.loaded["cq._paths"] or { lib = "build/lib" }
@@ -60,5 +61,61 @@ describe("a body near a wall band", function()
     local w, s, first = glider(1.0)
     assert.are.equal(1, #first)
     assert.are.same({}, robot.warnings_of(function() local m = w:memo { steps = 1 }; m:begin(s); m:step() end))
+  end)
+end)
+
+describe("two bodies closer than 3 cells", function()
+  -- Block A pulled left at 0.5 m/s, block B at rest `gap` cells right of it (particle centres), A's particles at
+  -- fraction f of a cell: B's mean velocity after 5 steps.
+  local function pulled(gap, f)
+    local r = cq.robot { dim = 2 }
+    local mat = { model = "neohookean", E = 100, nu = 0.3, density = 1 }
+    local a = r:box { offset = { 0.3, 0.3 }, size = { 0.1, 0.1 }, spacing = DX / 2, velocity = { -0.5, 0 }, material = mat }
+    local b = r:box { offset = { 0.5, 0.3 }, size = { 0.1, 0.1 }, spacing = DX / 2, material = mat }
+    local w, s = r:world { res = { 64, 64 }, dx = DX, dt = 1e-3, gravity = { 0, 0 }, backend = "cpu", threads = 1,
+      precision = "f64" }
+    local amax, bmin = -1, 1
+    for p = a.first, a.last do amax = math.max(amax, s.x[p - 1]) end
+    for p = b.first, b.last do bmin = math.min(bmin, s.x[p - 1]) end
+    local shift = (math.floor(amax / DX) + f) * DX - amax
+    for p = a.first, a.last do s.x[p - 1] = s.x[p - 1] + shift end
+    for p = b.first, b.last do s.x[p - 1] = s.x[p - 1] + amax + shift + gap * DX - bmin end
+    for _ = 1, 5 do w:step(s) end
+    local v = 0
+    for p = b.first, b.last do v = v + s.v[p - 1] end
+    return v / (b.last - b.first + 1)
+  end
+
+  it("may share grid nodes, so the grid moves them as one; 3 cells apart they never do", function()
+    local rows = {}
+    for _, gap in ipairs { 1, 2, 2.7, 3 } do
+      local vs = {}
+      for k, f in ipairs { 0.1, 0.45, 0.55, 0.9 } do vs[k] = pulled(gap, f) end
+      rows[gap] = vs
+      print(string.format("  gap %.1f cells: B's velocity %.3g %.3g %.3g %.3g (A's -0.5; A at 0.1, 0.45, 0.55, 0.9 " ..
+        "of a cell)", gap, vs[1], vs[2], vs[3], vs[4]))
+    end
+    for _, v in ipairs(rows[1]) do assert.is_true(v < -0.05) end -- dragged along at 1 cell, however aligned
+    for _, v in ipairs(rows[2]) do assert.is_true(v < -1e-5) end
+    assert.is_true(rows[2.7][3] < -1e-5 and rows[2.7][1] == 0) -- at 2.7 only when aligned with the grid
+    for _, v in ipairs(rows[3]) do assert.are.equal(0, v) end
+  end)
+
+  it("across a chamber's cavity are warned of when the world is made", function()
+    local function slit(width)
+      local r = cq.robot { dim = 2 }
+      local g = r:box { offset = { 0.3, 0.3 }, size = { 0.2, 0.1 }, spacing = DX / 2,
+        cavities = { { name = "slit", offset = { 0.33, 0.35 - width * DX / 2 }, size = { 0.14, width * DX } } } }
+      r:chamber { wall = g.chambers.slit, max = 10 }
+      return (robot.warnings_of(function() r:world { res = { 64, 64 }, dx = DX, dt = 1e-3 } end))
+    end
+    local thin = slit(1)
+    assert.are.equal(1, #thin)
+    assert.matches("^cqlua: warning: robot:world: the walls of chamber actuator 1 face each other across its cavity " ..
+      "1%.6 cells apart at %(.-%) %(particles %d+ and %d+%): particles closer than 3 cells share grid nodes, so the " ..
+      "cavity glues shut under load; refine dx or widen the cavity %(its walls' particles at least 3 cells apart%)$",
+      thin[1])
+    assert.are.equal(1, #slit(2))
+    assert.are.same({}, slit(4))
   end)
 end)

@@ -571,18 +571,28 @@ static int implicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   return piece_forward(sim, s, ctl, k, 0, 0, bad);
 }
 
-/* x = H^-1 b for the projected Hessian at ws->v and b = sign * rhs (rhs projected): conjugate gradients from x = 0,
- * preconditioned as cg_direction's, until ||r||_2 <= tol ||b||_2, tol = implicit.tol (floored at round-off), within
- * max_cg iterations. Only the adjoint calls it: there H must be positive definite on the free velocities (a minimum
- * of E), and anything else is an error, as is running out of iterations. Uses r, z, p, q, hp. */
-static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
-                    cq_real* x, long k) {
+/* The adjoint's linear solve, from x = 0, b = sign * rhs (rhs projected), until ||r||_2 <= tol ||b||_2, tol =
+ * implicit.tol floored at round-off, within max_cg iterations. Symmetric: x = H^-1 b for the projected
+ * Hessian at ws->v, conjugate gradients preconditioned as cg_direction's; H must be positive definite on the free
+ * velocities there (a minimum of E), and anything else is an error, as is running out of iterations; uses r, z, p, q,
+ * hp. Not symmetric: x = A^-T b for the projected Jacobian A of grad (dt E) at ws->v, which the implicit chamber
+ * pressure makes non-symmetric (implicit.h): BiCGStab (van der Vorst 1992, right-preconditioned as cg_direction's) on
+ * the transposed products (c->pressure_product = CQI_PRODUCT_T), max_cg iterations of two products each; uses r, g
+ * (the shadow residual), p, q (A p^), z (p^), vt (s^) and hp (A s^). */
+static int adjoint_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
+                         cq_real* x, long k, int symmetric) {
   implicit_ws* ws = sim->ws;
   double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
   TRY(cqi_terms_linearise(sim, c, s, ws->v));
   cqi_krylov_info info;
-  TRY(krylov(cqi_cg, sim, c, s, sign, rhs, x, tol, &info));
-  sim->stats.adjoint_cg += info.products;
+  TRY(krylov(symmetric ? cqi_cg : cqi_bicgstab, sim, c, s, sign, rhs, x, tol, &info));
+  sim->stats.adjoint_cg += symmetric ? info.products : info.iterations;
+  if (!symmetric && info.outcome != CQI_KRYLOV_CONVERGED)
+    return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
+                      "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
+                      "implicit chamber pressure's non-symmetric Jacobian) did not converge: %s, ||r|| / ||b|| = "
+                      "%.3g (tol %g); raise implicit.max_cg or use a smaller dt",
+                      k + 1, info.outcome == CQI_KRYLOV_MAX_ITERATIONS ? "max_cg iterations" : info.why, info.rel, tol);
   if (info.outcome == CQI_KRYLOV_MAX_ITERATIONS)
     return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
                       "backward: implicit substep %ld: the adjoint solve did not converge "
@@ -595,28 +605,6 @@ static int cg_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq
                       "positive definite at the converged velocities (p.Hp = %.3g at adjoint iteration %d), so the "
                       "implicit function theorem gives no gradient; use a smaller dt",
                       k + 1, info.curvature, info.iterations + 1);
-  return CQ_OK;
-}
-
-/* x = A^-T b for the projected Jacobian A of grad (dt E) at ws->v, which the implicit chamber pressure makes
- * non-symmetric (implicit.h), and b = sign * rhs (rhs projected): BiCGStab (van der Vorst 1992, right-preconditioned
- * as cg_direction's) from x = 0 on the transposed products (c->pressure_product = CQI_PRODUCT_T), until ||r||_2 <= tol
- * ||b||_2 as in cg_solve, within max_cg iterations of two products each. Uses r, g (the shadow residual), p, q (A p^),
- * z (p^), vt (s^) and hp (A s^). */
-static int bicgstab_solve(cqi_sim* sim, const cq_substep* c, const cq_particles* s, cq_real sign, const cq_real* rhs,
-                          cq_real* x, long k) {
-  implicit_ws* ws = sim->ws;
-  double floor = CQ_REAL_BITS == 32 ? 1e-6 : 1e-13, tol = ws->tol > floor ? ws->tol : floor;
-  TRY(cqi_terms_linearise(sim, c, s, ws->v));
-  cqi_krylov_info info;
-  TRY(krylov(cqi_bicgstab, sim, c, s, sign, rhs, x, tol, &info));
-  sim->stats.adjoint_cg += info.iterations;
-  if (info.outcome != CQI_KRYLOV_CONVERGED)
-    return cqi_errorf(sim->err, CQ_ERR_BLOWUP,
-                      "backward: implicit substep %ld: the adjoint solve (BiCGStab, the "
-                      "implicit chamber pressure's non-symmetric Jacobian) did not converge: %s, ||r|| / ||b|| = "
-                      "%.3g (tol %g); raise implicit.max_cg or use a smaller dt",
-                      k + 1, info.outcome == CQI_KRYLOV_MAX_ITERATIONS ? "max_cg iterations" : info.why, info.rel, tol);
   return CQ_OK;
 }
 
@@ -635,8 +623,8 @@ static int alloc_backward(cqi_sim* sim) {
 /* Adjoint of one piece (the whole substep when it was not split) by the implicit function theorem (implicit.h
  * explains the algebra), after piece_solve recomputed its forward up to the converged velocities in ws->v (P2G, v*,
  * v0, the Newton solve: deterministic, so the same v); s1 is the piece's output. In reverse: G2P's adjoint at the
- * velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -A^-T Pi dL/dv (cg_solve;
- * bicgstab_solve when the chamber pressure makes A non-symmetric),
+ * velocities after the boundaries' laws, their adjoint (implicit_bc_adj) to dL/dv, lam = -A^-T Pi dL/dv (adjoint_solve:
+ * CG, or BiCGStab when the chamber pressure makes A non-symmetric),
  * lam's pull-back through the elastic scatter into x, F and the parameters (implicit_stress_adj), the constrained
  * components of v0 (usually the boundaries' velocities, but a friction floor moving along a wall gives a corner node
  * a velocity that depends on v*) through v0's grid update, and m (v - v*) into the P2G grid (implicit_node_adj); from
@@ -662,9 +650,9 @@ static int piece_once_adj(cqi_sim* sim, const cq_substep* c, const cq_particles*
   TRY(op->implicit_node(be, c, ws->vstar, NULL, ws->tmp)); /* Pi dL/dv */
   cv.pressure_product = CQI_PRODUCT_T;
   if (c->implicit_pressure)
-    TRY(bicgstab_solve(sim, &cv, s, -1, ws->tmp, ws->d, k)); /* lam = -A^-T Pi dL/dv */
+    TRY(adjoint_solve(sim, &cv, s, -1, ws->tmp, ws->d, k, 0)); /* lam = -A^-T Pi dL/dv */
   else
-    TRY(cg_solve(sim, c, s, -1, ws->tmp, ws->d, k)); /* A = H symmetric */
+    TRY(adjoint_solve(sim, c, s, -1, ws->tmp, ws->d, k, 1)); /* A = H symmetric */
   if (c->implicit_pressure) {
     TRY(op->zero(be, ws->gpress, sizeof(cq_real) * be->n));
     cv.pressure_gu = ws->gpress;

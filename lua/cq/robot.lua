@@ -493,6 +493,9 @@ function Robot:world(opts)
     end
   end
   w.groups = self.groups -- blow-up messages and warnings name the group of the particle
+  for i, a in ipairs(self.actuators) do -- a cavity the grid cannot resolve glues shut
+    if a.wall then chambers.narrow(i, a.wall, self.x, w.dx, self.dim) end
+  end
   w:commit()
   local s = w:state()
   for p = 1, w.n do
