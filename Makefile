@@ -209,7 +209,7 @@ $(BUILD)/test/backend_test: tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_HD
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/backend_test.c $(ENGINE_OBJ_f64) $(ENGINE_LIBS)
 
-# The fill water's gradient and Hessian product against central differences (tests/c/fill_test.c).
+# The grid fluid's gradient and Hessian product against central differences (tests/c/fill_test.c).
 $(BUILD)/test/fill_test: tests/c/fill_test.c $(ENGINE_OBJ_f64) $(ENGINE_HDR)
 	mkdir -p $(BUILD)/test
 	$(CC) $(CFLAGS) -DCQ_REAL_BITS=64 -o $@ tests/c/fill_test.c $(ENGINE_OBJ_f64) $(ENGINE_LIBS)

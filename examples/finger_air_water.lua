@@ -37,12 +37,12 @@
 -- as it takes (default: one substep per control step). On a GPU, a control step of many substeps runs without
 -- waiting for the host in between (cuda/README.md: batches), so explicit runs at the real bulk modulus (1 us
 -- substeps) take minutes there.
--- fluid = fill: the water's pressure from how full the grid's nodes are (world option fluid, docs/api.md): it rests,
+-- fluid = grid: the water's pressure from how full the grid's nodes are (world option fluid, docs/api.md): it rests,
 -- and it does not hold the finger's bend in a narrow gap, where each particle's own J (particle) locks and the
 -- averaged groups hold it at water's real modulus (docs/benchmarks.md, "Issue 11: the fill water").
 -- water_gap_mm: the water between the finger and the tank's walls on its -x side, its +x side and its z sides, as
 -- "a,b,c" or one number for all three (scenes/finger.lua M.WATER.gap). A narrower tank is a smaller grid: with the
--- fill water implicitly at the real moduli, 5 mm on every side factorises in a third of the time of the default tank.
+-- grid fluid implicitly at the real moduli, 5 mm on every side factorises in a third of the time of the default tank.
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 -- volumetric = averaged: the silicone's bulk term on the volume-averaged J of each grid node's particles, which
 -- removes the volumetric locking that makes the finger at the real bulk modulus several times too stiff
@@ -82,7 +82,7 @@ if arg[12] then
     error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. arg[12], 0)
   end
 end
-local fluid = (arg and arg[13]) or "particle" -- "fill": the water's pressure from the grid's fill (docs/api.md)
+local fluid = (arg and arg[13]) or "particle" -- "grid": the water's pressure from the grid's fill (docs/api.md)
 local water_gap -- nil: scenes/finger.lua's
 if arg[14] then
   local function bad() -- at the user's call: the script's argument

@@ -19,10 +19,10 @@
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
 --          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=1] [tol]
--- fluid = fill: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
+-- fluid = grid: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
--- factorised preconditioner holds the fill water's Hessian, so water at its real 2.2 GPa costs about what 2 MPa does.
+-- factorised preconditioner holds the grid fluid's Hessian, so water at its real 2.2 GPa costs about what 2 MPa does.
 -- worse: an iteration whose loss is above worse times the last accepted one is rejected, and the step that led there
 -- taken again at half the size (cq.train's recover.worse; 0: off). At the real moduli the loss is rough and its
 -- gradient explodes where the controls drive the chambers into a violent phase (docs/benchmarks.md, "the exploding

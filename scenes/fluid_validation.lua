@@ -181,7 +181,7 @@ end
 --- cell and axis; nil: the beam in air), K = 2.2e9 (the water's bulk modulus), E = 1e7 (the beam's Young's modulus;
 --- the gravity is 9.8 E / 1e7, so a softer beam deflects as far and the water is stiffer against it), bulk (a bulk
 --- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: on the water too), T = 1 (s),
---- reports = 10, fluid (the world's: "particle" or "fill"). dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
+--- reports = 10, fluid (the world's: "particle" or "grid"). dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
 --- T / reports, 2 T / reports, ..., T; n = particles }.
 function M.buoyed_beam(o)
   o = o or {}

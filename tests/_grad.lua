@@ -86,7 +86,7 @@ function M.scene(opts)
     for i = 0, side - 1 do idx[d] = i; place(idx, d + 1) end
   end
   place({}, 1)
-  if opts.fluid == "fill" then
+  if opts.fluid == "grid" then
     -- the rest fill (fluid_rest = "initial") from the block spread 4 % about its centre, so that s's nodes are not
     -- all at their rest fill (where the pressure has its kink, which central differences would straddle), and none
     -- of them is outside it (a rest fill of 1 against s's ~10^3: vol0 = 1 in cells of 1/16)

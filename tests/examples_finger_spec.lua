@@ -43,11 +43,11 @@ describe("examples/finger_air_water.lua", function()
   end)
 end)
 
-describe("examples/finger_air_water.lua, fill water", function()
-  it("the finger at 20 kPa in fill water (fluid = fill, coarse, 0.01 s, the narrow tank of water_gap_mm = 5): it " ..
+describe("examples/finger_air_water.lua, grid fluid", function()
+  it("the finger at 20 kPa in grid fluid (fluid = grid, coarse, 0.01 s, the narrow tank of water_gap_mm = 5): it " ..
     "moves, less than in air", function()
     local r = run_example("examples/finger_air_water.lua", { "6", "0.01", "2e6", "20", "air,water", "2.5", "explicit",
-      "", "0", "averaged", "", "2e6", "fill", "5" })
+      "", "0", "averaged", "", "2e6", "grid", "5" })
     print(string.format("  finger_air_water fill: 20 kPa for 0.01 s moved the tip %.3f mm in air, %.3f mm in water",
       r.air[20e3], r.water[20e3]))
     assert.is_true(r.water[20e3] > 0.01) -- measured 0.023 mm in water, 0.135 mm in air
@@ -71,7 +71,7 @@ describe("examples/finger_air_water.lua, fill water", function()
   it("rejects a water_gap_mm that is not one or three positive numbers, naming the argument", function()
     for _, gap in ipairs { "0", "1,2", "a", "5,-1,5" } do
       local ok, err = pcall(run_example, "examples/finger_air_water.lua", { "6", "0.01", "2e6", "20", "water", "2.5",
-        "explicit", "", "0", "averaged", "", "2e6", "fill", gap })
+        "explicit", "", "0", "averaged", "", "2e6", "grid", gap })
       assert.is_false(ok)
       assert.is_truthy(tostring(err):find("water_gap_mm (argument 14) must be one number > 0 or three, " ..
         "comma-separated (mm), got " .. gap, 1, true), tostring(err))
@@ -167,11 +167,11 @@ describe("examples/finger_inverse.lua", function()
   end)
 end)
 
-describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
-  it("the 2D finger in fill water at the real bulk moduli, implicitly, the pressure ramped from 0 (coarse, 0.03 s): "
+describe("examples/finger_inverse.lua, 2D, implicit, grid fluid", function()
+  it("the 2D finger in grid fluid at the real bulk moduli, implicitly, the pressure ramped from 0 (coarse, 0.03 s): "
     .. "a gradient step closes part of the gap", function()
     local r = run_example("examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01", "0.1", "1",
-      "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "current", "ramp" })
+      "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "current", "ramp" })
     print(string.format("  finger_inverse 2D: distance at t = 0.03 s %.3f mm (initial guess %.3f mm), held within %.3f "
       .. "mm", r.reach_mm, r.initial_mm, r.hold_max_mm))
     assert.is_true(r.initial_mm > 0.05)               -- the guess misses the target
@@ -181,7 +181,7 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
   -- optimizer = lbfgs (cq.nlopt, for the fixed groups' continuous forward): its first line-search step descends
   it("with the fixed groups and L-BFGS (2 evaluations): the line search's step descends", function()
     local r = run_example("examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01", "0.1", "1",
-      "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+      "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
     print(string.format("  finger_inverse 2D, L-BFGS: distance at t = 0.03 s %.3f mm (initial guess %.3f mm)",
       r.reach_mm, r.initial_mm))
     -- measured: 1.067 -> 1.016 mm
@@ -191,7 +191,7 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
     pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
     ffi.C.setenv("CQ_INVERSE_FD", "out/finger_inverse/control.csv", 1)
     local ok, fd = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01",
-      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
     ffi.C.unsetenv("CQ_INVERSE_FD")
     assert(ok, fd)
     print(string.format("  finger_inverse 2D FD check: slope / |dL/du| %.4f, %.4f, %.4f at h = 1e-3, 1e-4, 1e-5",
@@ -205,7 +205,7 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
     ffi.C.setenv("CQ_INVERSE_SCAN", "1e-4", 1)
     local sc
     ok, sc = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01",
-      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
     ffi.C.unsetenv("CQ_INVERSE_FD")
     ffi.C.unsetenv("CQ_INVERSE_SCAN")
     assert(ok, sc)
@@ -221,7 +221,7 @@ describe("examples/finger_inverse.lua, 2D, implicit, fill water", function()
     ffi.C.setenv("CQ_INVERSE_FD", "out/finger_inverse/control.csv", 1)
     ffi.C.setenv("CQ_INVERSE_SCAN", "1e-4,nan", 1)
     local bad_ok, bad = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01",
-      "0.01", "0.1", "1", "0.005", "1.75e9", "5", "averaged", "fill", "2", "1.5", "initial", "ramp", "12", "20", "1",
+      "0.01", "0.1", "1", "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1",
       "lbfgs" })
     ffi.C.unsetenv("CQ_INVERSE_FD")
     ffi.C.unsetenv("CQ_INVERSE_SCAN")

@@ -233,7 +233,7 @@ describe("Martin & Moyce's dam break (n^2 = 2)", function()
   end)
 end)
 
-describe("fill water (world option fluid = \"fill\": a pressure from the grid's fill, engine/terms/fill.h)", function()
+describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's fill, engine/terms/fill.h)", function()
   local shell = require "tests._shell"
   local paths = package.loaded["cq._paths"] or {}
   local BUILD = (paths.lib or "build/lib"):gsub("/lib$", "")
@@ -247,12 +247,12 @@ describe("fill water (world option fluid = \"fill\": a pressure from the grid's 
   end)
 
   -- The tank of docs/experiments/water_rest2d.lua at 2.2e5 Pa (the fill's Newton is slower than the groups' at higher moduli:
-  -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the fill water settles.
+  -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the grid fluid settles.
   it("comes to rest in a tank where the averaged groups circulate", function()
     local function run(fluid)
       return fv.resting_tank { T = 0.1, reports = 2, K = 2.2e5, fluid = fluid, volumetric = "averaged" }
     end
-    local fill, groups = run("fill"), run("particle")
+    local fill, groups = run("grid"), run("particle")
     print(string.format("fastest at 0.05 / 0.1 s: fill %.2e / %.2e m/s, groups %.2e / %.2e; mean height fill %.3f mm",
       fill.fastest[1], fill.fastest[2], groups.fastest[1], groups.fastest[2], -fill.drop[2] * 1e3))
     -- measured: fill 2.6e-2 / 1.4e-2 m/s, groups 5.5e-2 / 8.9e-2; the fill's top layer packs by 0.44 mm
@@ -273,7 +273,7 @@ describe("fill water (world option fluid = \"fill\": a pressure from the grid's 
     it("is preconditioned by its Hessian in the factorised preconditioner (" .. case.dim .. "D" ..
       (case.groups and ", fixed groups" or "") .. ")", function()
       local function run(precond, threads)
-        return fv.resting_tank { T = case.T, K = 2.2e6, fluid = "fill", volumetric = "averaged", cells = case.cells,
+        return fv.resting_tank { T = case.T, K = 2.2e6, fluid = "grid", volumetric = "averaged", cells = case.cells,
           per_axis = case.per_axis, implicit = { precond = precond }, threads = threads,
           volumetric_groups = case.groups }
       end
@@ -301,7 +301,7 @@ describe("fill water (world option fluid = \"fill\": a pressure from the grid's 
   it("crosses its no-tension kink in active-set rounds: the exact minimum in a third of the Newton iterations",
     function()
     local function run(rounds, tol, threads)
-      return fv.resting_tank { T = 0.05, K = 2.2e9, fluid = "fill", volumetric = "averaged", cells = { 15, 21 },
+      return fv.resting_tank { T = 0.05, K = 2.2e9, fluid = "grid", volumetric = "averaged", cells = { 15, 21 },
         implicit = { fill_rounds = rounds, tol = tol }, threads = threads }
     end
     local r1, r2, plain, tight, tight_plain = run(4, nil, 1), run(4, nil, 2), run(0), run(4, 1e-9), run(0, 1e-9)
@@ -330,10 +330,15 @@ describe("fill water (world option fluid = \"fill\": a pressure from the grid's 
     local r = cq.robot { dim = 2 }
     r:box { offset = { 0.3, 0.3 }, size = { 0.1, 0.1 }, spacing = 1 / 128, material = { preset = "water", bulk = 2e5 } }
     local e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "full" } end)
-    has(e, "fluid", "fill", "full")
-    e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "fill", fluid_rest = 1 } end)
+    has(e, "fluid", "grid", "full")
+    -- the old name of the grid fluid still works, and says so
+    local robot = require "cq.robot"
+    local warned = robot.warnings_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "fill" } end)
+    assert.are.same({ 'cqlua: warning: cq.world: fluid = "fill" is the old name of fluid = "grid" (the same model: ' ..
+      "the pressure from how full the grid's nodes are); use \"grid\"" }, warned)
+    e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "grid", fluid_rest = 1 } end)
     has(e, "fluid_rest", "initial")
-    e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "fill", integrator = "implicit",
+    e = err_of(function() r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-4, fluid = "grid", integrator = "implicit",
       implicit = { fill_rounds = 17 } } end)
     has(e, "implicit.fill_rounds", "16", "17")
   end)

@@ -92,8 +92,8 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
     "averaged", nil, 4 },
   -- a fluid in the groups (engine/terms/volumetric.h since e15bea3: K_s = 1e-3 K on its own J, the rest on its group's)
   { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, averaged bulk", nil, "averaged" },
-  -- fill water (engine/terms/fill.h): the pressure from the grid's node fills, its adjoint
-  { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, fill water", nil, nil, "fill" } }
+  -- grid fluid (engine/terms/fill.h): the pressure from the grid's node fills, its adjoint
+  { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, grid fluid", nil, nil, "grid" } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 -- The averaged bulk term in f32 takes the fixed groups (volumetric_groups = "initial"): with the current ones a
@@ -230,9 +230,9 @@ local IMPLICIT_CASES = {
   -- a fluid in the groups, as tests/implicit_spec.lua's gradient case
   { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, volumetric = "averaged",
     name = "fluid+visc, averaged bulk, slip walls" },
-  -- fill water inside the solve (engine/terms/fill.h), as tests/implicit_spec.lua's gradient case
-  { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, fluid = "fill",
-    name = "fluid+visc, fill water, slip walls" },
+  -- grid fluid inside the solve (engine/terms/fill.h), as tests/implicit_spec.lua's gradient case
+  { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 }, fluid = "grid",
+    name = "fluid+visc, grid fluid, slip walls" },
 }
 describe("CUDA vs CPU, implicit integrator, f64", function()
   for _, case in ipairs(IMPLICIT_CASES) do

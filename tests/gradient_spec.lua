@@ -45,9 +45,9 @@ local materials = {
   -- crosses a group's edge and the loss is smooth in every input: the friction walls the case above avoids
   { name = "fluid, averaged bulk, initial groups", model = "fluid", params = { bulk = 35, visc = 0.15 },
     volumetric = "averaged", volumetric_groups = "initial", kinds = { "bulk", "visc" }, bcs = { "friction", "moving" } },
-  -- fill water (engine/terms/fill.h): the pressure from the grid's node fills, its force in P2G's momentum; the adjoint
+  -- grid fluid (engine/terms/fill.h): the pressure from the grid's node fills, its force in P2G's momentum; the adjoint
   -- through the weights' derivatives into x, the volumes V0 det F into vol0 and F, and the bulk modulus
-  { name = "fluid, fill water", model = "fluid", params = { bulk = 35, visc = 0.15 }, fluid = "fill",
+  { name = "fluid, grid fluid", model = "fluid", params = { bulk = 35, visc = 0.15 }, fluid = "grid",
     kinds = { "bulk", "visc" }, bcs = { "slip", "moving" } },
   -- actuator 2 a pneumatic chamber: gradients w.r.t. the pressure signal ("act"), the state and the wall geometry
   { name = "neohookean, chamber", model = "neohookean", act2 = "chamber", strain = 0.1,

@@ -515,11 +515,11 @@ local cases = {
   -- a fluid in the groups (K_s = 1e-3 K on its own J, the rest on its group's; projected like a solid)
   { dim = 2, name = "fluid+visc, averaged bulk, slip walls", bc = "slip", material = "fluid",
     params = { bulk = STIFF, visc = 0.05 }, volumetric = "averaged", kinds = { "bulk", "visc" } },
-  -- fill water (engine/terms/fill.h): its pressure from the grid's node fills inside the solve; its adjoint through the
+  -- grid fluid (engine/terms/fill.h): its pressure from the grid's node fills inside the solve; its adjoint through the
   -- weights' first and second derivatives into x, the volumes V0 det F into vol0 and F, and its bulk modulus
-  { dim = 2, name = "fluid+visc, fill water, slip walls", bc = "slip", material = "fluid", fluid = "fill",
+  { dim = 2, name = "fluid+visc, grid fluid, slip walls", bc = "slip", material = "fluid", fluid = "grid",
     params = { bulk = STIFF, visc = 0.05 }, common = true, kinds = { "bulk", "visc" } },
-  { dim = 3, name = "fluid, fill water, sticky walls", bc = "sticky", material = "fluid", fluid = "fill",
+  { dim = 3, name = "fluid, grid fluid, sticky walls", bc = "sticky", material = "fluid", fluid = "grid",
     params = { bulk = STIFF }, kinds = { "bulk" } },
 }
 
@@ -607,16 +607,16 @@ describe("implicit gradients (implicit function theorem) vs central differences"
     assert.is_true(rf <= TOL and rs <= TOL)
   end)
 
-  -- The whole chain of examples/finger_inverse.lua (dim 2, fill water) on a coarse 2D finger: its chamber pressure per
-  -- control step (cq.open_loop) through implicit substeps with the averaged bulk term, the fill water, gravity and the
+  -- The whole chain of examples/finger_inverse.lua (dim 2, grid fluid) on a coarse 2D finger: its chamber pressure per
+  -- control step (cq.open_loop) through implicit substeps with the averaged bulk term, the grid fluid, gravity and the
   -- sticky and slip walls, to the tip's squared distance from a point. Moduli lowered to 2.2e6 Pa and the tolerance
   -- tightened so that central differences resolve it (measured: 1e-8; at 1.75e9 Pa the solve's tolerance limits them
   -- to 1e-3). Small pressures: above a few kPa this coarse finger's substeps split, and the forward is not smooth.
-  it("2D finger in fill water: dL/d(chamber pressure per control step) through implicit substeps", function()
+  it("2D finger in grid fluid: dL/d(chamber pressure per control step) through implicit substeps", function()
     package.path = "./scenes/?.lua;" .. package.path
     local finger2d = require "finger2d"
     local world, s0, nf = finger2d.build { mesh = 3e-3, bulk = 2.2e6, gap = 5e-3, water = { bulk = 2.2e6 },
-      control_dt = 0.01, dt = 0.005, fluid = "fill", gravity = 9.8, implicit = { tol = 1e-10 } }
+      control_dt = 0.01, dt = 0.005, fluid = "grid", gravity = 9.8, implicit = { tol = 1e-10 } }
     local tip, steps = finger2d.tip(s0, nf), 3
     local controller = cq.open_loop { steps = steps, outputs = 1 }
     local u = controller.params[1]

@@ -173,7 +173,7 @@ local function controls()
 end
 
 ---------------------------------------------------------------- physics terms, implicit solve, chamber pressure
--- The averaged volumetric term and the fill water (engine/terms/) with both integrators, the implicit solve's
+-- The averaged volumetric term and the grid fluid (engine/terms/) with both integrators, the implicit solve's
 -- preconditioners (masses, factor; the 2D fixed groups' wide blocks, the fill's augmented matrix and active-set
 -- rounds) and the implicit chamber pressure (BiCGStab): loss, final state, every gradient kind and the solver counts.
 local function terms()
@@ -195,13 +195,13 @@ local function terms()
     { "averaged explicit 3D", { dim = 3, bc = "slip", material = "mooney_rivlin",
       params = { c10 = 4, c01 = 1.5, bulk = 150 }, volumetric = "averaged", steps = 30 } },
     { "fill explicit", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 35, visc = 0.15 },
-      fluid = "fill", steps = 30 } },
+      fluid = "grid", steps = 30 } },
     { "fill implicit factor", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 },
-      fluid = "fill", integrator = "implicit", E = 3000, dt = 5e-3, implicit = tight, steps = 5 } },
+      fluid = "grid", integrator = "implicit", E = 3000, dt = 5e-3, implicit = tight, steps = 5 } },
     { "fill implicit mass", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 },
-      fluid = "fill", integrator = "implicit", E = 3000, dt = 5e-3, implicit = mass, steps = 5 } },
+      fluid = "grid", integrator = "implicit", E = 3000, dt = 5e-3, implicit = mass, steps = 5 } },
     { "fill implicit 3D", { dim = 3, bc = "slip", material = "fluid", params = { bulk = 300, visc = 0.05 },
-      fluid = "fill", integrator = "implicit", E = 30, dt = 5e-3, implicit = { tol = 1e-10 }, steps = 3 } },
+      fluid = "grid", integrator = "implicit", E = 30, dt = 5e-3, implicit = { tol = 1e-10 }, steps = 3 } },
     { "chamber implicit pressure", { dim = 2, bc = "friction", moving = true, act2 = "chamber", strain = 0.1,
       integrator = "implicit", E = 3000, dt = 5e-3, implicit = { tol = 1e-12, precond = "mass", pressure = "implicit" },
       steps = 5 } },

@@ -24,7 +24,7 @@ local bump = tonumber(os.getenv("BUMP") or 0)
 local MESH = tonumber(os.getenv("MESH") or 0.6 * DX)
 local RAMP = tonumber(os.getenv("RAMP") or 0.3)
 local world, s, nf = finger2d.build { dx = DX, mesh = MESH, bulk = 1.75e9, gap = 5e-3, water = { bulk = 1.75e9 },
-  fluid = "fill", volumetric_groups = groups, volumetric_own = tonumber(os.getenv("OWN")), dt = DT, gravity = 9.8,
+  fluid = "grid", volumetric_groups = groups, volumetric_own = tonumber(os.getenv("OWN")), dt = DT, gravity = 9.8,
   implicit = { tol = tonumber(os.getenv("TOL")), max_cg = tonumber(os.getenv("MAX_CG")),
     fill_rounds = tonumber(os.getenv("FILL_ROUNDS")) } }
 local fw, fs = finger2d.build { dx = DX, mesh = MESH, bulk = 1.75e9, gap = 5e-3 } -- the finger alone, to draw it

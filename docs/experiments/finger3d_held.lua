@@ -1,5 +1,5 @@
 -- docs/experiments/finger3d_held.lua: the 3D finger of scenes/finger.lua (DragonSkin-30 at its real bulk modulus 1.75 GPa,
--- volumetric = "averaged") in its tank of fill water (fluid = "fill", bulk WATER_BULK, particles SPACING apart),
+-- volumetric = "averaged") in its tank of fill water (fluid = "grid", bulk WATER_BULK, particles SPACING apart),
 -- implicit 5 ms substeps, its chamber pressure ramped from 0 to p_kPa over RAMP s and then held, for T seconds. Prints
 -- every EVERY substeps the tip's displacement from the start and the solver's work (Newton, CG, factorisations and
 -- their time, splits). With MEDIUM=air the same finger without the water. docs/benchmarks.md, "Issue 11: the fill water
@@ -19,7 +19,7 @@ local water = (os.getenv("MEDIUM") or "water") == "water" and
   { bulk = tonumber(os.getenv("WATER_BULK") or 2.2e9), spacing = tonumber(os.getenv("SPACING") or 2e-3),
     gap = os.getenv("GAP") and { tonumber(os.getenv("GAP")), tonumber(os.getenv("GAP")), tonumber(os.getenv("GAP")) } }
   or nil
-local world, s, nf = finger.build { mesh_size = mesh, bulk = 1.75e9, water = water, fluid = water and "fill" or nil,
+local world, s, nf = finger.build { mesh_size = mesh, bulk = 1.75e9, water = water, fluid = water and "grid" or nil,
   volumetric = "averaged", integrator = "implicit", dt = DT,
   implicit = { precond = os.getenv("PRECOND"), fill_rounds = tonumber(os.getenv("FILL_ROUNDS")) } }
 local tip = finger.tip_of(world, s, nf)

@@ -5,7 +5,7 @@
 -- usage: build/bin/cqlua docs/experiments/water_rest2d.lua [per_axis=2.5] [T=1]
 --   environment: DAMP (the world's damping, 1/s, 25), VOL (the world's volumetric, "averaged" or "particle";
 --   averaged), BULK (the water's bulk modulus, 2.2e9), VISC (its viscosity, 1e-3), DT (the substep, 5e-3), INT (the
---   integrator, implicit), FLUID (the world's fluid: "particle" or "fill"), CELLS (the water's size in cells, "15,21";
+--   integrator, implicit), FLUID (the world's fluid: "particle" or "grid"), CELLS (the water's size in cells, "15,21";
 --   three numbers: a 3D tank, e.g. "10,12,10"), PRECOND (implicit.precond)
 package.path = "./scenes/?.lua;" .. package.path
 local fv = require "fluid_validation"

@@ -122,7 +122,7 @@ typedef struct cqi_backend_ops {
   int (*grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y, double* out);
   int (*grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out);
   /* The sums of each of x's D+1 slots over the active region, into out[0..D] (node passes' per-node terms, e.g. the
-   * fill water's energy along a line, fill.h). */
+   * grid fluid's energy along a line, fill.h). */
   int (*grid_sums)(cqi_backend* b, const cq_real* x, double* out);
 
   /* The direct preconditioner's assembly (implicit_factor.c), for host-memory backends (NULL elsewhere):
@@ -165,7 +165,7 @@ typedef struct cqi_backend_ops {
   int (*vol_group_blocks)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
                           const int32_t* slot, double* blocks);
 
-  /* The plain passes (engine/backends/passes.h: the implicit solve's, the averaged volumetric term's, the fill water's), one
+  /* The plain passes (engine/backends/passes.h: the implicit solve's, the averaged volumetric term's, the grid fluid's), one
    * member per row of CQ_PASSES, what each does beside its row. */
   CQ_PASSES(CQI_PASS_MEMBER)
 } cqi_backend_ops;

@@ -66,12 +66,12 @@ typedef struct cq_world_desc {
   int implicit_volume;     /* implicit: CQ_VOLUME_* (how eq. 12 takes the volumetric term; implicit.h) */
   int implicit_max_split; /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
   int implicit_pressure; /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
-  int implicit_fill_rounds; /* implicit, fluid = fill: active-set rounds per Newton iteration, in [-1, 16] (0 = 4
+  int implicit_fill_rounds; /* implicit, fluid = grid: active-set rounds per Newton iteration, in [-1, 16] (0 = 4
                              * with the factor preconditioner, none with the masses; -1 = none;
                              * integrator_implicit.c active_set) */
   int volumetric; /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
   int fluid;      /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
-  int fluid_rest; /* fluid = fill: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
+  int fluid_rest; /* fluid = grid: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
   int volumetric_groups; /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or first) */
   double volumetric_own; /* volumetric = averaged: the bulk modulus each particle keeps on its own J, as a multiple of
                             * its model's P-wave modulus, in [1e-6, 1e6] (0 = 1; volumetric.h vol_own_bulk) */
@@ -112,9 +112,10 @@ enum { CQ_VOLUMETRIC_PARTICLE = 0, CQ_VOLUMETRIC_AVERAGED = 1 };
  * particle changes group as it moves, a jump in its pressure), or in the first state the world steps from (initial:
  * fixed sets of particles, so the forward is continuous in the state and the actuation; cq_world_reset_groups). */
 enum { CQ_VOL_GROUPS_CURRENT = 0, CQ_VOL_GROUPS_INITIAL = 1 };
-/* A fluid's pressure: from its bulk term on its own J (particle, the default), or from how full the grid's nodes are,
- * one constraint per node (fill: water that rests and does not lock; engine/terms/fill.h). With fill, each node's rest fill
- * is 1, or (initial) the larger of 1 and its fill in the first state the world steps from (cq_world_reset_fill). */
+/* A fluid's pressure: from its bulk term on its own J (particle, the default), or from how full the grid's nodes are
+ * (their fill), one constraint per node (the grid fluid, Lua's fluid = "grid": water that rests and does not lock;
+ * engine/terms/fill.h). With it, each node's rest fill is 1, or (initial) the larger of 1 and its fill in the first
+ * state the world steps from (cq_world_reset_fill). */
 enum { CQ_FLUID_PARTICLE = 0, CQ_FLUID_FILL = 1 };
 enum { CQ_FILL_REST_ONE = 0, CQ_FILL_REST_INITIAL = 1 };
 
@@ -130,9 +131,9 @@ typedef struct cq_solver_stats {
   long
       simd_particles; /* particle-substeps whose P2G adjoint ran as SIMD lanes on the CPU (engine/backends/cpu/cpu_loops.h) */
   long kept_substeps;   /* adjoint substeps that took their P2G from the memo's records instead of recomputing it */
-  long factor_failures; /* factorisations refused (K not definite, or a wrong-sign pivot of the fill water's
+  long factor_failures; /* factorisations refused (K not definite, or a wrong-sign pivot of the grid fluid's
                          * quasi-definite matrix): those Newton directions were preconditioned by the masses */
-  long fill_rounds;     /* the fill water's active-set rounds: Newton directions solved again with the pieces of W the
+  long fill_rounds;     /* the grid fluid's active-set rounds: Newton directions solved again with the pieces of W the
                      * nodes are on at the end of the last one (engine/integrators/integrator_implicit.c active_set) */
   long roundoff_stops; /* Newton solves ended at the elastic forces' round-off before implicit.tol (a light load on a
                         * stiff solid: integrator_implicit.c roundoff_floor) */
@@ -190,7 +191,7 @@ int cq_world_backend(const cq_world* w);
 int cq_world_blowup(const cq_world* w, cq_blowup* out);
 /* The implicit solver's counters into *out; reset != 0 zeroes them afterwards. */
 int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset);
-/* fluid = "fill", fluid_rest = "initial": forget the rest fill, so that the next step takes it from its state. */
+/* fluid = "grid", fluid_rest = "initial": forget the rest fill, so that the next step takes it from its state. */
 int cq_world_reset_fill(cq_world* w);
 /* volumetric = "averaged", volumetric_groups = "initial": forget the groups, so that the next step takes them from its
  * state. */

@@ -49,7 +49,7 @@ typedef struct cq_params {
 #undef CQI_MEMBER
   const uint8_t* act_kind; /* [n_actuators] CQ_ACT_* */
   int n;                   /* particles: vector parameters are [D][n] (component-major) */
-  int fluid_fill;          /* world option fluid = "fill": a fluid's pressure comes from the grid's fill (fill.h) */
+  int fluid_fill;          /* world option fluid = "grid": a fluid's pressure comes from the grid's fill (fill.h) */
   cq_real vol_own;         /* world option volumetric_own, its default 1 for 0 (volumetric.h vol_own_bulk) */
 } cq_params;
 
@@ -123,7 +123,7 @@ CQ_HD int cqi_pressure_kind(int kind) { return kind == CQ_ACT_CHAMBER || kind ==
 /* Which product of the implicit pressure's Jacobian K the solve's Hessian products take (implicit.h): Newton's
  * directions its symmetric part (K + K^T)/2, so that conjugate gradients apply; the adjoint K^T. */
 enum { CQI_PRODUCT_SYM = 0, CQI_PRODUCT_T = 1 };
-/* The fill water's node passes (fill.h fill_node). */
+/* The grid fluid's node passes (fill.h fill_node). */
 enum {
   CQI_FILL_BASE = 0,
   CQI_FILL_REF = 1,
@@ -160,7 +160,7 @@ typedef struct cq_substep {
   const cq_real* vol_gJ;        /* averaged, backward: [n] dL/dJl_p through the groups, into the implicit adjoint */
   const cq_real* vol_p0;        /* averaged, implicit: [n] the lagged group pressure, the state's pg (implicit.h) */
   cq_real* vol_g0;              /* averaged, implicit backward: [n] dL/d(it), added by implicit_stress_adj */
-  int fill;                     /* 1: fluid = "fill", the fluids' pressure from the grid's fill (fill.h) */
+  int fill;                     /* 1: fluid = "grid", the fluids' pressure from the grid's fill (fill.h) */
 } cq_substep;
 
 /* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's

@@ -68,7 +68,7 @@
  * cavities': engine/stages/cable.h, chamber.h). */
 #define CQ_TERMS(X)                                                                              \
   X(volumetric, "volumetric = \"averaged\": the bulk term on each node group's mean J (volumetric.h)") \
-  X(fill, "fluid = \"fill\": the water's pressure from the grid's fill (fill.h)")                  \
+  X(fill, "fluid = \"grid\": the water's pressure from the grid's fill (fill.h)")                  \
   X(cable, "cables: tensions along polylines of particles (seed 000 eq. 17, cable.h)")             \
   X(cavity, "closed cavities: the correction that balances a chamber's pressure forces (chamber.h)")
 

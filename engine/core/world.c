@@ -241,7 +241,7 @@ int cq_world_solver_stats(cq_world* w, cq_solver_stats* out, int reset) {
   return CQ_OK;
 }
 
-/* The rest fill of fluid = "fill" with fluid_rest = "initial" is taken again from the next state stepped from. */
+/* The rest fill of fluid = "grid" with fluid_rest = "initial" is taken again from the next state stepped from. */
 int cq_world_reset_fill(cq_world* w) { return cqi_fill_reset(&w->sim); }
 
 /* The groups of volumetric_groups = "initial" are taken again from the next state stepped from. */

@@ -5,7 +5,7 @@
  * nodes with mass within two cells of each other (the stencils' reach), or four with the 2D fixed groups (a group's
  * members' stencils), so it changes only when the set of nodes with mass does, and the ordering and symbolic analysis
  * are reused until then. The physics terms add theirs (term.h factor_*): blocks on the pattern (the 2D fixed groups'
- * reach four cells), or a rank-one Hessian per node (the fill water's, which couples nodes four cells apart) through
+ * reach four cells), or a rank-one Hessian per node (the grid fluid's, which couples nodes four cells apart) through
  * one more unknown per node on the same pattern (augment). Serial and in a fixed order: the same factors, so the
  * same solve, for any thread count. */
 #include "implicit_factor.h"
@@ -142,7 +142,7 @@ static void spread_blocks(cqi_factor* f, int D) {
   }
 }
 
-/* With a term whose Hessian is rank one per node (the fill water's): the quasi-definite matrix [[K, B^T], [B, -A]]
+/* With a term whose Hessian is rank one per node (the grid fluid's): the quasi-definite matrix [[K, B^T], [B, -A]]
  * whose Schur complement in the velocities, K + B^T A^-1 B, is K + H_W, the term's Hessian projected: H_W = sum_i
  * c_i (Pi g_i)(Pi g_i)^T (term.h factor_rows: c_i its weight, dx^D K_i / phi0_i^2 for the fill's nodes under pressure
  * in the linearisation; g_i node i's row, g_ij its change per unit velocity of node j). One more unknown per node,

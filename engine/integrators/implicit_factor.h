@@ -1,7 +1,7 @@
 /* The direct preconditioner of the implicit solve (implicit.precond = "factor"): the Newton matrix of eq. 12 (its
  * Hessian with every particle's material block projected to semi-definite, implicit.h implicit_blocks) with the
  * boundary projections and the physics terms' shares (term.h factor_*), assembled as a sparse block matrix and
- * Cholesky-factorised (sparse_cholesky.c; with a rank-one term, as the fill water, a quasi-definite matrix, L S L^T). Conjugate gradients preconditioned by the nodal masses need thousands of
+ * Cholesky-factorised (sparse_cholesky.c; with a rank-one term, as the grid fluid, a quasi-definite matrix, L S L^T). Conjugate gradients preconditioned by the nodal masses need thousands of
  * iterations on a nearly incompressible solid (silicone: bulk / shear ~ 4e4); preconditioned by the factorised Hessian
  * of the same substep they need a handful. Host-memory backends only (the backend's implicit_slots / implicit_blocks
  * primitives). */

@@ -25,7 +25,7 @@ enum { DEFAULT_MAX_SPLIT = 6 };
  * (5 s on the finger of examples/finger_pressure.lua), so stale factors are kept while they still work. */
 enum { REFACTOR_CG = 8 };
 /* implicit.fill_rounds' default with the factor preconditioner: the active-set rounds per Newton iteration of the
- * piecewise-quadratic terms (active_set; the fill water's, whence the option's name). */
+ * piecewise-quadratic terms (active_set; the grid fluid's, whence the option's name). */
 enum { DEFAULT_ROUNDS = 4 };
 /* What active_set chose: no direction of its own (the caller's first, and its step: no node changed piece, or,
  * STALE_NONE, no round's direction descends), or the best of its rounds. SETTLED: no node changes piece at its end
@@ -279,7 +279,7 @@ static int piecewise_model(cqi_sim* sim, const cq_substep* c, const cq_particles
   return CQ_OK;
 }
 
-/* A kink of a piecewise-quadratic term (the fill water's no-tension: node i's piece is dx^D (K_i / 2)(r_i - 1)^2
+/* A kink of a piecewise-quadratic term (the grid fluid's no-tension: node i's piece is dx^D (K_i / 2)(r_i - 1)^2
  * above its rest fill and 0 below, fill.h), as a primal-dual active-set (semismooth Newton) method treats it. The
  * Newton direction d from the pieces at v compresses the nodes just below their rest fill far past it (they are not
  * in its Hessian), and the line search then stops where the first of them fills: on the 3D finger's tank steps of
@@ -349,7 +349,7 @@ static double roundoff_floor(const cqi_sim* sim, const cq_substep* c) {
  * materials provide P(F) and its derivative but not Psi; the test is exact where E is quadratic along the step
  * (near the solution). A piecewise-quadratic term's energy W is taken exactly along the step (cqi_terms_line), in
  * the test and in the first trial step, the minimum of the model slope * a + curvature * a^2 / 2 + W (cqi_terms_line_step): a
- * full Newton step compresses the fill water's nodes that were just below their rest fill far past it (they are not
+ * full Newton step compresses the grid fluid's nodes that were just below their rest fill far past it (they are not
  * in the Hessian), and halving from 1 cost 1.6 gradients per iteration on the tank. Where that happens the
  * active-set rounds (active_set) replace the direction and its first step. Converged when ||grad||_inf <= tol *
  * scale, scale = the larger of ||m v*||_inf and the elastic impulse ||sum_p V0 dt kC w P F^T dpos||_inf at the start

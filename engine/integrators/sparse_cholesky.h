@@ -1,6 +1,6 @@
 /* A supernodal multifrontal sparse Cholesky factorisation A = L L^T of a symmetric positive definite matrix made of bs
  * x bs blocks on a graph of nodes (the implicit solve's Hessian, implicit_factor.c: one node per grid node with mass,
- * bs = D), or A = L S L^T of a quasi-definite one (neg below: with the fill water, bs = D + 1). METIS orders the nodes
+ * bs = D), or A = L S L^T of a quasi-definite one (neg below: with the grid fluid, bs = D + 1). METIS orders the nodes
  * (nested dissection); the dense work runs in LAPACK/BLAS (dpotrf, dtrsm, dsyrk), so it goes at the speed of the
  * system's BLAS. Written here because no permissively licensed supernodal Cholesky is packaged for Debian (CHOLMOD's
  * supernodal module is GPL; MUMPS and PaStiX are CeCILL-C/LGPL), and SuperLU's LU, which it replaces, took 12x longer
@@ -16,7 +16,7 @@
  * neg = 0: A is positive definite, factorised A = L L^T. neg > 0: A is quasi-definite with the last neg unknowns of
  * every block the negative definite part ([[P, B^T], [B, -N]], P and N positive definite, after a symmetric
  * permutation): it has A = L S L^T in any elimination order, S = diag(+-1) by those unknowns (Vanderbei 1995,
- * "Symmetric quasidefinite matrices"), so the same ordering and no pivoting serve (implicit_factor.c's fill water). */
+ * "Symmetric quasidefinite matrices"), so the same ordering and no pivoting serve (implicit_factor.c's grid fluid). */
 typedef struct {
   long n;             /* block rows (nodes) */
   int bs;             /* block size */

@@ -47,7 +47,7 @@ CQ_HD void CQ_D(pgrad_add)(const cq_pgrad* g, const cq_param_grads* gp, int p, i
 }
 
 /* The bulk modulus of particle p's own volumetric term: none for a fluid whose pressure comes from the grid's fill
- * (world option fluid = "fill", fill.h), where bulk is the fill's modulus instead. */
+ * (world option fluid = "grid", fill.h), where bulk is the fill's modulus instead. */
 CQ_HD cq_real CQ_D(particle_bulk)(const cq_params* m, int p) {
   return m->fluid_fill && m->material[p] == CQ_MAT_FLUID ? 0 : m->bulk[p];
 }

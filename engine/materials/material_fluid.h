@@ -24,8 +24,8 @@ CQ_HD cq_real CQ_D(mat_fluid_modulus)(const cq_params* m, int p) { return 0; }
 CQ_HD void CQ_D(mat_fluid_modulus_vjp)(const cq_params* m, int p, cq_real gM, cq_pgrad* g) {}
 
 /* The reset F -> J^(1/d) I after the G2P update, and its adjoint: the gradient w.r.t. the reset F (g, in place)
- * becomes the gradient w.r.t. the updated F (Fu): g -> (tr(g) r / d) Fu^-T, r = J^(1/d). Under fill water (fill: the
- * world option fluid = "fill") the volume is the grid's, not the particle's: F -> I, and no gradient passes. */
+ * becomes the gradient w.r.t. the updated F (Fu): g -> (tr(g) r / d) Fu^-T, r = J^(1/d). Under grid fluid (fill: the
+ * world option fluid = "grid") the volume is the grid's, not the particle's: F -> I, and no gradient passes. */
 CQ_HD void CQ_D(fluid_reset)(cq_real F[D][D], int fill) {
   cq_real r = fill ? 1 : cq_pow(CQ_D(det)(F), (cq_real)1 / D);
   for (int a = 0; a < D; a++)

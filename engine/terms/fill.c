@@ -1,4 +1,4 @@
-/* The fill water's per-substep work (engine/terms/fill.h has the math), composed of backend primitives for both
+/* The grid fluid's per-substep work (engine/terms/fill.h has the math), composed of backend primitives for both
  * integrators: the substep's base and rest fill, the gradient of W in the grid velocities, its Hessian products, and
  * the explicit step's impulse. */
 #include <string.h>
@@ -29,7 +29,7 @@ static int fill_buffers(cqi_sim* sim, fill_self* W) {
       if (*bufs[i]) be->ops->release(be, *bufs[i]), *bufs[i] = NULL;
     if (ref) be->ops->release(be, ref);
     return cqi_errorf(sim->err, CQ_ERR_NOMEM,
-                      "fluid = \"fill\": out of memory for the fill's grid vectors (%ld "
+                      "fluid = \"grid\": out of memory for the fill's grid vectors (%ld "
                       "nodes)",
                       be->n_nodes);
   }

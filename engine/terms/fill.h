@@ -1,4 +1,4 @@
-/* The fill water (world option fluid = "fill"): a fluid's pressure from how full the grid is, as the gradient of a
+/* The grid fluid (world option fluid = "grid"): a fluid's pressure from how full the grid is, as the gradient of a
  * potential energy of the particles' positions, instead of each particle's own J (docs/benchmarks.md, "a water
  * pressure from the grid's fill" and "the fill water in the implicit solve"). Each node i has a fill
  *   phi_i = sum_q w_iq V_q / dx^D + (the walls' share of node i's B-spline),   V_q = V0_q det F_q,

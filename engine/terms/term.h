@@ -20,7 +20,7 @@
  * Which integrator calls what: both call project, begin, stress, force and the adjoints of these; only the explicit
  * step impulse, impulse_adj, p2g_adj_begin and stress_adj; only the implicit one stress_dir, output, gradient,
  * linearise, hvp, the piecewise hooks, solve_adj_begin, solve_adj and the factor's. A term that acts under both
- * integrators has both kinds (the fill water: impulse and gradient). Gradients: the hooks add into g0 and gp; G2P's
+ * integrators has both kinds (the grid fluid: impulse and gradient). Gradients: the hooks add into g0 and gp; G2P's
  * adjoint has set g0's x and F before any of them, and P2G's adjoint sets g0's v and C after impulse_adj, output_adj
  * and solve_adj (their shares in v or C would be lost: add those in force_adj or stress_adj). */
 #ifndef CQ_TERM_H
@@ -84,7 +84,7 @@ typedef struct cqi_term {
                          const cq_real* lam, cq_particles* g0, const cq_param_grads* gp);
   int (*solve_adj)(cqi_sim* sim, void* self, const cq_substep* c, const cq_particles* s, const cq_real* v,
                    const cq_real* lam, cq_particles* g0, const cq_param_grads* gp);
-  /* A W that is piecewise quadratic in v (a kink, as the fill water's no-tension): predict puts into the last
+  /* A W that is piecewise quadratic in v (a kink, as the grid fluid's no-tension): predict puts into the last
    * linearisation the pieces at v + d and counts the nodes whose piece changed; predict_gradient then adds to g the
    * change of dW/dv at v that the switch makes. line_begin takes the direction d of the line v + a d (v: the last
    * linearisation's); line gives w[0] = W(v + a d) - W(v), w[1] = dW/da, w[2] = d2W/da2. */
@@ -179,7 +179,7 @@ static inline void* cqi_term_peek(const cqi_sim* sim, int index) { return sim->t
 
 /* The terms' own world functions (core/world.c, core/stress.c, tests). The averaged volumetric term: the groups of
  * volumetric_groups = "initial" are taken again from the next state stepped from (cq_world_reset_groups; returns
- * whether some were taken), and their host copy (NULL: none taken). The fill water: the rest fill is taken again
+ * whether some were taken), and their host copy (NULL: none taken). The grid fluid: the rest fill is taken again
  * (cq_world_reset_fill); its base and last gradient's linearisation (fill.h; NULL before the first). */
 int cqi_volumetric_reset_groups(cqi_sim* sim);
 const int32_t* cqi_volumetric_groups_host(cqi_sim* sim);

@@ -117,7 +117,13 @@ function M.new(opts)
   -- the averaged term's own share K_s = min(K, volumetric_own M) of each particle (engine/terms/volumetric.h vol_own_bulk)
   d.volumetric_own = check.number(where, "volumetric_own", opts.volumetric_own or 1, 1e-6, 1e6)
   -- engine/core/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
-  d.fluid = check.oneof(where, "fluid", opts.fluid or "particle", { "particle", "fill" }) == "fill" and 1 or 0
+  local fluid = opts.fluid
+  if fluid == "fill" then -- the grid fluid's old name ("fill" is world:fill's word)
+    require("cq._warn").warn('cqlua: warning: cq.world: fluid = "fill" is the old name of fluid = "grid" (the same ' ..
+      'model: the pressure from how full the grid\'s nodes are); use "grid"')
+    fluid = "grid"
+  end
+  d.fluid = check.oneof(where, "fluid", fluid or "particle", { "particle", "grid" }) == "grid" and 1 or 0
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
     == "initial" and 1 or 0
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
@@ -245,7 +251,7 @@ function World:solver_stats(reset)
     roundoff_stops = tonumber(st.roundoff_stops) }
 end
 
---- fluid = "fill" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
+--- fluid = "grid" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
 --- state it starts from (a new scene in the same world). Returns the world.
 function World:reset_fill()
   self._lib.cq_world_reset_fill(self:_handle("world:reset_fill"))

@@ -3,7 +3,7 @@
  * a box of cells, each coupled to those within two cells; a ball of missing nodes, two separate components), with
  * random symmetric values made definite by diagonal dominance: the solve's residual ||A x - b|| / ||b||, the same
  * factors on a second factorisation (bit for bit), reuse of the analysis with new values, a new pattern, a matrix
- * that is not definite, and the empty and one-node cases; quasi-definite matrices (L S L^T, the fill water's augmented
+ * that is not definite, and the empty and one-node cases; quasi-definite matrices (L S L^T, the grid fluid's augmented
  * matrix in implicit_factor.c) likewise. The projection: a semi-definite result, A - P(A)
  * semi-definite too with P(A) (A - P(A)) = 0 (so P(A) is the nearest one), and a semi-definite A left as it is. Built
  * and run by tests/engine_spec.lua; prints one line per case and exits 1 if any fails. */
@@ -185,7 +185,7 @@ static void cholesky_cases(void) {
   free_bmat(&A), free_bmat(&B);
 }
 
-/* Quasi-definite matrices (neg = 1), as implicit_factor.c makes of the fill water: a definite grid matrix of 4 x 4
+/* Quasi-definite matrices (neg = 1), as implicit_factor.c makes of the grid fluid: a definite grid matrix of 4 x 4
  * blocks (3D; 3 x 3 in 2D) with every block's last diagonal entry negated (so the last unknowns' part is negative definite), its couplings
  * between the signs scaled by stiff (the water's sqrt(K)): L S L^T in METIS's order, the residual, the same solution
  * on 2 threads, and a matrix whose positive part is not definite refused. */

@@ -1,4 +1,4 @@
-/* fill_test.c: the fill water (engine/terms/fill.h, engine/terms/fill.c) on the CPU backend, in f64: the gradient of W in the grid
+/* fill_test.c: the grid fluid (engine/terms/fill.h, engine/terms/fill.c) on the CPU backend, in f64: the gradient of W in the grid
  * velocities (its term's gradient, term.h) against central differences of W, and the Hessian product (hvp) against
  * central differences of the gradient, on a block of water and a deformed solid that overfill their nodes (their
  * volumes 5 % above their spacing squared) next to a wall; and the same bits for 1 and 2 threads. Built and run by
