@@ -114,28 +114,34 @@ describe("cq.nlopt", function()
   end)
 end)
 
-describe("cq.nlopt through a rollout", function()
-  -- A floating 8x4 block (32 particles, f64) with a horizontal pressure actuator; 10 open-loop control steps.
-  -- Loss: squared distance of the centroid of the right half to a target shifted right by `shift`.
-  local function setup(shift)
-    local r = cq.robot { dim = 2 }
-    local body = r:box { offset = { 0.4, 0.45 }, size = { 0.2, 0.1 }, count = { 8, 4 }, material = { E = 30, nu = 0.3 } }
-    r:pressure_actuator { groups = { body }, axis = 1, max = 10 }
-    local w, s0 = r:world { res = { 32, 32 }, dt = 2e-3, substeps = 2, gravity = { 0, 0 },
-      walls = { all = { type = "slip" } } }
-    local right = {}
-    for p = 1, w.n do if s0:get("x", p)[1] > 0.5 then right[#right + 1] = p end end
-    local c = s0:mean("x", right)
-    local ctl = cq.open_loop { steps = 10, outputs = 1, init = 0 }
-    local R = cq.rollout { world = w, steps = 10, controller = ctl,
-      final = cq.objectives.distance_to_target({ c[1] + shift, c[2] }, right) }
-    local objective = function(need_grad)
-      local L = R:forward(s0)
-      if need_grad then R:backward() end
-      return L
+-- A floating 8x4 block (32 particles, f64) with a horizontal pressure actuator (pressure max at u = 1); 10 open-loop
+-- control steps from u = start. Loss: scale times the squared distance of the centroid of the right half to a target
+-- shifted right by `shift`. Returns the control's parameter and the objective.
+local function rollout_setup(shift, max, scale, start)
+  local r = cq.robot { dim = 2 }
+  local body = r:box { offset = { 0.4, 0.45 }, size = { 0.2, 0.1 }, count = { 8, 4 }, material = { E = 30, nu = 0.3 } }
+  r:pressure_actuator { groups = { body }, axis = 1, max = max }
+  local w, s0 = r:world { res = { 32, 32 }, dt = 2e-3, substeps = 2, gravity = { 0, 0 },
+    walls = { all = { type = "slip" } } }
+  local right = {}
+  for p = 1, w.n do if s0:get("x", p)[1] > 0.5 then right[#right + 1] = p end end
+  local c = s0:mean("x", right)
+  local ctl = cq.open_loop { steps = 10, outputs = 1, init = start or 0 }
+  local R = cq.rollout { world = w, steps = 10, controller = ctl,
+    final = cq.objectives.distance_to_target({ c[1] + shift, c[2] }, right) }
+  local u = ctl.params[1]
+  return u, function(need_grad)
+    local L = R:forward(s0)
+    if need_grad then
+      R:backward()
+      if scale ~= 1 then for i = 0, u.n - 1 do u.g[i] = scale * u.g[i] end end
     end
-    return ctl.params[1], objective
+    return scale * L
   end
+end
+
+describe("cq.nlopt through a rollout", function()
+  local function setup(shift) return rollout_setup(shift, 10, 1) end
 
   for _, algo in ipairs { "lbfgs", "slsqp" } do
     it(algo .. " fits the actuation: the loss falls by more than 1e6 (reachable target) within 20 evaluations", function()
@@ -169,28 +175,7 @@ describe("cq.nlopt survives blow-ups", function()
   -- The rollout of "cq.nlopt through a rollout" with a pressure 100x higher (max 1000) and the loss in mm^2: L-BFGS's
   -- first trial step goes to the bound u = -1, where the block blows up (a particle moves more than a cell per
   -- substep); the block stays valid only for |u| below about 0.03.
-  local function setup(start)
-    local r = cq.robot { dim = 2 }
-    local body = r:box { offset = { 0.4, 0.45 }, size = { 0.2, 0.1 }, count = { 8, 4 }, material = { E = 30, nu = 0.3 } }
-    r:pressure_actuator { groups = { body }, axis = 1, max = 1000 }
-    local w, s0 = r:world { res = { 32, 32 }, dt = 2e-3, substeps = 2, gravity = { 0, 0 },
-      walls = { all = { type = "slip" } } }
-    local right = {}
-    for p = 1, w.n do if s0:get("x", p)[1] > 0.5 then right[#right + 1] = p end end
-    local c = s0:mean("x", right)
-    local ctl = cq.open_loop { steps = 10, outputs = 1, init = start or 0 }
-    local R = cq.rollout { world = w, steps = 10, controller = ctl,
-      final = cq.objectives.distance_to_target({ c[1] + 0.01, c[2] }, right) }
-    local u = ctl.params[1]
-    return u, function(need_grad)
-      local L = R:forward(s0)
-      if need_grad then
-        R:backward()
-        for i = 0, u.n - 1 do u.g[i] = 1e3 * u.g[i] end
-      end
-      return 1e3 * L
-    end
-  end
+  local function setup(start) return rollout_setup(0.01, 1000, 1e3, start) end
   local function run(opts, start)
     local u, objective = setup(start)
     local notes = {}
