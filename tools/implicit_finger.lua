@@ -99,9 +99,14 @@ print(string.format("  implicit: dt %.3g s (%.1fx the explicit limit), precond %
 print(string.format("  implicit / explicit wall time for %g s: %.1f s / %.1f s = explicit %.1fx slower", o.T, ti, te, te / ti))
 local last = si[#si]
 print(string.format("  implicit tip at t = %g s: (%.3f, %.3f, %.3f) mm", o.T, last[1] * 1e3, last[2] * 1e3, last[3] * 1e3))
-print(string.format("  tip: explicit peak %.3f mm, final %.3f / %.3f mm; largest trajectory difference %.4f mm = "
-  .. "%.2f %% of the peak (up to t = %g s)", peak * 1e3, math.sqrt(se[#se][1] ^ 2 + se[#se][2] ^ 2 + se[#se][3] ^ 2) * 1e3,
-  math.sqrt(si[#se][1] ^ 2 + si[#se][2] ^ 2 + si[#se][3] ^ 2) * 1e3, worst * 1e3, 100 * worst / peak, o.explicit_T))
+if #se == 0 then -- explicit_T shorter than one sampling interval: nothing to compare
+  print(string.format("  tip: no explicit sample to compare (explicit_T = %g s, the tip sampled every %g s)", o.explicit_T,
+    SAMPLE))
+else
+  print(string.format("  tip: explicit peak %.3f mm, final %.3f / %.3f mm; largest trajectory difference %.4f mm = "
+    .. "%.2f %% of the peak (up to t = %g s)", peak * 1e3, math.sqrt(se[#se][1] ^ 2 + se[#se][2] ^ 2 + se[#se][3] ^ 2) *
+    1e3, math.sqrt(si[#se][1] ^ 2 + si[#se][2] ^ 2 + si[#se][3] ^ 2) * 1e3, worst * 1e3, 100 * worst / peak, o.explicit_T))
+end
 cq.plot { csv = o.out .. "/implicit_finger.csv", x = "t_s", y = { "explicit_mm", "implicit_mm" },
   out = o.out .. "/implicit_finger.png", style = "lines", title = string.format("finger at %g kPa, bulk %.3g Pa",
   o.kPa, o.bulk), xlabel = "time (s)", ylabel = "fingertip displacement (mm)" }
