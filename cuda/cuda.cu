@@ -701,14 +701,7 @@ extern "C" cqi_backend* cqi_backend_cuda_create(const cqi_model* m, cqi_err* err
   cuda_backend* g = (cuda_backend*)calloc(1, sizeof *g);
   if (!g) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), (cqi_backend*)NULL;
   cqi_backend* b = &g->base;
-  b->ops = &cuda_ops;
-  b->dim = m->dim;
-  b->n = m->n;
-  b->n_act = m->n_act;
-  b->n_nodes = m->n_nodes;
-  for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
-  b->err = err;
-  b->threads = 1;
+  cqi_backend_base_init(b, &cuda_ops, m, err);
   if (cuda_init(g, m) != CQ_OK) {
     cuda_destroy(b);
     return NULL;

@@ -181,6 +181,19 @@ struct cqi_backend {
   long simd_particles; /* particles whose P2G adjoint ran as SIMD lanes (CPU; cq_solver_stats) */
 };
 
+/* The fields every backend sets alike from the model (its create fills the rest): ops, sizes, the grid, err, one
+ * thread. */
+static inline void cqi_backend_base_init(cqi_backend* b, const cqi_backend_ops* ops, const cqi_model* m, cqi_err* err) {
+  b->ops = ops;
+  b->dim = m->dim;
+  b->n = m->n;
+  b->n_act = m->n_act;
+  b->n_nodes = m->n_nodes;
+  for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
+  b->err = err;
+  b->threads = 1;
+}
+
 /* Backends this library has: the CPU always; CUDA in the libcq_cuda_* builds (cuda/cuda.cu). Each returns NULL
  * with a message in err on failure. */
 cqi_backend* cqi_backend_cpu_create(const cqi_model* model, cqi_err* err);

@@ -115,32 +115,39 @@ function M.parse(where, cavities, dim)
   return list, solid
 end
 
+-- A spatial hash of items at positions pos(item) in cells of size h: the returned each(x, r, f) calls f(item) for the
+-- items in the cells within r cells of x's, cell by cell (axis 1 outermost), each cell's in insertion order.
+local function spatial_hash(items, pos, h, dim)
+  local cells, floor = {}, math.floor
+  local function key(c1, c2, c3) return dim == 2 and (c1 .. "," .. c2) or (c1 .. "," .. c2 .. "," .. c3) end
+  for _, item in ipairs(items) do
+    local x = pos(item)
+    local k = key(floor(x[1] / h), floor(x[2] / h), dim == 3 and floor(x[3] / h) or nil)
+    cells[k] = cells[k] or {}
+    table.insert(cells[k], item)
+  end
+  return function(x, r, f)
+    local c1, c2, c3 = floor(x[1] / h), floor(x[2] / h), dim == 3 and floor(x[3] / h) or 0
+    local r3 = dim == 3 and r or 0
+    for d1 = -r, r do for d2 = -r, r do for d3 = -r3, r3 do
+      for _, item in ipairs(cells[key(c1 + d1, c2 + d2, c3 + d3)] or {}) do f(item) end
+    end end end
+  end
+end
+
 --- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area } }
 --- (1-based robot particle indices; unit normals from the cavity into the solid; areas, 2D: lengths). h is the
 --- lattice spacing. A surface sample farther than 2 h from every particle means the cavity is not enclosed.
 function M.walls(where, robot, group, cavities, h)
   local dim, xs = robot.dim, robot.x
-  local cells = {} -- spatial hash of the group's particles, cell size h
-  local function key(c) return dim == 2 and (c[1] .. "," .. c[2]) or (c[1] .. "," .. c[2] .. "," .. c[3]) end
-  for _, p in ipairs(group.particles) do
-    local c = {}
-    for a = 1, dim do c[a] = math.floor(xs[p][a] / h) end
-    local k = key(c)
-    cells[k] = cells[k] or {}
-    table.insert(cells[k], p)
-  end
+  local near = spatial_hash(group.particles, function(p) return xs[p] end, h, dim) -- the group's particles
   local function nearest(x)
     local best, best_d2 = nil, (2 * h) ^ 2
-    local c0, c = {}, {}
-    for a = 1, dim do c0[a] = math.floor(x[a] / h) end
-    for dx = -2, 2 do for dy = -2, 2 do for dz = (dim == 3 and -2 or 0), (dim == 3 and 2 or 0) do
-      c[1], c[2], c[3] = c0[1] + dx, c0[2] + dy, dim == 3 and c0[3] + dz or nil
-      for _, p in ipairs(cells[key(c)] or {}) do
-        local d2 = 0
-        for a = 1, dim do d2 = d2 + (xs[p][a] - x[a]) ^ 2 end
-        if d2 < best_d2 or (best and d2 == best_d2 and p < best) then best, best_d2 = p, d2 end
-      end
-    end end end
+    near(x, 2, function(p)
+      local d2 = 0
+      for a = 1, dim do d2 = d2 + (xs[p][a] - x[a]) ^ 2 end
+      if d2 < best_d2 or (best and d2 == best_d2 and p < best) then best, best_d2 = p, d2 end
+    end)
     return best
   end
   local sums, order = {}, {} -- per chamber name: particle -> summed N dA
@@ -208,30 +215,23 @@ M.GAP_CELLS = 3
 --- M.GAP_CELLS cells (dx): particles i, j of the wall with N_i . N_j < -0.5 and j on i's cavity side. xs: the robot's
 --- positions (1-based tables). Returns the warning or nil.
 function M.narrow(id, wall, xs, dx, dim)
-  local reach, cells = M.GAP_CELLS * dx, {}
-  local function cell(x) local c = {} for a = 1, dim do c[a] = math.floor(x[a] / reach) end return c end
-  local function key(c) return dim == 2 and (c[1] .. "," .. c[2]) or (c[1] .. "," .. c[2] .. "," .. c[3]) end
-  for i, p in ipairs(wall.particles) do
-    local k = key(cell(xs[p]))
-    cells[k] = cells[k] or {}
-    table.insert(cells[k], i)
-  end
+  local reach, index = M.GAP_CELLS * dx, {}
+  for i = 1, #wall.particles do index[i] = i end
+  local near = spatial_hash(index, function(i) return xs[wall.particles[i]] end, reach, dim)
   local best, bi, bj = reach
   for i, p in ipairs(wall.particles) do
-    local c, x, N = cell(xs[p]), xs[p], wall.normal[i]
-    for dxc = -1, 1 do for dyc = -1, 1 do for dzc = (dim == 3 and -1 or 0), (dim == 3 and 1 or 0) do
-      for _, j in ipairs(cells[key { c[1] + dxc, c[2] + dyc, c[3] and c[3] + dzc }] or {}) do
-        local y, M2 = xs[wall.particles[j]], wall.normal[j]
-        local dot, along, d2 = 0, 0, 0
-        for a = 1, dim do
-          dot = dot + N[a] * M2[a]
-          along = along + (y[a] - x[a]) * N[a]
-          d2 = d2 + (y[a] - x[a]) ^ 2
-        end
-        local d = math.sqrt(d2)
-        if dot < -0.5 and along < 0 and d < best then best, bi, bj = d, p, wall.particles[j] end
+    local x, N = xs[p], wall.normal[i]
+    near(x, 1, function(j)
+      local y, M2 = xs[wall.particles[j]], wall.normal[j]
+      local dot, along, d2 = 0, 0, 0
+      for a = 1, dim do
+        dot = dot + N[a] * M2[a]
+        along = along + (y[a] - x[a]) * N[a]
+        d2 = d2 + (y[a] - x[a]) ^ 2
       end
-    end end end
+      local d = math.sqrt(d2)
+      if dot < -0.5 and along < 0 and d < best then best, bi, bj = d, p, wall.particles[j] end
+    end)
   end
   if not bi then return nil end
   local at = {}

@@ -297,14 +297,8 @@ cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
   cpu_backend* cb = calloc(1, sizeof *cb);
   if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), NULL;
   cqi_backend* b = &cb->base;
-  b->ops = &cpu_ops;
-  b->dim = m->dim;
-  b->n = m->n;
-  b->n_act = m->n_act;
-  b->n_nodes = m->n_nodes;
-  for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
-  b->err = err;
-  cb->threads = b->threads = 1;
+  cqi_backend_base_init(b, &cpu_ops, m, err);
+  cb->threads = 1;
   cb->fixed = getenv("CQ_FIXED_THREADS") != NULL;
   cb->simd = !(getenv("CQ_SIMD") && strcmp(getenv("CQ_SIMD"), "0") == 0);
   cb->keep = !(getenv("CQ_KEEP") && strcmp(getenv("CQ_KEEP"), "0") == 0);
