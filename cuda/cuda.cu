@@ -407,9 +407,7 @@ static int cuda_sync_model(cqi_backend* b, const cqi_model* m, cqi_model_view* v
 #undef CQI_UP
   if (m->n_act > 0) CK(cudaMemcpyAsync(g->act_kind, m->act_kind, m->n_act, cudaMemcpyHostToDevice, st));
   v->params.act_kind = g->act_kind;
-  v->params.n = m->n;
-  v->params.fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
-  v->params.vol_own = (cq_real)cqi_vol_own(&m->desc);
+  cqi_params_scalars(m, &v->params);
   TRY(grow(g, (void**)&g->cables, &g->cap_cables, m->n_cables, sizeof(cq_cable)));
   if (g->cap_cables > 0 && !g->gcab) {
     CK(cudaMalloc((void**)&g->gcab, sizeof(cq_real) * g->cap_cables));

@@ -1,10 +1,10 @@
 // finger.geo: a PneuNet-style pneumatic bending finger for robot:gmsh (seed 003 sec. 4.1), in MILLIMETRES
 // (robot:gmsh{scale = 0.001} gives metres). x runs along the finger from its clamped base (x = 0) to the tip,
-// y is up, z across. A row of box chambers joined by a channel sits in the body above a thicker strain-limiting
-// layer, so inflation stretches the top and the finger curls down towards the layer.
+// y is up, z across. A row of box chambers sits in the body above a thicker strain-limiting layer, so inflation
+// stretches the top and the finger curls down towards the layer.
 //   gmsh -3 -format msh41 -setnumber mesh_size 3 scenes/finger.geo -o finger.msh
 // Physical groups: Volume "body" (the silicone above the layer), Volume "layer" (the strain-limiting layer),
-// Surface "chamber" (every wall of the cavity: chambers and channel), Surface "base" (the clamped end face x = 0).
+// Surface "chamber" (every chamber wall, and the channel's if any), Surface "base" (the clamped end face x = 0).
 SetFactory("OpenCASCADE");
 DefineConstant[ mesh_size = {2, Min 0.2, Max 20, Name "Parameters/mesh size (mm)"} ];
 
@@ -19,7 +19,11 @@ x0 = 10;      // solid base before the first chamber (clamped)
 bottom = 2;   // wall between the layer and the chambers
 roof = 3;     // wall above the chambers (3 and 4 mm walls: thinner ones balloon at 20 kPa with the seed's soft fit)
 side = 4;     // side walls (z)
-channel = 2;  // square channel along the chambers' floor, joining them into one cavity
+// A square channel along the chambers' floor, joining them into one cavity as in a moulded PneuNet (mm; 0: none).
+// None by default: robot:chamber drives every chamber wall with the one pressure, so the channel carries no load the
+// model needs, and a 2 mm channel is under 3 cells across at any dx above 0.67 mm, where its walls share grid nodes
+// and the body comes apart there (docs/modelling.md, resolution rules). Set it (-setnumber channel 2) at such a dx.
+DefineConstant[ channel = {0, Min 0, Max 8, Name "Parameters/channel (mm)"} ];
 span = n * cl + (n - 1) * gap; // the chambers run from x0 to x0 + span (the tip wall is L - x0 - span = 5)
 
 Box(1) = {0, layer, 0, L, H - layer, W};
@@ -29,8 +33,10 @@ For i In {0 : n - 1}
   t = newv; Box(t) = {x0 + i * (cl + gap), layer + bottom, side, cl, H - roof - layer - bottom, W - 2 * side};
   cav[] += t;
 EndFor
-t = newv; Box(t) = {x0, layer + bottom, (W - channel) / 2, span, channel, channel};
-cav[] += t;
+If (channel > 0)
+  t = newv; Box(t) = {x0, layer + bottom, (W - channel) / 2, span, channel, channel};
+  cav[] += t;
+EndIf
 body[] = BooleanDifference{ Volume{1}; Delete; }{ Volume{cav[]}; Delete; };
 BooleanFragments{ Volume{body[], 2}; Delete; }{} // the body and the layer share their interface's nodes
 

@@ -80,8 +80,10 @@ describe("implicit integrator", function()
       r:chamber { wall = g.chambers.chamber, max = 20e3 }
       return r:world { res = { 64, 128 }, dx = DX, dt = 1e-3, substeps = math.floor(1e-3 / dt + 0.5),
         gravity = { 0, -9.8 }, damping = 25, walls = { left = { type = "sticky", thickness = 6 } }, backend = "cpu",
-        threads = 1, integrator = integrator }
+        threads = 1, integrator = integrator, volumetric = "particle" }
     end
+    -- (the particle term: with the default averaged term the implicit tip departs from the explicit one by 2.5-5.4 %
+    -- at 2-5x the explicit limit and 0.08 % at 1x, docs/benchmarks.md "the default volumetric term")
     local edt = 0.5 * DX / math.sqrt((BULK + 4 / 3 * SHEAR) / 1080)
     local we, se = finger("explicit", 1e-3 / math.ceil(1e-3 / edt))
     local wi, si = finger("implicit", 2.5e-5)
@@ -196,7 +198,8 @@ describe("implicit integrator", function()
       r:box { offset = { 0.05, 0.45 }, size = { 0.45, 0.1 }, spacing = 1 / 64,
         material = { model = "mooney_rivlin", c10 = 25, c01 = 25, bulk = 1e5, density = 1 } }
       return r:world { res = { 32, 32 }, dx = 1 / 32, dt = 1e-3, gravity = { 0, -10 }, threads = 1, backend = "cpu",
-        walls = { left = { type = "sticky" } }, integrator = "implicit", implicit = { volume = volume } }
+        walls = { left = { type = "sticky" } }, integrator = "implicit", implicit = { volume = volume },
+        volumetric = "particle" } -- the exact volume has only the particle term
     end
     local out = {}
     for _, volume in ipairs { "exact", "linear" } do
@@ -300,14 +303,12 @@ describe("implicit integrator in water", function()
   it("converges in a few Newton iterations per substep, without splitting", function()
     package.path = "./scenes/?.lua;" .. package.path
     local finger = require "finger"
-    -- (robot:world warns that water this sparse sinks, the scatter of its pressures being what this case needs, and
-    -- that the finger's cavity is narrower than 3 cells at this resolution)
+    -- (robot:world warns that water this sparse sinks, the scatter of its pressures being what this case needs)
     local warned, world, s = require("cq.robot").warnings_of(finger.build, { mesh_size = 6, bulk = 1.75e9,
-      integrator = "implicit", dt = 5e-3, threads = 1, implicit = { max_split = 0 },
+      integrator = "implicit", dt = 5e-3, threads = 1, implicit = { max_split = 0 }, volumetric = "particle",
       water = { bulk = 2.2e7, spacing = 0.002, gap = { 0.005, 0.005, 0.005 } } })
-    assert.are.equal(2, #warned)
-    assert.matches("sinks under gravity", table.concat(warned, "\n"))
-    assert.matches("glues shut", table.concat(warned, "\n"))
+    assert.are.equal(1, #warned)
+    assert.matches("sinks under gravity", warned[1])
     for _ = 1, 4 do world:step(s, { 0 }) end
     local st = world:solver_stats()
     print(string.format("  %d particles: %d substeps, Newton %d, CG %d, line-search halvings %d", world.n, st.substeps,

@@ -194,6 +194,11 @@ local function terms()
       volumetric_groups = "initial", steps = 30 } },
     { "averaged explicit 3D", { dim = 3, bc = "slip", material = "mooney_rivlin",
       params = { c10 = 4, c01 = 1.5, bulk = 150 }, volumetric = "averaged", steps = 30 } },
+    -- the default (volumetric = "solids": fixed groups, own share 16) on a nearly incompressible solid
+    { "solids default implicit 2D", { dim = 2, bc = "friction", material = "mooney_rivlin", params = MR,
+      integrator = "implicit", E = 3000, dt = 5e-3, implicit = tight, steps = 5 } },
+    { "solids default explicit 3D", { dim = 3, bc = "slip", material = "mooney_rivlin",
+      params = { c10 = 4, c01 = 1.5, bulk = 300 }, steps = 30 } },
     { "fill explicit", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 35, visc = 0.15 },
       fluid = "grid", steps = 30 } },
     { "fill implicit factor", { dim = 2, bc = "slip", material = "fluid", params = { bulk = 3000, visc = 0.05 },

@@ -104,10 +104,12 @@ enum { CQ_PRECOND_AUTO = 0, CQ_PRECOND_MASS = 1, CQ_PRECOND_FACTOR = 2 };
  * back by a bulk modulus far above the shear modulus; implicit.h, g2p.h), or at J = det F_p(v) (exact). */
 enum { CQ_VOLUME_LINEAR = 0, CQ_VOLUME_EXACT = 1 };
 enum { CQ_PRESSURE_LAGGED = 0, CQ_PRESSURE_IMPLICIT = 1 };
-/* The bulk term (K/2)(J - 1)^2 of each particle on its own J (particle, the default), or on the volume-averaged J of
- * the particles nearest to one grid node (averaged: no volumetric locking of nearly incompressible solids;
- * engine/terms/volumetric.h). */
-enum { CQ_VOLUMETRIC_PARTICLE = 0, CQ_VOLUMETRIC_AVERAGED = 1 };
+/* The bulk term (K/2)(J - 1)^2 of each particle on its own J (particle, 0 here), or on the volume-averaged J of
+ * the particles nearest to one grid node (averaged: no volumetric locking of nearly incompressible solids, fluids
+ * taking part too; engine/terms/volumetric.h), or (solids, Lua's default) averaged for the solids only: each fluid
+ * particle keeps its whole K on its own J, and the term is off while no particle's K exceeds its own share (a world
+ * without a nearly incompressible solid costs what particle costs). */
+enum { CQ_VOLUMETRIC_PARTICLE = 0, CQ_VOLUMETRIC_AVERAGED = 1, CQ_VOLUMETRIC_SOLIDS = 2 };
 /* Which particles form a group of the averaged term: those nearest to one grid node now (current, the default: a
  * particle changes group as it moves, a jump in its pressure), or in the first state the world steps from (initial:
  * fixed sets of particles, so the forward is continuous in the state and the actuation; cq_world_reset_groups). */
@@ -196,6 +198,9 @@ int cq_world_reset_fill(cq_world* w);
 /* volumetric = "averaged", volumetric_groups = "initial": forget the groups, so that the next step takes them from its
  * state. */
 int cq_world_reset_groups(cq_world* w);
+/* volumetric_groups = "initial": take the groups now from state s (robot:world: the robot's initial state, so that
+ * they do not depend on which state is stepped first). */
+int cq_world_take_groups(cq_world* w, const cq_state* s);
 /* Interruption: while *flag is non-zero (a signal number, set by the host's SIGINT / SIGTERM handler) cq_step,
  * cq_memo_step and the backward pass stop at the next substep boundary with CQ_ERR_INTERRUPTED. The flag is
  * process-wide (signals are); NULL (the default) disables polling. */

@@ -51,6 +51,7 @@ typedef struct cq_params {
   int n;                   /* particles: vector parameters are [D][n] (component-major) */
   int fluid_fill;          /* world option fluid = "grid": a fluid's pressure comes from the grid's fill (fill.h) */
   cq_real vol_own;         /* world option volumetric_own, its default 1 for 0 (volumetric.h vol_own_bulk) */
+  cq_real vol_fluid_own;   /* the share of a fluid's K on its own J: CQ_FLUID_OWN_SHARE, 1 with volumetric = solids */
 } cq_params;
 
 /* dL/d(parameter) of the differentiable parameters, per particle, accumulated (+=) by the adjoint kernels. */

@@ -53,13 +53,17 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
                       d->implicit_precond);
   if (d->implicit_volume != CQ_VOLUME_EXACT && d->implicit_volume != CQ_VOLUME_LINEAR)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.volume must be 0 (linear) or 1 (exact) (got %d)", d->implicit_volume);
-  if (d->volumetric != CQ_VOLUMETRIC_PARTICLE && d->volumetric != CQ_VOLUMETRIC_AVERAGED)
-    return cqi_errorf(e, CQ_ERR_ARG, "volumetric must be 0 (particle) or 1 (averaged) (got %d)", d->volumetric);
-  if (d->volumetric == CQ_VOLUMETRIC_AVERAGED && d->integrator == CQ_INTEGRATOR_IMPLICIT &&
+  if (d->volumetric != CQ_VOLUMETRIC_PARTICLE && d->volumetric != CQ_VOLUMETRIC_AVERAGED &&
+      d->volumetric != CQ_VOLUMETRIC_SOLIDS)
+    return cqi_errorf(e, CQ_ERR_ARG, "volumetric must be 0 (particle), 1 (averaged) or 2 (solids) (got %d)",
+                      d->volumetric);
+  if (d->volumetric != CQ_VOLUMETRIC_PARTICLE && d->integrator == CQ_INTEGRATOR_IMPLICIT &&
       d->implicit_volume == CQ_VOLUME_EXACT)
     return cqi_errorf(e, CQ_ERR_ARG,
-                      "volumetric = \"averaged\" needs implicit.volume = \"linear\" with the implicit "
-                      "integrator (the averaged term is not implemented on the exact det F_p(v))");
+                      "volumetric = \"%s\" needs implicit.volume = \"linear\" with the implicit "
+                      "integrator (the averaged term is not implemented on the exact det F_p(v)); use "
+                      "volumetric = \"particle\" with implicit.volume = \"exact\"",
+                      d->volumetric == CQ_VOLUMETRIC_SOLIDS ? "solids" : "averaged");
   if (d->volumetric_groups != CQ_VOL_GROUPS_CURRENT && d->volumetric_groups != CQ_VOL_GROUPS_INITIAL)
     return cqi_errorf(e, CQ_ERR_ARG, "volumetric_groups must be 0 (current) or 1 (initial) (got %d)",
                       d->volumetric_groups);
@@ -186,15 +190,20 @@ void* cqi_model_param(cqi_model* m, const char* name) {
   return NULL;
 }
 
+void cqi_params_scalars(const cqi_model* m, cq_params* p) {
+  p->n = m->n;
+  p->fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
+  p->vol_own = (cq_real)cqi_vol_own(&m->desc);
+  p->vol_fluid_own = m->desc.volumetric == CQ_VOLUMETRIC_SOLIDS ? 1 : (cq_real)CQ_FLUID_OWN_SHARE;
+}
+
 cq_params cqi_model_params(const cqi_model* m) {
   cq_params p;
 #define CQI_VIEW(name, ctype, type, shape, diff, dflt, lo, hi, bounds, doc) p.name = m->name;
   CQ_PARAM_FIELDS(CQI_VIEW)
 #undef CQI_VIEW
   p.act_kind = m->act_kind;
-  p.n = m->n;
-  p.fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
-  p.vol_own = (cq_real)cqi_vol_own(&m->desc);
+  cqi_params_scalars(m, &p);
   return p;
 }
 
@@ -345,7 +354,7 @@ int cqi_stable_dt_exceeded(const cqi_model* m, char* why, int len) {
 int cqi_model_validate(cqi_model* m, cqi_err* err) {
   cq_params prm = cqi_model_params(m);
   double best = INFINITY, modulus_max = 0;
-  int stiffest = 0;
+  int stiffest = 0, members = 0;
   for (int p = 0; p < m->n; p++) {
     if (!check_particle(m, &prm, p, NULL, 0)) {
       char why[600];
@@ -356,7 +365,9 @@ int cqi_model_validate(cqi_model* m, cqi_err* err) {
     if (dt < best) best = dt, stiffest = p;
     double M = m->dim == 2 ? material_modulus_2(&prm, p) : material_modulus_3(&prm, p);
     if (M > modulus_max) modulus_max = M;
+    if ((m->dim == 2 ? vol_group_bulk_2(&prm, p) : vol_group_bulk_3(&prm, p)) > 0) members++;
   }
+  m->vol_members = members;
   m->modulus_max = modulus_max;
   m->stable_dt = best;
   m->stiffest = stiffest;
@@ -557,7 +568,7 @@ cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_inde
   c.node_bc_index = m->node_bc_index ? node_bc_index : NULL;
   c.node_bcs = node_bcs;
   c.implicit_volume = d->implicit_volume;
-  c.vol_averaged = d->volumetric == CQ_VOLUMETRIC_AVERAGED;
+  c.vol_averaged = cqi_vol_active(m);
   c.fill = d->fluid == CQ_FLUID_FILL;
   return c;
 }

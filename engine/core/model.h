@@ -28,6 +28,7 @@ typedef struct cqi_model {
   int stiffest;     /* the particle that sets stable_dt (0-based) */
   double modulus_max; /* max over particles of the P-wave modulus M: the scale of the elastic forces' round-off (the
                        * implicit solve's floor, integrator_implicit.c roundoff_floor) */
+  int vol_members;    /* particles with a bulk modulus on the averaged term's groups (volumetric.h vol_group_bulk) */
 } cqi_model;
 
 /* Checks desc and allocates a model with every parameter at its default; CQ_OK or a message in err. */
@@ -38,6 +39,14 @@ void* cqi_model_param(cqi_model* m, const char* name);
 cq_params cqi_model_params(const cqi_model* m); /* host views of every parameter */
 /* The world option volumetric_own with its default: K_s = min(K, volumetric_own M) (volumetric.h vol_own_bulk). */
 static inline double cqi_vol_own(const cq_world_desc* d) { return d->volumetric_own > 0 ? d->volumetric_own : 1; }
+/* The parameter view's scalars from the world's options (both backends' views). */
+void cqi_params_scalars(const cqi_model* m, cq_params* p);
+/* Whether the averaged volumetric term runs: volumetric = averaged, or solids while (at the last validation) some
+ * particle's bulk modulus exceeds its own share (cqi_model_validate counts them). */
+static inline int cqi_vol_active(const cqi_model* m) {
+  return m->desc.volumetric == CQ_VOLUMETRIC_AVERAGED ||
+         (m->desc.volumetric == CQ_VOLUMETRIC_SOLIDS && m->vol_members > 0);
+}
 /* The stable substep of particle p: the wave limit dx / c (c^2 = M / rho, M the P-wave modulus of its material,
  * rho = mass / vol0) and, when visc > 0, the viscous limit rho dx^2 / (2 d visc), combined so that
  * (dt / dt_wave)^2 + dt / dt_visc <= 1 (the explicit limit of a damped oscillator; below both, equal to either

@@ -251,6 +251,17 @@ int cq_world_reset_groups(cq_world* w) {
   return CQ_OK;
 }
 
+/* volumetric_groups = "initial": the groups taken now from state s (the robot's initial state: robot:world). */
+int cq_world_take_groups(cq_world* w, const cq_state* s) {
+  cqi_model* m = &w->model;
+  if (!s || s->real_bits != CQ_REAL_BITS || s->n != m->n || s->dim != m->dim)
+    return cqi_errorf(&w->err, CQ_ERR_ARG, "the state does not belong to this world");
+  cq_substep c = cqi_substep_ctx(m, NULL, NULL, s->substep);
+  int st = cqi_volumetric_take_groups(&w->sim, &c, &s->p);
+  if (st == CQ_OK) w->model.generation++; /* a recording under other groups cannot be differentiated */
+  return st;
+}
+
 int cq_world_backend(const cq_world* w) { return w->be->ops->kind; }
 
 int cq_world_set_backend(cq_world* w, int backend) {

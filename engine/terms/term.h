@@ -179,9 +179,11 @@ static inline void* cqi_term_peek(const cqi_sim* sim, int index) { return sim->t
 
 /* The terms' own world functions (core/world.c, core/stress.c, tests). The averaged volumetric term: the groups of
  * volumetric_groups = "initial" are taken again from the next state stepped from (cq_world_reset_groups; returns
- * whether some were taken), and their host copy (NULL: none taken). The grid fluid: the rest fill is taken again
+ * whether some were taken), and their host copy (NULL: none taken); take_groups takes them now from s (host memory:
+ * cq_world_take_groups, the robot's initial state). The grid fluid: the rest fill is taken again
  * (cq_world_reset_fill); its base and last gradient's linearisation (fill.h; NULL before the first). */
 int cqi_volumetric_reset_groups(cqi_sim* sim);
+int cqi_volumetric_take_groups(cqi_sim* sim, const cq_substep* c, const cq_particles* s);
 const int32_t* cqi_volumetric_groups_host(cqi_sim* sim);
 int cqi_fill_reset(cqi_sim* sim);
 void cqi_fill_vectors(cqi_sim* sim, const cq_real** base, const cq_real** lin);

@@ -44,29 +44,50 @@ static int vol_buffers(cqi_sim* sim, vol_self* V) {
   return CQ_OK;
 }
 
-/* volumetric_groups = "initial": each particle's group, the base node of its position in s, taken once (from the
- * first state the world steps from, or the first after cq_world_reset_groups), on the host as vol_group computes it. */
-static int vol_groups(cqi_sim* sim, vol_self* V, const cq_substep* c, const cq_particles* s) {
-  if (sim->model->desc.volumetric_groups != CQ_VOL_GROUPS_INITIAL || V->groups_set) return CQ_OK;
+/* volumetric_groups = "initial": each particle's group, the base node of its position x (host memory, [D][n]), on the
+ * host as vol_group computes it. */
+static int groups_from(cqi_sim* sim, vol_self* V, const cq_substep* c, const cq_real* x) {
   cqi_backend* be = sim->be;
-  int n = be->n, D = be->dim;
+  int n = be->n, D = be->dim, st = CQ_OK;
   if (!V->group_host) V->group_host = malloc(sizeof(int32_t) * (size_t)n);
   if (!V->group_of) V->group_of = be->ops->alloc(be, sizeof(int32_t) * (size_t)n);
-  cq_real* x = malloc(sizeof(cq_real) * (size_t)n * (size_t)D);
-  int st = V->group_host && V->group_of && x
-               ? CQ_OK
-               : cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric_groups = \"initial\": out of memory for the groups");
-  if (st == CQ_OK) st = be->ops->download(be, x, s->x, sizeof(cq_real) * (size_t)n * (size_t)D);
-  for (int p = 0; st == CQ_OK && p < n; p++) {
+  if (!V->group_host || !V->group_of)
+    return cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric_groups = \"initial\": out of memory for the groups");
+  for (int p = 0; p < n; p++) {
     long g = 0;
     for (int a = 0; a < D; a++)
       g += (long)floor((double)cq_cell_coord(x[(long)a * n + p], c->dx, c->inv_dx)) * (long)c->stride[a];
     V->group_host[p] = (int32_t)g;
   }
   if (st == CQ_OK) st = be->ops->upload(be, V->group_of, V->group_host, sizeof(int32_t) * (size_t)n);
-  free(x);
   if (st == CQ_OK) V->groups_set = 1;
   return st;
+}
+
+/* The groups, taken once: from the robot's initial state (cqi_volumetric_take_groups), else from the first state the
+ * world steps from or the first after cq_world_reset_groups (s in backend memory). */
+static int vol_groups(cqi_sim* sim, vol_self* V, const cq_substep* c, const cq_particles* s) {
+  if (sim->model->desc.volumetric_groups != CQ_VOL_GROUPS_INITIAL || V->groups_set) return CQ_OK;
+  cqi_backend* be = sim->be;
+  size_t bytes = sizeof(cq_real) * (size_t)be->n * (size_t)be->dim;
+  cq_real* x = malloc(bytes);
+  int st = x ? be->ops->download(be, x, s->x, bytes)
+             : cqi_errorf(sim->err, CQ_ERR_NOMEM, "volumetric_groups = \"initial\": out of memory for the groups");
+  if (st == CQ_OK) st = groups_from(sim, V, c, x);
+  free(x);
+  return st;
+}
+
+int cqi_volumetric_take_groups(cqi_sim* sim, const cq_substep* c, const cq_particles* s) {
+  if (sim->model->desc.volumetric == CQ_VOLUMETRIC_PARTICLE ||
+      sim->model->desc.volumetric_groups != CQ_VOL_GROUPS_INITIAL)
+    return CQ_OK;
+  vol_self* V = cqi_term_peek(sim, CQI_TERM_volumetric); /* allocated here when no step has run it yet (term.c's
+                                                          * cqi_term_self would make term.c and this file a cycle) */
+  if (!V) V = sim->term_self[CQI_TERM_volumetric] = calloc(1, sizeof(vol_self));
+  if (!V) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for the volumetric term's state");
+  V->groups_set = 0;
+  return groups_from(sim, V, c, s->x);
 }
 
 /* The buffers and the groups, before a substep's first use of them. */
@@ -229,11 +250,13 @@ static int vol_factor_ctx(cqi_sim* sim, void* self, cq_substep* c) {
   return CQ_OK;
 }
 
-/* The fixed groups' exact blocks in 2D only: their couplings reach four cells, and in 3D 9^3 blocks per row make the
- * factor's fronts too large (docs/benchmarks.md); 3D fixed groups take vol_blocks_node's on the group node's
- * stencil (implicit_blocks). */
+/* The fixed groups' exact blocks (a member that moved off its group's node couples nodes up to four cells apart: 9^D
+ * blocks per row). Anything less exact (a member's nodes past the group node's stencil left out, or moved onto its
+ * nearest node there) made conjugate gradients take 300x as many iterations on the 3D finger at bulk / shear 3.6e4,
+ * a few members having crossed a cell's middle; the wide rows cost the 3D finger 4x the time and 3x the memory of
+ * the current groups' per factorisation (docs/benchmarks.md, "the default volumetric term"). */
 static int fixed_blocks(const cqi_sim* sim, const cq_substep* c) {
-  return c->vol_group_of && sim->be->ops->vol_group_blocks && sim->be->dim == 2;
+  return c->vol_group_of && sim->be->ops->vol_group_blocks;
 }
 
 static int vol_factor_shape(cqi_sim* sim, void* self, const cq_substep* c, int* reach, int* rank) {
@@ -258,7 +281,7 @@ static void vol_release(cqi_sim* sim, void* self) {
   free(V->group_host);
 }
 
-static int vol_on(const cqi_model* m) { return m->desc.volumetric == CQ_VOLUMETRIC_AVERAGED; }
+static int vol_on(const cqi_model* m) { return cqi_vol_active(m); }
 
 int cqi_volumetric_reset_groups(cqi_sim* sim) {
   vol_self* V = cqi_term_peek(sim, CQI_TERM_volumetric);

@@ -48,7 +48,8 @@
  * stencils differ (the fixed groups: c = 16 keeps the 2D finger at 8 kPa whole, c = 1 tears it) and barely stiffens
  * the body: a cantilever at bulk / shear 1e4 sags 0.1 % less at c = 16, 1.6 % less at 1024 (docs/benchmarks.md,
  * "the own share").
- * A fluid has no shear modulus: it keeps K_s = CQ_FLUID_OWN_SHARE K. With all of its K on its own J, water sampled at
+ * A fluid has no shear modulus: it keeps K_s = CQ_FLUID_OWN_SHARE K (with volumetric = solids, all of K: it takes no
+ * part; cq_params.vol_fluid_own). With all of its K on its own J, water sampled at
  * 2 or more particles per cell and axis locks (a soft body in it cannot bend: 0 % of a buoyed beam's deflection);
  * with none (one constraint per group) its particles pack and it sinks, as at 1.25 per cell and axis. 1e-3 of
  * water's 2.2 GPa (2.2 MPa) lets the beam bend 92 % of its expected deflection and the tank at rest sink 0.04 mm in
@@ -63,7 +64,7 @@ CQ_HD cq_real CQ_D(vol_own_modulus)(const cq_params* m, int p) {
 
 CQ_HD cq_real CQ_D(vol_own_bulk)(const cq_params* m, int p) {
   cq_real K = m->bulk[p];
-  if (m->material[p] == CQ_MAT_FLUID) return (cq_real)CQ_FLUID_OWN_SHARE * K;
+  if (m->material[p] == CQ_MAT_FLUID) return m->vol_fluid_own * K;
   cq_real M = CQ_D(vol_own_modulus)(m, p);
   return M < K ? M : K;
 }
@@ -76,7 +77,7 @@ CQ_HD void CQ_D(vol_bulk_adj)(const cq_params* m, int p, cq_real g_Ks, cq_real g
   g->bulk += g_Kg;
   cq_real gs = g_Ks - g_Kg;
   if (m->material[p] == CQ_MAT_FLUID)
-    g->bulk += (cq_real)CQ_FLUID_OWN_SHARE * gs;
+    g->bulk += m->vol_fluid_own * gs;
   else if (CQ_D(vol_own_modulus)(m, p) < K) /* K_s = c M */
     CQ_D(material_model_modulus_vjp)(m, p, m->vol_own * gs, g);
   else
@@ -298,7 +299,8 @@ CQ_HD void CQ_D(vol_project_adj)(const cq_substep* c, const cq_particles* s, con
 }
 
 /* The direct preconditioner's share of the averaged term (implicit_factor.c): with a_g[i] = sum_{p in g} V0_p
- * dJl_p/dv_i = sum V0_p J_p dt kC w_ip dpos_ip (the group's stencil is each of its particles'), the Hessian of E_vol
+ * dJl_p/dv_i = sum V0_p J_p dt kC w_ip dpos_ip (current groups: the group's stencil is each of its particles'; the
+ * fixed groups' members can lie on other stencils: cpu_vol_group_blocks), the Hessian of E_vol
  * is sum_g (K_g / V_g) a_g a_g^T. First the particles' scatter of a_g, NS D reals per group node (stencil node j,
  * axis b at [j D + b]) ... */
 /* Particle p's rows of a_g: its stencil into st, and the scale V0 J dt kC of its rows scale w_ip dpos_ip (also
@@ -315,23 +317,12 @@ CQ_HD void CQ_D(vol_gradient_sum)(const cq_substep* c, const cq_particles* s, co
   if (!(CQ_D(vol_group_bulk)(m, p) > 0)) return;
   CQ_D(cqi_stencil) st;
   cq_real scale = CQ_D(vol_gradient_rows)(c, s, m, p, &st);
-  cqi_node group = CQ_D(vol_group)(c, s, p);
-  cq_real* ag = a + group * (CQ_NN * D);
-  /* fixed groups (volumetric_groups = "initial"): a member that moved off its group's node adds its stencil's nodes
-   * at their offsets from that node, those within the group node's stencil (the rest is left out of this
-   * preconditioner's blocks) */
-  int shift[D];
-  for (int b = 0; b < D; b++) shift[b] = c->vol_group_of ? st.base[b] - (int)((group / c->stride[b]) % c->res[b]) : 0;
+  cq_real* ag = a + CQ_D(vol_group)(c, s, p) * (CQ_NN * D); /* groups by the current node: its stencil's */
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    int j = 0, inside = 1;
-    for (int b = 0; b < D; b++) {
-      int t = off[b] + shift[b];
-      inside &= t >= 0 && t <= 2;
-      j = j * 3 + t;
-    }
-    if (!inside) continue;
+    int j = 0;
+    for (int b = 0; b < D; b++) j = j * 3 + off[b];
     for (int b = 0; b < D; b++) CQ_SCATTER_ADD(&ag[j * D + b], scale * w * dpos[b]);
   }
 }

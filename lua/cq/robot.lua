@@ -502,6 +502,7 @@ function Robot:world(opts)
     s:set("x", p, self.x[p])
     if #self.v[p] > 0 then s:set("v", p, self.v[p]) end
   end
+  w:_take_groups(s) -- volumetric_groups = "initial": the groups are the robot's, whichever state is stepped first
   return w, s
 end
 

@@ -108,14 +108,20 @@ function M.new(opts)
   -- CQ_THREADS: the default a study's runner gives each run (cq.study), so that its workers share the cores
   d.threads = check.integer(where, "threads", opts.threads or tonumber(os.getenv("CQ_THREADS") or "") or 0, 0, MAX_THREADS)
   d.integrator = registry.INTEGRATOR[integrator]
-  -- engine/core/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, or on J averaged per node (volumetric.h)
-  d.volumetric = check.oneof(where, "volumetric", opts.volumetric or "particle", { "particle", "averaged" })
-    == "averaged" and 1 or 0
-  -- engine/core/cq.h CQ_VOL_GROUPS_*: the averaged term's groups by the particles' nodes now, or in the first state stepped
-  d.volumetric_groups = check.oneof(where, "volumetric_groups", opts.volumetric_groups or "current",
-    { "current", "initial" }) == "initial" and 1 or 0
+  -- engine/core/cq.h CQ_VOLUMETRIC_*: the bulk term on each particle's own J, on J averaged per node (volumetric.h),
+  -- or averaged for the solids only (the default; the particle term where the user asks for the exact volume, which
+  -- the averaged term does not have)
+  local exact = type(opts.implicit) == "table" and opts.implicit.volume == "exact"
+  local volumetric = check.oneof(where, "volumetric", opts.volumetric or (exact and "particle" or "solids"),
+    { "solids", "particle", "averaged" })
+  d.volumetric = ({ particle = 0, averaged = 1, solids = 2 })[volumetric]
+  -- engine/core/cq.h CQ_VOL_GROUPS_*: the averaged term's groups by the particles' nodes now, or in the robot's initial
+  -- state (the solids' default: a loss continuous in the state); "averaged" keeps its recorded defaults
+  local solids = volumetric == "solids"
+  d.volumetric_groups = check.oneof(where, "volumetric_groups", opts.volumetric_groups or (solids and "initial" or
+    "current"), { "current", "initial" }) == "initial" and 1 or 0
   -- the averaged term's own share K_s = min(K, volumetric_own M) of each particle (engine/terms/volumetric.h vol_own_bulk)
-  d.volumetric_own = check.number(where, "volumetric_own", opts.volumetric_own or 1, 1e-6, 1e6)
+  d.volumetric_own = check.number(where, "volumetric_own", opts.volumetric_own or (solids and 16 or 1), 1e-6, 1e6)
   -- engine/core/cq.h CQ_FLUID_*, CQ_FILL_REST_*: a fluid's pressure from its own J, or from the grid's fill (fill.h)
   local fluid = opts.fluid
   if fluid == "fill" then -- the grid fluid's old name ("fill" is world:fill's word)
@@ -174,7 +180,8 @@ function M.new(opts)
   end
   local self = setmetatable({ _h = h, _lib = lib, dim = dim, n = d.n, n_actuators = d.n_actuators, backend = backend,
     precision = precision, res = res, dx = d.dx, dt = d.dt, substeps = d.substeps, integrator = integrator,
-    threads = d.threads, committed = false, _real = C.real_ctype[precision], _views = {}, _fields = {},
+    threads = d.threads, volumetric = volumetric, volumetric_groups = d.volumetric_groups == 1 and "initial" or "current",
+    volumetric_own = d.volumetric_own, committed = false, _real = C.real_ctype[precision], _views = {}, _fields = {},
     _param_names = {}, _ctl = ffi.new("cq_control"), _memos = setmetatable({}, { __mode = "k" }) }, World)
   for _, f in ipairs(registry.fields(lib, "param")) do
     -- read-only views: writes go through world:fill, after which the engine validates them before the next step
@@ -262,6 +269,15 @@ end
 --- (a new scene in the same world). Returns the world.
 function World:reset_groups()
   self._lib.cq_world_reset_groups(self:_handle("world:reset_groups"))
+  return self
+end
+
+--- volumetric_groups = "initial": the groups taken now from state s (robot:world: the robot's initial state).
+function World:_take_groups(s)
+  local where = "world:_take_groups"
+  if self._lib.cq_world_take_groups(self:_handle(where), s:_handle(where)) ~= 0 then
+    check.raise(where .. ": " .. ffi.string(self._lib.cq_world_error(self._h)))
+  end
   return self
 end
 

@@ -549,7 +549,7 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
                                      const cq_real* v, const int32_t* slot, int32_t* nbr, double* blocks) {
   cpu_backend* cb = (cpu_backend*)b;
   CQI_FOR_SLABS(cb, CQ_D(implicit_blocks)(c, s, m, p, v, slot, nbr, blocks))
-  if (!c->vol_averaged || (c->vol_group_of && D == 2)) return CQ_OK; /* fixed groups: cpu_vol_group_blocks */
+  if (!c->vol_averaged || c->vol_group_of) return CQ_OK; /* fixed groups: cpu_vol_group_blocks */
   enum { CQI_VOL_NS = D == 3 ? 27 : 9 };                             /* stencil nodes */
   /* the groups' volumetric blocks: a_g scattered like P2G, then the group nodes one by one (a group writes the
    * blocks of its whole stencil, so neighbouring groups would race) */
@@ -563,9 +563,6 @@ static int CQ_D(cpu_implicit_blocks)(cqi_backend* b, const cq_substep* c, const 
   CQI_FOR_REGION(cb, rc, {
     for (int k = 0; k < CQI_VOL_NS * D; k++) a[node * CQI_VOL_NS * D + k] = 0;
   })
-  if (c->vol_group_of) /* fixed groups: their nodes can lie outside the region (their blocks are then left out) */
-    for (int p = 0; p < s->n; p++)
-      for (int k = 0; k < CQI_VOL_NS * D; k++) a[(long)c->vol_group_of[p] * CQI_VOL_NS * D + k] = 0;
   CQI_FOR_GROUPS(cb, c, CQ_D(vol_gradient_sum)(c, s, m, p, a))
   CQI_FOR_REGION_SERIAL(cb, *c, CQ_D(vol_blocks_node)(c, node, c->vol_sums, a, slot, blocks));
   return CQ_OK;
