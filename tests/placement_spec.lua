@@ -119,3 +119,50 @@ describe("two bodies closer than 3 cells", function()
     assert.are.same({}, slit(4))
   end)
 end)
+
+-- A solid body that comes apart in the grid (numerical fracture: solids do not fracture in this model) stops
+-- world:step with a message naming the body, where its smallest piece lies and what to change (cq._fracture).
+describe("a body coming apart", function()
+  -- A soft bar (663 particles, 4 per cell) whose halves start apart at speed m/s each, checked after every control
+  -- step (by default as often as costs at most 2 % of the stepping: here every 300 steps or so).
+  local function bar(speed)
+    local r = cq.robot { dim = 2 }
+    local g = r:box { offset = { 0.3, 0.3 }, size = { 0.4, 0.1 }, spacing = 1 / 128, name = "bar",
+      material = { model = "neohookean", E = 2e3, nu = 0.3, density = 1000 } }
+    for _, p in ipairs(g.particles) do r.v[p] = { r.x[p][1] < 0.5 and -speed or speed, 0 } end
+    local w, s = r:world { res = { 64, 64 }, dx = 1 / 64, dt = 1e-3, substeps = 4, threads = 1 }
+    return w:check_fracture(true, 1), s
+  end
+
+  it("stops world:step, naming the body and where, once a gap of 2 cells opens inside it", function()
+    local w, s = bar(2) -- a gap of 2 cells opens at step 40 (cq._fracture.pieces, linked within 2 cells)
+    local err
+    for k = 1, 60 do
+      local ok, e = pcall(w.step, w, s)
+      if not ok then err = e break end
+    end
+    assert.is_not_nil(err, "no error after 60 steps")
+    print("  " .. err)
+    assert.matches("robot group 1 'bar' came apart by step %d+", err)
+    assert.matches("it was 1 piece in the first state stepped from and is 2 now", err)
+    assert.matches("Refine dx", err)
+    local w2, s2 = bar(2)
+    w2:check_fracture(false) -- off: the same run goes on
+    for _ = 1, 60 do w2:step(s2) end
+  end)
+
+  it("does not stop a body that deforms without coming apart, nor count separate bodies or a fluid", function()
+    local w, s = bar(0.2) -- stretched, whole
+    for _ = 1, 60 do w:step(s) end
+    local r = cq.robot { dim = 2 } -- two blocks moving apart, and water splashing: separate from the start or a fluid
+    r:box { offset = { 0.2, 0.3 }, size = { 0.1, 0.1 }, spacing = 1 / 128, velocity = { -1, 0 },
+      material = { model = "neohookean", E = 2e3, nu = 0.3, density = 1000 } }
+    r:box { offset = { 0.5, 0.3 }, size = { 0.1, 0.1 }, spacing = 1 / 128, velocity = { 1, 0 },
+      material = { model = "neohookean", E = 2e3, nu = 0.3, density = 1000 } }
+    r:box { offset = { 0.35, 0.5 }, size = { 0.1, 0.1 }, spacing = 1 / 128, material = { preset = "water", bulk = 1e5 } }
+    local w2, s2 = r:world { res = { 64, 64 }, dx = 1 / 64, dt = 1e-3, substeps = 4, threads = 1,
+      gravity = { 0, -9.8 }, walls = { all = { type = "slip", thickness = 3 } } }
+    w2:check_fracture(true, 1)
+    for _ = 1, 100 do w2:step(s2) end
+  end)
+end)

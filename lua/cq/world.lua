@@ -4,6 +4,7 @@ local ffi = require "ffi"
 local C = require "cq._ffi"
 local check = require "cq._check"
 local registry = require "cq._registry"
+local now = require("cq.clock").now
 
 local M = {}
 local World = {}
@@ -495,7 +496,42 @@ function World:step(s, u, force, stress)
   if not self.committed then check.raise(where .. ": call world:commit() first") end
   state.check_arg(where, "s", s, self)
   if not self._placed then self:_placement(s) end
+  local fracture = not self._fracture_off
+  if fracture and not self._fracture then self:_fracture_baseline(s) end
+  local t0 = fracture and now()
   self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
+  if fracture then self:_fracture_check(s, now() - t0) end
+end
+
+-- Numerical fracture (cq._fracture): each solid body's pieces in the first state world:step steps from, then checked
+-- again after the steps, as often as costs at most 2 % of the stepping's wall time (every step where a step takes
+-- 50x the check or more).
+function World:_fracture_baseline(s)
+  self._fracture = require("cq._fracture").baseline(self, s, self.params.material, registry.MATERIAL.fluid)
+  self._fracture.cost, self._fracture.spent, self._fracture.steps = 0, 0, 0 -- the first check after the first step
+  -- (the baseline's own time holds the JIT's compilation)
+end
+
+function World:_fracture_check(s, took)
+  local F = self._fracture
+  F.spent, F.steps = F.spent + took, F.steps + 1
+  if self._fracture_every and F.steps % self._fracture_every ~= 0 then return end
+  if not self._fracture_every and F.spent < 50 * F.cost then return end
+  local t0 = now()
+  local msg = require("cq._fracture").check(self, s, F, F.steps)
+  F.cost, F.spent = now() - t0, 0
+  if msg then check.raise("world:step: " .. msg) end
+end
+
+--- Numerical fracture check of world:step on (the default) or off; on again takes a new baseline from the next state
+--- stepped from. every: check after every that many control steps (default: as often as costs at most 2 % of the
+--- stepping's wall time). Returns the world.
+function World:check_fracture(on, every)
+  local where = "world:check_fracture"
+  if type(on) ~= "boolean" then check.fail(where, "on must be true or false", on) end
+  if every ~= nil then check.integer(where, "every", every, 1) end
+  self._fracture_off, self._fracture, self._fracture_every = not on, nil, every
+  return self
 end
 
 --- Cauchy stress of every particle of state s (engine cq_world_stress: the step's own stress, divided by J):
