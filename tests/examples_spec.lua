@@ -166,3 +166,14 @@ describe("examples/topo.lua rotator3d_topo", function()
     for _, f in ipairs { dir .. "layout.png", dir .. "result.txt" } do assert.is_truthy(io.open(f, "rb"), f) end
   end)
 end)
+
+describe("examples/pneumatic2d.lua", function()
+  it("the soft-pneumatic quick start sweeps the pressure and brings c01 from twice the truth toward it", function()
+    -- 1 pressure, 3 L-BFGS evaluations, a coarser mesh and a shorter hold than the quick start's (docs/pneumatic.md)
+    local r = run_example("examples/pneumatic2d.lua", { "1", "3", "3", "0.1" })
+    print(string.format("  pneumatic2d: c01 %.1f Pa after %d evaluations (true %.1f, start %.1f; first loss %.3e)",
+      r.c01, r.evaluations, r.true_c01, 2 * r.true_c01, r.first_loss))
+    assert.is_true(r.evaluations <= 6) -- maxeval 3 (nlopt's L-BFGS may finish its line search past it)
+    assert.is_true(math.abs(r.c01 / r.true_c01 - 1) < 0.05) -- from 1.0; measured 0.047 %
+  end)
+end)

@@ -1,0 +1,114 @@
+-- The soft-pneumatic quick start (docs/pneumatic.md): a Gmsh drawing of a pneumatic finger (scenes/finger2d.geo, the
+-- longitudinal section of seed 003's PneuNet finger) in DragonSkin-30 silicone, hanging from a clamp at its base as
+-- in the seed's experiment, swept over chamber pressures, then its material identified from the swept tip positions. Every physics option is the
+-- engine's default: the real bulk modulus (1.75 GPa, 7e4 x the shear modulus) without locking, the implicit
+-- integrator at 1 ms steps; what is set is what the paper sets (geometry, material, pressure, gravity, damping, dt).
+--
+-- usage: cqlua examples/pneumatic2d.lua [pressures_kPa=0,0.5,1,1.5] [evaluations=10] [mesh_mm=2] [hold_s=0.3]
+-- Writes out/pneumatic2d.csv (pressure, tip displacement) and out/pneumatic2d.png, and out/pneumatic2d_fit.csv (the
+-- identification's evaluations).
+local cq = require "cq"
+
+local A = arg or {}
+local PRESSURES = {}
+for v in (A[1] or "0,0.5,1,1.5"):gmatch("[^,]+") do PRESSURES[#PRESSURES + 1] = tonumber(v) end
+local EVALS, MESH, HOLD = tonumber(A[2]) or 10, tonumber(A[3]) or 2, tonumber(A[4]) or 0.3
+local RAMP, DT, P_MAX = 0.1, 1e-3, 20e3 -- s, s, Pa at u = 1
+local STEPS = math.floor((RAMP + HOLD) / DT + 0.5)
+local C01 = require("cq.materials").presets.dragonskin30.c01 -- the seed's fit (most of its shear modulus 2 (c10 + c01)):
+-- the identification starts from twice it
+
+-- 1. The robot: the .geo meshed by gmsh (one particle per triangle, mm scaled to m), its "chamber" curves the
+-- pressure's walls. The drawing runs along its x from the base; hung from the ceiling, its x becomes -y and its y +x
+-- (positions and the walls' normals alike), so that the base's first 5 mm lie in the top wall's sticky band.
+local DX, RES = 2.5e-3, { 48, 56 }
+local r = cq.robot { dim = 2 }
+local finger = r:gmsh { path = "scenes/finger2d.geo", scale = 1e-3, offset = { 0, 0 }, mesh_size = MESH,
+  material = { preset = "dragonskin30" } }
+local X0, Y0 = 0.06, (RES[2] - 1.6) * DX -- the layer's side at x = 60 mm; the base 1.6 cells below the top row
+for _, p in ipairs(finger.particles) do
+  local x = r.x[p]
+  x[1], x[2] = X0 + x[2], Y0 - x[1]
+end
+local wall = finger.chambers.chamber
+for i, nrm in ipairs(wall.normal) do wall.normal[i] = { nrm[2], -nrm[1] } end
+r:chamber { wall = wall, max = P_MAX }
+
+-- 2. The world: 2.5 mm cells (the chambers span 3 cells, the walls between them about one), the top wall sticky and 3
+-- cells thick (the clamp), gravity, damping 25/s (near-critical for the first bending mode, about 15 rad/s).
+local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, -9.8 }, damping = 25,
+  walls = { top = { type = "sticky", thickness = 3 } }, integrator = "implicit" }
+
+-- The tip: the particles within 3 mm of the finger's free end at rest.
+local n, tip, ymin = world.n, {}, math.huge
+for p = 0, n - 1 do ymin = math.min(ymin, s0.x[n + p]) end
+for p = 0, n - 1 do if s0.x[n + p] < ymin + 3e-3 then tip[#tip + 1] = p + 1 end end
+
+-- 3. One pressure: ramped over RAMP, held to RAMP + HOLD; the tip's mean position at the end (m). A memo records the
+-- run, so that its backward gives the gradient of the tip's position with respect to every parameter.
+local memo = world:memo { steps = STEPS }
+local function settle(kPa)
+  memo:begin(s0)
+  for k = 1, STEPS do memo:step({ kPa * 1e3 / P_MAX * math.min(1, k * DT / RAMP) }) end
+  return memo.state:mean("x", tip)
+end
+
+-- The pressure sweep: tip displacement from the unpressurised (sagging) finger.
+local rest = settle(0)
+local csv = assert(io.open("out/pneumatic2d.csv", "w"))
+csv:write("pressure_kPa,tip_dx_mm,tip_dy_mm,tip_mm\n")
+local measured = {}
+for _, kPa in ipairs(PRESSURES) do
+  local t = settle(kPa)
+  measured[kPa] = t
+  local dx, dy = (t[1] - rest[1]) * 1e3, (t[2] - rest[2]) * 1e3
+  csv:write(string.format("%g,%.5f,%.5f,%.5f\n", kPa, dx, dy, math.sqrt(dx * dx + dy * dy)))
+  print(string.format("pneumatic2d: %4.1f kPa: tip moved %7.3f mm (dx %7.3f, dy %7.3f mm)", kPa,
+    math.sqrt(dx * dx + dy * dy), dx, dy))
+end
+csv:close()
+cq.plot { csv = "out/pneumatic2d.csv", x = "pressure_kPa", y = { "tip_mm" }, out = "out/pneumatic2d.png",
+  title = "pneumatic finger (2D section): tip displacement", xlabel = "chamber pressure (kPa)",
+  ylabel = "tip displacement (mm)" }
+
+-- 4. Identification: c01 from the swept tip positions (here the sweep above stands for a measurement), by L-BFGS
+-- through the simulation's gradients, from twice the true value. The loss: the squared distances (mm^2) between the
+-- simulated and the measured tips over the pressures; its gradient: each pressure's backward, dL/dc01 summed over the
+-- particles (every particle has the one c01).
+local theta = cq.param { n = 1, init = { 2 } } -- c01 / C01
+local function set_c01() world:fill("c01", function() return theta.v[0] * C01 end) end
+local fit = assert(io.open("out/pneumatic2d_fit.csv", "w"))
+fit:write("evaluation,c01_Pa,loss_mm2\n")
+local evals, first_loss = 0, nil
+cq.nlopt { algorithm = "lbfgs", params = { theta }, bounds = { [theta] = { 0.3, 3 } }, maxeval = EVALS,
+  objective = function(need_grad)
+    set_c01()
+    local L, g = 0, 0
+    for _, kPa in ipairs(PRESSURES) do
+      local t, m = settle(kPa), measured[kPa]
+      local e = { (t[1] - m[1]) * 1e3, (t[2] - m[2]) * 1e3 }
+      L = L + e[1] ^ 2 + e[2] ^ 2
+      if need_grad then
+        memo:backward(function(k, mm)
+          if k == STEPS then -- dL/d(tip position) into each tip particle's x
+            for _, p in ipairs(tip) do
+              for a = 1, 2 do mm.grad.x[(a - 1) * n + p - 1] = mm.grad.x[(a - 1) * n + p - 1] + 2e3 * e[a] / #tip end
+            end
+          end
+        end)
+        for p = 0, n - 1 do g = g + memo.grad_params.c01[p] * C01 end
+      end
+    end
+    theta.g[0] = g
+    evals = evals + 1
+    first_loss = first_loss or L
+    fit:write(string.format("%d,%.6g,%.6g\n", evals, theta.v[0] * C01, L))
+    fit:flush()
+    print(string.format("pneumatic2d: evaluation %2d: c01 = %8.2f Pa (true %g), loss %.3e mm^2", evals,
+      theta.v[0] * C01, C01, L))
+    return L
+  end }:run()
+fit:close()
+print(string.format("pneumatic2d: identified c01 = %.2f Pa, %.3f %% from the true %g Pa", theta.v[0] * C01,
+  100 * (theta.v[0] - 1), C01))
+return { c01 = theta.v[0] * C01, true_c01 = C01, evaluations = evals, first_loss = first_loss }
