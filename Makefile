@@ -249,9 +249,10 @@ bench-fluid: deps all
 
 # Issue 11's cost benchmark: 1 s of the seed's finger (real bulk modulus, 5 kPa ramped over 0.5 s) implicitly at
 # 5 ms substeps against the explicit integrator at half its CFL limit (0.02 s of it run, the rest extrapolated):
-# wall times, their ratio, tip trajectories (tools/implicit_finger.lua; about 3 minutes; docs/benchmarks.md).
+# wall times, their ratio, tip trajectories (tools/implicit_finger.lua; about 12 minutes; docs/benchmarks.md). Mesh 3
+# (7,670 particles): at mesh 4 (2.6 particles per cell) the unlocked finger sheds a tip particle at 0.68 s.
 bench-implicit: deps all
-	$(BUILD)/bin/cqlua tools/implicit_finger.lua bulk=1.75e9 kPa=5 ramp=0.5 T=1 dt=5e-3 precond=factor explicit_T=0.02
+	$(BUILD)/bin/cqlua tools/implicit_finger.lua bulk=1.75e9 kPa=5 ramp=0.5 T=1 dt=5e-3 precond=factor explicit_T=0.02 mesh=3
 
 # The walker against a Taichi implementation of the same scene (tools/peers/taichi_walker.py), interleaved in one
 # run (tools/bench_peers.lua). Installs taichi from PyPI into the user site when $(PYTHON) cannot import it (pip
