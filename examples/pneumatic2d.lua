@@ -1,7 +1,7 @@
 -- The soft-pneumatic quick start (docs/pneumatic.md): a Gmsh drawing of a pneumatic finger (scenes/finger2d.geo, the
 -- longitudinal section of seed 003's PneuNet finger) in DragonSkin-30 silicone, hanging from a clamp at its base as
 -- in the seed's experiment, swept over chamber pressures, then its material identified from the swept tip positions. Every physics option is the
--- engine's default: the real bulk modulus (1.75 GPa, 7e4 x the shear modulus) without locking, the implicit
+-- engine's default: the real bulk modulus (1.75 GPa, 3.6e4 x the shear modulus) without locking, the implicit
 -- integrator at 1 ms steps; what is set is what the paper sets (geometry, material, pressure, gravity, damping, dt).
 --
 -- usage: cqlua examples/pneumatic2d.lua [pressures_kPa=0,0.5,1,1.5] [evaluations=10] [mesh_mm=2] [hold_s=0.3]
