@@ -115,24 +115,12 @@ function M.parse(where, cavities, dim)
   return list, solid
 end
 
--- A spatial hash of items at positions pos(item) in cells of size h: the returned each(x, r, f) calls f(item) for the
--- items in the cells within r cells of x's, cell by cell (axis 1 outermost), each cell's in insertion order.
+-- Items at positions pos(item) binned into cells of size h (cq._bins): the returned each(x, r, f) calls f(item) for
+-- the items in the cells within r cells of x's, cell by cell, each cell's in the items' order.
 local function spatial_hash(items, pos, h, dim)
-  local cells, floor = {}, math.floor
-  local function key(c1, c2, c3) return dim == 2 and (c1 .. "," .. c2) or (c1 .. "," .. c2 .. "," .. c3) end
-  for _, item in ipairs(items) do
-    local x = pos(item)
-    local k = key(floor(x[1] / h), floor(x[2] / h), dim == 3 and floor(x[3] / h) or nil)
-    cells[k] = cells[k] or {}
-    table.insert(cells[k], item)
-  end
-  return function(x, r, f)
-    local c1, c2, c3 = floor(x[1] / h), floor(x[2] / h), dim == 3 and floor(x[3] / h) or 0
-    local r3 = dim == 3 and r or 0
-    for d1 = -r, r do for d2 = -r, r do for d3 = -r3, r3 do
-      for _, item in ipairs(cells[key(c1 + d1, c2 + d2, c3 + d3)] or {}) do f(item) end
-    end end end
-  end
+  local near = require("cq._bins").new(#items, dim, h, function(k, a) return pos(items[k + 1])[a] end)
+  if not near then check.raise("cq._chamber: a particle position is not finite") end
+  return function(x, r, f) near(x[1], x[2], x[3] or 0, r, function(k) f(items[k + 1]) end) end
 end
 
 --- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area } }

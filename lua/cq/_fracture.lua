@@ -13,48 +13,23 @@ local M = {}
 M.LINK = 2 -- cells
 
 local ffi = require "ffi"
+local bins = require "cq._bins"
 
 -- The pieces of the particles idx (0-based indices, a Lua list) of positions x ([dim][n], 0-based, component-major)
 -- at link distance h: returns the number of pieces and, per particle of idx (by position in idx), its piece's root; nil
 -- when a position is not finite or the particles span more than 2^24 cells of h (a state the step itself refuses).
--- The particles binned into cells of h (a counting sort over the body's bounding box), each linked to those within h
--- in its own and the neighbouring cells (union-find).
+-- Each particle is linked to those within h in its own and the neighbouring cells of h (cq._bins; union-find).
 local function pieces(x, n, dim, idx, h)
   local m = #idx
-  local lo, hi = { math.huge, math.huge, 0 }, { -math.huge, -math.huge, 0 }
-  for _, p in ipairs(idx) do
-    for a = 1, dim do
-      local c = math.floor(x[(a - 1) * n + p] / h)
-      if not (c > -2 ^ 40 and c < 2 ^ 40) then return nil end -- not finite (NaN fails both)
-      if c < lo[a] then lo[a] = c end
-      if c > hi[a] then hi[a] = c end
-    end
-  end
-  local nx, ny, nz = hi[1] - lo[1] + 1, hi[2] - lo[2] + 1, hi[3] - lo[3] + 1
-  local cells = nx * ny * nz
-  if not (cells <= 2 ^ 24) then return nil end -- NaN or inf positions fail this too
-  local cell = ffi.new("int32_t[?]", m)
-  local start = ffi.new("int32_t[?]", cells + 1)
-  local order = ffi.new("int32_t[?]", m)
-  local parent = ffi.new("int32_t[?]", m)
-  local px, py, pz = ffi.new("double[?]", m), ffi.new("double[?]", m), ffi.new("double[?]", m)
+  local P = ffi.new("double[?]", 3 * (m > 0 and m or 1)) -- the positions, packed
   for k = 0, m - 1 do
-    local p = idx[k + 1]
-    px[k], py[k] = x[p], x[n + p]
-    if dim == 3 then pz[k] = x[2 * n + p] end
-    local c = ((math.floor(px[k] / h) - lo[1]) * ny + (math.floor(py[k] / h) - lo[2])) * nz +
-      (dim == 3 and math.floor(pz[k] / h) - lo[3] or 0)
-    cell[k] = c
-    start[c + 1] = start[c + 1] + 1
-    parent[k] = k
+    for a = 1, dim do P[3 * k + a - 1] = x[(a - 1) * n + idx[k + 1]] end
   end
-  for c = 1, cells do start[c] = start[c] + start[c - 1] end
-  local fill = ffi.new("int32_t[?]", cells)
-  for k = 0, m - 1 do
-    local c = cell[k]
-    order[start[c] + fill[c]] = k
-    fill[c] = fill[c] + 1
-  end
+  local function coord(k, a) return P[3 * k + a - 1] end
+  local near = bins.new(m, dim, h, coord)
+  if not near then return nil end
+  local parent = {}
+  for k = 0, m - 1 do parent[k] = k end
   local function find(i)
     while parent[i] ~= i do
       parent[i] = parent[parent[i]]
@@ -62,32 +37,21 @@ local function pieces(x, n, dim, idx, h)
     end
     return i
   end
-  local h2, count, zr = h * h, m, dim == 3 and 1 or 0
-  for k = 0, m - 1 do
-    local c = cell[k]
-    local cz = c % nz
-    local cy = (c - cz) / nz % ny
-    local cx = ((c - cz) / nz - cy) / ny
-    for ex = math.max(cx - 1, 0), math.min(cx + 1, nx - 1) do
-      for ey = math.max(cy - 1, 0), math.min(cy + 1, ny - 1) do
-        for ez = math.max(cz - zr, 0), math.min(cz + zr, nz - 1) do
-          local d = (ex * ny + ey) * nz + ez
-          for t = start[d], start[d + 1] - 1 do
-            local j = order[t]
-            if j > k then
-              local ux, uy, uz = px[j] - px[k], py[j] - py[k], pz[j] - pz[k]
-              if ux * ux + uy * uy + uz * uz <= h2 then
-                local a, b = find(k), find(j)
-                if a ~= b then parent[a] = b; count = count - 1 end
-              end
-            end
-          end
-        end
-      end
+  local h2, count, k, px, py, pz = h * h, m, 0, 0, 0, 0
+  local function link(j)
+    if j <= k then return end
+    local ux, uy, uz = P[3 * j] - px, P[3 * j + 1] - py, P[3 * j + 2] - pz
+    if ux * ux + uy * uy + uz * uz <= h2 then
+      local a, b = find(k), find(j)
+      if a ~= b then parent[a] = b; count = count - 1 end
     end
   end
+  for q = 0, m - 1 do
+    k, px, py, pz = q, P[3 * q], P[3 * q + 1], P[3 * q + 2]
+    near(px, py, pz, 1, link)
+  end
   local root = {}
-  for k = 0, m - 1 do root[k + 1] = find(k) end
+  for q = 0, m - 1 do root[q + 1] = find(q) end
   return count, root
 end
 M.pieces = pieces
