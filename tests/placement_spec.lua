@@ -104,7 +104,9 @@ describe("two bodies closer than 3 cells", function()
   it("across a chamber's cavity are warned of when the world is made", function()
     local function slit(width)
       local r = cq.robot { dim = 2 }
-      local g = r:box { offset = { 0.3, 0.3 }, size = { 0.2, 0.1 }, spacing = DX / 2,
+      -- walls 5 cells or more thick round the slit (thinner ones are warned of: the test below), the lattice that of
+      -- a 0.2 x 0.1 box at (0.3, 0.3) (8 spacings more on each side)
+      local g = r:box { offset = { 0.2375, 0.2375 }, size = { 0.325, 0.225 }, spacing = DX / 2,
         cavities = { { name = "slit", offset = { 0.33, 0.35 - width * DX / 2 }, size = { 0.14, width * DX } } } }
       r:chamber { wall = g.chambers.slit, max = 10 }
       return (robot.warnings_of(function() r:world { res = { 64, 64 }, dx = DX, dt = 1e-3 } end))
@@ -117,6 +119,42 @@ describe("two bodies closer than 3 cells", function()
       thin[1])
     assert.are.equal(1, #slit(2))
     assert.are.same({}, slit(4))
+  end)
+end)
+
+-- A chamber wall bends right only with cells across its thickness (docs/experiments/wall_cells.lua: a cantilever 1 / 2
+-- / 3 / 4 cells thick sags 2.53 / 1.39 / 1.12 / 1.08 times as far as converged); thinner than 3 are warned of.
+describe("chamber walls", function()
+  -- A box round a 0.2 x 0.1 cavity with walls t cells thick on every side (2 particles per cell and axis)
+  local function walled(t, fluid)
+    local r = cq.robot { dim = 2 }
+    local g = r:box { offset = { 0.3, 0.3 }, size = { 0.2 + 2 * t * DX, 0.1 + 2 * t * DX }, spacing = DX / 2,
+      cavities = { { name = "c", offset = { 0.3 + t * DX, 0.3 + t * DX }, size = { 0.2, 0.1 } } } }
+    r:chamber { wall = g.chambers.c, max = 10 }
+    if fluid then -- water against the outside of the top wall: not part of the wall
+      r:box { offset = { 0.3, 0.4 + 2 * t * DX + DX / 4 }, size = { 0.2 + 2 * t * DX, 0.1 }, spacing = DX / 2,
+        material = { preset = "water", bulk = 2e6 } }
+    end
+    return (robot.warnings_of(function() r:world { res = { 64, 64 }, dx = DX, dt = 1e-4 } end))
+  end
+
+  it("thinner than 3 cells are warned of when the world is made, with their thickness and where", function()
+    for _, t in ipairs { 1, 2, 2.5 } do
+      local ws = walled(t)
+      assert.are.equal(1, #ws)
+      local share, cells = ws[1]:match("^cqlua: warning: robot:world: (%d+) %% of chamber actuator 1's wall is " ..
+        "thinner than 3 cells %(dx = 0%.0156%d; the thinnest ([%d.]+) cells, behind particle %d+ at %(.-%)%): a wall " ..
+        "bends too easily with fewer cells across it")
+      assert.are.equal("100", share)
+      assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1]) -- measured 1.1, 2.1, 2.6
+    end
+    for _, t in ipairs { 3, 4 } do assert.are.same({}, walled(t)) end
+  end)
+
+  it("are measured through the solid alone: water outside a thin wall does not thicken it", function()
+    local ws = walled(2, true)
+    assert.are.equal(1, #ws)
+    assert.matches("thinner than 3 cells", ws[1])
   end)
 end)
 

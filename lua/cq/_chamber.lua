@@ -232,6 +232,63 @@ function M.narrow(id, wall, xs, dx, dim)
   return msg
 end
 
+-- A wall bends right only with cells across its thickness: a cantilever 1 / 2 / 3 / 4 / 6 cells thick (2 particles per
+-- cell and axis) sags 2.53 / 1.39 / 1.12 / 1.08 / 1.04 times as far as converged (8 cells at 4 particles per cell and
+-- axis; docs/experiments/wall_cells.lua, docs/modelling.md): a thin chamber wall bends too far.
+M.WALL_CELLS = 3
+-- The share of a chamber wall's area thinner than M.WALL_CELLS cells above which it is warned of (a corner's or an
+-- edge's few slanted rays are not a thin wall).
+M.THIN_SHARE = 0.1
+
+--- Warns (cq._warn) when more than M.THIN_SHARE of chamber actuator `id`'s wall area has solid thinner than
+--- M.WALL_CELLS cells (dx) behind it: from each wall particle a ray along its normal (from the cavity into the solid)
+--- runs in steps of half its spacing (vol^(1/dim)) until no solid particle lies within 0.8 spacings of it (a lattice's
+--- farthest point from a particle is 0.71 spacings away); the wall's thickness there is that distance plus 0.2
+--- spacings. xs, vol: the robot's positions and volumes (1-based); solid: the indices of its particles that are not
+--- fluid. Returns the warning or nil.
+function M.thin(id, wall, xs, vol, solid, dx, dim)
+  if #wall.particles == 0 then return nil end
+  local h = 0
+  for _, p in ipairs(wall.particles) do h = math.max(h, vol[p] ^ (1 / dim)) end
+  local near = spatial_hash(solid, function(p) return xs[p] end, h, dim)
+  local limit, area, thin_area = M.WALL_CELLS * dx, 0, 0
+  local thinnest, at = math.huge, nil
+  local y = {}
+  for i, p in ipairs(wall.particles) do
+    local x, N, sp = xs[p], wall.normal[i], vol[p] ^ (1 / dim)
+    local r2, t, thickness = (0.8 * sp) ^ 2, 0, nil
+    while true do
+      t = t + sp / 2
+      for a = 1, dim do y[a] = x[a] + t * N[a] end
+      local found = false
+      near(y, 1, function(q)
+        if found then return end
+        local d2 = 0
+        for a = 1, dim do d2 = d2 + (xs[q][a] - y[a]) ^ 2 end
+        if d2 < r2 then found = true end
+      end)
+      if not found then thickness = t + 0.2 * sp break end
+      if t + 0.2 * sp >= limit then break end
+    end
+    area = area + wall.area[i]
+    if thickness and thickness < limit then
+      thin_area = thin_area + wall.area[i]
+      if thickness < thinnest then thinnest, at = thickness, p end
+    end
+  end
+  if not (thin_area > M.THIN_SHARE * area) then return nil end
+  local where = {}
+  for a = 1, dim do where[a] = string.format("%.4g", xs[at][a]) end
+  local msg = string.format("cqlua: warning: robot:world: %.0f %% of chamber actuator %d's wall is thinner than %d " ..
+    "cells (dx = %.4g; the thinnest %.2g cells, behind particle %d at (%s)): a wall bends too easily with fewer " ..
+    "cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.5 / 1.4 / 1.12 times as far as converged, at 2 " ..
+    "particles per cell and axis; docs/modelling.md), so where these walls bend they bend too far (a wall that " ..
+    "only stretches, as an inflated ball's, is less affected); refine dx (walls at least %d cells thick, 4 for 8 %%)",
+    100 * thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
+  require("cq._warn").warn(msg)
+  return msg
+end
+
 --- How far a chamber wall is from closed: |sum_i N_i dA_i| / sum_i dA_i (0 for a closed surface: the divergence
 --- theorem; 1 for a flat open one).
 function M.opening(wall, dim)

@@ -493,8 +493,16 @@ function Robot:world(opts)
     end
   end
   w.groups = self.groups -- blow-up messages and warnings name the group of the particle
-  for i, a in ipairs(self.actuators) do -- a cavity the grid cannot resolve glues shut
-    if a.wall then chambers.narrow(i, a.wall, self.x, w.dx, self.dim) end
+  local solid -- the particles that are not fluid, for the chamber walls' thickness
+  for i, a in ipairs(self.actuators) do -- a cavity the grid cannot resolve glues shut; a wall it cannot balloons
+    if a.wall then
+      chambers.narrow(i, a.wall, self.x, w.dx, self.dim)
+      if not solid then
+        solid = {}
+        for p = 1, n do if self.mat[p].model ~= "fluid" then solid[#solid + 1] = p end end
+      end
+      chambers.thin(i, a.wall, self.x, self.vol, solid, w.dx, self.dim)
+    end
   end
   w:commit()
   local s = w:state()

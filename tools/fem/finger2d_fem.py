@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Independent finite-element reference for cqlua's 2D pneumatic finger (examples/pneumatic2d.lua), issue 62 item 6(b).
+
+A check only: scikit-fem (PyPI) and gmsh (run as a program), nothing of cqlua's code. See tools/fem/README.md.
+
+The model, in the drawing's own frame (scenes/finger2d.geo: x along the finger from its base, y across it, mm):
+  * plane strain, quasi-static (no inertia, no damping);
+  * Mooney-Rivlin, W = c10 (I1bar - 3) + c01 (I2bar - 3) + (K/2)(J - 1)^2 with I1bar, I2bar the isochoric invariants
+    of F3 = [[F, 0], [0, 1]] (docs/api.md), c10 = 1.19 kPa, c01 = 23.028 kPa, K = 1.75 GPa (the dragonskin30 preset of
+    lua/cq/materials.lua), density 1080 kg/m^3;
+  * mixed displacement-pressure (Taylor-Hood P2/P1 triangles): Pi = int W_iso(F) + p (J - 1) - p^2 / (2K) dA, whose
+    elimination of p gives back (K/2)(J - 1)^2 exactly, so it is the same energy without locking;
+  * the base clamped: u = 0 for x <= CLAMP (3.5 mm: the drawing's part inside the sticky band's grid nodes in the
+    example's placement; the mesh has a line there);
+  * gravity rho g along +x (the finger hangs: the world's -y is the drawing's +x);
+  * the chamber pressure pc on the 8 chambers' walls (the physical curve "chamber"), a follower load: traction
+    -pc cof(F) N dA (Nanson, N the solid's outward normal, in 2D cof(F) = J F^-T is linear in F, so its consistent
+    linearisation is pc cof(grad du) N), the cavities closed, so no net force is corrected away (it is zero);
+  * Newton (full consistent Jacobian, sparse LU) with load continuation in pc (adaptive steps), from the
+    gravity-loaded state at pc = 0.
+The tip: the area-weighted mean displacement of the material with x >= L - 3 mm at rest (integrated over that region;
+the mesh has a line there), relative to the gravity-loaded state at pc = 0, reported in the world's frame of the
+example (world dx = drawing u_y, world dy = -drawing u_x).
+Stability: at each reported pressure the lowest eigenvalues of the tangent stiffness (the pressure unknowns
+eliminated, generalised problem K phi = lambda M phi with the displacement mass matrix; shift-invert ARPACK): a limit
+point or bifurcation shows as lambda_1 -> 0; sqrt(lambda_1 / rho) is the first natural frequency of the loaded finger.
+
+Units inside: mm and kPa (forces per unit depth in kPa mm = N/m).
+
+usage: python3 tools/fem/finger2d_fem.py [--mesh 2,1,0.5] [--pressures 0.5,1,1.5,2,3,5,...] [--clamp 3.5]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import meshio
+from skfem import (MeshTri, Basis, FacetBasis, ElementTriP1, ElementTriP2, ElementVector, BilinearForm, LinearForm,
+                   Functional, asm)
+from skfem.helpers import grad, ddot, dot
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GEO = os.path.join(ROOT, "scenes", "finger2d.geo")
+
+C10, C01, BULK, RHO = 1.19, 23.028, 1.75e6, 1080.0  # kPa, kPa, kPa, kg/m^3
+G = 9.8
+RHOG = RHO * G * 1e-6  # N/m^3 = Pa/m -> kPa/mm: 1080 * 9.8 Pa/m = 1.0584e-2 kPa/mm
+L, H = 100.0, 16.0
+# the chambers, from the .geo: n = 8, cl = 8, gap = 3, x0 = 10, layer 3, bottom 2, roof 2
+CHAMBERS = [(10.0 + i * 11.0, 10.0 + i * 11.0 + 8.0, 5.0, 14.0) for i in range(8)]
+
+
+# ---------------------------------------------------------------------------------------------------------- mesh
+def make_mesh(h, clamp, tip_from, keep=None):
+    """scenes/finger2d.geo meshed by gmsh at largest size h (as cqlua runs it: -clmax h -setnumber mesh_size h), with
+    two extra lines cut through the section (x = clamp and x = tip_from) so that the clamp and the tip region are
+    unions of elements. The drawing itself is not changed: the .geo's text with two rectangles fragmented in before
+    its physical groups."""
+    src = open(GEO).read()
+    marker = "e = 1e-3;"
+    assert marker in src
+    cut = ("cutA = news; Rectangle(cutA) = {0, 0, 0, %.17g, H};\n"
+           "cutB = news; Rectangle(cutB) = {%.17g, 0, 0, L - %.17g, H};\n"
+           "BooleanFragments{ Surface{:}; Delete; }{}\n") % (clamp, tip_from, tip_from)
+    src = src.replace(marker, cut + marker, 1)
+    d = tempfile.mkdtemp(prefix="finger2d_fem_")
+    geo, msh = os.path.join(d, "finger2d_cut.geo"), os.path.join(d, "finger2d.msh")
+    open(geo, "w").write(src)
+    subprocess.run(["gmsh", "-2", "-format", "msh41", "-v", "2", "-clmax", repr(h), "-setnumber", "mesh_size", repr(h),
+                    geo, "-o", msh], check=True, stdout=subprocess.DEVNULL)
+    m = meshio.read(msh)
+    tris, lines, line_tags = [], [], []
+    for block, phys in zip(m.cells, m.cell_data["gmsh:physical"]):
+        if block.type == "triangle":
+            tris.append(block.data)
+        elif block.type == "line":
+            lines.append(block.data)
+            line_tags.append(phys)
+    tris = np.vstack(tris)
+    used = np.unique(tris)
+    remap = -np.ones(len(m.points), dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    p = m.points[used, :2].T.copy()
+    t = remap[tris].T.copy()
+    mesh = MeshTri(p, t)  # skfem orients the triangles
+    # the physical curve "chamber", as gmsh tags it
+    names = {v[0]: k for k, v in m.field_data.items() if v[1] == 1}
+    chamber_tag = [k for k, v in names.items() if v == "chamber"][0]
+    ch_edges = np.vstack([remap[l[tg == chamber_tag]] for l, tg in zip(lines, line_tags)])
+    if keep is not None:
+        import shutil
+        shutil.copy(msh, keep)
+    return mesh, ch_edges
+
+
+def facets_of_edges(mesh, edges):
+    key = {tuple(sorted(f)): i for i, f in enumerate(mesh.facets.T)}
+    return np.array([key[tuple(sorted(e))] for e in edges], dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------------------------------- material
+def cof(F):
+    return np.array([[F[1, 1], -F[1, 0]], [-F[0, 1], F[0, 0]]])
+
+
+def P_iso(F):
+    """First Piola stress of c10 (I1bar - 3) + c01 (I2bar - 3), plane strain (F3 = diag(F, 1)); F: (2, 2, ...)."""
+    J = F[0, 0] * F[1, 1] - F[0, 1] * F[1, 0]
+    cf = cof(F)
+    C = np.einsum("ki...,kj...->ij...", F, F)
+    I1 = C[0, 0] + C[1, 1] + 1.0
+    I2 = 0.5 * (I1 ** 2 - (np.einsum("ij...,ij...->...", C, C) + 1.0))
+    FC = np.einsum("ik...,kj...->ij...", F, C)
+    return (C10 * (J ** (-2.0 / 3.0) * 2.0 * F - (2.0 / 3.0) * J ** (-5.0 / 3.0) * I1 * cf)
+            + C01 * (J ** (-4.0 / 3.0) * (2.0 * I1 * F - 2.0 * FC) - (4.0 / 3.0) * J ** (-7.0 / 3.0) * I2 * cf))
+
+
+def W_iso(F):
+    J = F[0, 0] * F[1, 1] - F[0, 1] * F[1, 0]
+    C = np.einsum("ki...,kj...->ij...", F, F)
+    I1 = C[0, 0] + C[1, 1] + 1.0
+    I2 = 0.5 * (I1 ** 2 - (np.einsum("ij...,ij...->...", C, C) + 1.0))
+    return C10 * (J ** (-2.0 / 3.0) * I1 - 3.0) + C01 * (J ** (-4.0 / 3.0) * I2 - 3.0)
+
+
+def A_iso(F):
+    """dP/dF by complex step (exact to round-off): A[i, j, k, l] = dP_ij / dF_kl."""
+    h = 1e-30
+    A = np.zeros((2, 2, 2, 2) + F.shape[2:])
+    for k in range(2):
+        for l in range(2):
+            Fc = F.astype(complex)
+            Fc[k, l] = Fc[k, l] + 1j * h
+            A[:, :, k, l] = P_iso(Fc).imag / h
+    return A
+
+
+def self_check():
+    rng = np.random.default_rng(1)
+    F = np.eye(2)[:, :, None] + 0.3 * rng.standard_normal((2, 2, 5))
+    e = 1e-6
+    P = P_iso(F)
+    for k in range(2):
+        for l in range(2):
+            dF = np.zeros_like(F)
+            dF[k, l] = e
+            fd = (W_iso(F + dF) - W_iso(F - dF)) / (2 * e)
+            assert np.allclose(fd, P[k, l], rtol=1e-6, atol=1e-8), (fd, P[k, l])
+    assert np.allclose(P_iso(np.eye(2)[:, :, None]), 0, atol=1e-12)
+    # small-strain shear modulus 2 (c10 + c01)
+    g = 1e-6
+    Fs = np.array([[1.0, g], [0.0, 1.0]])[:, :, None]
+    assert abs(P_iso(Fs)[0, 1, 0] / g - 2 * (C10 + C01)) < 1e-4 * (C10 + C01)
+
+
+# ------------------------------------------------------------------------------------------------------- forms
+@BilinearForm
+def a_uu(du, v, w):
+    return np.einsum("ijkl...,kl...,ij...->...", w["A"].value, grad(du), grad(v)) + w["p"] * ddot(cof(grad(du)), grad(v))
+
+
+@BilinearForm
+def b_up(du, q, w):  # rows: pressure test q, columns: displacement trial du
+    return q * ddot(w["cofF"].value, grad(du))
+
+
+@BilinearForm
+def m_pp(dp, q, w):
+    return dp * q
+
+
+@BilinearForm
+def m_uu(du, v, w):
+    return dot(du, v)
+
+
+@LinearForm
+def r_u(v, w):
+    P = w["P"].value + w["p"] * w["cofF"].value
+    return ddot(P, grad(v)) - RHOG * v[0]
+
+
+@LinearForm
+def r_p(q, w):
+    return q * (w["J"].value - 1.0 - w["p"] / BULK)
+
+
+@LinearForm
+def r_ch(v, w):  # the chamber's follower load, + pc cof(F) N . v (N: the solid's outward normal)
+    F = np.eye(2)[:, :, None, None] + grad(w["u"])
+    return w["pc"] * dot(np.einsum("ij...,j...->i...", cof(F), w.n), v)
+
+
+@BilinearForm
+def k_ch(du, v, w):
+    return w["pc"] * dot(np.einsum("ij...,j...->i...", cof(grad(du)), w.n), v)
+
+
+@Functional
+def tip_area(w):
+    return w["ind"].value
+
+
+# ---------------------------------------------------------------------------------------------------- problem
+class Finger:
+    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None):
+        self.h, self.clamp = h, clamp
+        mesh, ch_edges = make_mesh(h, clamp, L - tip_len, keep)
+        self.mesh = mesh
+        self.ub = Basis(mesh, ElementVector(ElementTriP2()), intorder=4)
+        self.pb = Basis(mesh, ElementTriP1(), intorder=4)
+        self.chf = facets_of_edges(mesh, ch_edges)
+        self.fb = FacetBasis(mesh, ElementVector(ElementTriP2()), facets=self.chf, intorder=4)
+        # the physical curve is the chambers' walls and nothing else
+        mid = mesh.p[:, mesh.facets[:, self.chf]].mean(axis=1)
+        on = np.zeros(mid.shape[1], dtype=bool)
+        for (xa, xb, ya, yb) in CHAMBERS:
+            inside = (mid[0] > xa - 1e-9) & (mid[0] < xb + 1e-9) & (mid[1] > ya - 1e-9) & (mid[1] < yb + 1e-9)
+            edge = (np.abs(mid[0] - xa) < 1e-9) | (np.abs(mid[0] - xb) < 1e-9) | (np.abs(mid[1] - ya) < 1e-9) | \
+                   (np.abs(mid[1] - yb) < 1e-9)
+            on |= inside & edge
+        assert on.all(), "a chamber facet off the chambers' walls"
+        flen = np.linalg.norm(np.diff(mesh.p[:, mesh.facets[:, self.chf]], axis=1)[:, 0], axis=0).sum()
+        assert abs(flen - 8 * 2 * (8 + 9)) < 1e-9, flen
+        self.Nu, self.Np = self.ub.N, self.pb.N
+        self.fixed = np.nonzero(self.ub.doflocs[0] <= clamp + 1e-9)[0]
+        self.free = np.setdiff1d(np.arange(self.Nu + self.Np), self.fixed)
+        cx = mesh.p[0, mesh.t].mean(axis=0)
+        ind = (cx > L - tip_len).astype(float)
+        self.ind = np.repeat(ind[:, None], self.ub.X.shape[-1], axis=1)
+        self.tip_A = tip_area.assemble(self.ub, ind=self.ind)
+        self.Mp = m_pp.assemble(self.pb)
+        self.Mu = m_uu.assemble(self.ub)
+
+    def fields(self, x):
+        u, p = x[:self.Nu], x[self.Nu:]
+        uf = self.ub.interpolate(u)
+        pf = self.pb.interpolate(p)
+        F = np.eye(2)[:, :, None, None] + uf.grad
+        J = F[0, 0] * F[1, 1] - F[0, 1] * F[1, 0]
+        return u, uf, pf, F, J
+
+    def residual(self, x, pc, jac=True):
+        u, uf, pf, F, J = self.fields(x)
+        if J.min() <= 0:
+            return None, None
+        P, cF = P_iso(F), cof(F)
+        Ru = r_u.assemble(self.ub, P=P, p=pf, cofF=cF)
+        if pc != 0:
+            Ru = Ru + r_ch.assemble(self.fb, u=self.fb.interpolate(u), pc=pc)
+        Rp = r_p.assemble(self.pb, p=pf, J=J)
+        R = np.concatenate([Ru, Rp])
+        if not jac:
+            return R, None
+        Kuu = a_uu.assemble(self.ub, A=A_iso(F), p=pf)
+        if pc != 0:
+            Kuu = Kuu + k_ch.assemble(self.fb, pc=pc)
+        B = b_up.assemble(self.ub, self.pb, cofF=cF)
+        Kt = sp.bmat([[Kuu, B.T], [B, -self.Mp / BULK]], format="csr")
+        return R, Kt
+
+    def newton(self, x, pc, tol=1e-9, maxit=25):
+        """Newton with a backtracking line search on ||R||; returns (x, iterations) or (None, why)."""
+        x = x.copy()
+        R, Kt = self.residual(x, pc)
+        if R is None:
+            return None, "inverted"
+        scale = None
+        for it in range(1, maxit + 1):
+            Rf = R[self.free]
+            nr = np.linalg.norm(Rf)
+            if scale is None:
+                scale = max(nr, 1e-3)
+            dx = np.zeros_like(x)
+            dx[self.free] = spla.spsolve(Kt[self.free][:, self.free].tocsc(), -Rf)
+            step = 1.0
+            while True:
+                xn = x + step * dx
+                Rn, _ = self.residual(xn, pc, jac=False)
+                if Rn is not None and np.all(np.isfinite(Rn)) and np.linalg.norm(Rn[self.free]) < (1 - 1e-4 * step) * nr:
+                    break
+                if Rn is not None and np.all(np.isfinite(Rn)) and nr < 1e-8:
+                    break  # at round-off
+                step *= 0.5
+                if step < 1e-4:
+                    return None, "line search failed at |R| %.3e" % nr
+            x = xn
+            du = np.abs(step * dx[:self.Nu]).max()
+            R, Kt = self.residual(x, pc)
+            if R is None:
+                return None, "inverted"
+            if du < tol and np.linalg.norm(R[self.free]) < 1e-6 * scale + 1e-10:
+                self.last_K = Kt
+                return x, it
+        return None, "no convergence in %d iterations (|R| %.3e, |du| %.3e mm)" % (maxit, np.linalg.norm(R[self.free]), du)
+
+    def tip(self, x):
+        """The area-weighted mean displacement over the tip region (x >= L - 3 mm at rest), drawing frame, mm."""
+        uf = self.ub.interpolate(x[:self.Nu])
+        return np.array([tip_area.assemble(self.ub, ind=self.ind * uf.value[a]) / self.tip_A for a in range(2)])
+
+    def lowest_eigs(self, Kt, k=3):
+        """Lowest eigenvalues of the tangent with the pressure unknowns eliminated: K phi = lambda M phi, M the
+        displacement mass matrix (zero on the pressure unknowns), by shift-invert about a small negative shift."""
+        Ks = 0.5 * (Kt + Kt.T)
+        M = sp.bmat([[self.Mu, None], [None, sp.csr_matrix((self.Np, self.Np))]], format="csr")
+        f = self.free
+        Kf, Mf = Ks[f][:, f].tocsc(), M[f][:, f].tocsc()
+        sigma = -1e-6
+        lu = spla.splu((Kf - sigma * Mf).tocsc())
+        op = spla.LinearOperator(Kf.shape, matvec=lu.solve)
+        vals = spla.eigsh(Kf, k=k, M=Mf, sigma=sigma, which="LM", OPinv=op, return_eigenvectors=False)
+        return np.sort(vals)
+
+
+def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None):
+    t0 = time.time()
+    fg = Finger(h, clamp=clamp, keep=keep)
+    log("mesh %g mm: %d triangles, %d + %d unknowns (P2 displacement, P1 pressure), %d chamber facets, clamp x <= %g mm"
+        % (h, fg.mesh.t.shape[1], fg.Nu, fg.Np, len(fg.chf), clamp))
+    x = np.zeros(fg.Nu + fg.Np)
+    x, it = fg.newton(x, 0.0)
+    assert x is not None, it
+    rest = fg.tip(x)
+    lam = fg.lowest_eigs(fg.last_K)
+    # world frame of the example: world x = drawing y, world y = -drawing x
+    log("  0 kPa (gravity): %d Newton iterations, tip sags %.5f mm along the finger (drawing u_x), "
+        "lambda_1 %.4g (first natural frequency %.2f rad/s)" % (it, rest[0], lam[0], np.sqrt(lam[0] * 1e9 / RHO)))
+    rows = []
+    pc, dp = 0.0, 0.05
+    xs = x
+    for target in targets:
+        while pc < target - 1e-12:
+            step = min(dp, target - pc)
+            xn, it = fg.newton(xs, pc + step)
+            if xn is None:
+                dp = step / 2
+                if dp < 1e-4:
+                    log("  Newton fails at %.4f kPa (from %.4f kPa with steps down to %.1e kPa): %s"
+                        % (pc + step, pc, step, it))
+                    return rows, fg, time.time() - t0, pc
+                continue
+            pc, xs = pc + step, xn
+            if it <= 4:
+                dp = min(pmax_step, 1.5 * step)
+        t = fg.tip(xs) - rest
+        lam = fg.lowest_eigs(fg.last_K)
+        wx, wy = t[1], -t[0]
+        u = xs[:fg.Nu]
+        J = fg.fields(xs)[4]
+        rows.append((target, wx, wy, np.hypot(wx, wy), lam[0]))
+        log("  %6.3f kPa: tip moved %.4f mm (world dx %.4f, dy %.4f), lambda_1 %.4g (%.2f rad/s), max |u| %.3f mm, "
+            "J in [%.6f, %.6f], %.0f s" % (target, np.hypot(wx, wy), wx, wy, lam[0],
+                                         np.sqrt(max(lam[0], 0) * 1e9 / RHO), np.abs(u).max(), J.min(), J.max(),
+                                         time.time() - t0))
+        sys.stdout.flush()
+    return rows, fg, time.time() - t0, pc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mesh", default="2,1,0.5")
+    ap.add_argument("--pressures", default="0.5,1,1.5,2,2.5,3,4,5,6,8,10,12,15,20,25,30")
+    ap.add_argument("--clamp", type=float, default=3.5)
+    ap.add_argument("--csv", default=None)
+    a = ap.parse_args()
+    self_check()
+    targets = [float(v) for v in a.pressures.split(",")]
+    out = []
+    for h in [float(v) for v in a.mesh.split(",")]:
+        rows, fg, secs, reached = sweep(h, targets, a.clamp)
+        print("mesh %g mm: %.0f s wall" % (h, secs))
+        sys.stdout.flush()
+        for r in rows:
+            out.append((h,) + r)
+    print("mesh_mm,pressure_kPa,tip_dx_mm,tip_dy_mm,tip_mm,lambda1")
+    for r in out:
+        print("%g,%g,%.5f,%.5f,%.5f,%.5g" % r)
+    if a.csv:
+        with open(a.csv, "w") as f:
+            f.write("mesh_mm,pressure_kPa,tip_dx_mm,tip_dy_mm,tip_mm,lambda1\n")
+            for r in out:
+                f.write("%g,%g,%.5f,%.5f,%.5f,%.5g\n" % r)
+
+
+if __name__ == "__main__":
+    main()
