@@ -189,6 +189,40 @@ describe("a body coming apart", function()
     for _ = 1, 60 do w2:step(s2) end
   end)
 
+  it("is warned of in memo:step (a training rollout), once, each recording checked from the state it begins from",
+    function()
+    local robot = require "cq.robot"
+    local w, s0 = bar(2)
+    local memo = w:memo { steps = 60 }
+    local function record()
+      memo:begin(s0)
+      for _ = 1, 60 do memo:step() end
+    end
+    local ws = robot.warnings_of(record)
+    assert.are.equal(60, memo:recorded()) -- the recording goes on
+    assert.are.equal(1, #ws)
+    print("  " .. ws[1])
+    assert.matches("^cqlua: warning: memo:step: robot group 1 'bar' came apart by step %d+", ws[1])
+    assert.matches("it was 1 piece in the state the recording began from and is 2 now", ws[1])
+    assert.matches("may reward the tear", ws[1])
+    assert.are.same({}, robot.warnings_of(record)) -- the same baseline: warned of once
+    w:check_fracture(false)
+    w:check_fracture(true, 1) -- a new baseline: warned of again
+    assert.are.equal(1, #robot.warnings_of(record))
+    -- a recording that begins apart is not a fracture: the baseline is taken again from the new begin state
+    local apart = s0:copy()
+    for p = 0, w.n - 1 do
+      if apart.x[p] > 0.5 then apart.x[p] = apart.x[p] + 0.1 end
+      apart.v[p], apart.v[w.n + p] = 0, 0
+    end
+    assert.are.same({}, robot.warnings_of(function()
+      memo:begin(apart)
+      for _ = 1, 20 do memo:step() end
+    end))
+    w:check_fracture(false)
+    assert.are.same({}, robot.warnings_of(record)) -- off
+  end)
+
   it("does not stop a body that deforms without coming apart, nor count separate bodies or a fluid", function()
     local w, s = bar(0.2) -- stretched, whole
     for _ = 1, 60 do w:step(s) end

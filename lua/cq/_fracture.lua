@@ -100,12 +100,11 @@ function M.check(world, s, base, step)
       end
       local where = {}
       for a = 1, dim do where[a] = string.format("%.4g", mean[a]) end
-      return string.format("%s came apart by step %d (t = %.4g s): it was %d piece%s in the first state stepped " ..
-        "from and is %d now (particles linked within %g cells, dx = %.4g); its smallest piece, %d particle%s, is " ..
+      return string.format("%s came apart by step %d (t = %.4g s): it was %d piece%s in %s and is %d now (particles linked within %g cells, dx = %.4g); its smallest piece, %d particle%s, is " ..
         "around (%s). Solids do not fracture in this model: the body was stretched past what the grid resolves " ..
         "(numerical fracture). Refine dx (a wall should span 3 cells or more), lower the load (pressure, " ..
         "actuation) or stiffen the material; world:check_fracture(false) turns this check off", b.name, step,
-        s:time(), b.pieces, b.pieces == 1 and "" or "s", count, M.LINK, world.dx, small, small == 1 and "" or "s",
+        s:time(), b.pieces, b.pieces == 1 and "" or "s", base.from or "the first state stepped from", count, M.LINK, world.dx, small, small == 1 and "" or "s",
         table.concat(where, ", "))
     end
   end

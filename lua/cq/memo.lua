@@ -6,6 +6,7 @@ local C = require "cq._ffi"
 local check = require "cq._check"
 local registry = require "cq._registry"
 local state = require "cq.state"
+local now = require("cq.clock").now
 
 local M = {}
 local Memo = {}
@@ -54,6 +55,27 @@ function Memo:begin(s0)
   state.check_arg(where, "s0", s0, self.world)
   if not self.world._placed then self.world:_placement(s0) end
   self.world:_check(self.world._lib.cq_memo_begin(h, s0._h), where)
+  self:_fracture_baseline(s0)
+end
+
+-- Numerical fracture (cq._fracture), as world:step checks it: each solid body's pieces in the state a recording
+-- begins from, taken again only when a recording begins from other positions than the last (a training loop's
+-- rollouts begin from the same state), then checked after the steps as often as costs at most 2 % of them. A body
+-- that comes apart in a recording is warned of, once per baseline, and the recording goes on: an optimiser's trial
+-- parameters may tear a body for a while (a walker's stray foot particle), and its loss may still be what the
+-- user wants; the warning says that the loss may exploit the tear.
+function Memo:_fracture_baseline(s0)
+  local w = self.world
+  if w._fracture_off then self._fracture = nil return end
+  local n, x, sum = w.n, s0.x, 0
+  for i = 0, w.dim * n - 1 do sum = sum + x[i] * ((i % 7) + 1) end -- positions' fingerprint
+  local F = self._fracture
+  if not (F and F.sum == sum and F.gen == w._fracture_gen) then
+    F = require("cq._fracture").baseline(w, s0, w.params.material, registry.MATERIAL.fluid)
+    F.cost, F.spent, F.sum, F.gen, F.from = 0, 0, sum, w._fracture_gen, "the state the recording began from"
+    self._fracture = F
+  end
+  F.steps = 0
 end
 
 --- Records one control step with actuation u and, optionally, a per-particle force (double[dim * n],
@@ -62,7 +84,18 @@ end
 function Memo:step(u, force, stress)
   local where = "memo:step"
   local h = self:_handle(where)
+  local F = self._fracture
+  local t0 = F and now()
   self.world:_check(self.world._lib.cq_memo_step(h, self.world:_control(where, u, force, stress)), where)
+  if F and not F.warned then
+    local msg = self.world:_fracture_check(self.state, now() - t0, F, where, true)
+    if msg then
+      F.warned = true
+      require("cq._warn").warn("cqlua: warning: memo:step: " .. msg .. ". The recording goes on (this is warned of " ..
+        "once): a loss from a torn body may reward the tear (particles flung forward), and its gradients are those " ..
+        "of the tear")
+    end
+  end
 end
 
 --- Zeroes gradients; afterwards memo.grad holds dL/d(final state): add the loss gradient into it.

@@ -513,8 +513,10 @@ function World:_fracture_baseline(s)
   -- (the baseline's own time holds the JIT's compilation)
 end
 
-function World:_fracture_check(s, took)
-  local F = self._fracture
+-- After a step of s that took `took` seconds: checks s against the baseline F when the budget allows; where: the
+-- caller's name for the message (world:step, memo:step). Raises the message, or with warn returns it (once per F).
+function World:_fracture_check(s, took, F, where, warn)
+  F = F or self._fracture
   F.steps = F.steps + 1
   if F.after then F.cost, F.after = F.cost + took, false else F.spent = F.spent + took end
   if self._fracture_every and F.steps % self._fracture_every ~= 0 then return end
@@ -522,17 +524,19 @@ function World:_fracture_check(s, took)
   local t0 = now()
   local msg = require("cq._fracture").check(self, s, F, F.steps)
   F.cost, F.spent, F.after = now() - t0, 0, true
-  if msg then check.raise("world:step: " .. msg) end
+  if msg and not warn then check.raise((where or "world:step") .. ": " .. msg) end
+  return msg
 end
 
---- Numerical fracture check of world:step on (the default) or off; on again takes a new baseline from the next state
---- stepped from. every: check after every that many control steps (default: as often as costs at most 2 % of the
+--- Numerical fracture check of world:step and memo:step on (the default) or off; on again takes a new baseline from
+--- the next state stepped from. every: check after every that many control steps (default: as often as costs at most 2 % of the
 --- stepping's wall time). Returns the world.
 function World:check_fracture(on, every)
   local where = "world:check_fracture"
   if type(on) ~= "boolean" then check.fail(where, "on must be true or false", on) end
   if every ~= nil then check.integer(where, "every", every, 1) end
   self._fracture_off, self._fracture, self._fracture_every = not on, nil, every
+  self._fracture_gen = (self._fracture_gen or 0) + 1 -- memos take a new baseline too
   return self
 end
 

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import meshio
-from skfem import (MeshTri, Basis, FacetBasis, ElementTriP1, ElementTriP2, ElementVector, BilinearForm, LinearForm,
+from skfem import (MeshTri, Basis, FacetBasis, ElementTriP0, ElementTriP1, ElementTriP2, ElementVector, BilinearForm, LinearForm,
                    Functional, asm)
 from skfem.helpers import grad, ddot, dot
 
@@ -209,12 +209,12 @@ def tip_area(w):
 
 # ---------------------------------------------------------------------------------------------------- problem
 class Finger:
-    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None):
-        self.h, self.clamp = h, clamp
+    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None, pelem="P1"):
+        self.h, self.clamp, self.pelem = h, clamp, pelem
         mesh, ch_edges = make_mesh(h, clamp, L - tip_len, keep)
         self.mesh = mesh
         self.ub = Basis(mesh, ElementVector(ElementTriP2()), intorder=4)
-        self.pb = Basis(mesh, ElementTriP1(), intorder=4)
+        self.pb = Basis(mesh, ElementTriP1() if pelem == "P1" else ElementTriP0(), intorder=4)
         self.chf = facets_of_edges(mesh, ch_edges)
         self.fb = FacetBasis(mesh, ElementVector(ElementTriP2()), facets=self.chf, intorder=4)
         # the physical curve is the chambers' walls and nothing else
@@ -319,11 +319,11 @@ class Finger:
         return np.sort(vals)
 
 
-def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None):
+def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1"):
     t0 = time.time()
-    fg = Finger(h, clamp=clamp, keep=keep)
-    log("mesh %g mm: %d triangles, %d + %d unknowns (P2 displacement, P1 pressure), %d chamber facets, clamp x <= %g mm"
-        % (h, fg.mesh.t.shape[1], fg.Nu, fg.Np, len(fg.chf), clamp))
+    fg = Finger(h, clamp=clamp, keep=keep, pelem=pelem)
+    log("mesh %g mm: %d triangles, %d + %d unknowns (P2 displacement, %s pressure), %d chamber facets, clamp x <= %g mm"
+        % (h, fg.mesh.t.shape[1], fg.Nu, fg.Np, pelem, len(fg.chf), clamp))
     x = np.zeros(fg.Nu + fg.Np)
     x, it = fg.newton(x, 0.0)
     assert x is not None, it
@@ -333,7 +333,7 @@ def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None):
     log("  0 kPa (gravity): %d Newton iterations, tip sags %.5f mm along the finger (drawing u_x), "
         "lambda_1 %.4g (first natural frequency %.2f rad/s)" % (it, rest[0], lam[0], np.sqrt(lam[0] * 1e9 / RHO)))
     rows = []
-    pc, dp = 0.0, 0.05
+    pc, dp, nsteps = 0.0, 0.05, 0
     xs = x
     for target in targets:
         while pc < target - 1e-12:
@@ -347,6 +347,7 @@ def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None):
                     return rows, fg, time.time() - t0, pc
                 continue
             pc, xs = pc + step, xn
+            nsteps += 1
             if it <= 4:
                 dp = min(pmax_step, 1.5 * step)
         t = fg.tip(xs) - rest
@@ -355,10 +356,11 @@ def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None):
         u = xs[:fg.Nu]
         J = fg.fields(xs)[4]
         rows.append((target, wx, wy, np.hypot(wx, wy), lam[0]))
+        dA = fg.ub.dx
         log("  %6.3f kPa: tip moved %.4f mm (world dx %.4f, dy %.4f), lambda_1 %.4g (%.2f rad/s), max |u| %.3f mm, "
-            "J in [%.6f, %.6f], %.0f s" % (target, np.hypot(wx, wy), wx, wy, lam[0],
-                                         np.sqrt(max(lam[0], 0) * 1e9 / RHO), np.abs(u).max(), J.min(), J.max(),
-                                         time.time() - t0))
+            "J at the quadrature points in [%.4f, %.4f], mean |J - 1| %.2e, Newton steps %d, %.0f s"
+            % (target, np.hypot(wx, wy), wx, wy, lam[0], np.sqrt(max(lam[0], 0) * 1e9 / RHO), np.abs(u).max(),
+               J.min(), J.max(), (np.abs(J - 1) * dA).sum() / dA.sum(), nsteps, time.time() - t0))
         sys.stdout.flush()
     return rows, fg, time.time() - t0, pc
 
@@ -368,13 +370,15 @@ def main():
     ap.add_argument("--mesh", default="2,1,0.5")
     ap.add_argument("--pressures", default="0.5,1,1.5,2,2.5,3,4,5,6,8,10,12,15,20,25,30")
     ap.add_argument("--clamp", type=float, default=3.5)
+    ap.add_argument("--pelem", default="P1", choices=["P1", "P0"],
+                    help="pressure element: P1 (Taylor-Hood P2/P1, the default) or P0 (P2/P0, a second check)")
     ap.add_argument("--csv", default=None)
     a = ap.parse_args()
     self_check()
     targets = [float(v) for v in a.pressures.split(",")]
     out = []
     for h in [float(v) for v in a.mesh.split(",")]:
-        rows, fg, secs, reached = sweep(h, targets, a.clamp)
+        rows, fg, secs, reached = sweep(h, targets, a.clamp, pelem=a.pelem)
         print("mesh %g mm: %.0f s wall" % (h, secs))
         sys.stdout.flush()
         for r in rows:

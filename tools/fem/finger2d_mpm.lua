@@ -80,7 +80,9 @@ end
 
 local wall0 = os.time()
 local rest, rtrace, rcpu = settle(0)
-print(string.format("finger2d_mpm: 0 kPa (gravity only): tip at (%.5f, %.5f) m, %.1f s cpu", rest[1], rest[2], rcpu))
+local tip0 = s0:mean("x", tip)
+print(string.format("finger2d_mpm: 0 kPa (gravity only): tip at (%.5f, %.5f) m, sagged (%.4f, %.4f) mm from the drawing, " ..
+  "%.1f s cpu", rest[1], rest[2], (rest[1] - tip0[1]) * 1e3, (rest[2] - tip0[2]) * 1e3, rcpu))
 for _, e in ipairs(rtrace) do
   print(string.format("  t %.2f s: tip (%.4f, %.4f) mm from its end position", e[1], (e[2][1] - rest[1]) * 1e3,
     (e[2][2] - rest[2]) * 1e3))
