@@ -40,7 +40,8 @@ local function J_of(s, n, p) return s.F[p] * s.F[3 * n + p] - s.F[n + p] * s.F[2
 --- A water column at rest in a tank with slip walls (2D). Options (all optional):
 ---   dx = 1/64, width = 21, height = 16 (the fluid's size in cells), density = 1, g = 10, bulk = 400,
 ---   ppc = 2 (particles per cell and axis), dt = 1e-2, substeps = 40, time = 0.4 (s), average = 0.1 (s, the last
----   part of the run that the pressure is averaged over), damping = 10 (1/s), visc = 0, inset = 0 (cells: start the
+---   part of the run that the pressure is averaged over), damping = 10 (1/s: the water's own, material.damping, which
+---   damps the start-up pressure wave; a fluid is undamped by default), visc = 0, inset = 0 (cells: start the
 ---   fluid this far inside the first wall nodes, at the left wall and the floor, and as far short of the right wall;
 ---   1 reproduces the gap of issue 10's first attempt), integrator = "explicit", implicit (the implicit solver's
 ---   options, docs/api.md).
@@ -63,9 +64,9 @@ function M.hydrostatic(o)
   local inset = (o.inset or 0) * dx
   local r = cq.robot { dim = 2 }
   r:box { offset = { x0 + inset, x0 + inset }, size = { W * dx - 2 * inset, H * dx }, spacing = dx / ppc,
-    material = { model = "fluid", bulk = bulk, density = rho, visc = o.visc or 0 } }
+    material = { model = "fluid", bulk = bulk, density = rho, visc = o.visc or 0, damping = o.damping or 10 } }
   local world, s = r:world { res = { W + 2 * WALL - 1, H + 2 * WALL + 6 }, dx = dx, dt = dt, substeps = substeps,
-    gravity = { 0, -g }, damping = o.damping or 10, walls = { all = { type = "slip", thickness = WALL } },
+    gravity = { 0, -g }, walls = { all = { type = "slip", thickness = WALL } },
     integrator = o.integrator, implicit = o.implicit }
   local n = world.n
   local mass, top_row, weight = world.params.mass, {}, 0
@@ -180,7 +181,7 @@ end
 --- as far as in air. Does a stiff fluid lock against it? Options (all optional): per_axis (the water's particles per
 --- cell and axis; nil: the beam in air), K = 2.2e9 (the water's bulk modulus), E = 1e7 (the beam's Young's modulus;
 --- the gravity is 9.8 E / 1e7, so a softer beam deflects as far and the water is stiffer against it), bulk (a bulk
---- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: on the water too), T = 1 (s),
+--- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: the beam's; the water is undamped), T = 1 (s),
 --- reports = 10, fluid (the world's: "particle" or "grid"). dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
 --- T / reports, 2 T / reports, ..., T; n = particles }.
 function M.buoyed_beam(o)
@@ -223,7 +224,8 @@ end
 --- A tank of water at rest (issue 11): 15 x 21 cells of 2.5 mm filled from the walls' first nodes, slip walls,
 --- gravity 9.8. Water at rest should stay at rest: its mean height falls by its compression (micrometres) and its
 --- speeds decay with the start-up pressure wave. Options (all optional): per_axis = 2.5 (particles per cell and
---- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s), dt = 0.005 (the
+--- axis), volumetric = "particle", K = 2.2e9 (bulk modulus), visc = 1e-3 (Pa s), damping = 25 (1/s, the world's:
+--- a fluid is undamped unless its material asks), dt = 0.005 (the
 --- substep), integrator = "implicit", T = 0.1 (s), reports = 1, fluid, implicit, threads (the world's), cells = { 15, 21 }
 --- (the water's size in cells; three of them: a 3D tank), volumetric_groups. Returns { drop = the mean height's fall (m) and
 --- fastest = the fastest particle's speed (m/s), each at T / reports, ..., T; n = particles; warnings = what

@@ -11,7 +11,8 @@ M.prand = prand
 --- normal and area). opts: dim, material, inc_p, params ({field = value}: more per-particle parameters), bc,
 --- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2, E (mean Young's
 --- modulus, default 30), integrator, implicit, volumetric, volumetric_groups, volumetric_own and fluid (cq.world's
---- options).
+--- options), particle_damping (the damping parameter of every third particle from the second on; every third from the
+--- third 0, the rest -1: the world's damping, none for a fluid).
 function M.scene(opts)
   local dim = opts.dim
   local side = opts.side or (dim == 2 and 6 or 4)
@@ -61,6 +62,9 @@ function M.scene(opts)
       salt = salt + 1
       w:fill(name, function(p) return value * (1 + 0.2 * prand(p, salt)) end)
     end
+  end
+  if opts.particle_damping then
+    w:fill("damping", function(p) return ({ -1, opts.particle_damping, 0 })[(p - 1) % 3 + 1] end)
   end
   w:set_actuator(1, "stress")
   w:set_actuator(2, opts.act2 or "force")

@@ -62,6 +62,12 @@ local materials = {
     bcs = { "friction", "moving" }, simd = { [2] = true, [3] = true } },
   { name = "corotated, stress only (SIMD)", model = "corotated", act2 = "stress", kinds = { "E", "nu" },
     bcs = { "friction", "moving" }, simd = { [2] = true } },
+  -- per-material damping (g2p.h damping_factor): particles at the world's rate 2/s, at 6/s and at 0, each scaling
+  -- the velocity it gathers by exp(-(its rate - 2) dt); a fluid's default is none
+  { name = "neohookean, own damping", model = "neohookean", damping = 2, particle_damping = 6, kinds = { "E", "nu" },
+    bcs = { "sticky", "friction" } },
+  { name = "fluid, own damping", model = "fluid", params = { bulk = 35, visc = 0.15 }, damping = 2,
+    particle_damping = 6, kinds = { "bulk" }, bcs = { "slip" } },
 }
 local COMMON = { "x", "v", "C", "F", "act", "mass", "vol0", "act_w" }
 local TOL = 1e-6
@@ -81,7 +87,7 @@ for _, dim in ipairs { 2, 3 } do
           local w, s0 = G.scene { dim = dim, material = mat.model, inc_p = mat.inc_p, params = mat.params,
             strain = mat.strain, act2 = mat.act2, bc = bc == "moving" and "friction" or bc, moving = bc == "moving",
             volumetric = mat.volumetric, fluid = mat.fluid, volumetric_groups = mat.volumetric_groups,
-            volumetric_own = mat.volumetric_own }
+            volumetric_own = mat.volumetric_own, damping = mat.damping, particle_damping = mat.particle_damping }
           local P = G.problem(w, s0, 100)
           P.loss()
           local g = P.backward()

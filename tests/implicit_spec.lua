@@ -524,6 +524,9 @@ local cases = {
     params = { bulk = STIFF, visc = 0.05 }, common = true, kinds = { "bulk", "visc" } },
   { dim = 3, name = "fluid, grid fluid, sticky walls", bc = "sticky", material = "fluid", fluid = "grid",
     params = { bulk = STIFF }, kinds = { "bulk" } },
+  -- per-material damping (g2p.h damping_factor) after the solve: rates 20/s (the world's), 50/s and 0
+  { dim = 2, name = "neohookean, own damping, friction walls", bc = "friction", damping = 20, particle_damping = 50,
+    common = true, kinds = { "E", "nu" } },
 }
 
 describe("the implicit gradient cases", function()
@@ -538,7 +541,8 @@ describe("implicit gradients (implicit function theorem) vs central differences"
       local w, s0 = implicit_scene { dim = case.dim, side = case.dim == 3 and 3 or nil, bc = case.bc,
         material = case.material, params = case.params, moving = case.moving, act2 = case.act2, strain = case.strain,
         volume = case.volume, volumetric = case.volumetric, damping = case.damping, pressure = case.pressure,
-        volumetric_groups = case.volumetric_groups, volumetric_own = case.volumetric_own, fluid = case.fluid }
+        volumetric_groups = case.volumetric_groups, volumetric_own = case.volumetric_own, fluid = case.fluid,
+        particle_damping = case.particle_damping }
       local ratio = DT / w:stable_dt()
       assert.is_true(ratio > 5)
       local P = G.problem(w, s0, STEPS)

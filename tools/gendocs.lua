@@ -56,7 +56,7 @@ local function material_keys(params)
     "| `model` | `\"neohookean\"` | " .. table.concat(quoted, ", ") .. " | | the constitutive model (their formulas: " ..
       "the material table under Registries and fields, below); sets the particle parameter `material` |",
     "| `density` | `1` | > 0 | every model | mass per unit rest volume |" }
-  local every = { bulk = true, visc = true, inc_p = true }
+  local every = { bulk = true, visc = true, inc_p = true, damping = true }
   local families = {}
   for _, f in ipairs(params) do
     local users, required = {}, {}

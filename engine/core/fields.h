@@ -53,6 +53,9 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
     "placement; 1 = full, 0 = passive)")                                                                           \
   X(wall_area, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 1, 0, 0, INFINITY, CQ_CLOSED,                               \
     "reference area dA of the chamber wall this particle carries (2D: length per unit depth; 0 = none)")           \
+  X(damping, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, -1, -1, INFINITY, CQ_CUSTOM,                              \
+    "velocity damping rate of the particle's material (1/time), applied to the velocity it gathers (g2p.h): -1 = "  \
+    "the default, the world's damping for a solid and none for a fluid")                                           \
   X(material, uint8_t, CQ_TYPE_U8, CQ_SHAPE_SCALAR, 0, CQ_MAT_NEOHOOKEAN, 0, 0, CQ_CUSTOM,                         \
     "constitutive model (a material id, see cq_name(CQ_LIST_MATERIAL, ...))")                                      \
   X(act_id, int32_t, CQ_TYPE_I32, CQ_SHAPE_SCALAR, 0, -1, 0, 0, CQ_CUSTOM, "actuator index (0-based), -1 = none")

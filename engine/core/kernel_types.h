@@ -141,6 +141,7 @@ typedef struct cq_substep {
   cq_real dt;                   /* substep size */
   cq_real gravity[3];           /* acceleration */
   cq_real damp;                 /* velocity factor per substep, exp(-damping dt) */
+  cq_real damping;              /* the world's damping rate (the particles' own beyond it: g2p.h damping_excess) */
   cq_bc walls[6];               /* index 2*axis + side; a wall applies to nodes within wall_thick cells */
   int wall_thick[6];            /* thickness in cells (0 = wall off) */
   const int32_t* node_bc_index; /* [n_nodes] index into node_bcs or -1; NULL when there are none */

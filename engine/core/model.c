@@ -257,6 +257,9 @@ static const char* custom_range(const char* name) {
   static char material[600];
   if (!strcmp(name, "inc_p")) return "0 (off) or >= 2";
   if (!strcmp(name, "act_id")) return "-1 (none) or an actuator index in [0, n_actuators)";
+  if (!strcmp(name, "damping"))
+    return "-1 (the default: the world's damping for a solid, none for a fluid) or >= 0 with damping * dt per "
+           "substep <= 80";
   if (!strcmp(name, "material")) {
     if (!material[0]) snprintf(material, sizeof material, "one of %s", names_text(CQ_LIST_MATERIAL));
     return material;
@@ -277,6 +280,13 @@ static int check_custom(const cqi_model* m, int p, char* why, int len) {
     if (why)
       snprintf(why, len, "particle %d: material must be %.400s (got %d)", p + 1, custom_range("material"),
                m->material[p]);
+    return 0;
+  }
+  double damping = m->damping[p];
+  if (!(damping == -1 || (damping >= 0 && damping * m->dt_sub <= 80))) {
+    if (why)
+      snprintf(why, len, "particle %d: damping (its material's velocity damping rate) must be %s (got %g, dt per "
+               "substep %g)", p + 1, custom_range("damping"), damping, m->dt_sub);
     return 0;
   }
   if (m->act_id[p] < -1 || m->act_id[p] >= m->n_act) {
@@ -554,6 +564,7 @@ cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_inde
   c.dt = (cq_real)dt;
   for (int a = 0; a < 3; a++) c.gravity[a] = (cq_real)d->gravity[a];
   c.damp = (cq_real)exp(-d->damping * dt);
+  c.damping = (cq_real)d->damping;
   double t = k * m->dt_sub + j * dt;
   for (int wi = 0; wi < 2 * m->dim; wi++) {
     const cq_wall_desc* wd = &d->walls[wi];

@@ -76,6 +76,26 @@ CQ_HD void CQ_D(linear_volume_scale_adj)(const cq_substep* c, const cq_real F[D]
   *gC_diag += q * J0 * c->dt;
 }
 
+/* Per-material damping (issue 62): the grid update damps every node at the world's rate (grid.h: damp); a particle
+ * whose material has its own rate (the damping parameter; -1, the default: the world's for a solid, none for a
+ * fluid) scales the velocity it gathers by exp(-(its rate - the world's) dt), before it moves x, C and F. Where a
+ * node's particles share a rate this is that rate's damped update exactly (for every boundary kind but friction,
+ * whose projection is not linear): water in a damped world keeps its velocity (the factor exp(+world's rate dt)
+ * undoes the grid's), and a solid at the world's rate gathers as before, bit for bit (the factor is not applied).
+ * The implicit solve's inertia (m / damp, implicit.h) is the world's too, so an implicit fluid's whole update, forces
+ * included, comes out undamped. The rate has no gradient (a fixed setting, as the world's). */
+CQ_HD cq_real CQ_D(damping_excess)(const cq_substep* c, const cq_params* m, int p) {
+  cq_real d = m->damping[p];
+  if (d < 0) d = m->material[p] == CQ_MAT_FLUID ? 0 : c->damping;
+  return d - c->damping;
+}
+
+/* Its factor on the gathered velocity and C of particle p (1 where it has none). */
+CQ_HD cq_real CQ_D(damping_factor)(const cq_substep* c, const cq_params* m, int p) {
+  cq_real r = CQ_D(damping_excess)(c, m, p);
+  return r != 0 ? cq_exp(-r * c->dt) : (cq_real)1;
+}
+
 /* Forward: gather node velocities (gv, stride D+1) into particle p and advance it in place:
  * v = sum w v_i, C = 4/dx^2 sum w v_i dpos^T, F = (I + dt C) F (then the material's projection, material.h),
  * x = x + dt v. Returns particle_check of the new state (CQ_CHECK_OK when vr.deferred_check: the caller checks).
@@ -98,6 +118,14 @@ CQ_HD int CQ_D(g2p_v)(const cq_substep* c, cq_particles* s, const cq_params* m, 
     }
   }
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
+  if (!vr.plain) { /* the material's own damping (the plain lanes have none: cpu_loops.h lanes_scalar) */
+    cq_real e = CQ_D(damping_factor)(c, m, p);
+    if (e != 1)
+      for (int a = 0; a < D; a++) {
+        v[a] *= e;
+        for (int b = 0; b < D; b++) B[a][b] *= e;
+      }
+  }
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
   cq_real Cn[D][D], Fn[D][D];
@@ -146,6 +174,7 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
   CQ_D(stencil)(c, x, &st);
   *st_out = st;
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
+  cq_real e = vr.plain ? 1 : CQ_D(damping_factor)(c, m, p); /* the material's own damping (forward above) */
   cq_real Cn[D][D]; /* C^{n+1}, needed by dF^{n+1}/dF^n */
   if (Cnext) {
     for (int a = 0; a < D; a++)
@@ -160,7 +189,7 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
         for (int b = 0; b < D; b++) B[a][b] += w * vi[a] * dpos[b];
     }
     for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) Cn[a][b] = kC * B[a][b];
+      for (int b = 0; b < D; b++) Cn[a][b] = kC * B[a][b] * e;
   }
   cq_real gF1[D][D];
   for (int a = 0; a < D; a++) {
@@ -197,6 +226,11 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
       cq_real t = gF1[a][b] + gF0[a][b];
       for (int k = 0; k < D; k++) t += c->dt * Cn[k][a] * gF1[k][b];
       gF[(a * D + b) * stride] = t;
+    }
+  if (e != 1) /* dL/dv^{n+1}, dL/dC^{n+1} -> dL/d(the gathered v and C) */
+    for (int a = 0; a < D; a++) {
+      gv[a] *= e;
+      for (int b = 0; b < D; b++) gC[a][b] *= e;
     }
 }
 

@@ -4,7 +4,8 @@
 --- engine/materials/material_<model>.h and its line in engine/core/registry.h, through cq_material_info, cq_param_bounds and
 --- cq_material_check): this file holds the presets and nothing a model defines. M.models() lists them.
 --- Every model also takes density (1), visc (dynamic viscosity, 0), bulk (the volumetric term (bulk/2)(J - 1)^2, 0;
---- required where the model lists it) and inc_p (seed 000 eq. 14's exponent, 0).
+--- required where the model lists it), inc_p (seed 000 eq. 14's exponent, 0) and damping (its velocity damping rate,
+--- 1/s; -1, the default: the world's damping for a solid, none for a fluid).
 local ffi = require "ffi"
 local check = require "cq._check"
 local C = require "cq._ffi"
@@ -24,7 +25,7 @@ M.presets = {
 }
 
 -- Parameters every model takes, with their defaults; density is not an engine field (mass = density * volume).
-local CORE = { density = 1, visc = 0, bulk = 0, inc_p = 0 }
+local CORE = { density = 1, visc = 0, bulk = 0, inc_p = 0, damping = -1 }
 -- Fields the robot builder sets itself, not from the material.
 local BUILDER = { mass = true, vol0 = true, act_axis = true, act_w = true, wall_area = true, material = true,
   act_id = true }
@@ -157,7 +158,7 @@ function M.resolve(where, m, dim)
     for k in pairs(source) do
       if k ~= "preset" and k ~= "model" and CORE[k] == nil and not takes[k] and not takes[k .. "1"] then
         check.raise(string.format("%s: material.%s is not a parameter of model %s (it takes %s; every model takes " ..
-          "density, visc, bulk and inc_p)", where, k, model, #mm.params > 0 and table.concat(mm.params, ", ") or
+          "density, visc, bulk, inc_p and damping)", where, k, model, #mm.params > 0 and table.concat(mm.params, ", ") or
           "no other"))
       end
     end
@@ -193,6 +194,11 @@ function M.resolve(where, m, dim)
   out.bulk = in_range(where, "material.bulk", out.bulk, t.fields.bulk)
   -- inc_p's own rule (a core parameter the engine checks by code): 0 (off) or >= 2
   if out.inc_p ~= 0 then check.number(where, "material.inc_p", out.inc_p, 2, math.huge) end
+  -- damping's: -1 (the default: the world's for a solid, none for a fluid) or a rate >= 0
+  if out.damping ~= -1 and not (type(out.damping) == "number" and out.damping >= 0 and out.damping < math.huge) then
+    check.fail(where, "material.damping must be -1 (the default: the world's damping for a solid, none for a fluid) " ..
+      "or a finite rate >= 0 (1/s)", out.damping)
+  end
   -- the model's own rules, by the engine's check
   local values = ffi.new("double[?]", 9 * #t.order)
   local k = 0

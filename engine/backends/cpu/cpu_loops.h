@@ -26,11 +26,15 @@
 #define CQI_LANE_ENTRY(ID, name, doc, enu, lanes2, lanes3, X) CQI_IF(CQI_LANES_HERE(lanes2, lanes3))(X(ID))
 #define CQI_LANE_MATERIALS(X) CQ_MATERIALS(CQI_LANE_ENTRY, X)
 
-/* 1 when a particle of the block (indices p0.. or, with pp, pp[0..]) is a fluid: G2P then projects its F. */
-static int CQ_D(lanes_have_fluid)(const cq_params* m, const int32_t* pp, int p0) {
-  int fluid = 0;
-  for (int l = 0; l < CQI_LANES; l++) fluid |= m->material[pp ? pp[l] : p0 + l] == CQ_MAT_FLUID;
-  return fluid;
+/* 1 when a particle of the block (indices p0.. or, with pp, pp[0..]) needs G2P's general path: a fluid (G2P projects
+ * its F) or a material damped at its own rate (g2p.h damping_factor). */
+static int CQ_D(lanes_scalar)(const cq_substep* c, const cq_params* m, const int32_t* pp, int p0) {
+  int scalar = 0;
+  for (int l = 0; l < CQI_LANES; l++) {
+    int p = pp ? pp[l] : p0 + l;
+    scalar |= m->material[p] == CQ_MAT_FLUID || CQ_D(damping_excess)(c, m, p) != 0;
+  }
+  return scalar;
 }
 
 /* The material of particles p0..p1 when they all share it and are plain, else -1. */
@@ -270,7 +274,8 @@ static int CQ_D(cpu_grid_update)(cqi_backend* b, const cq_substep* c, const cq_r
   return CQ_OK;
 }
 
-/* G2P of a block of CQI_LANES particles without fluids (no projection of F) in an explicit substep, as SIMD lanes;
+/* G2P of a block of CQI_LANES particles without fluids (no projection of F) or own damping in an explicit substep, as
+ * SIMD lanes;
  * the particle checks follow, particle by particle (their branches keep GCC from vectorising them). Returns the
  * smallest check key. */
 static long CQ_D(g2p_lanes)(const cq_substep* c, cq_particles* s, const cq_params* m, const cq_real* gridv, int p0) {
@@ -294,7 +299,7 @@ static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, c
 #pragma omp parallel for schedule(static) num_threads(cb->threads) reduction(min : key)
   for (int k = 0; k < blocks; k++) {
     int p0 = k * CQI_LANES, p1 = p0 + CQI_LANES < n ? p0 + CQI_LANES : n;
-    if (lanes && p1 - p0 == CQI_LANES && !CQ_D(lanes_have_fluid)(m, NULL, p0)) {
+    if (lanes && p1 - p0 == CQI_LANES && !CQ_D(lanes_scalar)(c, m, NULL, p0)) {
       long kb = CQ_D(g2p_lanes)(c, s, m, gridv, p0);
       if (kb < key) key = kb;
       continue;
@@ -308,7 +313,8 @@ static int CQ_D(cpu_g2p)(cqi_backend* b, const cq_substep* c, cq_particles* s, c
   return CQ_OK;
 }
 
-/* The G2P adjoint of CQI_LANES consecutive particles pp[0..] of a slab without fluids, in an explicit substep: their
+/* The G2P adjoint of CQI_LANES consecutive particles pp[0..] of a slab without fluids or own damping, in an explicit
+ * substep: their
  * terms as SIMD lanes (g2p_adj_terms), then the scatter particle by particle in slab order, so that every node gets
  * the same sums in the same order as from g2p_adj, and each particle's own dL/dF and dL/dx stored. */
 static void CQ_D(g2p_adj_chunk)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_real* gridv,
@@ -340,7 +346,7 @@ static int CQ_D(cpu_g2p_adj)(cqi_backend* b, const cq_substep* c, const cq_parti
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cb->threads)
     for (int k = color; k < cb->n_slabs; k += 2) {
       int j = cb->slab_start[k], end = cb->slab_start[k + 1];
-      for (; lanes && j + CQI_LANES <= end && !CQ_D(lanes_have_fluid)(m, cb->perm + j, 0); j += CQI_LANES)
+      for (; lanes && j + CQI_LANES <= end && !CQ_D(lanes_scalar)(c, m, cb->perm + j, 0); j += CQI_LANES)
         CQ_D(g2p_adj_chunk)(c, s, m, gridv, g1, g0, adj, C1, cb->perm + j);
       for (; j < end; j++) CQ_D(g2p_adj)(c, s, m, cb->perm[j], gridv, g1, g0, adj, C1);
     }
