@@ -76,7 +76,8 @@ describe("a hydrostatic water column", function()
   it("has the pressure rho g h at depth h below its free surface, within 5 % per cell of depth", function()
     -- 21 x 16 cells of fluid (dx = 1/64, 2x2 particles per cell) filling a slip-walled tank, density 1, g = 10,
     -- bulk 400 (rho g H / bulk = 0.6 % compression; c = 20, so a quarter-wave period 4 H / c = 0.05 s), 40 substeps
-    -- of 2.5e-4 (0.32 of the stable limit), damping 10/s (the water's own, material.damping: a fluid is undamped by default); 0.4 s, the pressure averaged over the last 0.1 s.
+    -- of 2.5e-4 (0.32 of the stable limit), damping 10/s (the water's own, material.damping: a fluid is undamped by
+    -- default); 0.4 s, the pressure averaged over the last 0.1 s.
     -- Bins: the rows of grid cells, without the floor's cell and the cells within 2 dx of the surface.
     local r = fv.hydrostatic()
     print(string.format("n = %d, surface %.5f (fluid height %.5f = %.3f cells), max speed %.2g at the end", r.n,

@@ -99,7 +99,10 @@ local materials = { { "corotated", 0 }, { "neohookean", 0 }, { "neohookean", 2, 
   -- the groups of its initial state and an own share of 16. tol32: the stiff bulk term (30 shear moduli) amplifies
   -- the backends' different orders of summation about 3,000-fold over 100 steps, in f64 as in f32: on an H100
   -- (2026-11-28) f64 agreed to 2.4-3.1e-13 (the other materials about 1e-14), f32 to 1.1-1.9e-4
-  { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 450 }, "mooney_rivlin, the default solids term", tol32 = 4e-4 } }
+  { "mooney_rivlin", 0, { c10 = 4, c01 = 1.5, bulk = 450 }, "mooney_rivlin, the default solids term", tol32 = 4e-4 },
+  -- per-material damping (g2p.h damping_factor): particles at the world's 2/s, at 6/s and at 0
+  { "neohookean", 0, nil, "neohookean, own damping", damping = 2, particle_damping = 6 },
+  { "fluid", 0, { bulk = 35, visc = 0.15 }, "fluid, own damping", damping = 2, particle_damping = 6 } }
 local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 
 -- The averaged bulk term in f32 takes the fixed groups (volumetric_groups = "initial"): with the current ones a
@@ -111,7 +114,7 @@ local function scene_opts(dim, mat, bc, precision, backend)
   return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
     moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5], volumetric = mat[6],
     fluid = mat[7], volumetric_groups = mat[6] == "averaged" and precision == "f32" and "initial" or nil,
-    volumetric_own = mat[8] }
+    volumetric_own = mat[8], damping = mat.damping, particle_damping = mat.particle_damping }
 end
 
 describe("backend selection", function()
