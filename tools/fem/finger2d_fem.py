@@ -28,6 +28,8 @@ point or bifurcation shows as lambda_1 -> 0; sqrt(lambda_1 / rho) is the first n
 Units inside: mm and kPa (forces per unit depth in kPa mm = N/m).
 
 usage: python3 tools/fem/finger2d_fem.py [--mesh 2,1,0.5] [--pressures 0.5,1,1.5,2,3,5,...] [--clamp 3.5]
+       [--pelem P1|P0] [--lateral-g G] [--profile] [--csv FILE]
+       python3 tools/fem/finger2d_fem.py --verify   (the exact pressurised thick tube)
 """
 import argparse
 import os
@@ -183,7 +185,7 @@ def m_uu(du, v, w):
 @LinearForm
 def r_u(v, w):
     P = w["P"].value + w["p"] * w["cofF"].value
-    return ddot(P, grad(v)) - RHOG * v[0]
+    return ddot(P, grad(v)) - w["bx"] * v[0] - w["by"] * v[1]
 
 
 @LinearForm
@@ -208,35 +210,23 @@ def tip_area(w):
 
 
 # ---------------------------------------------------------------------------------------------------- problem
-class Finger:
-    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None, pelem="P1"):
-        self.h, self.clamp, self.pelem = h, clamp, pelem
-        mesh, ch_edges = make_mesh(h, clamp, L - tip_len, keep)
-        self.mesh = mesh
+class Mixed:
+    """The mixed P2/P1 (or P2/P0) hyperelastic problem on a mesh: a follower pressure pc on the facets chf, body force
+    (bx, by) per volume (kPa/mm), the displacement unknowns `fixed` held at 0."""
+
+    def __init__(self, mesh, chf, pelem="P1", body=(RHOG, 0.0)):
+        self.mesh, self.chf, self.pelem = mesh, chf, pelem
+        self.bx, self.by = body
         self.ub = Basis(mesh, ElementVector(ElementTriP2()), intorder=4)
         self.pb = Basis(mesh, ElementTriP1() if pelem == "P1" else ElementTriP0(), intorder=4)
-        self.chf = facets_of_edges(mesh, ch_edges)
-        self.fb = FacetBasis(mesh, ElementVector(ElementTriP2()), facets=self.chf, intorder=4)
-        # the physical curve is the chambers' walls and nothing else
-        mid = mesh.p[:, mesh.facets[:, self.chf]].mean(axis=1)
-        on = np.zeros(mid.shape[1], dtype=bool)
-        for (xa, xb, ya, yb) in CHAMBERS:
-            inside = (mid[0] > xa - 1e-9) & (mid[0] < xb + 1e-9) & (mid[1] > ya - 1e-9) & (mid[1] < yb + 1e-9)
-            edge = (np.abs(mid[0] - xa) < 1e-9) | (np.abs(mid[0] - xb) < 1e-9) | (np.abs(mid[1] - ya) < 1e-9) | \
-                   (np.abs(mid[1] - yb) < 1e-9)
-            on |= inside & edge
-        assert on.all(), "a chamber facet off the chambers' walls"
-        flen = np.linalg.norm(np.diff(mesh.p[:, mesh.facets[:, self.chf]], axis=1)[:, 0], axis=0).sum()
-        assert abs(flen - 8 * 2 * (8 + 9)) < 1e-9, flen
+        self.fb = FacetBasis(mesh, ElementVector(ElementTriP2()), facets=chf, intorder=4)
         self.Nu, self.Np = self.ub.N, self.pb.N
-        self.fixed = np.nonzero(self.ub.doflocs[0] <= clamp + 1e-9)[0]
-        self.free = np.setdiff1d(np.arange(self.Nu + self.Np), self.fixed)
-        cx = mesh.p[0, mesh.t].mean(axis=0)
-        ind = (cx > L - tip_len).astype(float)
-        self.ind = np.repeat(ind[:, None], self.ub.X.shape[-1], axis=1)
-        self.tip_A = tip_area.assemble(self.ub, ind=self.ind)
         self.Mp = m_pp.assemble(self.pb)
         self.Mu = m_uu.assemble(self.ub)
+
+    def set_fixed(self, fixed):
+        self.fixed = fixed
+        self.free = np.setdiff1d(np.arange(self.Nu + self.Np), fixed)
 
     def fields(self, x):
         u, p = x[:self.Nu], x[self.Nu:]
@@ -251,7 +241,7 @@ class Finger:
         if J.min() <= 0:
             return None, None
         P, cF = P_iso(F), cof(F)
-        Ru = r_u.assemble(self.ub, P=P, p=pf, cofF=cF)
+        Ru = r_u.assemble(self.ub, P=P, p=pf, cofF=cF, bx=self.bx, by=self.by)
         if pc != 0:
             Ru = Ru + r_ch.assemble(self.fb, u=self.fb.interpolate(u), pc=pc)
         Rp = r_p.assemble(self.pb, p=pf, J=J)
@@ -300,11 +290,6 @@ class Finger:
                 return x, it
         return None, "no convergence in %d iterations (|R| %.3e, |du| %.3e mm)" % (maxit, np.linalg.norm(R[self.free]), du)
 
-    def tip(self, x):
-        """The area-weighted mean displacement over the tip region (x >= L - 3 mm at rest), drawing frame, mm."""
-        uf = self.ub.interpolate(x[:self.Nu])
-        return np.array([tip_area.assemble(self.ub, ind=self.ind * uf.value[a]) / self.tip_A for a in range(2)])
-
     def lowest_eigs(self, Kt, k=3):
         """Lowest eigenvalues of the tangent with the pressure unknowns eliminated: K phi = lambda M phi, M the
         displacement mass matrix (zero on the pressure unknowns), by shift-invert about a small negative shift."""
@@ -319,7 +304,100 @@ class Finger:
         return np.sort(vals)
 
 
-def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1"):
+class Finger(Mixed):
+    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None, pelem="P1"):
+        self.h, self.clamp = h, clamp
+        mesh, ch_edges = make_mesh(h, clamp, L - tip_len, keep)
+        Mixed.__init__(self, mesh, facets_of_edges(mesh, ch_edges), pelem)
+        # the physical curve is the chambers' walls and nothing else
+        mid = mesh.p[:, mesh.facets[:, self.chf]].mean(axis=1)
+        on = np.zeros(mid.shape[1], dtype=bool)
+        for (xa, xb, ya, yb) in CHAMBERS:
+            inside = (mid[0] > xa - 1e-9) & (mid[0] < xb + 1e-9) & (mid[1] > ya - 1e-9) & (mid[1] < yb + 1e-9)
+            edge = (np.abs(mid[0] - xa) < 1e-9) | (np.abs(mid[0] - xb) < 1e-9) | (np.abs(mid[1] - ya) < 1e-9) | \
+                   (np.abs(mid[1] - yb) < 1e-9)
+            on |= inside & edge
+        assert on.all(), "a chamber facet off the chambers' walls"
+        flen = np.linalg.norm(np.diff(mesh.p[:, mesh.facets[:, self.chf]], axis=1)[:, 0], axis=0).sum()
+        assert abs(flen - 8 * 2 * (8 + 9)) < 1e-9, flen
+        self.set_fixed(np.nonzero(self.ub.doflocs[0] <= clamp + 1e-9)[0])
+        cx = mesh.p[0, mesh.t].mean(axis=0)
+        ind = (cx > L - tip_len).astype(float)
+        self.ind = np.repeat(ind[:, None], self.ub.X.shape[-1], axis=1)
+        self.tip_A = tip_area.assemble(self.ub, ind=self.ind)
+
+    def tip(self, x):
+        """The area-weighted mean displacement over the tip region (x >= L - 3 mm at rest), drawing frame, mm."""
+        uf = self.ub.interpolate(x[:self.Nu])
+        return np.array([tip_area.assemble(self.ub, ind=self.ind * uf.value[a]) / self.tip_A for a in range(2)])
+
+
+# ---------------------------------------------------------------------------------------------- verification
+def exact_annulus(p, A, B, mu):
+    """Inner radius a of an incompressible neo-Hookean (plane strain: Mooney-Rivlin with mu = 2 (c10 + c01)) annulus
+    A < R < B under inner pressure p, outer face free: r^2 = R^2 + c, hoop stretch lam = r / R, sigma_theta - sigma_r =
+    mu (lam^2 - lam^-2), p = int_a^b (sigma_theta - sigma_r) / r dr."""
+    from scipy.integrate import quad
+    from scipy.optimize import brentq
+
+    def pressure(a):
+        c = a * a - A * A
+        b = np.sqrt(B * B + c)
+        f = lambda r: mu * (r * r / (r * r - c) - (r * r - c) / (r * r)) / r
+        return quad(f, a, b, epsabs=1e-13, epsrel=1e-12)[0]
+    return brentq(lambda a: pressure(a) - p, A, 20 * A, xtol=1e-14)
+
+
+def verify_annulus(hs=(0.4, 0.2, 0.1), A=4.0, B=8.0, pressures=(5.0, 10.0, 20.0), pelem="P1", log=print):
+    """The follower pressure, the material and the mixed formulation against the exact large-deformation solution of
+    a pressurised thick tube in plane strain (a quarter annulus, symmetry on the axes), K / mu = 3.6e4 as the
+    finger's: the inner radius, FEM against exact."""
+    mu = 2 * (C10 + C01)
+    out = []
+    for h in hs:
+        geo = ('SetFactory("OpenCASCADE");\nDisk(1) = {0, 0, 0, %g};\nDisk(2) = {0, 0, 0, %g};\n'
+               'Rectangle(3) = {0, 0, 0, %g, %g};\nBooleanDifference(4) = { Surface{1}; Delete; }{ Surface{2}; Delete; };\n'
+               'BooleanIntersection(5) = { Surface{4}; Delete; }{ Surface{3}; Delete; };\nPhysical Surface("s") = {5};\n'
+               'Mesh.MeshSizeMax = %g;\n') % (B, A, 2 * B, 2 * B, h)
+        d = tempfile.mkdtemp(prefix="annulus_")
+        gp, mp = os.path.join(d, "a.geo"), os.path.join(d, "a.msh")
+        open(gp, "w").write(geo)
+        subprocess.run(["gmsh", "-2", "-format", "msh41", "-v", "2", gp, "-o", mp], check=True, stdout=subprocess.DEVNULL)
+        m = meshio.read(mp)
+        tris = np.vstack([c.data for c in m.cells if c.type == "triangle"])
+        used = np.unique(tris)
+        remap = -np.ones(len(m.points), dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        mesh = MeshTri(m.points[used, :2].T.copy(), remap[tris].T.copy())
+        bf = mesh.boundary_facets()
+        r = np.linalg.norm(mesh.p[:, mesh.facets[:, bf]], axis=0)  # (2, nf): both ends' radii
+        inner = bf[np.all(np.abs(r - A) < 1e-6 * A, axis=0)]
+        pr = Mixed(mesh, inner, pelem, body=(0.0, 0.0))
+        fx = pr.ub.get_dofs(lambda x: np.abs(x[0]) < 1e-9).all(["u^1"])
+        fy = pr.ub.get_dofs(lambda x: np.abs(x[1]) < 1e-9).all(["u^2"])
+        pr.set_fixed(np.union1d(fx, fy))
+        vin = np.unique(mesh.facets[:, inner])
+        x = np.zeros(pr.Nu + pr.Np)
+        pc = 0.0
+        for target in pressures:
+            while pc < target - 1e-12:
+                step = min(1.0, target - pc)
+                x, it = pr.newton(x, pc + step)
+                assert x is not None, it
+                pc += step
+            u = x[:pr.Nu]
+            ux, uy = u[pr.ub.nodal_dofs[0, vin]], u[pr.ub.nodal_dofs[1, vin]]
+            a_fem = np.mean(np.hypot(mesh.p[0, vin] + ux, mesh.p[1, vin] + uy))
+            a_ex = exact_annulus(target, A, B, mu)
+            out.append((h, target, a_fem, a_ex))
+            log("annulus %g-%g mm, mesh %g mm (%s), p = %g kPa (%.3g mu): inner radius %.6f mm, exact %.6f mm, "
+                "error in a - A %.3f %%" % (A, B, h, pelem, target, target / mu, a_fem, a_ex,
+                                           100 * (a_fem - a_ex) / (a_ex - A)))
+            sys.stdout.flush()
+    return out
+
+
+def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1", lateral_g=0.0, profile=False):
     t0 = time.time()
     fg = Finger(h, clamp=clamp, keep=keep, pelem=pelem)
     log("mesh %g mm: %d triangles, %d + %d unknowns (P2 displacement, %s pressure), %d chamber facets, clamp x <= %g mm"
@@ -327,11 +405,25 @@ def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1"):
     x = np.zeros(fg.Nu + fg.Np)
     x, it = fg.newton(x, 0.0)
     assert x is not None, it
-    rest = fg.tip(x)
+    rest, xr = fg.tip(x), x.copy()
     lam = fg.lowest_eigs(fg.last_K)
     # world frame of the example: world x = drawing y, world y = -drawing x
-    log("  0 kPa (gravity): %d Newton iterations, tip sags %.5f mm along the finger (drawing u_x), "
-        "lambda_1 %.4g (first natural frequency %.2f rad/s)" % (it, rest[0], lam[0], np.sqrt(lam[0] * 1e9 / RHO)))
+    log("  0 kPa (gravity): %d Newton iterations, tip moved (world dx %.4f, dy %.4f) mm from the drawing, "
+        "lambda_1 %.4g (first natural frequency %.2f rad/s)" % (it, rest[1], -rest[0], lam[0],
+                                                                np.sqrt(lam[0] * 1e9 / RHO)))
+    if lateral_g:
+        # the bending check: the finger loaded sideways by gravity lateral_g (m/s^2, the world's x: the drawing's y),
+        # no pressure; the tip's displacement from the rest state (gravity along the finger only)
+        xl, it = x, 0
+        for k in range(1, 11):  # in 10 load steps
+            fg.by = RHO * lateral_g * 1e-6 * k / 10
+            xl, i = fg.newton(xl, 0.0)
+            assert xl is not None, i
+            it += i
+        t = fg.tip(xl) - rest
+        log("  lateral gravity %g m/s^2 (world x), 0 kPa: tip moved %.4f mm (world dx %.4f, dy %.4f), %d Newton "
+            "iterations" % (lateral_g, np.hypot(t[0], t[1]), t[1], -t[0], it))
+        fg.by = 0.0
     rows = []
     pc, dp, nsteps = 0.0, 0.05, 0
     xs = x
@@ -356,6 +448,16 @@ def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1"):
         u = xs[:fg.Nu]
         J = fg.fields(xs)[4]
         rows.append((target, wx, wy, np.hypot(wx, wy), lam[0]))
+        if profile:
+            du = xs[:fg.Nu] - xr[:fg.Nu]
+            duy = fg.ub.interpolate(du).value[1]  # the drawing's y: the world's x
+            cx = fg.mesh.p[0, fg.mesh.t].mean(axis=0)
+            prof = []
+            for b in range(20):
+                ind = np.repeat(((cx >= 5 * b) & (cx < 5 * b + 5)).astype(float)[:, None], fg.ub.X.shape[-1], axis=1)
+                prof.append("%g:%.4f" % (5 * b + 2.5, tip_area.assemble(fg.ub, ind=ind * duy) /
+                                         tip_area.assemble(fg.ub, ind=ind)))
+            log("  %6.3f kPa: profile (x_mm:world dx_mm) %s" % (target, " ".join(prof)))
         dA = fg.ub.dx
         log("  %6.3f kPa: tip moved %.4f mm (world dx %.4f, dy %.4f), lambda_1 %.4g (%.2f rad/s), max |u| %.3f mm, "
             "J at the quadrature points in [%.4f, %.4f], mean |J - 1| %.2e, Newton steps %d, %.0f s"
@@ -372,13 +474,23 @@ def main():
     ap.add_argument("--clamp", type=float, default=3.5)
     ap.add_argument("--pelem", default="P1", choices=["P1", "P0"],
                     help="pressure element: P1 (Taylor-Hood P2/P1, the default) or P0 (P2/P0, a second check)")
+    ap.add_argument("--lateral-g", type=float, default=0.0,
+                    help="also the bending check: the tip under a sideways gravity (m/s^2, the world's x), no pressure")
+    ap.add_argument("--verify", action="store_true",
+                    help="only the check against the exact pressurised thick tube (annulus), then exit")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print the sideways deflection along the finger (5 mm bins, area-weighted)")
     ap.add_argument("--csv", default=None)
     a = ap.parse_args()
     self_check()
+    if a.verify:
+        verify_annulus(pelem=a.pelem)
+        return
     targets = [float(v) for v in a.pressures.split(",")]
     out = []
     for h in [float(v) for v in a.mesh.split(",")]:
-        rows, fg, secs, reached = sweep(h, targets, a.clamp, pelem=a.pelem)
+        rows, fg, secs, reached = sweep(h, targets, a.clamp, pelem=a.pelem, lateral_g=a.lateral_g,
+                                         profile=a.profile)
         print("mesh %g mm: %.0f s wall" % (h, secs))
         sys.stdout.flush()
         for r in rows:

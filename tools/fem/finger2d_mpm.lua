@@ -3,8 +3,16 @@
 -- tools/fem/finger2d_fem.py (issue 62 item 6(b); tools/fem/README.md).
 --
 -- usage: build/bin/cqlua tools/fem/finger2d_mpm.lua [dx_mm=2.5] [pressures_kPa=0.5,1,1.5] [hold_s=0.8] [mesh_mm]
---        [every_s=0.1]
---   mesh_mm defaults to 0.8 dx (the example's 2 mm at 2.5 mm cells: the same particles per cell at every dx).
+--        [every_s=0.1] [lateral_g] [variant]
+--   mesh_mm defaults to 0.8 dx (the example's 2 mm at 2.5 mm cells: the same particles per cell at every dx);
+--   pressures "none": no pressure sweep; every_s: how often the tip is printed during each settle;
+--   lateral_g (m/s^2, world x): also the bending check, the tip under a sideways gravity (a force mass * g on every
+--   particle, ramped like the pressure) with no pressure, from the same rest state;
+--   variant: a diagnosis, not the example: "closed=false" (the chamber's raw Nanson forces, no net-force correction),
+--   "pressure=implicit" (implicit.pressure), "dt=0.25e-3" (the step), "split=true" (each of the 8 cavities its own
+--   closed chamber, so each gets its own net-force and torque correction), "profile=true" (also print the sideways
+--   deflection along the finger), "unload=true" (also ramp each pressure back to 0, hold, print where the tip is),
+--   comma-separated.
 --
 -- Everything physical is the example's: the same drawing (scenes/finger2d.geo meshed by gmsh, mm -> m), rotation,
 -- DragonSkin-30 preset, closed chamber with its Nanson load (max 20 kPa), gravity 9.8, damping 25/s, implicit 1 ms
@@ -24,11 +32,15 @@ local cq = require "cq"
 local A = arg or {}
 local DXMM = tonumber(A[1]) or 2.5
 local PRESSURES = {}
-for v in (A[2] or "0.5,1,1.5"):gmatch("[^,]+") do PRESSURES[#PRESSURES + 1] = tonumber(v) end
+for v in (A[2] or "0.5,1,1.5"):gmatch("[^,]+") do PRESSURES[#PRESSURES + 1] = tonumber(v) end -- "none": no sweep
 local HOLD = tonumber(A[3]) or 0.8
 local MESH = tonumber(A[4]) or 0.8 * DXMM
 local EVERY = tonumber(A[5]) or 0.1
-local RAMP, DT, P_MAX = 0.1, 1e-3, 20e3
+local LATERAL_G = tonumber(A[6]) -- the bending check: also the tip under a sideways gravity (m/s^2, world x), no pressure
+-- Variants for diagnosis only (not the example): A[7] = "closed=false,pressure=implicit,dt=0.25e-3"
+local VAR = {}
+for k, v in (A[7] or ""):gmatch("([%w_]+)=([^,]+)") do VAR[k] = v end
+local RAMP, DT, P_MAX = 0.1, tonumber(VAR.dt) or 1e-3, 20e3
 local STEPS = math.floor((RAMP + HOLD) / DT + 0.5)
 local PRINT_EVERY = math.max(1, math.floor(EVERY / DT + 0.5))
 
@@ -49,10 +61,30 @@ for _, p in ipairs(finger.particles) do
 end
 local wall = finger.chambers.chamber
 for i, nrm in ipairs(wall.normal) do wall.normal[i] = { nrm[2], -nrm[1] } end
-r:chamber { wall = wall, max = P_MAX }
+local NACT = 1
+if VAR.split == "true" then
+  -- diagnosis: each of the 8 cavities its own closed chamber (its own net-force and torque correction), all driven by
+  -- the one pressure; a wall particle goes to the nearest chamber (the drawing's x: chamber i spans 10 + 11 i .. + 8)
+  local parts = {}
+  for i, p in ipairs(wall.particles) do
+    local xd = (Y0 - r.x[p][2]) * 1e3
+    local c = math.max(0, math.min(7, math.floor((xd - 14) / 11 + 0.5)))
+    parts[c] = parts[c] or { particles = {}, normal = {}, area = {} }
+    local q = parts[c]
+    q.particles[#q.particles + 1], q.normal[#q.normal + 1], q.area[#q.area + 1] = p, wall.normal[i], wall.area[i]
+  end
+  NACT = 0
+  for c = 0, 7 do
+    r:chamber { wall = parts[c], max = P_MAX, closed = VAR.closed ~= "false" }
+    NACT = NACT + 1
+  end
+else
+  r:chamber { wall = wall, max = P_MAX, closed = VAR.closed ~= "false" }
+end
 
 local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, -9.8 }, damping = 25,
-  walls = { top = { type = "sticky", thickness = BAND } }, integrator = "implicit" }
+  walls = { top = { type = "sticky", thickness = BAND } }, integrator = "implicit",
+  implicit = VAR.pressure and { pressure = VAR.pressure } or nil }
 
 local n, tip, ymin = world.n, {}, math.huge
 for p = 0, n - 1 do ymin = math.min(ymin, s0.x[n + p]) end
@@ -61,25 +93,64 @@ print(string.format("finger2d_mpm: dx %.4g mm, res %dx%d, band %d cells (nodes j
   "cells (%.4f m), clamp %.2f mm of the drawing, mesh %.3g mm, %d particles, %d tip particles, hold %.2f s",
   DXMM, RES[1], RES[2], BAND, RES[2] - BAND, (RES[2] - BAND) * DX, UBASE, Y0, (UBASE - (RES[2] - BAND)) * DXMM, MESH,
   n, #tip, HOLD))
+if A[7] then print("finger2d_mpm: variant (a diagnosis, not the example): " .. A[7]) end
 io.stdout:flush()
 
 -- One pressure from the rest state: ramp, hold; the tip every EVERY seconds; the tip's mean position at the end.
-local function settle(kPa, log)
+-- gx: a sideways gravity (m/s^2, world x) as a force mass * gx on every particle, ramped like the pressure.
+local ffi = require "ffi"
+local function settle(kPa, gx)
   local s = s0:copy()
   local t0 = os.clock()
   local trace = {}
+  local force = gx and ffi.new("double[?]", 2 * n)
   for k = 1, STEPS do
-    world:step(s, { kPa * 1e3 / P_MAX * math.min(1, k * DT / RAMP) })
+    local ramp = math.min(1, k * DT / RAMP)
+    if force then for p = 0, n - 1 do force[p] = world.params.mass[p] * gx * ramp end end
+    local u = {}
+    for a = 1, NACT do u[a] = kPa * 1e3 / P_MAX * ramp end
+    world:step(s, u, force)
     if k % PRINT_EVERY == 0 or k == STEPS then
       local t = s:mean("x", tip)
       trace[#trace + 1] = { k * DT, t }
     end
   end
-  return s:mean("x", tip), trace, os.clock() - t0
+  return s:mean("x", tip), trace, os.clock() - t0, s
+end
+
+-- Diagnosis (VAR.unload = "true"): after a pressure's settle, the pressure ramped back to 0 over RAMP and held as
+-- long: where the tip comes back to (an elastic body returns to its rest state).
+local function unload(s, kPa, rest)
+  for k = 1, STEPS do
+    local ramp = math.max(0, 1 - k * DT / RAMP)
+    local u = {}
+    for a = 1, NACT do u[a] = kPa * 1e3 / P_MAX * ramp end
+    world:step(s, u)
+    if VAR.unload_trace == "true" and k % PRINT_EVERY == 0 then
+      local t = s:mean("x", tip)
+      print(string.format("  unloading, t %.2f s: tip (%.4f, %.4f) mm from rest", k * DT, (t[1] - rest[1]) * 1e3,
+        (t[2] - rest[2]) * 1e3))
+    end
+  end
+  return s:mean("x", tip)
 end
 
 local wall0 = os.time()
-local rest, rtrace, rcpu = settle(0)
+local rest, rtrace, rcpu, srest = settle(0)
+-- The deflection profile (VAR.profile = "true"): the mean sideways (world x) displacement from the rest state of the
+-- particles in 5 mm bins of the drawing's x, to compare with the finite-element one (where along the finger the
+-- two part).
+local function profile(s)
+  local sum, cnt = {}, {}
+  for p = 0, n - 1 do
+    local b = math.floor((Y0 - s0.x[n + p]) * 1e3 / 5)
+    sum[b] = (sum[b] or 0) + (s.x[p] - srest.x[p]) * 1e3
+    cnt[b] = (cnt[b] or 0) + 1
+  end
+  local out = {}
+  for b = 0, 19 do if cnt[b] then out[#out + 1] = string.format("%g:%.4f", 5 * b + 2.5, sum[b] / cnt[b]) end end
+  return table.concat(out, " ")
+end
 local tip0 = s0:mean("x", tip)
 print(string.format("finger2d_mpm: 0 kPa (gravity only): tip at (%.5f, %.5f) m, sagged (%.4f, %.4f) mm from the drawing, " ..
   "%.1f s cpu", rest[1], rest[2], (rest[1] - tip0[1]) * 1e3, (rest[2] - tip0[2]) * 1e3, rcpu))
@@ -88,9 +159,27 @@ for _, e in ipairs(rtrace) do
     (e[2][2] - rest[2]) * 1e3))
 end
 io.stdout:flush()
+if LATERAL_G then
+  local t, trace, cpu = settle(0, LATERAL_G)
+  local dx, dy = (t[1] - rest[1]) * 1e3, (t[2] - rest[2]) * 1e3
+  print(string.format("finger2d_mpm: lateral gravity %g m/s^2 (world x), 0 kPa: tip moved %.4f mm (dx %.4f, dy %.4f mm), " ..
+    "%.1f s cpu", LATERAL_G, math.sqrt(dx * dx + dy * dy), dx, dy, cpu))
+  for _, e in ipairs(trace) do
+    local ex, ey = (e[2][1] - rest[1]) * 1e3, (e[2][2] - rest[2]) * 1e3
+    print(string.format("  t %.2f s: tip moved %.4f mm (dx %.4f, dy %.4f)", e[1], math.sqrt(ex * ex + ey * ey), ex, ey))
+  end
+  io.stdout:flush()
+end
 local rows = {}
 for _, kPa in ipairs(PRESSURES) do
-  local ok, t, trace, cpu = pcall(settle, kPa)
+  local ok, t, trace, cpu, sfin = pcall(settle, kPa)
+  if ok and VAR.unload == "true" then
+    local back = unload(sfin:copy(), kPa, rest)
+    print(string.format("finger2d_mpm: %g kPa, unloaded to 0 and held %.2f s: the tip is (%.4f, %.4f) mm from rest", kPa,
+      RAMP + HOLD, (back[1] - rest[1]) * 1e3, (back[2] - rest[2]) * 1e3))
+  end
+  if ok and VAR.profile == "true" then print(string.format("finger2d_mpm: %g kPa: profile (x_mm:world dx_mm) %s", kPa,
+    profile(sfin))) end
   if not ok then
     print(string.format("finger2d_mpm: %g kPa: FAILED: %s", kPa, tostring(t)))
     rows[#rows + 1] = string.format("%g,nan,nan,nan", kPa)
