@@ -242,10 +242,10 @@ M.THIN_SHARE = 0.1
 
 --- Warns (cq._warn) when more than M.THIN_SHARE of chamber actuator `id`'s wall area has solid thinner than
 --- M.WALL_CELLS cells (dx) behind it: from each wall particle a ray along its normal (from the cavity into the solid)
---- runs in steps of half its spacing (vol^(1/dim)) until no solid particle lies within 0.8 spacings of it (a lattice's
---- farthest point from a particle is 0.71 spacings away); the wall's thickness there is that distance plus 0.2
---- spacings. xs, vol: the robot's positions and volumes (1-based); solid: the indices of its particles that are not
---- fluid. Returns the warning or nil.
+--- runs in steps of half its spacing (vol^(1/dim)) until no solid particle lies within one spacing of it (a lattice's
+--- farthest point from a particle is 0.71 spacings away, a gmsh mesh's triangle centres' up to about 0.9); the wall's
+--- thickness there is that distance (k particles across a lattice: k spacings). xs, vol: the robot's positions and
+--- volumes (1-based); solid: the indices of its particles that are not fluid. Returns the warning or nil.
 function M.thin(id, wall, xs, vol, solid, dx, dim)
   if #wall.particles == 0 then return nil end
   local h = 0
@@ -256,7 +256,7 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
   local y = {}
   for i, p in ipairs(wall.particles) do
     local x, N, sp = xs[p], wall.normal[i], vol[p] ^ (1 / dim)
-    local r2, t, thickness = (0.8 * sp) ^ 2, 0, nil
+    local r2, t, thickness = sp * sp, 0, nil
     while true do
       t = t + sp / 2
       for a = 1, dim do y[a] = x[a] + t * N[a] end
@@ -267,11 +267,11 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
         for a = 1, dim do d2 = d2 + (xs[q][a] - y[a]) ^ 2 end
         if d2 < r2 then found = true end
       end)
-      if not found then thickness = t + 0.2 * sp break end
-      if t + 0.2 * sp >= limit then break end
+      if not found then thickness = t break end
+      if t >= limit then break end
     end
     area = area + wall.area[i]
-    if thickness and thickness < limit then
+    if thickness and thickness < limit * (1 - 1e-6) then -- (a wall exactly WALL_CELLS thick is not thin)
       thin_area = thin_area + wall.area[i]
       if thickness < thinnest then thinnest, at = thickness, p end
     end
