@@ -79,9 +79,10 @@ CQ_HD void CQ_D(linear_volume_scale_adj)(const cq_substep* c, const cq_real F[D]
 /* Per-material damping (issue 62): the grid update damps every node at the world's rate (grid.h: damp); a particle
  * whose material has its own rate (the damping parameter; -1, the default: the world's for a solid, none for a
  * fluid) scales the velocity it gathers by exp(-(its rate - the world's) dt), before it moves x, C and F. Where a
- * node's particles share a rate this is that rate's damped update exactly (for every boundary kind but friction,
- * whose projection is not linear): water in a damped world keeps its velocity (the factor exp(+world's rate dt)
- * undoes the grid's), and a solid at the world's rate gathers as before, bit for bit (the factor is not applied).
+ * node's particles share a rate this is that rate's damped update exactly against walls at rest other than friction
+ * walls (a friction projection is not linear; a moving wall's velocity is scaled too): water in a damped world keeps
+ * its velocity (the factor exp(+world's rate dt) undoes the grid's), and a solid at the world's rate gathers as
+ * before, bit for bit (the factor is not applied).
  * The implicit solve's inertia (m / damp, implicit.h) is the world's too, so an implicit fluid's whole update, forces
  * included, comes out undamped. The rate has no gradient (a fixed setting, as the world's). */
 CQ_HD cq_real CQ_D(damping_excess)(const cq_substep* c, const cq_params* m, int p) {
