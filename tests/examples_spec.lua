@@ -169,11 +169,13 @@ end)
 
 describe("examples/pneumatic2d.lua", function()
   it("the soft-pneumatic quick start sweeps the pressure and brings c01 from twice the truth toward it", function()
-    -- 1 pressure, 3 L-BFGS evaluations, a coarser mesh and a shorter hold than the quick start's (docs/pneumatic.md)
-    local r = run_example("examples/pneumatic2d.lua", { "1", "3", "3", "0.1" })
+    -- 1 pressure, 4 L-BFGS evaluations and a shorter hold than the quick start's (docs/pneumatic.md). Its mesh: a
+    -- coarser one (3 mm: 1.3 particles per cell and axis) ran off at 1 kPa once the groups' projection (a numerical
+    -- plasticity that held it) was gone
+    local r = run_example("examples/pneumatic2d.lua", { "1", "4", "2", "0.1" })
     print(string.format("  pneumatic2d: c01 %.1f Pa after %d evaluations (true %.1f, start %.1f; first loss %.3e)",
       r.c01, r.evaluations, r.true_c01, 2 * r.true_c01, r.first_loss))
-    assert.is_true(r.evaluations <= 6) -- maxeval 3 (nlopt's L-BFGS may finish its line search past it)
-    assert.is_true(math.abs(r.c01 / r.true_c01 - 1) < 0.05) -- from 1.0; measured 0.047 %
+    assert.is_true(r.evaluations <= 7) -- maxeval 4 (nlopt's L-BFGS may finish its line search past it)
+    assert.is_true(math.abs(r.c01 / r.true_c01 - 1) < 0.05) -- from 1.0; measured 0.004 %
   end)
 end)

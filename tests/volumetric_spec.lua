@@ -143,7 +143,9 @@ describe("the averaged volumetric term", function()
     print(string.format("  3D sag (mm): averaged %.3f, particle %.3f, default %.3f; Euler-Bernoulli + shear %.3f; "
       .. "Newton / CG: averaged %d / %d, default %d / %d", 1e3 * avg, 1e3 * part, 1e3 * default, 1e3 * beam,
       st_avg.newton, st_avg.cg, st_def.newton, st_def.cg))
-    assert.is_true(math.abs(default / avg - 1) < 0.02)
+    -- the default leaves F as integrated (no groups' projection): 6 % stiffer than "averaged" here, whose projection
+    -- relaxes the members' own volumes every substep (docs/benchmarks.md, "Issue 62: F as the step integrates it")
+    assert.is_true(math.abs(default / beam - 1) < 0.2 and default > 2 * part)
     assert.is_true(st_def.cg <= 2 * st_avg.cg and st_def.newton <= st_avg.newton + 5)
     -- +17 %: a beam 4 heights long, where Euler-Bernoulli's theory plus shear leaves out the clamp's root rotation and
     -- warping, 8 particles across and the clamp's position within a cell; the same 2.27 mm at 4 ms steps
@@ -310,14 +312,20 @@ describe("the averaged volumetric term", function()
   -- The default (volumetric = "solids"): the averaged term with the groups of the robot's initial state and an own
   -- share of 16 on the solids whose bulk modulus exceeds that share, each fluid particle on its own J
   -- (docs/experiments/volumetric_default.lua measured the choice)
-  it("is the default for a nearly incompressible solid: the cantilever sags as with the fixed groups, own 16", function()
-    local default, L = settled_sag(nil, 1e4)
-    local fixed = settled_sag("averaged", 1e4, "initial") -- own 1
-    local beam = 3 * 10 * L ^ 4 / (8 * MU * H * H) + 10 * L * L / (2 * (5 / 6) * MU)
-    print(string.format("  sag (mm): default %.4f, averaged with the initial groups and own 1 %.4f; Timoshenko %.3f",
-      1e3 * default, 1e3 * fixed, 1e3 * beam))
-    assert.is_true(math.abs(default / beam - 1) < 0.07) -- measured +6.2 %
-    assert.is_true(math.abs(default / fixed - 1) < 0.005) -- own 16 against 1: -0.1 %
+  -- The reference: tools/fem/cantilever2d_fem.py, plane strain, mixed P2/P1, converged to 0.07 %: the incompressible
+  -- beam sags 9.13 mm clamped at x = 2 dx (the sticky band's last node) and 8.02 mm at 3 dx (the band's face); at
+  -- bulk / shear 3, where nothing locks, it gives 12.00 / 10.55 mm and the particle term 12.47 mm, so this grid's clamp
+  -- acts near 2 dx.
+  it("is the default for a nearly incompressible solid: the cantilever sags within 12 % of the finite-element beam", function()
+    local default = settled_sag(nil, 1e4)
+    local fixed = settled_sag("averaged", 1e4, "initial") -- own 1, the groups' projection
+    local fem = 9.13e-3
+    print(string.format("  sag (mm): default %.4f, averaged with the initial groups and own 1 %.4f; FEM %.2f (clamp at " ..
+      "2 dx), 8.02 (3 dx)", 1e3 * default, 1e3 * fixed, 1e3 * fem))
+    -- measured -8.9 % (8.32 mm): the groups leave some locking at 4 cells across; "averaged" -4.1 %, softened by its
+    -- projection, which is a numerical plasticity (docs/benchmarks.md, "Issue 62: F as the step integrates it")
+    assert.is_true(math.abs(default / fem - 1) < 0.12)
+    assert.is_true(math.abs(fixed / fem - 1) < 0.12)
   end)
 
   it("costs nothing by default where no solid is nearly incompressible, and leaves a fluid on its own J", function()

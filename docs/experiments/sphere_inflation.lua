@@ -8,7 +8,7 @@
 --
 -- usage: build/bin/cqlua docs/experiments/sphere_inflation.lua [A=10] [B=13] [h=1.25] [kPa=5,10,15,20] [bulk=1e3]
 --          [volumetric=averaged] [dt=5e-3] [T=1] [integrator=implicit] [threads=1] [pressure=lagged|implicit]
---          [closed=1 (0: an open chamber, no net-force correction)] [ivolume=linear|exact] [trace=0 (steps between lines)]
+--          [own=0 (volumetric_own; 0: the default)] [closed=1 (0: an open chamber, no net-force correction)] [ivolume=linear|exact] [trace=0 (steps between lines)]
 --   A, B  inner and outer radius (mm); h the particle spacing (mm; the grid's dx is 2 h, as the finger's 2.5 mm)
 --   bulk  bulk / shear modulus
 local cq = require "cq"
@@ -16,7 +16,7 @@ local now = require("cq.clock").now
 
 local o = { A = 10, B = 13, h = 1.25, kPa = "5,10,15,20", bulk = 1e3, volumetric = "averaged", dt = 5e-3, T = 1,
   integrator = "implicit", threads = 1, damping = 40, trace = 0, precond = "auto", tol = 0,
-  pressure = "lagged", closed = 1, ivolume = "linear", c10 = 1.19e3, c01 = 23.028e3 }
+  pressure = "lagged", closed = 1, ivolume = "linear", c10 = 1.19e3, c01 = 23.028e3, own = 0 }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")
   if not k or o[k] == nil then error("sphere_inflation: unknown argument " .. a, 0) end
@@ -65,6 +65,7 @@ local function run(kPa)
   r:chamber { wall = g.chambers.cavity, max = p, closed = o.closed == 1 }
   local w, s = r:world { res = { res, res, res }, dx = dx, dt = o.dt, gravity = { 0, 0, 0 }, damping = o.damping,
     integrator = o.integrator, threads = o.threads, volumetric = o.volumetric,
+    volumetric_own = o.own > 0 and o.own or nil,
     implicit = o.integrator == "implicit" and { volume = o.ivolume, precond = o.precond, tol = o.tol,
       pressure = o.pressure } or nil }
   local n = w.n

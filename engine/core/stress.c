@@ -22,7 +22,8 @@ CQI_CAUCHY(3)
 #undef CQI_CAUCHY
 
 /* volumetric = "averaged": the groups' pressures of state s (volumetric.h), serial on the host, into sub->vol_p,
- * and s->F pointed at a projected copy (*F), as the step's first stage makes it (*sums, *pr and *F malloc'd, freed
+ * and s->F pointed at a copy (*F), projected as the step's first stage makes it (the groups' projection of
+ * "averaged" only: volumetric.c cqi_volumetric_projects) (*sums, *pr and *F malloc'd, freed
  * by the caller). A particle outside the grid is an error, as in a step. */
 #define CQI_HOST_VOL(DIM)                                                                                        \
   static int host_vol_##DIM(cq_world* w, cq_substep* sub, cq_particles* s, const cq_params* prm, cq_real** sums, \
@@ -43,7 +44,8 @@ CQI_CAUCHY(3)
     for (int p = 0; p < s->n; p++) vol_pressure_##DIM(sub, s, prm, p, *sums, NULL, *pr);                         \
     memcpy(*F, s->F, sizeof(cq_real) * (size_t)s->n * DIM * DIM);                                                \
     s->F = *F;                                                                                                   \
-    for (int p = 0; p < s->n; p++) vol_project_##DIM(sub, s, prm, p, *sums);                                     \
+    if (cqi_volumetric_projects(m))                                                                              \
+      for (int p = 0; p < s->n; p++) vol_project_##DIM(sub, s, prm, p, *sums);                                   \
     sub->vol_sums = *sums;                                                                                       \
     sub->vol_p = *pr;                                                                                            \
     return CQ_OK;                                                                                                \

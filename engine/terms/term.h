@@ -183,6 +183,7 @@ static inline void* cqi_term_peek(const cqi_sim* sim, int index) { return sim->t
  * cq_world_take_groups, the robot's initial state). The grid fluid: the rest fill is taken again
  * (cq_world_reset_fill); its base and last gradient's linearisation (fill.h; NULL before the first). */
 int cqi_volumetric_reset_groups(cqi_sim* sim);
+int cqi_volumetric_projects(const cqi_model* m); /* volumetric.c: whether the groups' volume projection runs */
 int cqi_volumetric_take_groups(cqi_sim* sim, const cq_substep* c, const cq_particles* s);
 const int32_t* cqi_volumetric_groups_host(cqi_sim* sim);
 int cqi_fill_reset(cqi_sim* sim);

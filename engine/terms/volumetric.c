@@ -219,9 +219,18 @@ static int project_sums(cqi_sim* sim, vol_self* V, const cq_substep* c, const cq
   return st;
 }
 
+/* Whether the groups' volume projection runs: only for volumetric = "averaged", the term as recorded before it
+ * became the default. The default ("solids") leaves F as the step integrated it: the projection rewrites each
+ * member's history every substep, a numerical plasticity (the 2D finger at dx 0.625 mm kept a set of 0.42 mm after
+ * 0.5 kPa and its release, and stood 36 % above the finite-element tip; without it 0.09 mm and 3 %), and the own
+ * share K_s = 16 M of the default holds the members' volumes together without it (docs/benchmarks.md, "Issue 62:
+ * the groups' projection"). */
+int cqi_volumetric_projects(const cqi_model* m) { return m->desc.volumetric == CQ_VOLUMETRIC_AVERAGED; }
+
 /* project: every member's F scaled to its group's mean J (volumetric.h vol_project). */
 static int vol_project(cqi_sim* sim, void* self, const cq_substep* c, cq_particles* s) {
   SELF;
+  if (!cqi_volumetric_projects(sim->model)) return CQ_OK;
   int st = project_sums(sim, V, c, s);
   cq_substep g = grouped(V, c);
   return st == CQ_OK ? sim->be->ops->vol_project(sim->be, &g, s, &sim->view->params, V->psums) : st;
@@ -230,6 +239,7 @@ static int vol_project(cqi_sim* sim, void* self, const cq_substep* c, cq_particl
 static int vol_project_adj(cqi_sim* sim, void* self, const cq_substep* c, const cq_particles* s, cq_particles* g0,
                            const cq_param_grads* gp) {
   SELF;
+  if (!cqi_volumetric_projects(sim->model)) return CQ_OK;
   cqi_backend* be = sim->be;
   const cq_params* m = &sim->view->params;
   int st = project_sums(sim, V, c, s);

@@ -9,7 +9,8 @@
 --   lateral_g (m/s^2, world x): also the bending check, the tip under a sideways gravity (a force mass * g on every
 --   particle, ramped like the pressure) with no pressure, from the same rest state;
 --   variant: a diagnosis, not the example: "closed=false" (the chamber's raw Nanson forces, no net-force correction),
---   "pressure=implicit" (implicit.pressure), "dt=0.25e-3" (the step), "split=true" (each of the 8 cavities its own
+--   "pressure=implicit" (implicit.pressure), "dt=0.25e-3" (the step), "ramp=0.5" (the pressure's ramp, s; 0.1),
+--   "gramp=0.3" (gravity as a force on every particle ramped over that time, s, instead of the world's sudden gravity), "split=true" (each of the 8 cavities its own
 --   closed chamber, so each gets its own net-force and torque correction), "profile=true" (also print the sideways
 --   deflection along the finger), "unload=true" (also ramp each pressure back to 0, hold, print where the tip is),
 --   comma-separated.
@@ -40,7 +41,8 @@ local LATERAL_G = tonumber(A[6]) -- the bending check: also the tip under a side
 -- Variants for diagnosis only (not the example): A[7] = "closed=false,pressure=implicit,dt=0.25e-3"
 local VAR = {}
 for k, v in (A[7] or ""):gmatch("([%w_]+)=([^,]+)") do VAR[k] = v end
-local RAMP, DT, P_MAX = 0.1, tonumber(VAR.dt) or 1e-3, 20e3
+local RAMP, DT, P_MAX = tonumber(VAR.ramp) or 0.1, tonumber(VAR.dt) or 1e-3, 20e3
+local GRAMP = tonumber(VAR.gramp) -- gravity as a force ramped over GRAMP s (the world's gravity 0)
 local STEPS = math.floor((RAMP + HOLD) / DT + 0.5)
 local PRINT_EVERY = math.max(1, math.floor(EVERY / DT + 0.5))
 
@@ -82,7 +84,7 @@ else
   r:chamber { wall = wall, max = P_MAX, closed = VAR.closed ~= "false" }
 end
 
-local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, -9.8 }, damping = 25,
+local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, GRAMP and 0 or -9.8 }, damping = 25,
   walls = { top = { type = "sticky", thickness = BAND } }, integrator = "implicit",
   implicit = VAR.pressure and { pressure = VAR.pressure } or nil }
 
@@ -103,10 +105,14 @@ local function settle(kPa, gx)
   local s = s0:copy()
   local t0 = os.clock()
   local trace = {}
-  local force = gx and ffi.new("double[?]", 2 * n)
+  local force = (gx or GRAMP) and ffi.new("double[?]", 2 * n)
   for k = 1, STEPS do
     local ramp = math.min(1, k * DT / RAMP)
-    if force then for p = 0, n - 1 do force[p] = world.params.mass[p] * gx * ramp end end
+    if gx then for p = 0, n - 1 do force[p] = world.params.mass[p] * gx * ramp end end
+    if GRAMP then
+      local gr = math.min(1, k * DT / GRAMP)
+      for p = 0, n - 1 do force[n + p] = -world.params.mass[p] * 9.8 * gr end
+    end
     local u = {}
     for a = 1, NACT do u[a] = kPa * 1e3 / P_MAX * ramp end
     world:step(s, u, force)
@@ -125,7 +131,12 @@ local function unload(s, kPa, rest)
     local ramp = math.max(0, 1 - k * DT / RAMP)
     local u = {}
     for a = 1, NACT do u[a] = kPa * 1e3 / P_MAX * ramp end
-    world:step(s, u)
+    local force
+    if GRAMP then
+      force = ffi.new("double[?]", 2 * n)
+      for p = 0, n - 1 do force[n + p] = -world.params.mass[p] * 9.8 end
+    end
+    world:step(s, u, force)
     if VAR.unload_trace == "true" and k % PRINT_EVERY == 0 then
       local t = s:mean("x", tip)
       print(string.format("  unloading, t %.2f s: tip (%.4f, %.4f) mm from rest", k * DT, (t[1] - rest[1]) * 1e3,
