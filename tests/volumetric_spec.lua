@@ -19,8 +19,9 @@ local function cantilever(opts)
   local r = cq.robot { dim = 2 }
   r:box { offset = { 0.02, 0.5 }, size = { 0.5, H }, spacing = DX / 2,
     material = { model = "mooney_rivlin", c10 = MU / 2, c01 = 0, bulk = opts.ratio * MU, density = 1 } }
-  return r:world { res = { 64, 64 }, dx = DX, dt = opts.dt or 2e-3, substeps = opts.substeps, gravity = { 0, -10 },
-    damping = 20, threads = opts.threads or 1, backend = "cpu", walls = { left = { type = "sticky", thickness = 3 } },
+  return r:world { res = { 64, 64 }, dx = DX, dt = opts.dt or 2e-3, substeps = opts.substeps,
+    gravity = opts.gravity or { 0, -10 }, damping = 20, threads = opts.threads or 1, backend = "cpu",
+    walls = { left = { type = "sticky", thickness = 3 } },
     integrator = opts.integrator or "implicit", volumetric = opts.volumetric, precision = opts.precision or "f64",
     implicit = opts.implicit, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.own }
 end
@@ -399,6 +400,42 @@ describe("the averaged volumetric term", function()
     for _, f in ipairs { "x", "v", "F" } do
       for i = 0, s1.n * (f == "F" and 4 or 2) - 1 do assert.are.equal(s1[f][i], s2[f][i]) end
     end
+  end)
+
+  -- Loaded by gravity (as a force) for 0.6 s and unloaded for 1.2 s: what is left of the sag. An elastic body comes
+  -- back; MPM keeps a little where the body rang (F and x drift apart as particles cross cells), which a load ramped
+  -- over two periods of the first mode avoids (docs/modelling.md's rule; docs/experiments/cantilever_set.lua). The
+  -- groups' projection, a numerical plasticity, is no longer in the default: "averaged" keeps it and more set.
+  it("comes back after unloading: the default keeps under 0.4 % of the sag when the load is ramped", function()
+    local ffi = require "ffi"
+    local function set_left(volumetric, ramp)
+      local w, s = cantilever { ratio = 1e3, volumetric = volumetric, gravity = { 0, 0 } }
+      local n, x0 = s.n, {}
+      local force = ffi.new("double[?]", 2 * n)
+      for i = 0, 2 * n - 1 do x0[i] = s.x[i] end
+      local function rms()
+        local q = 0
+        for i = 0, 2 * n - 1 do q = q + (s.x[i] - x0[i]) ^ 2 / n end
+        return math.sqrt(q)
+      end
+      local function run(steps, f)
+        for k = 1, steps do
+          for p = 0, n - 1 do force[n + p] = -w.params.mass[p] * 10 * f(k * 2e-3) end
+          w:step(s, nil, force)
+        end
+      end
+      run(300, function(t) return ramp > 0 and math.min(1, t / ramp) or 1 end)
+      local loaded = rms()
+      run(600, function(t) return ramp > 0 and math.max(0, 1 - t / ramp) or 0 end)
+      w:release()
+      return rms() / loaded
+    end
+    local at_once, ramped, averaged = set_left(nil, 0), set_left(nil, 0.3), set_left("averaged", 0)
+    print(string.format("  set left (rms over loaded rms): default %.2f %% (load at once), %.2f %% (ramped over 0.3 s); " ..
+      "averaged %.2f %%", 100 * at_once, 100 * ramped, 100 * averaged))
+    assert.is_true(ramped < 0.004) -- measured 0.22 %
+    assert.is_true(ramped < at_once / 3) -- at once: 1.00 %
+    assert.is_true(at_once < averaged) -- 1.46 %
   end)
 
   it("names a bad option and the exact implicit volume", function()

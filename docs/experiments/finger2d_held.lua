@@ -1,8 +1,9 @@
 -- docs/experiments/finger2d_held.lua: the 2D finger of examples/finger_inverse.lua's 2D runs (scenes/finger2d.lua, mesh 1.5, both
 -- bulk moduli 1.75 GPa, fill water 5 mm around it, gravity, implicit 5 ms substeps) with its chamber pressure ramped
 -- from 0 to p_kPa over RAMP s (0.3; 0: a step) and then held, for T seconds. Prints every 10 substeps the tip, the
--- solver's work, the splits and the range of the finger particles' own J (a member's J is set to its group's mean at
--- each substep's start: the range is what one substep lets the members drift apart); writes the finger (alone) as
+-- solver's work, the splits and the range of the finger particles' own J (with volumetric = "averaged" a member's J
+-- is set to its group's mean at each substep's start; the default, since issue 62, leaves it to the own share);
+-- writes the finger (alone) as
 -- frames at the substeps listed in FRAMES. Stops at the first error (a blow-up, or Newton failing in a piece split 6
 -- times). docs/benchmarks.md, "Issue 11: the inverse at t = 1 s": the fixed groups tear the finger after 0.6 s at 8
 -- kPa.
