@@ -223,8 +223,9 @@ static int project_sums(cqi_sim* sim, vol_self* V, const cq_substep* c, const cq
  * became the default. The default ("solids") leaves F as the step integrated it: the projection rewrites each
  * member's history every substep, a numerical plasticity (the 2D finger at dx 0.625 mm kept a set of 0.42 mm after
  * 0.5 kPa and its release, and stood 36 % above the finite-element tip; without it 0.09 mm and 3 %), and the own
- * share K_s = 16 M of the default holds the members' volumes together without it (docs/benchmarks.md, "Issue 62:
- * the groups' projection"). */
+ * share K_s = 16 M of the default holds the members' volumes together without it on resolved bodies (the 2D finger
+ * in water at 8 kPa with walls under one cell comes apart, which the fracture check stops; docs/benchmarks.md,
+ * "Issue 62: F as the step integrates it"). */
 int cqi_volumetric_projects(const cqi_model* m) { return m->desc.volumetric == CQ_VOLUMETRIC_AVERAGED; }
 
 /* project: every member's F scaled to its group's mean J (volumetric.h vol_project). */

@@ -12,7 +12,8 @@
  * derives from an energy, so the implicit solve's Hessian stays symmetric (an F-bar stress's is not; the groups'
  * volume projection below, for "averaged" only, is F-bar on the state between substeps, outside the solve). J_p is
  * det F_p in the explicit step and the linearised Jl_p = J_p (1 + dt tr C_p(v)) in the implicit solve
- * (implicit.volume = "linear", implicit.h). Particles without a bulk term (bulk = 0) take no part. Included once per dimension by kernels.h. */
+ * (implicit.volume = "linear", implicit.h). Particles without a bulk term (bulk = 0) take no part. Included once per
+ * dimension by kernels.h. */
 
 /* Its backend passes (engine/backends/passes.h: X(op, body, over, key, gpu, (kind, arg)...)). vol_sums adds each particle's
  * (V0 K, V0 (J - 1), V0) into its group node of sums (a grid vector; J - 1 from det F when v is NULL, else Jl - 1 at
@@ -243,8 +244,8 @@ CQ_HD void CQ_D(vol_strain_adj)(const cq_substep* c, const cq_particles* s, cons
  * group's: with the share of "averaged" (c = 1, K_s about the shear modulus) the particles' J within a group drift
  * apart (7 % on the 2D finger at the real bulk modulus) and on a finer grid run away, explicitly and implicitly
  * (docs/benchmarks.md, "Issue 11: the groups' volume projection"). So each substep of "averaged" first sets every
- * member's J to its group's volume-weighted mean (the default, "solids", does not: its share c = 16 holds them, and
- * the projection is a numerical plasticity, volumetric.c cqi_volumetric_projects),
+ * member's J to its group's volume-weighted mean (the default, "solids", does not: its share c = 16 holds them on
+ * resolved bodies, and the projection is a numerical plasticity, volumetric.c cqi_volumetric_projects),
  *   F_p <- s_p F_p,   s_p = (Jm_g / J_p)^(1/D),   Jm_g = 1 + S1 / S2 (vol_sums at v NULL: S1 = sum V0 (J - 1),
  *   S2 = sum V0),
  * which keeps the group's volume sum V0 J and each particle's isochoric deformation. */
