@@ -5,6 +5,12 @@
 -- integrator at 1 ms steps; what is set is what the paper sets (geometry, material, pressure, gravity, damping, dt).
 --
 -- usage: cqlua examples/pneumatic2d.lua [pressures_kPa=0,0.5,1,1.5] [evaluations=10] [mesh_mm=2] [hold_s=0.3]
+--          [dx_mm=2.5] [ramp_s=0.1] [gravity_ramp_s=0]
+-- dx_mm: the grid's cell (the clamp kept at the drawing's first 3.5 mm, the grid's size and the finger's place kept);
+-- at 2.5 mm the walls are 0.8 cells and the tips 30 % short of the finite-element reference, at 0.625 mm (mesh 0.5)
+-- within 3.5 % with ramp_s = 0.5 and gravity_ramp_s = 0.3 (docs/pneumatic.md, "How right the numbers are").
+-- ramp_s: the pressure's ramp; gravity_ramp_s > 0: gravity as a force on every particle ramped in over that time
+-- (0: the world's gravity from the start).
 -- Writes out/pneumatic2d.csv (pressure, tip displacement) and out/pneumatic2d.png, and out/pneumatic2d_fit.csv (the
 -- identification's evaluations).
 local cq = require "cq"
@@ -13,7 +19,8 @@ local A = arg or {}
 local PRESSURES = {}
 for v in (A[1] or "0,0.5,1,1.5"):gmatch("[^,]+") do PRESSURES[#PRESSURES + 1] = tonumber(v) end
 local EVALS, MESH, HOLD = tonumber(A[2]) or 10, tonumber(A[3]) or 2, tonumber(A[4]) or 0.3
-local RAMP, DT, P_MAX = 0.1, 1e-3, 20e3 -- s, s, Pa at u = 1
+local DXMM, RAMP, GRAMP = tonumber(A[5]) or 2.5, tonumber(A[6]) or 0.1, tonumber(A[7]) or 0
+local DT, P_MAX = 1e-3, 20e3 -- s, Pa at u = 1
 local STEPS = math.floor((RAMP + HOLD) / DT + 0.5)
 local C01 = require("cq.materials").presets.dragonskin30.c01 -- the seed's fit (most of its shear modulus 2 (c10 + c01)):
 -- the identification starts from twice it
@@ -21,11 +28,16 @@ local C01 = require("cq.materials").presets.dragonskin30.c01 -- the seed's fit (
 -- 1. The robot: the .geo meshed by gmsh (one particle per triangle, mm scaled to m), its "chamber" curves the
 -- pressure's walls. The drawing runs along its x from the base; hung from the ceiling, its x becomes -y and its y +x
 -- (positions and the walls' normals alike), so that the base's first 5 mm lie in the top wall's sticky band.
-local DX, RES = 2.5e-3, { 48, 56 }
+-- The grid: 2.5 mm cells on 48 x 56 by default; a finer dx keeps the grid's size. The sticky top band's nodes hold
+-- the drawing's first 3.5 mm at every dx (BAND cells thick, the base CLAMP_MM into it).
+local DX, CLAMP_MM = DXMM * 1e-3, 3.5
+local RES = { math.floor(48 * 2.5 / DXMM + 0.5), math.floor(56 * 2.5 / DXMM + 0.5) }
+local BAND = math.ceil(CLAMP_MM / DXMM + 1.6 - 1e-9) -- 3 at 2.5 mm
 local r = cq.robot { dim = 2 }
 local finger = r:gmsh { path = "scenes/finger2d.geo", scale = 1e-3, offset = { 0, 0 }, mesh_size = MESH,
   material = { preset = "dragonskin30" } }
-local X0, Y0 = 0.06, (RES[2] - 1.6) * DX -- the layer's side at x = 60 mm; the base 1.6 cells below the top row
+local X0, Y0 = 0.06, (RES[2] - BAND + CLAMP_MM / DXMM) * DX -- the layer's side at x = 60 mm; the base 1.6 cells
+-- below the top row at 2.5 mm
 for _, p in ipairs(finger.particles) do
   local x = r.x[p]
   x[1], x[2] = X0 + x[2], Y0 - x[1]
@@ -36,8 +48,8 @@ r:chamber { wall = wall, max = P_MAX }
 
 -- 2. The world: 2.5 mm cells (the chambers span 3 cells, the walls between them about one), the top wall sticky and 3
 -- cells thick (the clamp), gravity, damping 25/s (near-critical for the first bending mode, about 15 rad/s).
-local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, -9.8 }, damping = 25,
-  walls = { top = { type = "sticky", thickness = 3 } }, integrator = "implicit" }
+local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, GRAMP > 0 and 0 or -9.8 }, damping = 25,
+  walls = { top = { type = "sticky", thickness = BAND } }, integrator = "implicit" }
 
 -- The tip: the particles within 3 mm of the finger's free end at rest.
 local n, tip, ymin = world.n, {}, math.huge
@@ -47,9 +59,15 @@ for p = 0, n - 1 do if s0.x[n + p] < ymin + 3e-3 then tip[#tip + 1] = p + 1 end 
 -- 3. One pressure: ramped over RAMP, held to RAMP + HOLD; the tip's mean position at the end (m). A memo records the
 -- run, so that its backward gives the gradient of the tip's position with respect to every parameter.
 local memo = world:memo { steps = STEPS }
+local force = GRAMP > 0 and require("ffi").new("double[?]", 2 * n) or nil -- gravity ramped in
 local function settle(kPa)
   memo:begin(s0)
-  for k = 1, STEPS do memo:step({ kPa * 1e3 / P_MAX * math.min(1, k * DT / RAMP) }) end
+  for k = 1, STEPS do
+    if force then
+      for p = 0, n - 1 do force[n + p] = -world.params.mass[p] * 9.8 * math.min(1, k * DT / GRAMP) end
+    end
+    memo:step({ kPa * 1e3 / P_MAX * math.min(1, k * DT / RAMP) }, force)
+  end
   return memo.state:mean("x", tip)
 end
 
