@@ -280,10 +280,11 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
   local where = {}
   for a = 1, dim do where[a] = string.format("%.4g", xs[at][a]) end
   local msg = string.format("cqlua: warning: robot:world: %.0f %% of chamber actuator %d's wall is thinner than %d " ..
-    "cells (dx = %.4g; the thinnest %.2g cells, behind particle %d at (%s)): a wall bends too easily with fewer " ..
-    "cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.1 / 1.2 / 1.06 times as far as converged, at 2 " ..
-    "particles per cell and axis; docs/modelling.md), so where these walls bend they bend too far (a wall that " ..
-    "only stretches, as an inflated ball's, is less affected); refine dx (walls at least %d cells thick, 4 for 5 %%)",
+    "cells (dx = %.4g; the thinnest %.2g cells, behind particle %d at (%s)): the grid does not resolve a wall with " ..
+    "fewer cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.1 / 1.2 / 1.06 times as far as converged, at 2 " ..
+    "particles per cell and axis; a chamber section whose walls are under one cell can instead be far too stiff: " ..
+    "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, docs/pneumatic.md); " ..
+    "refine dx (walls at least %d cells thick, 4 for 5 %%)",
     100 * thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
   require("cq._warn").warn(msg)
   return msg
