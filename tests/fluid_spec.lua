@@ -318,8 +318,10 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
     assert.are.equal(0, r1.stats.splits + tight.stats.splits)
     assert.is_true(math.abs(r1.drop[1] - tight.drop[1]) < 1e-7 * tight.drop[1])
     assert.is_true(math.abs(r1.fastest[1] - tight.fastest[1]) < 1e-6 * tight.fastest[1])
-    if tight_plain.stats.splits == 0 then -- the same substeps solved without the rounds: the same minimum
-      assert.is_true(math.abs(r1.drop[1] - tight_plain.drop[1]) < 1e-7 * tight_plain.drop[1])
+    if tight_plain.stats.splits == 0 then -- the same substeps solved without the rounds: the same minimum (within
+      -- 5e-7: an AMD EPYC VM of 2026-11-28 gave 3.627811844e-4 with the rounds, 3.627812460e-4 without, 1.7e-7 apart,
+      -- against the loose run's 6e-3)
+      assert.is_true(math.abs(r1.drop[1] - tight_plain.drop[1]) < 5e-7 * tight_plain.drop[1])
       assert.is_true(math.abs(r1.fastest[1] - tight_plain.fastest[1]) < 1e-6 * tight_plain.fastest[1])
     end
     assert.is_true(math.abs(plain.drop[1] - tight.drop[1]) > 1e-3 * tight.drop[1]) -- why the rounds matter

@@ -275,7 +275,7 @@ describe("implicit integrator", function()
     assert.is_true(st.factorizations >= 1 and st.factor_seconds > 0 and st.factor_failures == 0)
     assert.are.same({ substeps = 0, newton = 0, cg = 0, halvings = 0, adjoint_cg = 0, factorizations = 0,
       factor_seconds = 0, splits = 0, simd_particles = 0, kept_substeps = 0, factor_failures = 0, fill_rounds = 0,
-      roundoff_stops = 0 }, w:solver_stats())
+      roundoff_stops = 0, error_splits = 0, error_over = 0, error_max = 0 }, w:solver_stats())
     E.has(E.err_of(w.solver_stats, w, 1), "world:solver_stats", "reset must be true, false or nil")
     local we = cube("explicit", 2e-5)
     assert.are.equal(0, we:solver_stats().substeps)
@@ -428,6 +428,91 @@ describe("implicit split substeps", function()
     local msg = E.err_of(function() for _ = 1, 40 do w:step(s) end end)
     E.has(msg, "Newton did not converge", " of 4: the substep halved 2 times, implicit.max_split)")
     E.has(E.err_of(cube, "implicit", 1e-3, { implicit = { max_split = 31 } }), "implicit.max_split", "31")
+  end)
+end)
+
+-- implicit.error_tol (engine/integrators/integrator_implicit.c step_error): backward Euler's local position error
+-- (dt/2) max |v' - v|. A block falling freely from rest (F = I: no elastic force, damping 0, walls out of reach) has
+-- v' - v = g dt at every particle, so the estimate is exactly g dt^2 / 2: at g = 10, dt = 0.02 and dx = 1/32, 0.064
+-- cells, above the default bound 0.02 and under it once halved (0.016).
+describe("implicit error estimate", function()
+  local robot = require "cq.robot"
+  local function falling(substeps, implicit)
+    local r = cq.robot { dim = 2 }
+    r:box { offset = { 0.4, 0.6 }, size = { 0.125, 0.125 }, spacing = 1 / 64,
+      material = { model = "neohookean", E = 1e3, nu = 0.3, density = 1 } }
+    return r:world { res = { 32, 32 }, dx = 1 / 32, dt = 0.02, substeps = substeps, gravity = { 0, -10 },
+      precision = "f64", threads = 1, backend = "cpu", integrator = "implicit", implicit = implicit }
+  end
+  local EXACT = 10 * 0.02 ^ 2 / 2 * 32 -- g dt^2 / 2 in cells
+
+  it("is g dt^2 / 2 for a body falling freely, and is warned of once when above implicit.error_tol", function()
+    local w, s = falling(1)
+    local warned = robot.warnings_of(function() for _ = 1, 3 do w:step(s) end end)
+    local st = w:solver_stats()
+    print(string.format("  estimate %.9g cells (exact %.9g), %d substeps above the bound", st.error_max, EXACT,
+      st.error_over))
+    assert.is_true(math.abs(st.error_max - EXACT) < 1e-9 * EXACT)
+    assert.are.equal(3, st.error_over)
+    assert.are.equal(0, st.error_splits)
+    assert.are.equal(1, #warned)
+    E.has(warned[1], "world:step", "0.064 cells, above implicit.error_tol = 0.02", "implicit.adapt = true")
+    assert.are.equal(0, #robot.warnings_of(w.step, w, s)) -- once per world
+    -- within the bound: no warning; error_tol = false: no estimate
+    local w2, s2 = falling(1, { error_tol = 0.07 })
+    assert.are.equal(0, #robot.warnings_of(w2.step, w2, s2))
+    local w3, s3 = falling(1, { error_tol = false })
+    assert.are.equal(0, #robot.warnings_of(w3.step, w3, s3))
+    assert.are.equal(0, w3:solver_stats().error_max)
+    E.has(E.err_of(falling, 1, { error_tol = 1 }), "implicit.error_tol", "(0, 1)", "1")
+    E.has(E.err_of(falling, 1, { adapt = "yes" }), "implicit.adapt must be true or false", "yes")
+  end)
+
+  it("with implicit.adapt halves a substep above the bound: the states of twice the substeps, bit for bit", function()
+    local w, s = falling(1, { adapt = true })
+    local warned = robot.warnings_of(function() for _ = 1, 3 do w:step(s) end end)
+    local st = w:solver_stats()
+    assert.are.equal(0, #warned)
+    assert.are.equal(3, st.error_splits) -- each substep once: 0.064 -> 0.016 cells
+    assert.are.equal(0, st.error_over)
+    assert.is_true(math.abs(st.error_max - EXACT / 4) < 1e-9 * EXACT)
+    local w2, s2 = falling(2)
+    for _ = 1, 3 do w2:step(s2) end
+    local diff = 0
+    for i = 0, 2 * w.n - 1 do if s.x[i] ~= s2.x[i] or s.v[i] ~= s2.v[i] then diff = diff + 1 end end
+    assert.are.equal(0, diff)
+  end)
+
+  it("with implicit.adapt: gradients through the halved substeps match central differences", function()
+    -- the gradient scene of the split tests at dt 0.02: its substeps' estimates are 0.02-0.15 cells, so with a
+    -- bound of 0.045 some substeps halve (4 halvings in all) and others do not. The loss is piecewise: no estimate may
+    -- lie near the bound, where central differences would straddle a switch; the same halvings at 0.97 and 1.03
+    -- times the bound show none within 3 % of it
+    local function scene(bound)
+      local w, s0 = G.scene { dim = 2, bc = "slip", integrator = "implicit", E = STIFF_SPLIT, dt = 0.02,
+        implicit = { tol = 1e-12, adapt = true, error_tol = bound } }
+      local P = G.problem(w, s0, 6)
+      P.loss()
+      return w, P, w:solver_stats(true)
+    end
+    local w, P, st = scene(0.045)
+    for _, f in ipairs { 0.97, 1.03 } do
+      local _, _, near = scene(0.045 * f)
+      assert.are.equal(st.error_splits, near.error_splits)
+    end
+    local g = P.backward()
+    local ladder, line, worst = G.steps, {}, 0
+    G.steps = { 1e-3, 1e-2, 1e-4, 1e-5 }
+    for _, kind in ipairs { "x", "v", "act", "E", "mass" } do
+      local _, _, rel, h = G.check(P, g, kind, 1e-6)
+      worst = math.max(worst, rel)
+      line[#line + 1] = string.format("%s %.1e@%g", kind, rel, h)
+    end
+    G.steps = ladder
+    print(string.format("  %d halvings for the bound over 6 substeps (largest kept estimate %.3g cells); rel. errors: %s",
+      st.error_splits, st.error_max, table.concat(line, " ")))
+    assert.is_true(st.error_splits >= 1)
+    assert.is_true(worst <= 1e-6)
   end)
 end)
 

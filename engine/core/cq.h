@@ -65,6 +65,11 @@ typedef struct cq_world_desc {
   int implicit_precond;    /* implicit: CQ_PRECOND_* (0 = auto: factor where the backend can assemble, else mass) */
   int implicit_volume;     /* implicit: CQ_VOLUME_* (how eq. 12 takes the volumetric term; implicit.h) */
   int implicit_max_split; /* implicit: halvings of a failing substep, in [-1, 30] (0 = 6, -1 = none; integrator_implicit.c) */
+  double implicit_error_tol; /* implicit: the bound, in cells, on each substep's local position error estimate
+                              * (dt/2) max_p |v_p' - v_p| (0 = 0.02, < 0 = no estimate; integrator_implicit.c
+                              * step_error); a substep above it counts in the stats' error_over */
+  int implicit_adapt;        /* implicit: 1 = a substep above implicit_error_tol is redone as two halves (up to
+                              * implicit_max_split); 0 = it is kept and counted */
   int implicit_pressure; /* implicit: CQ_PRESSURE_* (chamber pressure lagged at F_p, or at F_p(v) inside the solve) */
   int implicit_fill_rounds; /* implicit, fluid = grid: active-set rounds per Newton iteration, in [-1, 16] (0 = 4
                              * with the factor preconditioner, none with the masses; -1 = none;
@@ -139,6 +144,10 @@ typedef struct cq_solver_stats {
                      * nodes are on at the end of the last one (engine/integrators/integrator_implicit.c active_set) */
   long roundoff_stops; /* Newton solves ended at the elastic forces' round-off before implicit.tol (a light load on a
                         * stiff solid: integrator_implicit.c roundoff_floor) */
+  long error_splits;   /* pieces redone as two halves because their error estimate was above implicit.error_tol */
+  long error_over;     /* pieces kept with their estimate above implicit.error_tol (implicit.adapt off, or
+                        * implicit.max_split used up) */
+  double error_max;    /* the largest error estimate of a kept piece, in cells */
 } cq_solver_stats;
 
 int cq_real_bits(void);       /* 32 or 64: the precision this library was built with */

@@ -83,6 +83,11 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   if (d->implicit_max_split < -1 || d->implicit_max_split > 30)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_split must be in [-1, 30] (-1: none, 0: the default) (got %d)",
                       d->implicit_max_split);
+  if (!(d->implicit_error_tol < 1) || isnan(d->implicit_error_tol))
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.error_tol must be below 1 cell (0: the default, negative: off) (got %g)",
+                      d->implicit_error_tol);
+  if (d->implicit_adapt != 0 && d->implicit_adapt != 1)
+    return cqi_errorf(e, CQ_ERR_ARG, "implicit.adapt must be 0 or 1 (got %d)", d->implicit_adapt);
   if (d->implicit_max_newton < 0 || d->implicit_max_cg < 0)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.max_newton and implicit.max_cg must be >= 0 (got %d, %d)",
                       d->implicit_max_newton, d->implicit_max_cg);

@@ -20,6 +20,8 @@ enum { MAX_HALVINGS = 30 };
 enum { MAX_LEVELS = 31 };
 /* implicit.max_split's default: a substep may be cut into up to 2^6 = 64 pieces. */
 enum { DEFAULT_MAX_SPLIT = 6 };
+/* implicit.error_tol's default, in cells (step_error). */
+#define DEFAULT_ERROR_TOL 0.02
 /* A Newton direction that took more conjugate-gradient iterations than this refactorises the Hessian at the next
  * iterate: an iteration with factors costs a Hessian product and two triangular solves, a factorisation far more
  * (5 s on the finger of examples/finger_pressure.lua), so stale factors are kept while they still work. */
@@ -58,6 +60,10 @@ typedef struct {
   cq_real* att[MAX_LEVELS];  /* backward: the piece's own output, to see whether the forward split it */
   cq_real* mid[MAX_LEVELS];  /* backward: the state between a split piece's halves */
   cq_real* gmid[MAX_LEVELS]; /* backward: dL/d(that state) */
+  double error_tol;          /* step_error's bound in metres (0: no estimate) */
+  int adapt;                 /* implicit.adapt: halve a piece above error_tol */
+  cq_real* vin;              /* [D][n] a piece's input velocities (step_error) */
+  double* hv;                /* [2][D][n] host copies of the input and output velocities (step_error) */
 } implicit_ws;
 
 #define TRY(call)                 \
@@ -79,6 +85,14 @@ static int implicit_create(cqi_sim* sim) {
                   : d->implicit_max_split < 0 ? 0
                                               : d->implicit_max_split;
   ws->hist = malloc(sizeof(double) * (ws->max_newton + 1));
+  double etol = d->implicit_error_tol == 0 ? DEFAULT_ERROR_TOL : d->implicit_error_tol;
+  if (etol > 0) {
+    ws->error_tol = etol * d->dx;
+    ws->adapt = d->implicit_adapt;
+    ws->vin = be->ops->alloc(be, sizeof(cq_real) * be->n * be->dim);
+    ws->hv = malloc(sizeof(double) * 2 * be->n * be->dim);
+    if (!ws->vin || !ws->hv) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory for implicit.error_tol");
+  }
   int precond = d->implicit_precond;
   if (precond == CQ_PRECOND_FACTOR && !cqi_factor_supported(be))
     return cqi_errorf(sim->err, CQ_ERR_ARG,
@@ -112,7 +126,8 @@ static void implicit_destroy(cqi_sim* sim) {
   if (!ws) return;
   cqi_backend* be = sim->be;
   cq_real* bufs[] = {ws->grid, ws->vstar, ws->v,   ws->g,  ws->d,    ws->r,     ws->p,    ws->q,      ws->hp,
-                     ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->gpress, ws->u0};
+                     ws->z,    ws->vt,    ws->tmp, ws->gt, ws->fext, ws->gfext, ws->gact, ws->gpress, ws->u0,
+                     ws->vin};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i]) be->ops->release(be, bufs[i]);
   for (int l = 0; l < MAX_LEVELS; l++) {
@@ -121,6 +136,7 @@ static void implicit_destroy(cqi_sim* sim) {
       if (states[i]) be->ops->release(be, states[i]);
   }
   free(ws->hist);
+  free(ws->hv);
   cqi_factor_free(ws->factor);
   free(ws);
   sim->ws = NULL;
@@ -543,6 +559,37 @@ static int copy_state(cqi_sim* sim, cq_real* dst, const cq_real* src) {
   return be->ops->copy(be, dst, src, sizeof(cq_real) * (size_t)cqi_state_len(be->n, be->dim));
 }
 
+/* The piece's local error estimate (implicit.error_tol): backward Euler takes x' = x + dt v', the trapezoid rule
+ * x + dt (v + v') / 2; their difference (dt/2) |v' - v| is the leading term of the step's error in a particle's
+ * position (for a body falling freely, exactly g dt^2 / 2). *e = the largest over the particles, from v (the piece's
+ * input velocities, [D][n]) to v1 (its output's), in metres. Host reads: deterministic, and one maximum, so the
+ * same for any thread count. */
+/* A kept piece's estimate e (metres) into the stats' largest, in cells. */
+static int note_error(cqi_sim* sim, double e) {
+  double cells = e / sim->model->desc.dx;
+  if (cells > sim->stats.error_max) sim->stats.error_max = cells;
+  return CQ_OK;
+}
+
+static int step_error(cqi_sim* sim, const cq_real* v, const cq_real* v1, double dt, double* e) {
+  implicit_ws* ws = sim->ws;
+  cqi_backend* be = sim->be;
+  long n = be->n, len = n * be->dim;
+  TRY(be->ops->read(be, v, len, ws->hv));
+  TRY(be->ops->read(be, v1, len, ws->hv + len));
+  double m = 0;
+  for (long p = 0; p < n; p++) {
+    double q = 0;
+    for (int a = 0; a < be->dim; a++) {
+      double d = ws->hv[len + a * n + p] - ws->hv[a * n + p];
+      q += d * d;
+    }
+    if (q > m) m = q;
+  }
+  *e = 0.5 * dt * sqrt(m);
+  return CQ_OK;
+}
+
 /* Piece j of 2^level of substep k, in place. A piece that fails as retryable says is redone from its start as two
  * halves (each again, down to implicit.max_split halvings): when a fast phase (a chamber wall snapping through, an
  * impact) makes a particle cross a cell or Newton fail at the chosen dt, the substep takes shorter pieces there
@@ -557,8 +604,20 @@ static int piece_forward(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, long 
   }
   cq_substep c = piece_ctx(sim, ctl, k, j, level);
   *bad = (cqi_check){CQ_CHECK_OK, -1, 0, 0, 0};
+  if (ws->error_tol > 0) TRY(sim->be->ops->copy(sim->be, ws->vin, s->v, sizeof(cq_real) * sim->be->n * sim->be->dim));
   int st = piece_once(sim, &c, s, ctl, k, bad);
   bad->split = level;
+  if (st == CQ_OK && ws->error_tol > 0) { /* accurate enough? else halve, as for a failure */
+    double e;
+    TRY(step_error(sim, ws->vin, s->v, c.dt, &e));
+    if (e <= ws->error_tol) return note_error(sim, e);
+    if (!can_split || !ws->adapt) {
+      sim->stats.error_over++;
+      return note_error(sim, e);
+    }
+    sim->stats.error_splits++;
+    st = CQ_ERR_BLOWUP;
+  }
   if (st == CQ_OK || !can_split || !retryable(st, bad)) return st;
   sim->stats.splits++;
   TRY(copy_state(sim, s->x, ws->keep[level]));
@@ -702,6 +761,11 @@ static int piece_adj(cqi_sim* sim, const cq_particles* s, const cq_particles* s1
     TRY(be->ops->implicit_bc(be, &c, ws->vstar, ws->vt));
     TRY(be->ops->g2p(be, &c, &out1, &sim->view->params, ws->vt, &bad));
     split = retryable(bad.check != CQ_CHECK_OK ? CQ_ERR_BLOWUP : CQ_OK, &bad);
+    if (!split && ws->error_tol > 0 && ws->adapt) { /* the forward's error estimate, on the same velocities */
+      double e;
+      TRY(step_error(sim, in.v, out1.v, c.dt, &e));
+      split = e > ws->error_tol;
+    }
     if (!split) s1 = &out1;
   }
   if (!split) {

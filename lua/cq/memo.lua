@@ -87,6 +87,7 @@ function Memo:step(u, force, stress)
   local F = self._fracture
   local t0 = F and now()
   self.world:_check(self.world._lib.cq_memo_step(h, self.world:_control(where, u, force, stress)), where)
+  if self.world.integrator == "implicit" then self.world:_error_check(where) end
   if F and not F.warned then
     local msg = self.world:_fracture_check(self.state, now() - t0, F, where, true)
     if msg then

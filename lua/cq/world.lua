@@ -16,7 +16,7 @@ local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "subste
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric", "fluid",
   "fluid_rest", "volumetric_groups", "volumetric_own" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
-  "max_split", "pressure", "fill_rounds" })
+  "max_split", "pressure", "fill_rounds", "error_tol", "adapt" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/core/cq.h CQ_PRECOND_*
 local WALL_OPTIONS = check.option_set("cq.world walls", { "type", "friction", "thickness", "velocity", "oscillation" })
 local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "amplitude", "omega", "phase" })
@@ -133,11 +133,12 @@ function M.new(opts)
   d.fluid = check.oneof(where, "fluid", fluid or "particle", { "particle", "grid" }) == "grid" and 1 or 0
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
     == "initial" and 1 or 0
+  local error_tol = 0.02 -- implicit.error_tol's default (engine/integrators/integrator_implicit.c DEFAULT_ERROR_TOL)
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
     if type(io) ~= "table" then
       check.fail(where, "implicit must be a table {tol, max_newton, max_cg, precond, volume, max_split, pressure, " ..
-        "fill_rounds}", io)
+        "fill_rounds, error_tol, adapt}", io)
     end
     check.options(where .. ".implicit", io, IMPLICIT_OPTIONS)
     d.implicit_tol = check.number(where, "implicit.tol", io.tol or 0, 0, 1, { open_hi = true })
@@ -149,6 +150,17 @@ function M.new(opts)
       and 1 or 0
     d.implicit_pressure = check.oneof(where, "implicit.pressure", io.pressure or "lagged", { "lagged", "implicit" })
       == "implicit" and 1 or 0
+    if io.error_tol == false then -- no error estimate (engine/integrators/integrator_implicit.c step_error)
+      d.implicit_error_tol, error_tol = -1, false
+    elseif io.error_tol ~= nil then -- cells; 0.02 by default
+      d.implicit_error_tol = check.number(where, "implicit.error_tol (cells, or false: none)", io.error_tol, 0, 1,
+        { open_lo = true, open_hi = true })
+      error_tol = d.implicit_error_tol
+    end
+    if io.adapt ~= nil then
+      if type(io.adapt) ~= "boolean" then check.fail(where, "implicit.adapt must be true or false", io.adapt) end
+      d.implicit_adapt = io.adapt and 1 or 0
+    end
     local split = check.integer(where, "implicit.max_split", io.max_split or 6, 0, 30)
     d.implicit_max_split = split == 0 and -1 or split -- the engine's 0 is its default, -1 none
     if io.fill_rounds ~= nil then -- nil: the engine's default (4 with the factor preconditioner, none with the masses)
@@ -181,7 +193,8 @@ function M.new(opts)
   end
   local self = setmetatable({ _h = h, _lib = lib, dim = dim, n = d.n, n_actuators = d.n_actuators, backend = backend,
     precision = precision, res = res, dx = d.dx, dt = d.dt, substeps = d.substeps, integrator = integrator,
-    threads = d.threads, volumetric = volumetric, volumetric_groups = d.volumetric_groups == 1 and "initial" or "current",
+    threads = d.threads, volumetric = volumetric, error_tol = error_tol, adapt = d.implicit_adapt == 1,
+    max_split = d.implicit_max_split == 0 and 6 or math.max(0, d.implicit_max_split), volumetric_groups = d.volumetric_groups == 1 and "initial" or "current",
     volumetric_own = d.volumetric_own, committed = false, _real = C.real_ctype[precision], _views = {}, _fields = {},
     _param_names = {}, _ctl = ffi.new("cq_control"), _memos = setmetatable({}, { __mode = "k" }) }, World)
   for _, f in ipairs(registry.fields(lib, "param")) do
@@ -244,7 +257,9 @@ end
 --- factor_failures: factorisations refused as not definite (CG then preconditions by the masses); fill_rounds: the fill
 --- water's active-set rounds (Newton directions solved again with the pieces of W the nodes end on); roundoff_stops:
 --- Newton solves that ended at the elastic forces' round-off before implicit.tol (a light load on a stiff solid, where
---- tol times the load's scale is below what the arithmetic resolves).
+--- tol times the load's scale is below what the arithmetic resolves); error_splits: pieces redone as two halves because
+--- their local error estimate was above implicit.error_tol (implicit.adapt); error_over: substeps (or pieces) kept above
+--- it (implicit.adapt off, or implicit.max_split used up); error_max: the largest estimate of a kept one, in cells.
 function World:solver_stats(reset)
   if reset ~= nil and type(reset) ~= "boolean" then
     check.fail("world:solver_stats", "reset must be true, false or nil", reset)
@@ -256,7 +271,8 @@ function World:solver_stats(reset)
     factorizations = tonumber(st.factorizations), factor_seconds = st.factor_seconds, splits = tonumber(st.splits),
     simd_particles = tonumber(st.simd_particles), kept_substeps = tonumber(st.kept_substeps),
     factor_failures = tonumber(st.factor_failures), fill_rounds = tonumber(st.fill_rounds),
-    roundoff_stops = tonumber(st.roundoff_stops) }
+    roundoff_stops = tonumber(st.roundoff_stops), error_splits = tonumber(st.error_splits),
+    error_over = tonumber(st.error_over), error_max = st.error_max }
 end
 
 --- fluid = "grid" with fluid_rest = "initial": forget each node's rest fill, so that the next step takes it from the
@@ -500,7 +516,28 @@ function World:step(s, u, force, stress)
   if fracture and not self._fracture then self:_fracture_baseline(s) end
   local t0 = fracture and now()
   self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
+  if self.integrator == "implicit" then self:_error_check(where) end
   if fracture then self:_fracture_check(s, now() - t0) end
+end
+
+-- After an implicit step (world:step, memo:step): warns once per world when a substep was kept with its local error
+-- estimate above implicit.error_tol (engine/integrators/integrator_implicit.c step_error; the solver stats'
+-- error_over).
+function World:_error_check(where)
+  if self._error_warned then return end
+  local st = self._error_stats or ffi.new("cq_solver_stats")
+  self._error_stats = st
+  self._lib.cq_world_solver_stats(self._h, st, 0)
+  if st.error_over == 0 then return end
+  self._error_warned = true
+  local advice = self.adapt and string.format("even after implicit.max_split = %d halvings; use a smaller dt (or more " ..
+    "substeps) or a larger implicit.max_split", self.max_split) or "use a smaller dt (or more substeps), or " ..
+    "implicit.adapt = true to halve such substeps where needed (the loss is then piecewise, with steps where a substep " ..
+    "starts or stops halving)"
+  require("cq._warn").warn(string.format("cqlua: warning: %s: an implicit substep's estimated position error is %.3g " ..
+    "cells, above implicit.error_tol = %g (backward Euler's local error (dt/2) max |v' - v|, which grows as dt^2): " ..
+    "the answer may be off by more than that bound, %s; warned once per world", where, st.error_max, self.error_tol,
+    advice))
 end
 
 -- Numerical fracture (cq._fracture): each solid body's pieces in the first state world:step steps from, then checked
