@@ -9,7 +9,10 @@
 --   lateral_g (m/s^2, world x): also the bending check, the tip under a sideways gravity (a force mass * g on every
 --   particle, ramped like the pressure) with no pressure, from the same rest state;
 --   variant: a diagnosis, not the example: "closed=false" (the chamber's raw Nanson forces, no net-force correction),
---   "pressure=implicit" (implicit.pressure), "dt=0.25e-3" (the step), "ramp=0.5" (the pressure's ramp, s; 0.1),
+--   "pressure=implicit" (implicit.pressure), "volume=exact" (implicit.volume), "volumetric=particle", "own=64"
+--   (volumetric_own), "error_tol=0.01" or "error_tol=false" (implicit.error_tol), "adapt=true" (implicit.adapt),
+--   "cmax=true" (also print the largest |dt C|_F of a particle per print interval), "dump=PREFIX" (with unload=true:
+--   write every particle's x and F at rest, loaded and unloaded to PREFIX_<kPa>.txt, a line each: x y F11 F12 F21 F22), "dt=0.25e-3" (the step), "ramp=0.5" (the pressure's ramp, s; 0.1),
 --   "gramp=0.3" (gravity as a force on every particle ramped over that time, s, instead of the world's sudden gravity), "split=true" (each of the 8 cavities its own
 --   closed chamber, so each gets its own net-force and torque correction), "profile=true" (also print the sideways
 --   deflection along the finger), "unload=true" (also ramp each pressure back to 0, hold, print where the tip is),
@@ -86,7 +89,10 @@ end
 
 local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, GRAMP and 0 or -9.8 }, damping = 25,
   walls = { top = { type = "sticky", thickness = BAND } }, integrator = "implicit",
-  implicit = VAR.pressure and { pressure = VAR.pressure } or nil }
+  implicit = (VAR.pressure or VAR.volume or VAR.error_tol or VAR.adapt) and { pressure = VAR.pressure,
+    volume = VAR.volume, error_tol = VAR.error_tol == "false" and false or tonumber(VAR.error_tol),
+    adapt = VAR.adapt == "true" } or nil,
+  volumetric = VAR.volumetric, volumetric_own = tonumber(VAR.own) }
 
 local n, tip, ymin = world.n, {}, math.huge
 for p = 0, n - 1 do ymin = math.min(ymin, s0.x[n + p]) end
@@ -101,6 +107,7 @@ io.stdout:flush()
 -- One pressure from the rest state: ramp, hold; the tip every EVERY seconds; the tip's mean position at the end.
 -- gx: a sideways gravity (m/s^2, world x) as a force mass * gx on every particle, ramped like the pressure.
 local ffi = require "ffi"
+local CMAX = 0 -- VAR.cmax: the largest |dt C|_F of a particle since the last print
 local function settle(kPa, gx)
   local s = s0:copy()
   local t0 = os.clock()
@@ -116,11 +123,23 @@ local function settle(kPa, gx)
     local u = {}
     for a = 1, NACT do u[a] = kPa * 1e3 / P_MAX * ramp end
     world:step(s, u, force)
+    if VAR.cmax == "true" then -- diagnosis: the largest |dt C|_F of a particle in this step, and where it was reached
+      local m = 0
+      for p = 0, n - 1 do
+        local q = s.C[p] ^ 2 + s.C[n + p] ^ 2 + s.C[2 * n + p] ^ 2 + s.C[3 * n + p] ^ 2
+        if q > m then m = q end
+      end
+      CMAX = math.max(CMAX, math.sqrt(m) * DT)
+    end
     if k % PRINT_EVERY == 0 or k == STEPS then
+      if VAR.cmax == "true" then print(string.format("  t %.3f s: max |dt C| %.4g", k * DT, CMAX)); CMAX = 0 end
       local t = s:mean("x", tip)
       trace[#trace + 1] = { k * DT, t }
     end
   end
+  local st = world:solver_stats(true)
+  print(string.format("  solver: %d substeps (pieces), %d splits (%d for implicit.error_tol), %d kept above it, largest " ..
+    "estimate kept %.3g cells", st.substeps, st.splits, st.error_splits, st.error_over, st.error_max))
   return s:mean("x", tip), trace, os.clock() - t0, s
 end
 
@@ -185,7 +204,18 @@ local rows = {}
 for _, kPa in ipairs(PRESSURES) do
   local ok, t, trace, cpu, sfin = pcall(settle, kPa)
   if ok and VAR.unload == "true" then
-    local back = unload(sfin:copy(), kPa, rest)
+    local su = sfin:copy()
+    local back = unload(su, kPa, rest)
+    if VAR.dump then -- diagnosis: x and F of every particle at rest, loaded and unloaded (x0 x1 F00 F01 F10 F11 per line)
+      local f = assert(io.open(string.format("%s_%g.txt", VAR.dump, kPa), "w"))
+      for _, st in ipairs({ srest, sfin, su }) do
+        for p = 0, n - 1 do
+          f:write(string.format("%.9g %.9g %.9g %.9g %.9g %.9g\n", st.x[p], st.x[n + p], st.F[p], st.F[n + p],
+            st.F[2 * n + p], st.F[3 * n + p]))
+        end
+      end
+      f:close()
+    end
     print(string.format("finger2d_mpm: %g kPa, unloaded to 0 and held %.2f s: the tip is (%.4f, %.4f) mm from rest", kPa,
       RAMP + HOLD, (back[1] - rest[1]) * 1e3, (back[2] - rest[2]) * 1e3))
   end
