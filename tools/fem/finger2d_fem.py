@@ -29,6 +29,7 @@ Units inside: mm and kPa (forces per unit depth in kPa mm = N/m).
 
 usage: python3 tools/fem/finger2d_fem.py [--mesh 2,1,0.5] [--pressures 0.5,1,1.5,2,3,5,...] [--clamp 3.5]
        [--pelem P1|P0] [--lateral-g G] [--profile] [--csv FILE]
+       [--geo YOUR.geo] [--material c10,c01,bulk,density] [--gravity 9.8]
        python3 tools/fem/finger2d_fem.py --verify   (the exact pressurised thick tube)
 """
 import argparse
@@ -59,21 +60,26 @@ CHAMBERS = [(10.0 + i * 11.0, 10.0 + i * 11.0 + 8.0, 5.0, 14.0) for i in range(8
 
 
 # ---------------------------------------------------------------------------------------------------------- mesh
-def make_mesh(h, clamp, tip_from, keep=None):
+def make_mesh(h, clamp, tip_from, keep=None, geo_path=None):
     """scenes/finger2d.geo meshed by gmsh at largest size h (as cqlua runs it: -clmax h -setnumber mesh_size h), with
     two extra lines cut through the section (x = clamp and x = tip_from) so that the clamp and the tip region are
     unions of elements. The drawing itself is not changed: the .geo's text with two rectangles fragmented in before
-    its physical groups."""
-    src = open(GEO).read()
-    marker = "e = 1e-3;"
-    assert marker in src
-    cut = ("cutA = news; Rectangle(cutA) = {0, 0, 0, %.17g, H};\n"
-           "cutB = news; Rectangle(cutB) = {%.17g, 0, 0, L - %.17g, H};\n"
-           "BooleanFragments{ Surface{:}; Delete; }{}\n") % (clamp, tip_from, tip_from)
-    src = src.replace(marker, cut + marker, 1)
+    its physical groups. geo_path (--geo): a user's drawing instead, meshed as it is (no cuts: the clamp and the tip
+    region are then taken node by node and element by element)."""
     d = tempfile.mkdtemp(prefix="finger2d_fem_")
-    geo, msh = os.path.join(d, "finger2d_cut.geo"), os.path.join(d, "finger2d.msh")
-    open(geo, "w").write(src)
+    msh = os.path.join(d, "finger2d.msh")
+    if geo_path is None:
+        src = open(GEO).read()
+        marker = "e = 1e-3;"
+        assert marker in src
+        cut = ("cutA = news; Rectangle(cutA) = {0, 0, 0, %.17g, H};\n"
+               "cutB = news; Rectangle(cutB) = {%.17g, 0, 0, L - %.17g, H};\n"
+               "BooleanFragments{ Surface{:}; Delete; }{}\n") % (clamp, tip_from, tip_from)
+        src = src.replace(marker, cut + marker, 1)
+        geo = os.path.join(d, "finger2d_cut.geo")
+        open(geo, "w").write(src)
+    else:
+        geo = os.path.abspath(geo_path)
     subprocess.run(["gmsh", "-2", "-format", "msh41", "-v", "2", "-clmax", repr(h), "-setnumber", "mesh_size", repr(h),
                     geo, "-o", msh], check=True, stdout=subprocess.DEVNULL)
     m = meshio.read(msh)
@@ -93,7 +99,11 @@ def make_mesh(h, clamp, tip_from, keep=None):
     mesh = MeshTri(p, t)  # skfem orients the triangles
     # the physical curve "chamber", as gmsh tags it
     names = {v[0]: k for k, v in m.field_data.items() if v[1] == 1}
-    chamber_tag = [k for k, v in names.items() if v == "chamber"][0]
+    chamber_tags = [k for k, v in names.items() if v == "chamber"]
+    if not chamber_tags:
+        sys.exit("finger2d_fem: %s has no physical curve \"chamber\" (its physical curves: %s)"
+                 % (geo, ", ".join(sorted(names.values())) or "none"))
+    chamber_tag = chamber_tags[0]
     ch_edges = np.vstack([remap[l[tg == chamber_tag]] for l, tg in zip(lines, line_tags)])
     if keep is not None:
         import shutil
@@ -214,9 +224,9 @@ class Mixed:
     """The mixed P2/P1 (or P2/P0) hyperelastic problem on a mesh: a follower pressure pc on the facets chf, body force
     (bx, by) per volume (kPa/mm), the displacement unknowns `fixed` held at 0."""
 
-    def __init__(self, mesh, chf, pelem="P1", body=(RHOG, 0.0)):
+    def __init__(self, mesh, chf, pelem="P1", body=None):
         self.mesh, self.chf, self.pelem = mesh, chf, pelem
-        self.bx, self.by = body
+        self.bx, self.by = body if body is not None else (RHOG, 0.0)
         self.ub = Basis(mesh, ElementVector(ElementTriP2()), intorder=4)
         self.pb = Basis(mesh, ElementTriP1() if pelem == "P1" else ElementTriP0(), intorder=4)
         self.fb = FacetBasis(mesh, ElementVector(ElementTriP2()), facets=chf, intorder=4)
@@ -305,10 +315,21 @@ class Mixed:
 
 
 class Finger(Mixed):
-    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None, pelem="P1"):
+    def __init__(self, h, clamp=3.5, tip_len=3.0, keep=None, pelem="P1", geo_path=None):
         self.h, self.clamp = h, clamp
-        mesh, ch_edges = make_mesh(h, clamp, L - tip_len, keep)
+        mesh, ch_edges = make_mesh(h, clamp, L - tip_len, keep, geo_path)
         Mixed.__init__(self, mesh, facets_of_edges(mesh, ch_edges), pelem)
+        if geo_path is not None:  # a user's drawing: no checks of the chambers' geometry, the tip at its own end
+            length = mesh.p[0].max()
+            self.set_fixed(np.nonzero(self.ub.doflocs[0] <= clamp + 1e-9)[0])
+            if len(self.fixed) == 0:
+                sys.exit("finger2d_fem: no node of %s lies at x <= --clamp %g mm (its x runs from %g to %g mm)"
+                         % (geo_path, clamp, mesh.p[0].min(), length))
+            cx = mesh.p[0, mesh.t].mean(axis=0)
+            ind = (cx > length - tip_len).astype(float)
+            self.ind = np.repeat(ind[:, None], self.ub.X.shape[-1], axis=1)
+            self.tip_A = tip_area.assemble(self.ub, ind=self.ind)
+            return
         # the physical curve is the chambers' walls and nothing else
         mid = mesh.p[:, mesh.facets[:, self.chf]].mean(axis=1)
         on = np.zeros(mid.shape[1], dtype=bool)
@@ -397,9 +418,10 @@ def verify_annulus(hs=(0.4, 0.2, 0.1), A=4.0, B=8.0, pressures=(5.0, 10.0, 20.0)
     return out
 
 
-def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1", lateral_g=0.0, profile=False):
+def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1", lateral_g=0.0, profile=False,
+          geo_path=None):
     t0 = time.time()
-    fg = Finger(h, clamp=clamp, keep=keep, pelem=pelem)
+    fg = Finger(h, clamp=clamp, keep=keep, pelem=pelem, geo_path=geo_path)
     log("mesh %g mm: %d triangles, %d + %d unknowns (P2 displacement, %s pressure), %d chamber facets, clamp x <= %g mm"
         % (h, fg.mesh.t.shape[1], fg.Nu, fg.Np, pelem, len(fg.chf), clamp))
     x = np.zeros(fg.Nu + fg.Np)
@@ -481,7 +503,26 @@ def main():
     ap.add_argument("--profile", action="store_true",
                     help="also print the sideways deflection along the finger (5 mm bins, area-weighted)")
     ap.add_argument("--csv", default=None)
+    ap.add_argument("--geo", default=None,
+                    help="your own section instead of scenes/finger2d.geo: in mm, x along the finger from its clamped "
+                         "base at x = 0, a physical curve \"chamber\" on every chamber wall (see tools/fem/README.md)")
+    ap.add_argument("--material", default=None,
+                    help="c10,c01,bulk,density (kPa, kPa, kPa, kg/m^3) of a Mooney-Rivlin material instead of the "
+                         "dragonskin30 preset (1.19,23.028,1.75e6,1080)")
+    ap.add_argument("--gravity", type=float, default=G,
+                    help="gravity along the drawing's +x (the finger hangs from its base), m/s^2 (default 9.8)")
     a = ap.parse_args()
+    global C10, C01, BULK, RHO, RHOG
+    if a.material:
+        try:
+            C10, C01, BULK, RHO = (float(v) for v in a.material.split(","))
+        except ValueError:
+            sys.exit("finger2d_fem: --material must be c10,c01,bulk,density (four numbers), got %r" % a.material)
+        if not (C10 + C01 > 0 and BULK > 0 and RHO > 0):
+            sys.exit("finger2d_fem: --material needs c10 + c01 > 0, bulk > 0 and density > 0, got %r" % a.material)
+    RHOG = RHO * a.gravity * 1e-6
+    if a.geo and not os.path.exists(a.geo):
+        sys.exit("finger2d_fem: --geo %s: no such file" % a.geo)
     self_check()
     if a.verify:
         verify_annulus(pelem=a.pelem)
@@ -490,7 +531,7 @@ def main():
     out = []
     for h in [float(v) for v in a.mesh.split(",")]:
         rows, fg, secs, reached = sweep(h, targets, a.clamp, pelem=a.pelem, lateral_g=a.lateral_g,
-                                         profile=a.profile)
+                                         profile=a.profile, geo_path=a.geo)
         print("mesh %g mm: %.0f s wall" % (h, secs))
         sys.stdout.flush()
         for r in rows:
