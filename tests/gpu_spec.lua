@@ -288,6 +288,25 @@ describe("CUDA vs CPU, implicit integrator, f64", function()
     assert.are.equal(c.splits, g.splits)
     assert.is_true(math.max(ex, egx, egv, egE) <= TOL.f64)
   end)
+  -- implicit.error_tol and implicit.adapt (tests/implicit_spec.lua): the estimate is read back from the device, so the
+  -- GPU must find the CPU's estimate and, with adapt, take the CPU's halvings and reach its loss.
+  gpu_it("implicit.adapt: the CPU's error estimate, halvings and loss", "f64", function()
+    local function run(backend)
+      local w, s0 = G.scene { dim = 2, bc = "slip", integrator = "implicit", E = 3000, dt = 0.02, backend = backend,
+        implicit = { tol = 1e-13, adapt = true, error_tol = 0.045, precond = "mass" } }
+      local P = G.problem(w, s0, 6)
+      local loss = P.loss()
+      local st = w:solver_stats(true)
+      return { loss = loss, splits = st.error_splits, emax = st.error_max }
+    end
+    local c, g = run("cpu"), run("cuda")
+    print(string.format("  halvings cpu %d gpu %d; largest estimate %.9g / %.9g cells; loss %.12g / %.12g", c.splits,
+      g.splits, c.emax, g.emax, c.loss, g.loss))
+    assert.is_true(c.splits >= 1)
+    assert.are.equal(c.splits, g.splits)
+    assert.is_true(math.abs(c.emax - g.emax) <= TOL.f64 * c.emax)
+    assert.is_true(math.abs(c.loss - g.loss) <= TOL.f64 * math.abs(c.loss))
+  end)
   gpu_it("the factorised preconditioner is a clear error on the GPU", "f64", function()
     local ok, err = pcall(function()
       local w, s = G.scene { dim = 2, bc = "slip", backend = "cuda", integrator = "implicit", implicit = { precond = "factor" } }
