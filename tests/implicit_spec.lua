@@ -456,7 +456,8 @@ describe("implicit error estimate", function()
     assert.are.equal(3, st.error_over)
     assert.are.equal(0, st.error_splits)
     assert.are.equal(1, #warned)
-    E.has(warned[1], "world:step", "0.064 cells, above implicit.error_tol = 0.02", "implicit.adapt = true")
+    E.has(warned[1], "world:step: in step 1 of this world", "0.064 cells, above implicit.error_tol = 0.02",
+      "implicit.adapt = true")
     assert.are.equal(0, #robot.warnings_of(w.step, w, s)) -- once per world
     -- within the bound: no warning; error_tol = false: no estimate
     local w2, s2 = falling(1, { error_tol = 0.07 })

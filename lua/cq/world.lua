@@ -525,6 +525,7 @@ end
 -- error_over).
 function World:_error_check(where)
   if self._error_warned then return end
+  self._error_steps = (self._error_steps or 0) + 1
   local st = self._error_stats or ffi.new("cq_solver_stats")
   self._error_stats = st
   self._lib.cq_world_solver_stats(self._h, st, 0)
@@ -534,10 +535,11 @@ function World:_error_check(where)
     "substeps) or a larger implicit.max_split", self.max_split) or "use a smaller dt (or more substeps), or " ..
     "implicit.adapt = true to halve such substeps where needed (the loss is then piecewise, with steps where a substep " ..
     "starts or stops halving)"
-  require("cq._warn").warn(string.format("cqlua: warning: %s: an implicit substep's estimated position error is %.3g " ..
-    "cells, above implicit.error_tol = %g (backward Euler's local error (dt/2) max |v' - v|, which grows as dt^2): " ..
-    "the answer may be off by more than that bound, %s; warned once per world", where, st.error_max, self.error_tol,
-    advice))
+  require("cq._warn").warn(string.format("cqlua: warning: %s: in step %d of this world an implicit substep's " ..
+    "estimated position error is %.3g cells, above implicit.error_tol = %g (backward Euler's local error per step, " ..
+    "(dt/2) max |v' - v|, which grows as dt^2; a load applied at once, gravity included, exceeds it at any usual dt, " ..
+    "and ramping it is the remedy there): %s; warned once per world (world:solver_stats() counts every such " ..
+    "substep: error_over, error_max)", where, self._error_steps, st.error_max, self.error_tol, advice))
 end
 
 -- Numerical fracture (cq._fracture): each solid body's pieces in the first state world:step steps from, then checked
