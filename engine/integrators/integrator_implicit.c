@@ -559,18 +559,18 @@ static int copy_state(cqi_sim* sim, cq_real* dst, const cq_real* src) {
   return be->ops->copy(be, dst, src, sizeof(cq_real) * (size_t)cqi_state_len(be->n, be->dim));
 }
 
-/* The piece's local error estimate (implicit.error_tol): backward Euler takes x' = x + dt v', the trapezoid rule
- * x + dt (v + v') / 2; their difference (dt/2) |v' - v| is the leading term of the step's error in a particle's
- * position (for a body falling freely, exactly g dt^2 / 2). *e = the largest over the particles, from v (the piece's
- * input velocities, [D][n]) to v1 (its output's), in metres. Host reads: deterministic, and one maximum, so the
- * same for any thread count. */
-/* A kept piece's estimate e (metres) into the stats' largest, in cells. */
+/* A kept piece's estimate e (metres) into the stats' largest, in cells; CQ_OK, for the caller's return. */
 static int note_error(cqi_sim* sim, double e) {
   double cells = e / sim->model->desc.dx;
   if (cells > sim->stats.error_max) sim->stats.error_max = cells;
   return CQ_OK;
 }
 
+/* The piece's local error estimate (implicit.error_tol): backward Euler takes x' = x + dt v', the trapezoid rule
+ * x + dt (v + v') / 2; their difference (dt/2) |v' - v| is the leading term of the step's error in a particle's
+ * position (for a body falling freely, exactly g dt^2 / 2). *e = the largest over the particles, from v (the piece's
+ * input velocities, [D][n]) to v1 (its output's), in metres. Host reads: deterministic, and one maximum, so the
+ * same for any thread count. */
 static int step_error(cqi_sim* sim, const cq_real* v, const cq_real* v1, double dt, double* e) {
   implicit_ws* ws = sim->ws;
   cqi_backend* be = sim->be;
