@@ -17,9 +17,10 @@
 -- silicone's is still 40 times its shear modulus (Poisson's ratio 0.49) and the water's sound speed (45 m/s) is a
 -- hundred times the fingertip's speed, so both stay nearly incompressible, and the substep is 30 us instead of 1 us.
 -- The water: density 1000, viscosity 1 mPa s, sampled 2.5 times per cell per axis (every 1 mm; at fewer than 2 it
--- sinks; at 2 and more, with each particle's own J, it locks and holds the finger nearly still, docs/benchmarks.md
--- "Issue 11: the water locks"; with volumetric = averaged it is in the groups and no longer locks, but in 3D the
--- finger's bend is still held: "Issue 11: the water in the groups", not fixed), in a tank whose walls are the
+-- sinks), its pressure from the grid's fill (robot:world's default for a robot in water: with each particle's own J,
+-- fluid = particle, it locks and holds the finger nearly still, docs/benchmarks.md "Issue 11: the water locks"; with
+-- volumetric = averaged it is in the groups, but in 3D the finger's bend is still held: "Issue 11: the water in the
+-- groups"), in a tank whose walls are the
 -- grid's (40 x 40 mm inside, 14 mm of water on the finger's -x side and 10 mm on its other sides;
 -- scenes/finger.lua, M.WATER).
 -- Implicitly (integrator = implicit, a substep dt of milliseconds) the real bulk moduli are affordable: e.g.
@@ -28,7 +29,7 @@
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
 --          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=1] [integrator=explicit] [dt_s]
---          [presettle_s=0] [volumetric=particle] [control_dt_s] [water_bulk_Pa=bulk_Pa] [fluid=particle]
+--          [presettle_s=0] [volumetric=solids] [control_dt_s] [water_bulk_Pa=bulk_Pa] [fluid=grid]
 --          [water_gap_mm=14,10,10]
 -- water_bulk_Pa: the water's bulk modulus, when it differs from the silicone's (e.g. the silicone at its real 1.75 GPa
 -- and the water at 2.2e7 Pa: a sound speed of 148 m/s, still 1e4 times the fingertip's speed, so the water stays
@@ -73,7 +74,7 @@ local water_spacing = (tonumber(arg and arg[6]) or finger.WATER.spacing * 1e3) *
 local integrator = (arg and arg[7]) or "explicit"
 local dt = tonumber(arg and arg[8]) -- the substep; by default the explicit one (half the CFL limit)
 local presettle = tonumber(arg and arg[9]) or 0
-local volumetric = (arg and arg[10]) or "particle" -- "averaged": no volumetric locking (docs/api.md)
+local volumetric = arg and arg[10] -- nil: the world's default ("solids": no volumetric locking, docs/api.md)
 local control_dt = tonumber(arg and arg[11])
 local water_bulk = bulk
 if arg[12] then
@@ -82,7 +83,7 @@ if arg[12] then
     error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. arg[12], 0)
   end
 end
-local fluid = (arg and arg[13]) or "particle" -- "grid": the water's pressure from the grid's fill (docs/api.md)
+local fluid = arg and arg[13] -- nil: robot:world's default ("grid" for the finger in water: docs/api.md `fluid`)
 local water_gap -- nil: scenes/finger.lua's
 if arg[14] then
   local function bad() -- at the user's call: the script's argument

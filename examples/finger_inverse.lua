@@ -17,8 +17,8 @@
 -- files (where the run happened on a machine without gnuplot).
 -- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
---          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=particle] [fluid=particle] [dim=3] [worse=1.5] [groups=current]
---          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=1] [tol]
+--          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=solids] [fluid=grid] [dim=3] [worse=1.5] [groups=initial]
+--          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=16] [tol]
 -- fluid = grid: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
@@ -80,7 +80,10 @@ if arg and arg[1] == "plot" then
   return
 end
 
-local A = arg or {}
+local A = {} -- an empty argument takes its default (to give a later one)
+for i, a in pairs(arg or {}) do
+  if type(i) == "number" and i >= 1 and a ~= "" then A[i] = a end
+end
 local iters = tonumber(A[1]) or 30
 local mesh_size = tonumber(A[2]) or 4
 local integrator = A[3] or "explicit"
@@ -91,18 +94,18 @@ local water_spacing = (tonumber(A[8]) or finger.WATER.spacing * 1e3) * 1e-3
 local implicit_dt = tonumber(A[9]) or 2e-3 -- the implicit integrator's substep (the explicit one is the CFL limit's half)
 local BULK, P_MAX = tonumber(A[10]) or 2e6, finger.P_MAX
 local gap = tonumber(A[11])
-local volumetric = A[12] or "particle"
-local fluid = A[13] or "particle"
+local volumetric = A[12] -- nil: the world's default ("solids"; the 2D scene's: "averaged")
+local fluid = A[13] -- nil: robot:world's default ("grid" for the finger in water)
 local D = tonumber(A[14]) or 3
 local worse = tonumber(A[15]) or 1.5
-local groups = A[16] or "current"
+local groups = A[16] -- nil: the world's default
 local shape = A[17] or "hold"
 local p_ref = (tonumber(A[18]) or 12) * 1e3
 local p_max = (tonumber(A[19]) or 20) * 1e3
 local lr_decay = tonumber(A[20]) or 1
 local optimizer = A[21] or "adam"
-local own = A[22] and tonumber(A[22]) or 1
-if not (own and own >= 1e-6 and own <= 1e6) then error("finger_inverse: own (argument 22) must be a number in " ..
+local own = A[22] and tonumber(A[22]) -- nil: the world's default
+if A[22] and not (own and own >= 1e-6 and own <= 1e6) then error("finger_inverse: own (argument 22) must be a number in " ..
   "[1e-6, 1e6], got " .. tostring(A[22]), 0) end
 local tol = A[23] and tonumber(A[23]) -- nil: the engine's
 if A[23] and not (tol and tol > 0 and tol < 1) then error("finger_inverse: tol (argument 23) must be a number in " ..
@@ -158,7 +161,7 @@ end
 print(string.format("finger_inverse: %d particles (%d finger, %d tip), %s, %d rollout steps of %g s (%d substeps " ..
   "of %.3g s), pressure %s, a control value every %g s, target at t = %g s, held to %g s, %dD, %s water", world.n,
   n_finger, #tip, integrator, steps, step_dt, world.substeps, step_dt / world.substeps, shape == "hold" and "held" or
-  "ramped from 0", control_dt, reach, reach + hold, D, fluid))
+  "ramped from 0", control_dt, reach, reach + hold, D, world.fluid))
 
 -- u = p / 20 kPa; a ramp's control value j is its knot j + 1 (knot 0, at t = 0, is fixed to 0)
 local controller = cq.open_loop { steps = steps, outputs = 1, init = math.min(0.25, p_max / P_MAX), every = pieces,

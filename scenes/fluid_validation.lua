@@ -143,7 +143,8 @@ function M.dam_break(o)
   local c = math.sqrt(bulk / 1000)
   local substeps = math.ceil(dt / ((o.cfl or 0.5) * dx / c))
   local world, s = r:world { res = { math.ceil((o.length or 4.5) * N) + 2 * WALL, math.ceil(2.3 * N) + 2 * WALL },
-    dx = dx, dt = dt, substeps = substeps, gravity = { 0, -g }, walls = { all = { type = "slip", thickness = WALL } } }
+    dx = dx, dt = dt, substeps = substeps, gravity = { 0, -g }, walls = { all = { type = "slip", thickness = WALL } },
+    fluid = o.fluid }
   local n = world.n
   local function front()
     local xf = -math.huge
@@ -217,8 +218,9 @@ function M.buoyed_beam(o)
     w:step(s, {})
     if k % every == 0 then path[#path + 1] = tip_x() - x0 end
   end
+  local st = w:solver_stats()
   w:release()
-  return { path = path, n = n }
+  return { path = path, n = n, stats = st }
 end
 
 --- A tank of water at rest (issue 11): 15 x 21 cells of 2.5 mm filled from the walls' first nodes, slip walls,

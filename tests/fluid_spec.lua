@@ -195,13 +195,53 @@ describe("a soft beam buoyed in water (scenes/fluid_validation.lua buoyed_beam)"
   it("bends 2/3 as far as in air within 15 % with volumetric = \"averaged\", and locks (< 5 %) without", function()
     local air = fv.buoyed_beam { T = 0.5, reports = 1 }.path[1]
     local avg = fv.buoyed_beam { per_axis = 2.5, volumetric = "averaged", T = 0.5, reports = 1 }.path[1]
-    local part = fv.buoyed_beam { per_axis = 2.5, T = 0.5, reports = 1 }.path[1]
+    local part = fv.buoyed_beam { per_axis = 2.5, fluid = "particle", T = 0.5, reports = 1 }.path[1]
     local expect = air * 2 / 3
     print(string.format("tip deflection: air %.3f mm; water %.3f mm averaged (%.1f %% of 2/3 of air), %.4f mm with "
       .. "each particle's own J (%.2f %%)", air * 1e3, avg * 1e3, 100 * avg / expect, part * 1e3, 100 * part / expect))
     assert.is_true(air > 1.7e-3 and air < 2.0e-3) -- the cantilever formula: 1.9 mm
     assert.is_true(math.abs(avg / expect - 1) < 0.15) -- measured 91.6 % at 1 s
     assert.is_true(math.abs(part / expect) < 0.05) -- measured 0 %
+  end)
+end)
+
+-- Such a lock is almost surely not what a user wants: robot:world takes fluid = "grid" for a robot of fluid and solid
+-- groups, and a world left with each fluid particle's own J next to a solid warns at its commit (lua/cq/_warn.lua
+-- locking_fluid)
+describe("a fluid meeting a solid", function()
+  local robot = require "cq.robot"
+  local function mixed(wopts)
+    local r = cq.robot { dim = 2 }
+    local dx = 2.5e-3
+    r:box { offset = { 3 * dx, 3 * dx }, size = { 8 * dx, 4 * dx }, spacing = dx / 2, name = "water",
+      material = { preset = "water", bulk = 2.2e7 } }
+    r:box { offset = { 5 * dx, 8 * dx }, size = { 2 * dx, 2 * dx }, spacing = dx / 2, name = "block",
+      material = { model = "neohookean", E = 1e5, nu = 0.3 } }
+    wopts.res, wopts.dx, wopts.dt, wopts.integrator = 16, dx, 1e-3, "implicit"
+    local warned, w, s = robot.warnings_of(r.world, r, wopts)
+    return w, warned
+  end
+
+  it("is the grid fluid by default in a robot's world, and warned of with each particle's own J", function()
+    local w, warned = mixed {}
+    assert.are.equal("grid", w.fluid)
+    assert.are.equal(0, #warned)
+    w:release()
+    w, warned = mixed { fluid = "particle" }
+    assert.are.equal("particle", w.fluid)
+    assert.are.equal(1, #warned)
+    assert.is_truthy(warned[1]:find("128 fluid and 16 solid particles, and fluid = \"particle\"", 1, true))
+    assert.is_truthy(warned[1]:find("use fluid = \"grid\"", 1, true))
+    w:release()
+    w, warned = mixed { volumetric = "averaged" } -- the water in the groups: no lock, the recorded default kept
+    assert.are.equal("particle", w.fluid)
+    assert.are.equal(0, #warned)
+    w:release()
+    local water = cq.robot { dim = 2 } -- a fluid alone keeps each particle's own J (the dam break's model)
+    water:box { offset = { 0.01, 0.01 }, size = { 0.01, 0.01 }, spacing = 1.25e-3, material = { preset = "water" } }
+    local w2 = water:world { res = 16, dx = 2.5e-3, dt = 1e-3, integrator = "implicit" }
+    assert.are.equal("particle", w2.fluid)
+    w2:release()
   end)
 end)
 

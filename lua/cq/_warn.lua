@@ -104,4 +104,24 @@ function M.sparse_fluids(world, material, vol0, fluid)
   return out
 end
 
+--- Warns (M.warn) of a world where a fluid meets a solid while each fluid particle takes its own J (fluid =
+--- "particle", volumetric not "averaged"): such water, at the 2 or more particles per cell and axis it needs not to
+--- sink, locks against the solid (a soft beam buoyed in it bends 0 % of its expected deflection, a finger in a tank
+--- less than 6 % of its bend in air: tests/fluid_spec.lua, docs/benchmarks.md "Issue 11: the water locks").
+--- robot:world takes fluid = "grid" for such a robot unless told otherwise. Returns the warning or nil.
+function M.locking_fluid(world, material, fluid)
+  if world.fluid ~= "particle" or world.volumetric == "averaged" then return nil end
+  local fluids, solids = 0, 0
+  for p = 0, world.n - 1 do
+    if material[p] == fluid then fluids = fluids + 1 else solids = solids + 1 end
+  end
+  if fluids == 0 or solids == 0 then return nil end
+  local msg = string.format("cqlua: warning: this world has %d fluid and %d solid particles, and fluid = \"particle\" "
+    .. "(each fluid particle's pressure from its own J): such a fluid locks against a solid in it (a soft beam in "
+    .. "water does not bend at all, tests/fluid_spec.lua); use fluid = \"grid\" (robot:world's default for a robot "
+    .. "of fluid and solid groups), or volumetric = \"averaged\"", fluids, solids)
+  M.warn(msg)
+  return msg
+end
+
 return M

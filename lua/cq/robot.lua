@@ -455,6 +455,14 @@ function Robot:world(opts)
   local wopts = {}
   for k, v in pairs(opts) do wopts[k] = v end
   wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, #self.actuators
+  if opts.fluid == nil and opts.volumetric ~= "averaged" then
+    -- a fluid meeting a solid: each fluid particle's own J would lock against it (cq._warn.locking_fluid)
+    local fluids, solids = false, false
+    for p = 1, #self.x do
+      if self.mat[p].model == "fluid" then fluids = true else solids = true end
+    end
+    if fluids and solids then wopts.fluid = "grid" end
+  end
   local w = cq.world(wopts)
   local P = {}
   local mat_fields = require("cq.materials").fields()
