@@ -39,6 +39,19 @@
   X(fill_rows, fill_rows, SCATTER, 0, 0, (CI, slot), (DR, rows))
 #endif
 
+/* fill_rest = "initial": a node whose fill in the first state is above this is full at rest, at that fill, whether it
+ * is above 1 (a water lattice against a meshed body overfills their shared nodes by a few per cent) or below (a
+ * lattice of 2.5 particles per cell and axis fills the nodes inside it 0.96-1.01). With a rest fill of 1 such a node
+ * had a slack of a few per cent: at water's real bulk modulus far more than the hydrostatic compression (rho g h / K =
+ * 4e-7), so a 2D tank at rest sank 0.36 mm in 0.05 s (now 0.05 mm) and a beam buoyed in it bent 156 % of its expected
+ * deflection (now 110 %); docs/benchmarks.md "Issue 62: a fluid meeting a solid". A node less full than this (the
+ * free surface's) rests at 1. At 0.8 the tank's top row (0.8-0.9) rests too and the tank stays within 0.1 um, but
+ * the 2D finger in water's loss jumps (by 2e-3 of itself at steps of 0.4 Pa; cause open); at 0.5 a dam break's
+ * column stood still until its edge nodes filled. */
+#ifndef CQI_FILL_FULL
+#define CQI_FILL_FULL 0.9
+#endif
+
 #ifdef D /* its bodies, per dimension (kernels.h) */
 
 /* The fill sums of particle p into its stencil nodes. v NULL: slot 0 += w V / dx^D, slot 1 += w V K / dx^D for a
@@ -168,7 +181,7 @@ CQ_HD void CQ_D(fill_node)(const cq_substep* c, long node, const int i[3], int m
     base[1] = base[0] > 0 ? base[1] / base[0] : 0;
     base[2] = 1 + (ref ? ref[0] : 0);
   } else if (mode == CQI_FILL_REF) {
-    ref[0] = base[0] > 1 ? base[0] - 1 : 0;
+    ref[0] = base[0] > (cq_real)CQI_FILL_FULL ? base[0] - 1 : 0;
     base[2] = 1 + ref[0];
   } else if (mode == CQI_FILL_GRAD) {
     cq_real r = (base[0] + out[0]) / base[2];
