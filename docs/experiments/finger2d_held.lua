@@ -41,6 +41,7 @@ local function own_J_range()
   end
   return lo, hi
 end
+local T0 = os.clock()
 for k = 1, math.floor(T / DT + 0.5) do
   local t = (k - 1) * DT
   local ramp = RAMP > 0 and math.min(1, t / RAMP) or 1
@@ -58,9 +59,9 @@ for k = 1, math.floor(T / DT + 0.5) do
   if k % 10 == 0 then
     local x, st = s:mean("x", tip), world:solver_stats(true)
     local lo, hi = own_J_range()
-    print(string.format("substep %3d t %.3f s  p %5.2f kPa  tip (%.4f, %.4f) mm  Newton %4d CG %5d splits %2d  " ..
-      "own J [%.4f, %.4f]", k, k * DT, u * finger2d.P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, st.newton, st.cg, st.splits,
-      lo, hi))
+    print(string.format("substep %3d t %.3f s  p %5.2f kPa  tip (%.4f, %.4f) mm  Newton %4d CG %5d factorisations %4d " ..
+      "splits %2d  own J [%.4f, %.4f]  %.1f s", k, k * DT, u * finger2d.P_MAX / 1e3, x[1] * 1e3, x[2] * 1e3, st.newton,
+      st.cg, st.factorizations, st.splits, lo, hi, os.clock() - T0))
     io.stdout:flush()
   end
 end
