@@ -45,9 +45,9 @@
  * had a slack of a few per cent: at water's real bulk modulus far more than the hydrostatic compression (rho g h / K =
  * 4e-7), so a 2D tank at rest sank 0.36 mm in 0.05 s (now 0.05 mm) and a beam buoyed in it bent 156 % of its expected
  * deflection (now 110 %); docs/benchmarks.md "Issue 62: a fluid meeting a solid". A node less full than this (the
- * free surface's) rests at 1. At 0.8 the tank's top row (0.8-0.9) rests too and the tank stays within 0.1 um, but
- * the 2D finger in water's loss jumps (by 2e-3 of itself at steps of 0.4 Pa; cause open); at 0.5 a dam break's
- * column stood still until its edge nodes filled. */
+ * free surface's) rests at 1. At 0.8 the tank's top row (0.8-0.9) rests too and the tank stays within 0.1 um, but a
+ * jump of the forward (which the grid fluid has at every threshold, cause open) then falls within 2e-5 of the 2D
+ * finger's gradient test's control; at 0.5 a dam break's column stood still until its edge nodes filled. */
 #ifndef CQI_FILL_FULL
 #define CQI_FILL_FULL 0.9
 #endif
