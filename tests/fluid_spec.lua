@@ -288,8 +288,10 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
   end)
 
   -- The tank of docs/experiments/water_rest2d.lua at 2.2e5 Pa (the fill's Newton is slower than the groups' at higher moduli:
-  -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the grid fluid settles.
-  -- Its top row (filled 0.8-0.9 by the lattice) rests at a fill of 1 and packs (fill.h CQI_FILL_FULL).
+  -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the grid fluid stays at
+  -- rest. Its mean height falls by its compression under its weight: rho g H^2 / (3 K) = 0.041 mm static for H =
+  -- 52.5 mm, up to twice that in the wave of gravity switched on at once (until the rest fill took the lattice's own
+  -- fill, fill.h CQI_FILL_FULL, its part-filled nodes had a slack and it sank 0.44 mm, at 1.4e-2 m/s).
   it("comes to rest in a tank where the averaged groups circulate", function()
     local function run(fluid)
       return fv.resting_tank { T = 0.1, reports = 2, K = 2.2e5, fluid = fluid, volumetric = "averaged" }
@@ -297,11 +299,11 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
     local fill, groups = run("grid"), run("particle")
     print(string.format("fastest at 0.05 / 0.1 s: fill %.2e / %.2e m/s, groups %.2e / %.2e; mean height fill %.3f mm",
       fill.fastest[1], fill.fastest[2], groups.fastest[1], groups.fastest[2], -fill.drop[2] * 1e3))
-    -- measured: fill 6.5e-2 / 3.0e-2 m/s, groups 0.10 / 0.33; the fill's top layer packs by 0.33 mm (0.44 before
-    -- the rest fill took the lattice's own fill above 0.9)
-    assert.is_true(fill.fastest[2] < 0.04 and fill.fastest[2] < 0.7 * fill.fastest[1])
-    assert.is_true(fill.fastest[2] < groups.fastest[2] / 5)
-    assert.is_true(fill.drop[2] > 0 and fill.drop[2] < 0.6e-3 and math.abs(fill.drop[2] - fill.drop[1]) < 0.02e-3)
+    -- measured: fill 4.1e-3 / 5.2e-3 m/s, groups 0.10 / 0.33; mean height down 0.065 mm
+    assert.is_true(fill.fastest[1] < 0.01 and fill.fastest[2] < 0.01)
+    assert.is_true(fill.fastest[2] < groups.fastest[2] / 30)
+    local static = 1000 * 9.8 * 0.0525 ^ 2 / (3 * 2.2e5)
+    assert.is_true(fill.drop[2] > 0.5 * static and fill.drop[2] < 2 * static)
   end)
 
   -- The factorised preconditioner holds W's Hessian through one more unknown per node (implicit_factor.c augment: a
@@ -310,8 +312,8 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
   -- tolerance), a few CG iterations per Newton direction instead of tens, the same bits on 1 and 2 threads; in 2D and
   -- in 3D, where W's Hessian itself (9^3 blocks per row) would make the factor's fronts too large.
   -- The 2D case with the fixed groups too (their exact blocks widen the rows to 9^2: augment's other numbering).
-  for _, case in ipairs { { dim = 2, cells = { 15, 21 }, per_axis = 2.5, T = 0.02, factor = 15, mass = 30, drop = 1e-4 },
-    { dim = 2, cells = { 15, 21 }, per_axis = 2.5, T = 0.02, factor = 15, mass = 30, drop = 1e-4, groups = "initial" },
+  for _, case in ipairs { { dim = 2, cells = { 15, 21 }, per_axis = 2.5, T = 0.02, factor = 15, mass = 30, drop = 2e-6 },
+    { dim = 2, cells = { 15, 21 }, per_axis = 2.5, T = 0.02, factor = 15, mass = 30, drop = 2e-6, groups = "initial" },
     { dim = 3, cells = { 6, 7, 6 }, per_axis = 2, T = 0.01, factor = 15, mass = 40, drop = 1e-6 } } do
     it("is preconditioned by its Hessian in the factorised preconditioner (" .. case.dim .. "D" ..
       (case.groups and ", fixed groups" or "") .. ")", function()
@@ -338,10 +340,11 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
   -- nodes under pressure now overfills the nodes just below their rest fill, and the line search stops short; the
   -- active-set rounds (integrator_implicit.c active_set, implicit.fill_rounds) solve again with the pieces the
   -- nodes end on. The 2D tank at the water's real modulus, 10 implicit substeps of 5 ms: at the default tolerance the
-  -- rounds land 100x closer to the minimum (the run at a 1000x tighter tolerance, which the run without rounds at
-  -- that tolerance agrees with) than the run without them, in under half its Newton iterations; the same bits on 2
-  -- threads.
-  it("crosses its no-tension kink in active-set rounds: near the exact minimum in under half the Newton iterations",
+  -- rounds land 10-25x closer to the minimum (the run at a 1000x tighter tolerance, which the run without rounds at
+  -- that tolerance agrees with) than the run without them, in a sixth of its Newton iterations; the same bits on 2
+  -- threads. Since the rest fill takes the lattice's own fill (fill.h CQI_FILL_FULL) this tank barely moves (a mean
+  -- drop of 68 nm in 0.05 s where it sank 0.36 mm), so the agreements are relative to that small motion.
+  it("crosses its no-tension kink in active-set rounds: near the exact minimum in a sixth of the Newton iterations",
     function()
     local function run(rounds, tol, threads)
       return fv.resting_tank { T = 0.05, K = 2.2e9, fluid = "grid", volumetric = "averaged", cells = { 15, 21 },
@@ -354,18 +357,18 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
       r1.stats.fill_rounds, r1.stats.factorizations, plain.stats.newton, tight_plain.stats.newton,
       tight_plain.stats.splits, r1.drop[1], plain.drop[1], tight_plain.drop[1], tight.drop[1], r1.fastest[1],
       plain.fastest[1], tight_plain.fastest[1], tight.fastest[1]))
-    -- measured (an AMD EPYC VM, 2026-11-28): 39 (142 rounds, 181 factorisations), without 85; drops 4.859548e-5 /
-    -- 4.861370e-5 / 4.859566e-5 (tight 4.859562e-5); fastest 3.659701e-2 / 3.653673e-2 / 3.659685e-2 (3.659700e-2)
+    -- measured (an AMD EPYC VM, 2026-11-28): 13 (44 rounds, 57 factorisations), without 85; drops 6.7608e-8 /
+    -- 6.5881e-8 / 6.7541e-8 (tight 6.75405e-8); fastest 3.4925e-3 / 3.4196e-3 / 3.4863e-3 (3.4870e-3)
     local function off(r, key) return math.abs(r[key][1] - tight[key][1]) end
     assert.is_true(r1.stats.fill_rounds > 0 and plain.stats.fill_rounds == 0)
-    assert.is_true(r1.stats.newton < plain.stats.newton / 2)
+    assert.is_true(r1.stats.newton < plain.stats.newton / 4)
     assert.are.equal(0, r1.stats.splits + tight.stats.splits)
-    assert.is_true(off(r1, "drop") < off(plain, "drop") / 30 and off(r1, "fastest") < off(plain, "fastest") / 30)
+    assert.is_true(off(r1, "drop") < off(plain, "drop") / 10 and off(r1, "fastest") < off(plain, "fastest") / 5)
     if tight_plain.stats.splits == 0 then -- the same substeps solved without the rounds: the same minimum
       assert.is_true(off(tight_plain, "drop") < 1e-5 * tight.drop[1])
       assert.is_true(off(tight_plain, "fastest") < 1e-3 * tight.fastest[1])
     end
-    assert.is_true(off(plain, "drop") > 1e-4 * tight.drop[1]) -- why the rounds matter
+    assert.is_true(off(plain, "drop") > 1e-2 * tight.drop[1]) -- why the rounds matter
     assert.are.equal(r1.drop[1], r2.drop[1])
     assert.are.equal(r1.fastest[1], r2.fastest[1])
   end)
