@@ -193,7 +193,8 @@ function M.new(opts)
   end
   local self = setmetatable({ _h = h, _lib = lib, dim = dim, n = d.n, n_actuators = d.n_actuators, backend = backend,
     precision = precision, res = res, dx = d.dx, dt = d.dt, substeps = d.substeps, integrator = integrator,
-    threads = d.threads, volumetric = volumetric, fluid = d.fluid == 1 and "grid" or "particle", error_tol = error_tol, adapt = d.implicit_adapt == 1,
+    threads = d.threads, volumetric = volumetric, fluid = d.fluid == 1 and "grid" or "particle",
+    error_tol = error_tol, adapt = d.implicit_adapt == 1,
     max_split = d.implicit_max_split == 0 and 6 or math.max(0, d.implicit_max_split), -- for the error warning
     volumetric_groups = d.volumetric_groups == 1 and "initial" or "current",
     volumetric_own = d.volumetric_own, committed = false, _real = C.real_ctype[precision], _views = {}, _fields = {},
