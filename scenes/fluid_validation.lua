@@ -124,7 +124,9 @@ end
 --- Martin & Moyce's dam break, n^2 = 2 (2D): a water column of width a and height 2 a against the left wall of a
 --- slip-walled tank, released at t = 0. Options (all optional): cells = 16 (grid cells across a), a = 0.05715 (m),
 --- g = 9.81, bulk = 4e5 (Pa: c = 20 m/s for water's density), visc = 1e-3 (Pa s), ppc = 2, T_end = 2.05,
---- dT = 0.05 (control step, in units of T), cfl = 0.5 (substep / stable limit), length = 4.5 (tank length in a).
+--- dT = 0.05 (control step, in units of T), cfl = 0.5 (substep / stable limit), length = 4.5 (tank length in a),
+--- fluid (the world's: "particle" or "grid"; the grid fluid's front leads the data by up to 15 % at 16 cells, each
+--- particle's own J by up to 8 %: docs/benchmarks.md "Issue 62: a fluid meeting a solid").
 --- The front: the largest x of the particles in the cell above the floor, plus half a particle spacing (so Z = 1
 --- at T = 0), from the back wall (the first wall node, x = 2 dx). The residual column: the highest particle within
 --- a cell of the back wall, plus half a spacing, over 2 a. Returns T[k], Z[k], H[k] (k = 0 .. steps), Z_at(T) and
@@ -184,7 +186,7 @@ end
 --- the gravity is 9.8 E / 1e7, so a softer beam deflects as far and the water is stiffer against it), bulk (a bulk
 --- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: the beam's; the water is undamped), T = 1 (s),
 --- reports = 10, fluid (the world's: "particle" or "grid"). dx 2.5 mm, implicit 5 ms substeps, slip walls. Returns { path = the tip's x deflection (m) at
---- T / reports, 2 T / reports, ..., T; n = particles }.
+--- T / reports, 2 T / reports, ..., T; n = particles; stats = world:solver_stats() at the end }.
 function M.buoyed_beam(o)
   o = o or {}
   local dx, res, E = 2.5e-3, { 40, 48 }, o.E or 1e7
