@@ -58,6 +58,8 @@ local lazy = {
   export = function() return require "cq.export" end,
   plot = function() return require("cq.plot").plot end,
   study = function() return require "cq.study" end,
+  -- a script's key=value arguments, checked, with --help (cq/args.lua)
+  args = function() return require "cq.args" end,
 }
 setmetatable(M, { __index = function(t, k)
   local f = lazy[k]

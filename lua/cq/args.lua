@@ -1,0 +1,141 @@
+-- cq.args: a script's command-line arguments as key=value pairs, checked against the script's own list of them.
+--
+--   local a = cq.args(arg, {
+--     about = "Trains the 2D walker of DiffTaichi's diffmpm.py (seed 001).",
+--     { "iters", 100, "training iterations" },
+--     { "precision", "f32", "f32 or f64", oneof = { "f32", "f64" } },
+--     { "threads", 0, "OpenMP threads (0: every idle core)" },
+--     { "dt", nil, "substep (s); nil: the scene's", type = "number" },
+--   })
+--   -- a.iters, a.precision, a.threads, a.dt
+--
+-- `cqlua script.lua iters=300 precision=f64` sets two; `--help` (or `-h`) prints the usage (every key, its default
+-- and its meaning) and exits. An unknown key, a value of the wrong type or outside `oneof`, and a key given twice
+-- are errors that name the key, what it takes and what it got. Values may also be given by position, in the
+-- list's order (`cqlua script.lua 300 f64`), as the examples took them before; positions come first, then keys. An
+-- empty value (`dt=` or an empty positional "") leaves the default.
+local M = {}
+
+local function typeof(spec)
+  if spec.type then return spec.type end
+  local d = spec[2]
+  if d == nil then return "string" end
+  return type(d)
+end
+
+local function script_name()
+  local a0 = rawget(_G, "arg") and _G.arg[0]
+  return a0 or "script.lua"
+end
+
+--- The usage text of a spec list (what --help prints).
+function M.usage(spec, name)
+  local lines = { string.format("usage: cqlua %s [key=value ...]", name or spec.name or script_name()) }
+  if spec.about then lines[#lines + 1] = spec.about end
+  local width = 0
+  for _, s in ipairs(spec) do width = math.max(width, #s[1]) end
+  lines[#lines + 1] = "keys (default in brackets):"
+  for _, s in ipairs(spec) do
+    local d = s[2]
+    local shown = d == nil and "none" or tostring(d)
+    if d == math.huge then shown = "inf" end
+    local doc = s[3] or ""
+    if s.oneof then doc = doc .. (doc ~= "" and "; " or "") .. "one of " .. table.concat(s.oneof, ", ") end
+    lines[#lines + 1] = string.format("  %-" .. width .. "s  [%s]  %s", s[1], shown, doc)
+  end
+  if spec.example then lines[#lines + 1] = "example: " .. spec.example end
+  return table.concat(lines, "\n")
+end
+
+local function convert(s, raw, where)
+  local t = typeof(s)
+  if t == "number" then
+    local v = tonumber(raw)
+    if raw == "inf" then v = math.huge end
+    if v == nil then
+      error(string.format("%s: %s must be a number, got %q", where, s[1], raw), 0)
+    end
+    if s.min and v < s.min then
+      error(string.format("%s: %s must be >= %s, got %s", where, s[1], tostring(s.min), raw), 0)
+    end
+    if s.max and v > s.max then
+      error(string.format("%s: %s must be <= %s, got %s", where, s[1], tostring(s.max), raw), 0)
+    end
+    if s.integer and v % 1 ~= 0 then
+      error(string.format("%s: %s must be a whole number, got %s", where, s[1], raw), 0)
+    end
+    return v
+  elseif t == "boolean" then
+    local map = { ["true"] = true, ["1"] = true, yes = true, on = true,
+                  ["false"] = false, ["0"] = false, no = false, off = false }
+    if map[raw] == nil then
+      error(string.format("%s: %s must be true or false, got %q", where, s[1], raw), 0)
+    end
+    return map[raw]
+  end
+  if s.oneof then
+    local ok = false
+    for _, o in ipairs(s.oneof) do if o == raw then ok = true end end
+    if not ok then
+      error(string.format("%s: %s must be one of %s, got %q", where, s[1], table.concat(s.oneof, ", "), raw), 0)
+    end
+  end
+  return raw
+end
+
+--- Parses argv (the host's `arg` table, or nil) against spec (see above). Returns a table key -> value, with every
+--- key of the spec present (nil where its default is nil and it was not given). Prints the usage and exits on
+--- --help / -h (opts.exit = false: returns nil and the usage text instead, for tests).
+function M.parse(argv, spec, opts)
+  opts = opts or {}
+  local where = spec.name or script_name()
+  local by_key, out, given = {}, {}, {}
+  for i, s in ipairs(spec) do
+    assert(type(s[1]) == "string" and s[1]:match("^[%a_][%w_]*$"), "cq.args: spec entry " .. i .. " needs a key")
+    assert(not by_key[s[1]], "cq.args: key " .. s[1] .. " listed twice")
+    by_key[s[1]] = s
+    out[s[1]] = s[2]
+  end
+  argv = argv or {}
+  local n = #argv
+  local pos, seen_key = 0, false
+  for i = 1, n do
+    local a = argv[i]
+    if a == "--help" or a == "-h" then
+      local text = M.usage(spec, where)
+      if opts.exit == false then return nil, text end
+      print(text)
+      os.exit(0)
+    end
+    local k, v = tostring(a):match("^([%a_][%w_]*)=(.*)$")
+    if k then
+      seen_key = true
+      local s = by_key[k]
+      if not s then
+        local keys = {}
+        for _, e in ipairs(spec) do keys[#keys + 1] = e[1] end
+        error(string.format("%s: unknown key %q (keys: %s; --help prints each)", where, k,
+          table.concat(keys, ", ")), 0)
+      end
+      if given[k] then error(string.format("%s: key %s given twice", where, k), 0) end
+      given[k] = true
+      if v ~= "" then out[k] = convert(s, v, where) end
+    else
+      if seen_key then
+        error(string.format("%s: argument %d (%q) has no key=: positional values must come before key=value ones",
+          where, i, tostring(a)), 0)
+      end
+      pos = pos + 1
+      local s = spec[pos]
+      if not s then
+        error(string.format("%s: %d positional values given, the script takes at most %d (--help lists them)",
+          where, pos, #spec), 0)
+      end
+      given[s[1]] = true
+      if a ~= "" then out[s[1]] = convert(s, tostring(a), where) end
+    end
+  end
+  return out
+end
+
+return setmetatable(M, { __call = function(_, argv, spec, opts) return M.parse(argv, spec, opts) end })
