@@ -1,42 +1,53 @@
 -- Seed 004's 4D topology optimisation (sec. 4): the material layout, actuator layout and pulse actuation of a soft
 -- body designed together by gradient descent through MPM, under the augmented Lagrangian method with Adam
 -- (Algorithm 1), then binarised and re-simulated (appendix A).
--- Usage: cqlua examples/topo.lua [example=walker2d_topo] [iterations=400] [precision=f64] [outer=30] [backend=cpu]
---   [time_limit=inf (s)] [T=the seed's horizon (s)] [resume=no | yes] [walls=no_slip | sticky] [out=out/<example>]
---   [seed=1]
---   example: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
---   iterations: the
---   inner loop's limit per outer iteration of Algorithm 1; time_limit stops the optimisation after that many
---   seconds (the outputs are still written); T shortens the horizon (the smoke test); resume = yes continues from
---   out/<example>/design.json, which the run writes every 25 iterations and at its end (the design variables, the
---   multipliers and penalties, the counters, the inner loop's Adam moments), so a long optimisation can run as
---   several time-limited calls that take the same steps as one (resumed
---   with outer_max at or below its finished outer iterations, it writes the outputs of the saved design unchanged);
---   walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
---   out/<example>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than
---   a user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
+-- Usage: cqlua examples/topo.lua [scene=walker2d_topo] [iters=400] [precision=f64] [outer=30] [backend=cpu]
+--   [time_limit=inf] [T=<the seed's horizon, s>] [resume=no] [walls=no_slip] [out=out/<scene>] [seed=1]
+--   (`--help` lists the keys; the values may also be given by position in this order, as before: `cqlua
+--   examples/topo.lua walker2d_topo 400 f32 30 cpu 3600`, an empty "" keeping a default.)
+--   scene: walker2d_topo | climber2d_topo | balancer2d_topo | walker3d_topo | rotator3d_topo (scenes/topo.lua);
+--   iters: the inner loop's limit per outer iteration of Algorithm 1; outer: its outer iterations at most;
+--   time_limit stops the optimisation after that many seconds (the outputs are still written); T shortens the
+--   horizon (the smoke test); resume = yes continues from out/<scene>/design.json, which the run writes every 25
+--   iterations and at its end (the design variables, the multipliers and penalties, the counters, the inner loop's
+--   Adam moments), so a long optimisation can run as several time-limited calls that take the same steps as one
+--   (resumed with outer at or below its finished outer iterations, it writes the outputs of the saved design
+--   unchanged); walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
+--   out/<scene>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than a
+--   user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
 --   A design step that breaks the simulation (a blow-up) is stepped again, shorter (cq.augmented_lagrangian's recover).
 --   CQ_THREADS=N runs the engine on N threads (default 1, as the seed's timings; walker3d_topo: 14 -> 9.2 s per
 --   iteration on 2 cores).
--- Writes out/<example>/ (or out): history.csv and history.png (task loss, the four constraints), penalties.png (tau, kappa),
--- layout.png (colour = actuator, opacity = density), signals.csv and signals.png (the four actuation signals),
--- frames and MP4 videos of the optimised and of the binarised body, and result.txt.
+-- Writes out/<scene>/ (or out): history.csv and history.png (task loss, the four constraints), penalties.png (tau,
+-- kappa), layout.png (design:picture: the material layout gamma with its colour bar, and the actuator layout in
+-- cq.frames' palette with its legend, faded by gamma; 3D: also layout_slice.png, a slice through the middle),
+-- signals.csv and signals.png (design:signals_plot: the four actuation signals in the legend's colours), frames and
+-- MP4 videos of the optimised and of the binarised body, and result.txt.
 local cq = require "cq"
 local topo = dofile("scenes/topo.lua")
-local name = arg and arg[1] or "walker2d_topo"
-local iters = tonumber(arg and arg[2]) or 400
-local precision = arg and arg[3] or "f64"
-local outer_max = tonumber(arg and arg[4]) or 30
-local backend = arg and arg[5] or "cpu"
-local time_limit = tonumber(arg and arg[6]) or math.huge
-local T = tonumber(arg and arg[7])
-local resume = arg and arg[8] == "yes"
-local walls = arg and arg[9] ~= "" and arg[9] or "no_slip"
-if walls ~= "no_slip" and walls ~= "sticky" then
-  error("examples/topo.lua: walls (argument 9) must be no_slip or sticky, got " .. walls, 0)
-end
+local A = cq.args(arg, {
+  name = "examples/topo.lua",
+  about = "Seed 004's 4D topology optimisation: material layout, actuator layout and pulse actuation of a soft " ..
+    "body designed together (Algorithm 1), then binarised and re-simulated.",
+  example = "cqlua examples/topo.lua scene=walker2d_topo iters=300",
+  { "scene", "walker2d_topo", "the example (scenes/topo.lua)",
+    oneof = { "walker2d_topo", "climber2d_topo", "balancer2d_topo", "walker3d_topo", "rotator3d_topo" } },
+  { "iters", 400, "the inner loop's limit per outer iteration of Algorithm 1", min = 1, integer = true },
+  { "precision", "f64", "the engine's precision", oneof = { "f32", "f64" } },
+  { "outer", 30, "outer iterations of Algorithm 1 at most", min = 1, integer = true },
+  { "backend", "cpu", "the engine's backend (cpu, cuda)" },
+  { "time_limit", math.huge, "seconds after which the optimisation stops (the outputs are still written)", min = 0 },
+  { "T", nil, "the horizon (s); none: the seed's", type = "number", min = 0 },
+  { "resume", false, "continue from <out>/design.json" },
+  { "walls", "no_slip", "the seed's eq. 9, or sticky walls (the runs before 2026-11-25)",
+    oneof = { "no_slip", "sticky" } },
+  { "out", nil, "the output directory; none: out/<scene> (out/<scene>_sticky with sticky walls)" },
+  { "seed", 1, "the random initial pulse densities' seed" },
+})
+local name, iters, precision, outer_max, backend = A.scene, A.iters, A.precision, A.outer, A.backend
+local time_limit, T, resume, walls = A.time_limit, A.T, A.resume, A.walls
 local N_ACT = 4
-local out = arg and arg[10] ~= "" and arg[10] or "out/" .. name .. (walls == "sticky" and "_sticky" or "")
+local out = A.out or "out/" .. name .. (walls == "sticky" and "_sticky" or "")
 os.execute("mkdir -p " .. out)
 local now = require("cq.clock").now
 
@@ -52,9 +63,7 @@ local radius = ex.radius * info.dx
 local design = cq.design { world = world }
 local phi = design:layout { state = s0, radius = radius, p = ex.p, beta = ex.beta }
 local psi = design:actuators { state = s0, outputs = N_ACT, layout = phi, radius = radius, p = ex.p, beta = ex.beta }
-local seed = arg and arg[11] or "1"
-if not tonumber(seed) then error("examples/topo.lua: seed (argument 11) must be a number, got " .. seed, 0) end
-math.randomseed(tonumber(seed))
+math.randomseed(A.seed)
 local function gauss() return 0.1 * math.sqrt(-2 * math.log(1 - math.random())) * math.cos(2 * math.pi * math.random()) end
 local pulses = cq.pulses { outputs = N_ACT, steps = steps, dt = info.ctl_dt, amplitude = ex.A_act, init_sgn = gauss,
   init_abs = gauss }
@@ -145,46 +154,23 @@ print(string.format("optimised: task %.5g after %d iterations (%d outer, %s), fe
   result.iterations, result.outer, result.stopped and "stopped at the time limit" or "at the iteration limit or settled",
   tostring(feasible), ex.seed[1]))
 
--- the layout image: colour = the actuator of largest weight (grey: passive), faded to white by 1 - gamma
-local lay, act = design.ops[1], design.ops[2]
-local palette = require("cq._palette").PALETTE
-local colors, act_of = {}, {}
-for i = 0, world.n - 1 do
-  local best_j, top = N_ACT, -1
-  for j = 0, N_ACT do
-    if act.xi[i * (N_ACT + 1) + j] > top then best_j, top = j, act.xi[i * (N_ACT + 1) + j] end
-  end
-  local c = best_j < N_ACT and palette[best_j + 1] or { 128, 128, 128 }
-  local g = lay.gamma[i]
-  colors[i + 1] = { 255 - g * (255 - c[1]), 255 - g * (255 - c[2]), 255 - g * (255 - c[3]) }
-  if g > 0.5 then act_of[i + 1] = best_j < N_ACT and best_j + 1 or nil end
+-- the layout pictures (design:picture): the material layout gamma and the actuator layout (colour = the actuator of
+-- largest weight, in cq.frames' palette, faded to white by 1 - gamma); 3D: the solid particles (gamma >= 0.5), and a
+-- slice through the middle of the body
+design:picture { state = s0, path = out .. "/layout.png", title = name .. ": layouts" }
+if world.dim == 3 then
+  design:picture { state = s0, path = out .. "/layout_slice.png", slice = { axis = "z", at = 0.5 },
+    title = name .. ": layouts, middle slice" }
 end
-local lo, hi = { math.huge, math.huge, math.huge }, { -math.huge, -math.huge, -math.huge }
-for p = 0, world.n - 1 do
-  for a = 1, world.dim do
-    local v = s0.x[(a - 1) * world.n + p]
-    lo[a], hi[a] = math.min(lo[a], v), math.max(hi[a], v)
-  end
-end
-local pad = info.dx
-cq.frames.render_state { world = world, state = s0, color = colors, width = 480, boundary = world.dim == 2 and 0 or 3,
-  view = world.dim == 2 and { lo[1] - pad, lo[2] - pad, hi[1] + pad, hi[2] + pad } or nil }:write(out .. "/layout.png")
+local colors = design:colors { what = "actuators" } -- the optimised body's frames, in the picture's colours
 -- the frames: the region the body can reach (walker: to the right along the floor; climber: up between the walls)
 local reach = world.dim == 3 and (ex.spin and { 0.35, 0, 0.35, 0.65, 0.3, 0.65 } or { 0.05, 0, 0.3, 0.7, 0.3, 0.7 })
   or ex.tip and { 0.3, 0, 0.7, 0.5 } or ex.axis == 1 and { 0, 0, 0.8, 0.4 } or { 0, 0, world.res[1] * info.dx, 0.6 }
 
--- the actuation signals, and the frames of the optimised body
-local sig = io.open(out .. "/signals.csv", "w")
-sig:write("t,u1,u2,u3,u4\n")
-local t = require("cq.tape")
-for k = 0, steps - 1 do
-  local u = pulses:act(t.new(), nil, k)
-  sig:write(string.format("%.4f,%.6g,%.6g,%.6g,%.6g\n", k * info.ctl_dt, u.v[0], u.v[1], u.v[2], u.v[3]))
-end
-sig:close()
+-- the actuation signals (in the actuator legend's colours), and the frames of the optimised body
+design:signals_plot { controller = pulses, steps = steps, dt = info.ctl_dt, path = out .. "/signals.png",
+  csv = out .. "/signals.csv", title = name .. ": actuation signals (Pa)", sign = "seed004" } -- as the seed plots them
 local function plots()
-  cq.plot { csv = out .. "/signals.csv", x = "t", y = { "u1", "u2", "u3", "u4" }, out = out .. "/signals.png",
-    title = name .. ": actuation signals", ylabel = "Pa" }
   cq.plot { csv = out .. "/history.csv", x = "iteration", y = { "task", "C_mat", "C_act", "C_sgn", "C_abs" },
     out = out .. "/history.png", title = name .. ": task loss and constraints" }
   cq.plot { csv = out .. "/history.csv", x = "iteration", y = { "tau_mat", "tau_act", "tau_sgn", "tau_abs",
@@ -198,8 +184,14 @@ cq.frames.write { trajectory = run:trajectory(), dir = out .. "/optimised", ever
 
 -- appendix A: solid particles only (gamma > 0.5), each on its actuator of largest weight, pulses rounded at the
 -- middle of their ranges (a_sgn to -1 or 1, a_abs to -1 or 1), full E0 and rho0; re-simulated
-local keep = {}
-for i = 0, world.n - 1 do if lay.gamma[i] > 0.5 then keep[#keep + 1] = i + 1 end end
+local material, actuators = design:projection(phi), design:projection(psi)
+local keep, act_of = {}, {}
+for i, p in ipairs(material.particles) do
+  if material.gamma[i] > 0.5 then
+    keep[#keep + 1] = p
+    act_of[p] = actuators.actuator[i] > 0 and actuators.actuator[i] or nil -- (the same particles, in the same order)
+  end
+end
 local bw, bs0 = topo.build(name, { precision = precision, backend = backend, walls = walls, keep = keep, act_of = act_of,
   gravity = ex.gravity_ramp and -9.8 or nil })
 for _, q in ipairs(pulses.params) do for i = 0, q.n - 1 do q.v[i] = q.v[i] >= 0 and 1 or -1 end end

@@ -371,6 +371,100 @@ describe("cq.design", function()
     end
   end)
 
+  it("design:actuators keeps the engine's sign, seed 004's eq. 7 negated: a positive cq.pulses signal contracts " ..
+    "the body, a negative one expands it", function()
+    local nx, ny, h = 8, 8, 1 / 64
+    local n = nx * ny
+    local widths = {}
+    for _, sgn in ipairs { 1, -1 } do
+      local world = cq.world { dim = 2, res = { 32, 32 }, dx = 1 / 32, dt = 4e-3, substeps = 8, gravity = { 0, 0 },
+        n = n, n_actuators = n, precision = "f64" }
+      world:fill("vol0", h * h); world:fill("mass", h * h); world:fill("E", 40); world:fill("nu", 0.3)
+      world:fill("material", "neohookean")
+      world:commit()
+      local s0 = world:state()
+      for p = 0, n - 1 do s0.x[p], s0.x[n + p] = 0.4 + (p % nx + 0.5) * h, 0.4 + (math.floor(p / nx) + 0.5) * h end
+      local design = cq.design { world = world }
+      -- every particle on signal 1 (xi = 0.9999 against the passive column)
+      local psi = design:actuators { state = s0, outputs = 1, radius = 1.5 * h, beta = 1,
+        init = function(i) return i % 2 == 1 and 10 or 0 end }
+      local pulses = cq.pulses { outputs = 1, steps = 10, dt = 4e-3, dt_pul = 4e-3, amplitude = 4, a_pul = 2,
+        init_sgn = sgn, init_abs = 1 }
+      local run = cq.rollout { world = world, steps = 10, controller = psi.controller(pulses), design = design,
+        final = function(t) return t:const({ 0 }) end }
+      run:forward(s0)
+      local tr = run:trajectory()
+      local s = run.memo.state
+      local lo, hi = math.huge, -math.huge
+      for p = 0, n - 1 do lo, hi = math.min(lo, s.x[p]), math.max(hi, s.x[p]) end
+      widths[sgn] = { hi - lo, tr:u(5)[1] }
+    end
+    local w0 = (8 - 1) * h
+    print(string.format("  width %.5f at rest; signal %+.3f -> %.5f, signal %+.3f -> %.5f", w0, widths[1][2],
+      widths[1][1], widths[-1][2], widths[-1][1]))
+    assert.is_true(widths[1][2] > 3 and widths[-1][2] < -3) -- particle 1's actuation: +-4 xi (the pulses saturate)
+    assert.is_true(widths[1][1] < w0 * 0.99, "a positive signal contracts")
+    assert.is_true(widths[-1][1] > w0 * 1.01, "a negative signal expands")
+  end)
+
+  it("run:backward{accumulate, weight}: a loss of two rollouts (B's rise from step 3 to step 12, squared) gets " ..
+    "the gradient of central differences (f64), controller and design variables alike", function()
+    local world, s0, A, B = scene()
+    local design = cq.design { world = world }
+    design:variable { name = "E", field = "E", per = "group", groups = { A, B }, init = { 1.1, 0.9 } }
+    design:variable { name = "act_w", field = "act_w", groups = { A }, map = "sigmoid", range = { 0, 1 }, init = 1 }
+    design:variable { name = "density", field = "density", groups = { B }, init = 1.2 }
+    local ctl = cq.open_loop { steps = 12, outputs = 1, init = function(i) return 0.5 * math.sin(i) end }
+    local function height(t, s) return t:index(t:centroid(s, "x", B.particles), 2) end
+    local run3 = cq.rollout { world = world, steps = 3, controller = ctl, design = design, final = height }
+    local run12 = cq.rollout { world = world, steps = 12, controller = ctl, design = design, final = height }
+    local params = run12:parameters()
+    local function F() return (run12:forward(s0) - run3:forward(s0)) ^ 2 end
+    -- dF/dp = w (dh12/dp - dh3/dp), w = 2 (h12 - h3): run3 (the last forward) first with weight -w, then run12
+    -- forward again (run3's forward applied the design after run12's recording) and its backward added with weight w
+    local function gradient(accumulate)
+      local rise = run12:forward(s0) - run3:forward(s0)
+      run3:backward { weight = -2 * rise }
+      run12:forward(s0)
+      run12:backward { accumulate = accumulate, weight = 2 * rise }
+      return rise
+    end
+    local rise = gradient(true)
+    local d, analytic = G.param_direction(params, 61)
+    local best
+    for _, h in ipairs { 1e-5, 1e-4, 1e-6 } do
+      local fd = G.fd_params(params, d, F, h)
+      local rel = math.abs(fd - analytic) / math.abs(fd)
+      if not best or rel < best[1] then best = { rel, fd } end
+      if rel < 1e-6 then break end
+    end
+    print(string.format("  rise %.5e: dF . d = %.6e, FD %.6e, rel. error %.1e", rise, analytic, best[2], best[1]))
+    assert.is_true(math.abs(rise) > 1e-4 and math.abs(analytic) > 1e-8)
+    assert.is_true(best[1] < 1e-5)
+    -- per parameter group: the controller's and each design variable's share of the directional derivative
+    for k, p in ipairs(params) do
+      local dk = {}
+      for j = 1, #params do dk[j] = {} for i = 0, params[j].n - 1 do dk[j][i] = j == k and d[k][i] or 0 end end
+      local ak = 0
+      for i = 0, p.n - 1 do ak = ak + p.g[i] * d[k][i] end
+      local fd = G.fd_params(params, dk, F, 1e-5)
+      print(string.format("  %-8s dF . d = %12.5e  FD %12.5e", p.name or "control", ak, fd))
+      assert.is_true(math.abs(ak - fd) <= 1e-5 * math.abs(fd) and math.abs(fd) > 1e-9, p.name or "control")
+    end
+    -- without accumulate the second backward replaces the first: the gradient of w h12 alone, not F's
+    gradient(false)
+    local _, alone = G.param_direction(params, 61)
+    assert.is_true(math.abs(alone - analytic) > 1e-2 * math.abs(analytic))
+    -- the options are checked
+    local function err(o) local ok, e = pcall(run12.backward, run12, o) assert.is_false(ok) return e end
+    assert.matches("run:backward: weight must be finite %(got inf%)", err { weight = math.huge })
+    assert.matches("run:backward: weight must be a number %(got \"2\"%)", err { weight = "2" })
+    assert.matches("run:backward: accumulate must be true or false %(got 1%)", err { accumulate = 1 })
+    assert.matches("run:backward: unknown option 'acumulate'", err { acumulate = true })
+    assert.matches("design:backward: accumulate must be true or false", select(2, pcall(design.backward, design,
+      run12.memo, { accumulate = "yes" })))
+  end)
+
   -- A toy layout for Algorithm 1. Task: gamma_i = (p_i + 1) / 2 near targets; constraint: mean gamma (1 - gamma)
   -- <= 5 % of its maximum 1/4. Returns p, loss and cmat (the constraint's f(w)).
   local function toy_layout()

@@ -87,8 +87,12 @@ function M.vector(where, name, v, n)
 end
 
 function M.oneof(where, name, v, set)
-  for _, s in ipairs(set) do if v == s then return v end end
-  M.fail(where, name .. " must be one of " .. table.concat(set, ", "), v, 3)
+  local names = {}
+  for i, s in ipairs(set) do
+    if v == s then return v end
+    names[i] = tostring(s) -- (a set may hold booleans: resume = "auto", true, false)
+  end
+  M.fail(where, name .. " must be one of " .. table.concat(names, ", "), v, 3)
 end
 
 -- An FFI double array handed to the engine (nil passes): a double[?] / double[N] of at least len values, or a

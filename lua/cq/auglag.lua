@@ -3,13 +3,23 @@
 -- with Adam (its moments reset before each inner loop; bounds by projection), then updating each multiplier where
 -- the violation fell to c times its last value, else raising that penalty a-fold. A numerical failure of the loss (a
 -- blow-up, a non-finite value) goes back to the last evaluated parameters and steps again with a smaller step size.
+-- Like cq.train, it can write a checkpoint after every iteration (checkpoint = path), resume from it with the same
+-- result as an uninterrupted run, and stop at an iteration boundary on SIGINT / SIGTERM.
 local check = require "cq._check"
 local recover_ = require "cq._recover"
+local fs = require "cq._fs"
+local json = require "cq.json"
 
 local M = {}
 local OPTIONS = check.option_set("cq.augmented_lagrangian", { "params", "loss", "constraints", "lr", "tau0", "c",
-  "a", "inner_max", "outer_max", "tol", "on_iteration", "state", "recover", "on_recover" })
+  "a", "inner_max", "outer_max", "tol", "on_iteration", "state", "recover", "on_recover", "checkpoint", "resume",
+  "extra" })
 local RECOVER_OPTIONS = check.option_set("cq.augmented_lagrangian recover", { "retries", "shrink" })
+local EXTRA_OPTIONS = check.option_set("cq.augmented_lagrangian extra", { "save", "load" })
+local FORMAT = "cqlua-augmented-lagrangian"
+local SIGNALS = { [2] = "SIGINT", [15] = "SIGTERM" }
+-- the state's fields (what a checkpoint keeps of it)
+local STATE_FIELDS = { "kappa", "tau", "vprev", "iterations", "outer", "recoveries", "last_values", "inner", "adam" }
 
 -- The inner loop's convergence test (seed 004): the mean of the last 10 values of L against the mean of the 10
 -- before them, relative change below tol.
@@ -47,6 +57,12 @@ end
 --- last evaluated parameters (state.last_values) and evaluate them again with fresh moments. More than retries
 --- failures in a row, or one before any evaluation succeeded, raise the error. on_recover(s, message, lr_factor) is
 --- called at each recovery.
+--- checkpoint = path: after every iteration (and every recovery and multiplier update) the params, the state, the
+--- recovery snapshot and extra.save() are written there (JSON, atomically); resume = "auto" (default: continue an
+--- unfinished run's checkpoint; a finished one starts over), true (it must exist) or false (start over). A resumed
+--- run takes the same steps as the uninterrupted one, a recovery at its first step included. The first SIGINT or
+--- SIGTERM stops the run at the next iteration boundary (an evaluation the engine stopped midway is dropped) with a
+--- one-line error naming the checkpoint; the host exits with 128 + the signal.
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
@@ -75,6 +91,20 @@ function M.run(opts)
   if opts.on_recover ~= nil and type(opts.on_recover) ~= "function" then
     check.fail(where, "on_recover must be nil or a function(s, message, lr_factor)", opts.on_recover)
   end
+  local ckpt = opts.checkpoint
+  if ckpt == nil then ckpt = false end
+  if ckpt ~= false and (type(ckpt) ~= "string" or ckpt == "") then
+    check.fail(where, "checkpoint must be a file path or false", ckpt)
+  end
+  local resume = opts.resume == nil and "auto" or opts.resume
+  check.oneof(where, "resume", resume, { "auto", true, false })
+  if resume == true and not ckpt then check.fail(where, "resume = true needs a checkpoint path", opts.checkpoint) end
+  if opts.extra ~= nil then
+    check.options(where .. ".extra", opts.extra, EXTRA_OPTIONS)
+    if type(opts.extra.save) ~= "function" or type(opts.extra.load) ~= "function" then
+      check.fail(where, "extra must be {save = function() -> table, load = function(table)}", opts.extra)
+    end
+  end
   local M_ = #cons
   local kappa, tau, vprev = {}, {}, {}
   local function violations(w)
@@ -89,6 +119,34 @@ function M.run(opts)
   -- date in place (to save a run) and taken as the start when given
   local st = opts.state
   if st ~= nil and type(st) ~= "table" then check.fail(where, "state must be a table (empty, or saved from a run)", st) end
+  -- the checkpoint of an unfinished run: its params and state (which replaces the contents of opts.state)
+  local saved
+  if ckpt and resume ~= false and fs.exists(ckpt) then
+    saved = json.read(ckpt)
+    if type(saved) ~= "table" or saved.format ~= FORMAT then
+      check.raise(where .. ": " .. ckpt .. " is not a cq.augmented_lagrangian checkpoint; remove it or pass resume = false")
+    end
+    if saved.finished and resume == "auto" then saved = nil end -- a finished run: start over
+  elseif resume == true then
+    check.raise(where .. ": resume = true but there is no checkpoint " .. ckpt)
+  end
+  if saved then
+    local ss = saved.state
+    if type(ss) ~= "table" or type(ss.kappa) ~= "table" or #ss.kappa ~= M_ then
+      check.raise(string.format("%s: cannot resume from %s: it holds %s constraints, this run has %d; remove it or " ..
+        "pass resume = false", where, ckpt, type(ss) == "table" and type(ss.kappa) == "table" and #ss.kappa or "no", M_))
+    end
+    local ok, err = pcall(require("cq.save").unpack, saved.objects, { params = opts.params }, where, ckpt)
+    if not ok then
+      check.raise(where .. ": cannot resume from " .. ckpt .. " (" .. tostring(err) .. "); remove it or pass resume = false")
+    end
+    st = st or {}
+    for k in pairs(st) do st[k] = nil end
+    for _, k in ipairs(STATE_FIELDS) do st[k] = ss[k] end
+    if opts.extra and saved.extra then opts.extra.load(saved.extra) end
+  elseif ckpt then
+    st = st or {}
+  end
   for m = 1, M_ do
     kappa[m] = st and st.kappa and st.kappa[m] or 0
     tau[m] = st and st.tau and st.tau[m] or tau0
@@ -102,6 +160,7 @@ function M.run(opts)
   -- an inner loop saved part way (state.inner, state.adam): the first inner loop goes on with it
   local resume_inner = st and type(st.inner) == "table" and type(st.adam) == "table" and st.inner
   local resume_adam = resume_inner and st.adam
+  local resumed_from = saved and iterations or nil
   -- keep(opt, inner, hist): the state, and inside an inner loop (opt given) where that loop stands
   local function keep(opt, inner, hist)
     if st then
@@ -114,6 +173,27 @@ function M.run(opts)
   local v = vprev
   local good -- this inner loop's snapshot before its last step: evaluated parameters, their gradients, Adam's state
   local failures = 0 -- failed evaluations in a row
+  -- a checkpoint written inside an inner loop carries good and failures: the resumed run recovers as this one would
+  local resume_good = resume_inner and saved and saved.good or nil
+  if resume_inner and saved then failures = saved.failures or 0 end
+  local in_inner = false -- (good belongs to the inner loop under way only)
+  local function write_checkpoint(finished)
+    if not ckpt then return end
+    local state = {}
+    for _, k in ipairs(STATE_FIELDS) do state[k] = st[k] end
+    json.write(ckpt, { format = FORMAT, finished = finished, constraints = M_,
+      objects = require("cq.save").pack({ params = opts.params }, nil, where), state = state,
+      good = in_inner and good or nil, failures = in_inner and failures or nil,
+      extra = opts.extra and opts.extra.save() or nil })
+  end
+  local host = require("cq.train").host
+  -- the first signal: the checkpoint already holds the last iteration boundary (written after each), so stop here
+  local function stop_interrupted()
+    local sig = host.interrupted()
+    check.raise(string.format("%s: interrupted by %s after iteration %d (in outer iteration %d of at most %d)%s", where,
+      SIGNALS[sig] or ("signal " .. sig), iterations, done + 1, outer_max, ckpt and (": saved " .. ckpt ..
+      "; run the same command again to resume") or ": no checkpoint to resume from (give checkpoint = path)"))
+  end
   -- The evaluation failed with err: back to good with a smaller step size and the step again; before this inner
   -- loop's first success, back to the last evaluated parameters, to evaluate them again with fresh moments (the
   -- gradients and moments of the last inner loop belong to other multipliers); else the error raised.
@@ -140,75 +220,96 @@ function M.run(opts)
     end
     if opts.on_recover then opts.on_recover(iterations + 1, (tostring(err):gsub("\n.*", "")), factor) end
     keep(opt, inner, hist)
+    write_checkpoint(false)
   end
-  while done < outer_max do
-    factor = 1 -- fresh moments and the full step size (Algorithm 1)
-    local opt = require("cq.optim").adam { params = opts.params, lr = lr }
-    local fresh = recover and opt:state()
-    local hist, inner = {}, 0
-    if resume_inner then -- the saved inner loop's count, convergence window, step size and moments
-      inner, factor = resume_inner.count or 0, resume_inner.factor or 1
-      for i, L in ipairs(resume_inner.hist or {}) do hist[i] = L end
-      opt:load_state(resume_adam)
-      opt.groups[1].lr = lr * factor
-      resume_inner = nil
-    end
-    good = nil
-    while inner < inner_max do
-      for _, p in ipairs(opts.params) do p:zero_grad() end
-      local ok, task = pcall(opts.loss)
-      if ok and (type(task) ~= "number" or task ~= task or math.abs(task) == math.huge) then
-        ok, task = false, where .. ": the loss is not finite (" .. tostring(task) .. ")"
+  if ckpt and not saved then -- the start: what an interruption before iteration 1 keeps
+    if not st.kappa then keep() end
+    write_checkpoint(false)
+  end
+  local old_graceful = host.graceful(1) -- signals stop the run at an iteration boundary (stop_interrupted)
+  local run_ok, run_err = pcall(function()
+    while done < outer_max do
+      factor = 1 -- fresh moments and the full step size (Algorithm 1)
+      local opt = require("cq.optim").adam { params = opts.params, lr = lr }
+      local fresh = recover and opt:state()
+      local hist, inner, resumed_inner = {}, 0, resume_inner ~= nil and resume_inner ~= false
+      if resume_inner then -- the saved inner loop's count, convergence window, step size and moments
+        inner, factor = resume_inner.count or 0, resume_inner.factor or 1
+        for i, L in ipairs(resume_inner.hist or {}) do hist[i] = L end
+        opt:load_state(resume_adam)
+        opt.groups[1].lr = lr * factor
+        resume_inner = nil
       end
-      local C0, L
-      if ok then
-        -- P_m's gradient is C_m's where violated: dL/dp += (kappa_m + tau_m P_m) dC_m/dp
-        C0 = select(2, violations())
-        local w = {}
-        L = task
-        for m = 1, M_ do
-          local P = math.max(0, C0[m] - cons[m][2])
-          w[m] = P > 0 and (kappa[m] + tau[m] * P) or 0
-          L = L + kappa[m] * P + 0.5 * tau[m] * P * P
+      good, in_inner = resume_good, true
+      -- a resumed inner loop that had already settled (stopped or interrupted after its last iteration) goes straight
+      -- to the multiplier update, as the run that was not stopped did
+      local finished_inner = resumed_inner and settled(hist, tol)
+      resume_good = nil
+      while not finished_inner and inner < inner_max do
+        if host.interrupted() ~= 0 then stop_interrupted() end
+        for _, p in ipairs(opts.params) do p:zero_grad() end
+        local ok, task = pcall(opts.loss)
+        if ok and (type(task) ~= "number" or task ~= task or math.abs(task) == math.huge) then
+          ok, task = false, where .. ": the loss is not finite (" .. tostring(task) .. ")"
         end
-        violations(w)
-        local bad = recover_.nonfinite_gradient(opts.params)
-        if bad then ok, task = false, where .. ": " .. bad end
+        local C0, L
+        if ok then
+          -- P_m's gradient is C_m's where violated: dL/dp += (kappa_m + tau_m P_m) dC_m/dp
+          C0 = select(2, violations())
+          local w = {}
+          L = task
+          for m = 1, M_ do
+            local P = math.max(0, C0[m] - cons[m][2])
+            w[m] = P > 0 and (kappa[m] + tau[m] * P) or 0
+            L = L + kappa[m] * P + 0.5 * tau[m] * P * P
+          end
+          violations(w)
+          local bad = recover_.nonfinite_gradient(opts.params)
+          if bad then ok, task = false, where .. ": " .. bad end
+        end
+        if not ok then
+          if host.interrupted() ~= 0 then stop_interrupted() end -- (the engine stopped the evaluation: not a failure)
+          recover_step(opt, fresh, task, inner, hist)
+        else
+          failures, inner = 0, inner + 1
+          good = recover and recover_.snapshot(opt) or nil
+          last_values = good and good.values
+          opt:step()
+          iterations = iterations + 1
+          hist[#hist + 1] = L
+          keep(opt, inner, hist)
+          if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
+          write_checkpoint(false)
+          if stopped or settled(hist, tol) then break end
+        end
       end
-      if not ok then
-        recover_step(opt, fresh, task, inner, hist)
-      else
-        failures, inner = 0, inner + 1
-        good = recover and recover_.snapshot(opt) or nil
-        last_values = good and good.values
-        opt:step()
-        iterations = iterations + 1
-        hist[#hist + 1] = L
-        keep(opt, inner, hist)
-        if opts.on_iteration and opts.on_iteration(iterations, L, task, C0, tau, kappa) == true then stopped = true end
-        if stopped or settled(hist, tol) then break end
+      in_inner = false
+      v = violations()
+      if stopped then break end -- the inner loop did not finish: no multiplier update; a resumed run redoes it
+      local feasible = true
+      for m = 1, M_ do
+        if v[m] > 0 then feasible = false end
+        if v[m] <= c * vprev[m] then
+          kappa[m] = kappa[m] + tau[m] * v[m] -- toward the stationary point of L in kappa
+          vprev[m] = v[m]
+        else
+          tau[m] = a * tau[m]
+        end
       end
+      done = done + 1
+      keep()
+      write_checkpoint(false)
+      if feasible then break end
     end
-    v = violations()
-    if stopped then break end -- the inner loop did not finish: no multiplier update; a resumed run redoes it
-    local feasible = true
-    for m = 1, M_ do
-      if v[m] > 0 then feasible = false end
-      if v[m] <= c * vprev[m] then
-        kappa[m] = kappa[m] + tau[m] * v[m] -- toward the stationary point of L in kappa
-        vprev[m] = v[m]
-      else
-        tau[m] = a * tau[m]
-      end
-    end
-    done = done + 1
-    keep()
-    if feasible then break end
-  end
+  end)
+  -- after an interruption the host stays in graceful mode: it then reports the message alone, without a traceback
+  if host.interrupted() == 0 then host.graceful(old_graceful) end
+  if not run_ok then error(run_err, 0) end
+  if not stopped then write_checkpoint(true) end -- (stopped: the checkpoint after the last iteration is current)
   local feasible = true
   for m = 1, M_ do if v[m] > 0 then feasible = false end end
   return { kappa = kappa, tau = tau, violations = v, iterations = iterations, outer = done, feasible = feasible,
-    stopped = stopped, recoveries = recoveries, lr_factor = factor }
+    stopped = stopped, recoveries = recoveries, lr_factor = factor, resumed_from = resumed_from, checkpoint = ckpt or nil }
 end
 
 return M

@@ -283,7 +283,8 @@ end
 --- u_j(t) = amplitude tanh(sum_i alpha_ij a_pul exp(-(t - t_i)^2 / (2 sigma^2))) (eq. 24) over pulses at
 --- t_i = (i + 1/2) dt_pul covering steps * dt, with pulse densities alpha = a_sgn (a_abs + 1) / 2 (eq. 26). params:
 --- a_sgn and a_abs (pulses x outputs, bounds [-1, 1] kept by the optimizers by projection); binarization.sgn and
---- .abs: their constraints C_pul (eqs. 27-28) in cq.augmented_lagrangian's form.
+--- .abs: their constraints C_pul (eqs. 27-28) in cq.augmented_lagrangian's form. The signals are in the engine's sign
+--- (through a stress actuator u > 0 contracts), the opposite of eq. 7's (u > 0 expands): seed 004's u is -u.
 function M.pulses(opts)
   local where = "cq.pulses"
   check.options(where, opts, PULSES_OPTIONS)

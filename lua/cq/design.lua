@@ -28,6 +28,12 @@ local ACTUATORS_OPTIONS = check.option_set("design:actuators", { "name", "state"
   "particles", "radius", "p", "beta", "eps", "init" })
 local STRETCH_OPTIONS = check.option_set("design:stretch", { "name", "axis", "origin", "groups", "particles", "init",
   "bounds" })
+local BACKWARD_OPTIONS = check.option_set("design:backward", { "accumulate" })
+local PICTURE_OPTIONS = check.option_set("design:picture", { "state", "path", "what", "layout", "actuators", "width",
+  "height", "slice", "hide", "fade", "colormap", "title", "camera" })
+local COLORS_OPTIONS = check.option_set("design:colors", { "what", "layout", "actuators", "fade", "colormap" })
+local SIGNALS_OPTIONS = check.option_set("design:signals_plot", { "controller", "steps", "dt", "path", "csv", "width",
+  "height", "title", "sign" })
 
 --- cq.design{ world }: an empty design over the world's current per-particle parameters (their base values).
 function M.new(opts)
@@ -279,7 +285,8 @@ end
 --- 004's actuator layout (sec. 3.1.2). psi is filtered like the material layout (eq. 20; the particles within radius
 --- at state's positions) and projected per particle by a softmax of shape beta (eq. 21) to weights xi over the
 --- outputs actuation signals and a last, passive one. Particle i is wired to the world's actuator i (the world must
---- have n_actuators = m; its act_id and an isotropic act_axis are set here: sigma_act = u F F^T, eq. 7 with S = I),
+--- have n_actuators = m; its act_id and an isotropic act_axis are set here: sigma_act = +u F F^T, eq. 7 with S = I
+--- in the engine's sign, u > 0 contracting: seed 004's u is -u, docs/api.md "design:actuators", "Sign"),
 --- and feels u_i = ((1 - eps) gamma_i^3 + eps) sum_j xi_ij u_hat_j (eqs. 18-19) through its act_w: gamma from
 --- layout (a design:layout variable over the same particles), 1 without one. psi.controller(inner) turns a
 --- controller of outputs signals u_hat (cq.pulses) into the world's m actuation values.
@@ -415,6 +422,244 @@ function Design:binarization(v)
     end
     return C / op.m
   end
+end
+
+---------------------------------------------------------------- pictures
+-- The layout op of variable v made by design:<kind> (an error naming option otherwise), or with v nil the first op
+-- of that kind (nil when none).
+local function pick(self, where, option, v, kind)
+  if v ~= nil then
+    for _, o in ipairs(self.ops) do if o.theta == v and o.kind == kind then return o end end
+    check.fail(where, option .. " must be a variable of this design made by design:" .. kind, v)
+  end
+  for _, o in ipairs(self.ops) do if o.kind == kind then return o end end
+end
+
+-- A layout's gamma, or an actuator layout's weights xi (m x width), at its variable's current values.
+local function current_gamma(op)
+  local gamma = darr(op.m)
+  layout_gamma(op, op.theta.v, darr(op.m), gamma, darr(op.m))
+  return gamma
+end
+local function current_xi(op)
+  local xi = darr(op.m * op.width)
+  actuator_weights(op, op.theta.v, darr(op.m * op.width), xi)
+  return xi
+end
+
+--- design:projection(v) -> table: the projected layout of v (made by design:layout or design:actuators) at its
+--- current values, as plain Lua tables over its particles in order (particles[i] is the world's 1-based index).
+--- Material layout: { kind = "layout", particles, gamma }. Actuator layout: { kind = "actuators", particles,
+--- outputs, xi (xi[i] = { outputs + 1 weights, the last the passive one }), actuator (actuator[i] = the signal of
+--- largest weight, 1..outputs, or 0 for the passive column; ties: the lower), gamma (its layout's, or nil) }.
+function Design:projection(v)
+  local where = "design:projection"
+  local op
+  for _, o in ipairs(self.ops) do
+    if o.theta == v and (o.kind == "layout" or o.kind == "actuators") then op = o end
+  end
+  if not op then check.fail(where, "the variable must be made by design:layout or design:actuators", v) end
+  local particles = {}
+  for i = 0, op.m - 1 do particles[i + 1] = op.idx[i] + 1 end
+  local function list(a, m)
+    local out = {}
+    for i = 0, m - 1 do out[i + 1] = a[i] end
+    return out
+  end
+  if op.kind == "layout" then return { kind = "layout", particles = particles, gamma = list(current_gamma(op), op.m) } end
+  local xi, width, K = current_xi(op), op.width, op.K
+  local weights, actuator = {}, {}
+  for i = 0, op.m - 1 do
+    local row, best, top = {}, 0, -math.huge
+    for j = 0, width - 1 do
+      row[j + 1] = xi[i * width + j]
+      if row[j + 1] > top then best, top = j, row[j + 1] end
+    end
+    weights[i + 1], actuator[i + 1] = row, best < K and best + 1 or 0
+  end
+  return { kind = "actuators", particles = particles, outputs = K, xi = weights, actuator = actuator,
+    gamma = op.layout and list(current_gamma(op.layout), op.m) or nil }
+end
+
+-- The layouts a picture draws: the actuator layout (opts.actuators, else the first), the material layout
+-- (opts.layout, else the actuator layout's own, else the first), and per world particle (1-based) gamma_of and
+-- act_of (the actuator of largest weight, 0 = passive; nil outside the layout).
+local function layouts(self, where, opts)
+  local act = pick(self, where, "actuators", opts.actuators, "actuators")
+  local lay = pick(self, where, "layout", opts.layout, "layout") or nil
+  if opts.layout == nil and act and act.layout then lay = act.layout end
+  local data = { gamma_of = {}, act_of = {}, lay = lay, act = act }
+  if lay then
+    local pr = self:projection(lay.theta)
+    for i, p in ipairs(pr.particles) do data.gamma_of[p] = pr.gamma[i] end
+    data.min, data.max, data.mean = math.huge, -math.huge, 0
+    for _, g in ipairs(pr.gamma) do data.min, data.max, data.mean = math.min(data.min, g), math.max(data.max, g), data.mean + g end
+    data.mean = data.mean / #pr.gamma
+  end
+  if act then
+    local pr = self:projection(act.theta)
+    for i, p in ipairs(pr.particles) do data.act_of[p] = pr.actuator[i] end
+    data.K = act.K
+  end
+  return data
+end
+
+local function check_colormap(where, name)
+  if name ~= nil and not require("cq._colors").COLORMAPS[name] then
+    check.fail(where, "colormap must be one of heat, diverging, gray", name)
+  end
+  return name or "heat"
+end
+
+local function check_fade(where, fade)
+  if fade ~= nil and type(fade) ~= "boolean" then check.fail(where, "fade must be true or false", fade) end
+  return fade ~= false
+end
+
+--- design:colors{ what, layout?, actuators?, fade = true, colormap = "heat" } -> list of {r, g, b} per particle:
+--- the colours of design:picture's panel what ("material": gamma through the colour map over [0, 1];
+--- "actuators" (the default when the design has an actuator layout): cq.frames.PALETTE[j] for the actuator j of
+--- largest weight, PASSIVE for the passive column and particles outside the layout, faded to white by 1 - gamma
+--- when fade), for cq.frames' color option.
+function Design:colors(opts)
+  local where = "design:colors"
+  check.options(where, opts or {}, COLORS_OPTIONS)
+  opts = opts or {}
+  local data = layouts(self, where, opts)
+  local what = check.oneof(where, "what", opts.what or (data.act and "actuators" or "material"), { "material", "actuators" })
+  if what == "material" and not data.lay then check.fail(where, 'what = "material" needs a design:layout variable', what) end
+  if what == "actuators" and not data.act then check.fail(where, 'what = "actuators" needs a design:actuators variable', what) end
+  return require("cq._picture").particle_colors(self.n, what, data, check_colormap(where, opts.colormap),
+    check_fade(where, opts.fade))
+end
+
+local AXES = { x = 1, y = 2, z = 3 }
+
+--- design:picture{ state, path?, what = "both", layout?, actuators?, width, height?, slice?, hide?, fade = true,
+--- colormap = "heat", title?, camera? } -> image: the material layout (gamma, with a colour bar) and / or the
+--- actuator layout (cq.frames' PALETTE, with a legend) of the design at its current values, drawn at state's
+--- positions; written to path (PNG) when given. docs/api.md lists the options.
+function Design:picture(opts)
+  local where = "design:picture"
+  check.options(where, opts, PICTURE_OPTIONS)
+  local w = self.world
+  require("cq.state").check_arg(where, "state", opts.state, w)
+  if opts.path ~= nil and (type(opts.path) ~= "string" or opts.path == "" or opts.path:sub(-1) == "/") then
+    check.fail(where, 'path must be a file name such as "out/layout.png"', opts.path)
+  end
+  local data = layouts(self, where, opts)
+  local what = check.oneof(where, "what", opts.what or "both", { "both", "material", "actuators" })
+  if not data.lay and not data.act then
+    check.raise(where .. ": the design has no design:layout or design:actuators variable to draw")
+  end
+  if what == "material" and not data.lay then check.fail(where, 'what = "material" needs a design:layout variable', what) end
+  if what == "actuators" and not data.act then check.fail(where, 'what = "actuators" needs a design:actuators variable', what) end
+  local width = opts.width ~= nil and check.integer(where, "width", opts.width, 64, 16384) or nil
+  local height = opts.height ~= nil and check.integer(where, "height", opts.height, 32, 16384) or nil
+  local colormap, fade = check_colormap(where, opts.colormap), check_fade(where, opts.fade)
+  if opts.title ~= nil and type(opts.title) ~= "string" then check.fail(where, "title must be a string", opts.title) end
+  local slice
+  if opts.slice ~= nil then
+    if self.dim ~= 3 then check.fail(where, "slice is an option of 3D designs (a 2D picture shows every particle)", opts.slice) end
+    if type(opts.slice) ~= "table" then check.fail(where, 'slice must be a table { axis = "x" | "y" | "z", at = 0..1 }', opts.slice) end
+    check.options(where .. " slice", opts.slice, { axis = true, at = true })
+    local axis = opts.slice.axis or "z"
+    axis = AXES[axis] or axis
+    if axis ~= 1 and axis ~= 2 and axis ~= 3 then check.fail(where, 'slice.axis must be "x", "y", "z" or 1, 2, 3', opts.slice.axis) end
+    slice = { axis = axis, at = check.number(where, "slice.at", opts.slice.at or 0.5, 0, 1) }
+  end
+  if opts.camera ~= nil and (self.dim ~= 3 or slice) then
+    check.fail(where, "camera is an option of 3D splat pictures (no slice)", opts.camera)
+  end
+  local splat = self.dim == 3 and not slice
+  local hide = check.number(where, "hide", opts.hide or (splat and 0.5 or 0), 0, 1)
+  local P = require "cq._picture"
+  local colors = require "cq._colors"
+  local gamma_of = data.gamma_of
+  local function visible(p) local g = gamma_of[p]; return g == nil or g >= hide end
+  local function named(v, default) return v.name ~= default and " (" .. v.name:upper() .. ")" or "" end
+  local panels = {}
+  if what ~= "actuators" and data.lay then
+    panels[#panels + 1] = { kind = "material", heading = "MATERIAL LAYOUT" .. named(data.lay.theta, "layout"),
+      colors = P.particle_colors(self.n, "material", data, colormap, fade), visible = visible, colormap = colormap,
+      range_text = string.format("MIN %s, MEAN %s, MAX %s", colors.label(data.min),
+        colors.label(data.mean), colors.label(data.max)) }
+  end
+  if what ~= "material" and data.act then
+    local entries = {}
+    for j = 1, data.K do entries[j] = { label = tostring(j), color = P.actuator_color(j), actuator = j } end
+    entries[#entries + 1] = { label = "PASSIVE", color = colors.PASSIVE, actuator = 0 }
+    panels[#panels + 1] = { kind = "actuators", heading = "ACTUATOR LAYOUT" .. named(data.act.theta, "actuators"),
+      colors = P.particle_colors(self.n, "actuators", data, colormap, fade), visible = visible, entries = entries,
+      note = (fade and data.lay) and "PALE: LOW GAMMA (VOID)" or nil }
+  end
+  local img = P.picture(where, w, opts.state.x, panels, { width = width, height = height, slice = slice,
+    camera = opts.camera, title = opts.title })
+  if opts.path then P.write(where, img, opts.path) end
+  return img
+end
+
+--- design:signals_plot{ controller, steps, dt?, path?, csv?, width = 640, height?, title?, sign = "cqlua" } -> image:
+--- each signal of controller (the inner one given to psi.controller, e.g. a cq.pulses) against time over steps
+--- control steps, one panel per signal in the colour of its actuator in design:picture's legend; written to path
+--- (PNG) and its values to csv (t,u1,u2,...) when given. sign = "seed004" plots -u, seed 004's eq. 7 convention
+--- (u > 0 expands); "cqlua" plots u as the engine takes it (u > 0 contracts). The CSV holds what is plotted.
+function Design:signals_plot(opts)
+  local where = "design:signals_plot"
+  check.options(where, opts, SIGNALS_OPTIONS)
+  local ctl = opts.controller
+  if type(ctl) ~= "table" or type(ctl.act) ~= "function" then
+    check.fail(where, "controller must be a controller (a table with act, e.g. the cq.pulses given to psi.controller)", ctl)
+  end
+  local steps = check.integer(where, "steps", opts.steps, 1, 10000000)
+  local dt = check.number(where, "dt", opts.dt or 1, 0, math.huge, { open_lo = true })
+  for _, k in ipairs { "path", "csv" } do
+    local v = opts[k]
+    if v ~= nil and (type(v) ~= "string" or v == "" or v:sub(-1) == "/") then
+      check.fail(where, k .. " must be a file name", v)
+    end
+  end
+  local width = check.integer(where, "width", opts.width or 640, 64, 16384)
+  if opts.title ~= nil and type(opts.title) ~= "string" then check.fail(where, "title must be a string", opts.title) end
+  local sign = check.oneof(where, "sign", opts.sign or "cqlua", { "cqlua", "seed004" }) == "seed004" and -1 or 1
+  local act = pick(self, where, "actuators", nil, "actuators")
+  local values, K = {}, nil
+  for k = 0, steps - 1 do
+    local u = ctl:act(tape.new(), nil, k)
+    if type(u) ~= "table" or type(u.n) ~= "number" then
+      check.raise(where .. ": controller:act must return a tape node of signals (it returned " .. type(u) .. ")")
+    end
+    if not K then
+      K = u.n
+      if act and K ~= act.K then
+        check.fail(where, string.format("controller must give the actuator layout's %d signals (outputs): give the " ..
+          "inner controller (the one passed to psi.controller), not psi.controller(...)", act.K), K .. " signals")
+      end
+      if K < 1 then check.raise(where .. ": controller gives no signals") end
+      for j = 1, K do values[j] = {} end
+    end
+    for j = 1, K do values[j][k] = sign * u.v[j - 1] end
+  end
+  local height = opts.height ~= nil and check.integer(where, "height", opts.height, 32, 16384) or nil
+  local img = require("cq._picture").signals(where, values, dt, { width = width, height = height, title = opts.title,
+    xlabel = (opts.dt and "TIME (S)" or "CONTROL STEP") ..
+      (sign < 0 and "; SEED 004 SIGN: U > 0 EXPANDS" or "; CQLUA SIGN: U > 0 CONTRACTS") })
+  if opts.csv then
+    local ok, err = require("cq._fs").mkdir_p(require("cq._fs").dirname(opts.csv))
+    local f = ok and io.open(opts.csv, "w")
+    if not f then check.raise(string.format("%s: cannot write %s (%s)", where, opts.csv, tostring(err or "open failed"))) end
+    local head = { "t" }
+    for j = 1, K do head[j + 1] = "u" .. j end
+    f:write(table.concat(head, ","), "\n")
+    for k = 0, steps - 1 do
+      local row = { string.format("%.6g", k * dt) }
+      for j = 1, K do row[j + 1] = string.format("%.6g", values[j][k]) end
+      f:write(table.concat(row, ","), "\n")
+    end
+    f:close()
+  end
+  if opts.path then require("cq._picture").write(where, img, opts.path) end
+  return img
 end
 
 ---------------------------------------------------------------- forward
@@ -572,6 +817,8 @@ function BACKWARD.actuators(self, op, g)
   end
   for i = 0, op.m - 1 do topology.softmax_t(op.beta, op.xi, op.gxi, op.gz, i * width, width) end
   topology.apply_rows_t(op.filter, op.gz, op.theta.g, width)
+  -- taken: another rollout's backward over the same design (run:backward{accumulate = true}) adds its own
+  for q = 0, op.m * width - 1 do op.gxi[q] = 0 end
 end
 function BACKWARD.stretch(self, op, g, gx)
   local s, n, dim = op.theta.v[0], self.n, self.dim
@@ -594,8 +841,17 @@ end
 
 --- Gradients of the loss with respect to every design variable (param.g, zeroed first) from a memo whose backward
 --- pass ran back to the initial state: memo.grad_params (dL/dparameter) and memo.grad.x (dL/ds_0).
-function Design:backward(memo)
+--- opts: { accumulate = true }: add into param.g instead (run:backward{accumulate = true} passes it).
+function Design:backward(memo, opts)
   local where = "design:backward"
+  local accumulate = false
+  if opts ~= nil then
+    check.options(where, opts, BACKWARD_OPTIONS)
+    if opts.accumulate ~= nil and type(opts.accumulate) ~= "boolean" then
+      check.fail(where, "accumulate must be true or false", opts.accumulate)
+    end
+    accumulate = opts.accumulate or false
+  end
   if not self._applied then check.raise(where .. ": call design:apply first (a cq.rollout with design = ... does)") end
   if type(memo) ~= "table" or type(memo.grad_params) ~= "table" then
     check.fail(where, "memo must be the memo of the run (run.memo) after its backward pass", memo)
@@ -604,7 +860,7 @@ function Design:backward(memo)
     check.raise(where .. ": the memo's backward pass has not reached the initial state (position " ..
       memo:position() .. "); run it to the end first")
   end
-  for _, p in ipairs(self.params) do p:zero_grad() end
+  if not accumulate then for _, p in ipairs(self.params) do p:zero_grad() end end
   local g = {}
   for name in pairs(self.fields) do
     local a = self._grad[name] or darr(self.n)

@@ -10,6 +10,8 @@ local trajectory = require "cq.trajectory"
 local M = {}
 local OPTIONS = check.option_set("cq.rollout", { "world", "steps", "controller", "observer", "final", "running",
   "checkpoint_every", "actuator", "accumulate", "record", "design" })
+local BACKWARD_OPTIONS = check.option_set("run:backward", { "on_step", "accumulate", "weight" })
+local DESIGN_ACCUMULATE = { accumulate = true }
 local Rollout = {}
 Rollout.__index = Rollout
 
@@ -170,18 +172,39 @@ end
 
 --- Gradients of the last forward's loss: controller parameters (param.g), memo.grad (dL/ds_0), the world's
 --- per-particle parameter gradients (memo.grad_params) and the design variables' (param.g). Returns the memo.
+--- The argument: nil, on_step, or an options table { on_step?, accumulate = false, weight = 1 }.
 --- on_step(k, memo) (optional) is called at each control step k from steps - 1 down to 0, once memo.grad is dL/ds_k
 --- (the physics' and the running loss's): e.g. memo.grad:norm("x") per step, to see where a gradient explodes.
-function Rollout:backward(on_step)
+--- accumulate = true adds into the params' g instead of zeroing them first, and weight = w back-propagates w times
+--- the loss: a loss F(L_1, L_2, ...) of several rollouts (or several forwards of one) gets its gradient from one
+--- backward per rollout with weight = dF/dL_i, the first without accumulate (or after zeroing), the others with it.
+--- memo.grad and memo.grad_params are this backward's own (times weight), not accumulated.
+function Rollout:backward(opts)
+  local where = "run:backward"
+  local on_step, accumulate, weight = nil, false, 1
+  if type(opts) == "function" then
+    on_step = opts
+  elseif type(opts) == "table" then
+    check.options(where, opts, BACKWARD_OPTIONS)
+    on_step = opts.on_step
+    if opts.accumulate ~= nil and type(opts.accumulate) ~= "boolean" then
+      check.fail(where, "accumulate must be true or false", opts.accumulate)
+    end
+    accumulate = opts.accumulate or false
+    if opts.weight ~= nil then weight = check.number(where, "weight", opts.weight) end
+  elseif opts ~= nil then
+    check.fail(where, "on_step must be nil or a function(k, memo) (or pass an options table { on_step, accumulate, " ..
+      "weight })", opts)
+  end
   if on_step ~= nil and type(on_step) ~= "function" then
-    check.fail("run:backward", "on_step must be nil or a function(k, memo)", on_step)
+    check.fail(where, "on_step must be nil or a function(k, memo)", on_step)
   end
   local m, na = self.memo, self.world.n_actuators
   self.params = self.controller and self.controller.params or {} -- run.controller may have been replaced
-  for _, p in ipairs(self.params) do p:zero_grad() end
+  if not accumulate then for _, p in ipairs(self.params) do p:zero_grad() end end
   m:backward_begin()
   local t = tape.new()
-  t:backward(self.final(t, m.bstate), 1, m.grad)
+  t:backward(self.final(t, m.bstate), weight, m.grad)
   for k = self.steps - 1, 0, -1 do
     m:backward_step() -- m.grad is now dL/ds_k through the physics, m:grad_u(k + 1, i) = dL/du_k
     t = tape.new()
@@ -190,12 +213,12 @@ function Rollout:backward(on_step)
     if f then t:seed(f, m.grad_force) end
     if a then t:seed(a, m.grad_stress) end
     if self.running and (self.accumulate == "sum" or k == self.argbest) then
-      t:seed(self.running(t, m.bstate, u, k), 1) -- max / min: only the arg-max / arg-min step carries the loss
+      t:seed(self.running(t, m.bstate, u, k), weight) -- max / min: only the arg-max / arg-min step carries the loss
     end
     t:backward(nil, nil, m.grad)
     if on_step then on_step(k, m) end
   end
-  if self.design then self.design:backward(m) end
+  if self.design then self.design:backward(m, accumulate and DESIGN_ACCUMULATE or nil) end
   check_finite_grads(self:parameters())
   return m
 end
