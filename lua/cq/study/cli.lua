@@ -9,6 +9,7 @@ usage: cqlua study run STUDY.lua [--jobs N] [--threads T] [--rows LIST] [--dir D
                                    [sbatch options...]
        cqlua study collect STUDY.lua [--by NAME,...] [--top K] [--dir DIR]
        cqlua study list STUDY.lua [--dir DIR]
+       cqlua study cluster start|status|stop [--dir DIR]
   run      runs every unfinished row (missing, failed, timed out, interrupted) in N worker processes of T threads
            each (default T = cores / N); finished rows are skipped, so the same command resumes a study
   slurm    submits the unfinished rows as one SLURM job array (sbatch --array); options it does not know go to
@@ -16,7 +17,11 @@ usage: cqlua study run STUDY.lua [--jobs N] [--threads T] [--rows LIST] [--dir D
   collect  gathers the rows' manifests into DIR/results.csv, plots each metric against each swept parameter
            (DIR/<metric>.png), summarises groups of rows (--by; DIR/summary.csv), prints the best rows and failures
   list     prints the rows, their parameters, status and directories
-  LIST is 1-based rows such as 1,4-6. DIR defaults to the study's dir (out/studies/<name>).
+  cluster  starts, reports on or stops a one-node SLURM on this machine for trying `cqlua study slurm` (as root;
+           Debian's slurm-wlm and munge; its files and logs in DIR, default /tmp/cqlua-slurm); start prints the
+           `export SLURM_CONF=...` that points sbatch at it
+  LIST is 1-based rows such as 1,4-6. DIR defaults to the study's dir (out/studies/<name>), for cluster to
+  /tmp/cqlua-slurm.
 (worker and exec are the runner's own subcommands: cqlua study worker STUDY.lua ROW, cqlua study exec STUDY.lua ROW)]]
 
 local function fail(msg) error("cqlua study: " .. msg .. " (cqlua study --help)", 0) end
@@ -91,6 +96,15 @@ function body(...)
   local args = { ... }
   local cmd, file = args[1], args[2]
   if cmd == nil or cmd == "-h" or cmd == "--help" or cmd == "help" then print(USAGE) return 0 end
+  if cmd == "cluster" then
+    local action = args[2]
+    if action ~= "start" and action ~= "stop" and action ~= "status" then
+      fail("cluster takes start, stop or status: cqlua study cluster start|status|stop [--dir DIR] (got " ..
+        (action and ("\"" .. action .. "\"") or "nothing") .. ")")
+    end
+    local o = parse({ select(3, ...) }, { ["--dir"] = "value" })
+    return require("cq.study.cluster").main(action, o["--dir"])
+  end
   if file == nil then fail("give the study file") end
   if file:sub(1, 1) == "-" then fail("the study file comes right after the command: cqlua study " .. cmd .. " STUDY.lua [options] (got " .. file .. ")") end
   local rest = {}

@@ -3,8 +3,51 @@
 -- same worker as a local run, so rows, manifests and `cqlua study collect` are the same on the cluster.
 local fs = require "cq._fs"
 local proc = require "cq._proc"
+local cluster = require "cq.study.cluster"
 
 local M = {}
+
+--- The command `cqlua study SUB <study file> --dir <study dir>` for this study, as it works from any directory.
+function M.command(sub, study)
+  return string.format("cqlua study %s %s --dir %s", sub, cluster.word(study.file), cluster.word(study.dir))
+end
+
+--- Whether sbatch's error output says that no controller answered: no configuration found (sbatch then asks DNS
+--- for a configless controller and fails), or one configured but not reachable.
+function M.no_controller(err)
+  local e = err:lower()
+  for _, pattern in ipairs { "unable to contact slurm controller", "could not establish a configuration source",
+    "fetch_config", "dns srv lookup failed", "unable to establish controller" } do
+    if e:find(pattern, 1, true) then return true end
+  end
+  return false
+end
+
+--- The last non-empty line of text (sbatch's own summary of what failed).
+function M.last_line(text)
+  local last = ""
+  for line in text:gmatch("[^\n]+") do
+    if line:match("%S") then last = line end
+  end
+  last = last:gsub("^%s+", ""):gsub("%s+$", "")
+  return #last > 300 and (last:sub(1, 300) .. "...") or last
+end
+
+--- What to do when no controller answered: point SLURM_CONF at a local cluster that is running, or start one.
+function M.controller_hint()
+  local conf = cluster.running_conf()
+  if conf and os.getenv("SLURM_CONF") ~= conf then
+    return "no SLURM controller answered; a local cluster is running on this machine (" .. cluster.DEFAULT_DIR ..
+      "): point sbatch at it with `export SLURM_CONF=" .. cluster.word(conf) .. "` and submit again"
+  end
+  return "no SLURM controller answered; to try studies on this machine start a local one-node cluster with `" ..
+    cluster.START .. "` (as root) and export the SLURM_CONF it prints"
+end
+
+--- The hint's line, and the way to run the study here instead.
+function M.hint(study, what)
+  return "\n  " .. what .. ", or run the study locally with `" .. M.command("run", study) .. "`"
+end
 
 --- "1-3,5,8-9" for the sorted list of row numbers.
 function M.ranges(list)
@@ -39,8 +82,8 @@ function M.submit(study, opts)
     if not (m and m.status == "ok") then pending[#pending + 1] = i end
   end
   if #pending == 0 then
-    print(string.format("cqlua study slurm: %s: every row is done; nothing to submit (cqlua study collect %s)",
-      study.name, study.file))
+    print(string.format("cqlua study slurm: %s: every row is done; nothing to submit (%s)", study.name,
+      M.command("collect", study)))
     return 0
   end
   for _, i in ipairs(pending) do study:row_hash(i) end -- a broken script or args fails here, not in 1000 tasks
@@ -76,22 +119,53 @@ function M.submit(study, opts)
     return 0
   end
   if not proc.which("sbatch") then
-    error("cqlua study slurm: sbatch is not on PATH (run this on a SLURM login node; `--dry-run` writes the script only)", 0)
+    error("cqlua study slurm: sbatch is not on PATH (on a cluster, run this on its login node; `--dry-run` writes "
+      .. "the script only)" .. M.hint(study, "to try studies on this machine install SLURM as root (`apt-get install "
+      .. "slurm-wlm munge`) and start a local one-node cluster with `" .. cluster.START .. "`"), 0)
   end
-  local p = io.popen(command .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("*a")
+  local conf = os.getenv("SLURM_CONF")
+  if conf and conf ~= "" and not fs.exists(conf) then -- sbatch would retry reading it for a minute
+    error("cqlua study slurm: SLURM_CONF names " .. conf .. ", which does not exist (a local cluster's directory "
+      .. "removed?)" .. M.hint(study, "point SLURM_CONF at your cluster's slurm.conf or unset it; to try studies on "
+      .. "this machine start a local one-node cluster with `" .. cluster.START .. "` (as root) and export the "
+      .. "SLURM_CONF it prints"), 0)
+  end
+  -- sbatch's job id (--parsable: its first line) is printed as soon as it comes, so that with --wait the job can be
+  -- followed; its error output is kept for the message.
+  local errfile = os.tmpname()
+  io.stdout:flush()
+  local p = io.popen(command .. " 2>" .. proc.quote(errfile) .. "; echo \"rc=$?\"")
+  local job, rc = nil, 1
+  for line in p:lines() do
+    local code = line:match("^rc=(%d+)$")
+    if code then
+      rc = tonumber(code)
+    elseif not job and line:match("^%d+") then
+      job = line:match("^(%d+)")
+      print(string.format("  submitted job %s; follow it with squeue -j %s; logs in %s/; then: %s", job, job, sdir,
+        M.command("collect", study)))
+      io.stdout:flush()
+    elseif line ~= "" then
+      print("  sbatch: " .. line)
+    end
+  end
   p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$")) or 1
-  out = out:gsub("rc=%d+%s*$", ""):gsub("%s+$", "")
-  local job = out:match("^(%d+)")
+  local f = io.open(errfile, "rb")
+  local err = f and f:read("*a") or ""
+  if f then f:close() end
+  os.remove(errfile)
+  err = err:gsub("%s+$", "")
   if job then
-    print(string.format("  submitted job %s; follow it with squeue -j %s; logs in %s/; then: cqlua study collect %s",
-      job, job, sdir, study.file))
+    if err ~= "" then io.stderr:write(err, "\n") end
     if rc ~= 0 then print("  sbatch exited with status " .. rc .. " (with --wait: some rows failed or timed out)") end
-  else
-    error("cqlua study slurm: sbatch failed (exit status " .. rc .. "): " .. out, 0)
+    return rc
   end
-  return rc
+  if M.no_controller(err) then
+    error(string.format("cqlua study slurm: sbatch could not submit the array (exit status %d): %s", rc,
+      M.last_line(err)) .. M.hint(study, M.controller_hint()), 0)
+  end
+  if #err > 2000 then err = "..." .. err:sub(-2000) end
+  error("cqlua study slurm: sbatch failed (exit status " .. rc .. ")" .. (err ~= "" and (": " .. err) or ""), 0)
 end
 
 return M
