@@ -28,20 +28,26 @@ TARGET_ARCH := $(shell $(CC) $(OPT) -Q --help=target 2>/dev/null | awk '$$1 == "
 FULL_VERSION := $(VERSION)+src.$(SRC_HASH)$(if $(TARGET_ARCH),.$(TARGET_ARCH))$(if $(GIT_REV),.git.$(GIT_REV)$(GIT_MOD))
 $(shell mkdir -p $(BUILD) && (echo '$(FULL_VERSION)' | cmp -s - $(BUILD)/version.txt || echo '$(FULL_VERSION)' > $(BUILD)/version.txt))
 
-DEB_PACKAGES := luajit libluajit-5.1-dev lua-busted lua-cjson lua-filesystem libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \
-  pkg-config gcc g++ make
-# pictures: videos (cq.frames.video), plots (cq.plot), and the independent PLY reader of tests/export_spec.lua
-DEB_PACKAGES += ffmpeg gnuplot-nox python3-meshio
-# robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
-DEB_PACKAGES += gmsh
+# What building and the demo need (make deps, make demo): the host, the engine and the walker's PNG frames.
 # the implicit solve's direct preconditioner (engine/integrators/implicit_factor.c, engine/integrators/sparse_cholesky.c): METIS (Apache-2.0)
 # orders it, LAPACK/BLAS do its dense work; OpenBLAS's pthread build takes the BLAS and LAPACK alternatives. The engine
 # sets it to one thread (its own OpenMP threads are the parallelism, so the factors stay the same for any thread
 # count); its serial build is not safe to call from two threads at once (see check_blas in sparse_cholesky.c)
-DEB_PACKAGES += libmetis-dev liblapack-dev libblas-dev libopenblas0-pthread
-# parameter studies on a SLURM cluster (cqlua study slurm): tests/study_slurm_spec.lua starts a one-node SLURM with
-# munge here (tests/slurm/cluster.sh); the runner itself needs only sbatch where it submits
-DEB_PACKAGES += slurm-wlm munge
+DEB_PACKAGES := luajit libluajit-5.1-dev lua-cjson lua-filesystem libstb-dev libnlopt-dev libtinyobjloader-dev libassimp-dev \
+  pkg-config gcc g++ make libmetis-dev liblapack-dev libblas-dev libopenblas0-pthread
+# Features that run other programs, each its own target (make deps-video ...); make deps-all (and make test) installs
+# them all. A feature whose program is missing says which of these targets installs it.
+# videos (cq.frames.video)
+DEB_VIDEO := ffmpeg
+# plots (cq.plot)
+DEB_PLOT := gnuplot-nox
+# robot:gmsh meshes .geo files with gmsh, run as a subprocess only (GPL: never linked)
+DEB_GMSH := gmsh
+# parameter studies on a SLURM cluster (cqlua study slurm, cqlua study cluster): a one-node SLURM with munge here
+DEB_SLURM := slurm-wlm munge
+# the test suite: busted, and the independent PLY reader of tests/export_spec.lua
+DEB_TEST := lua-busted python3-meshio
+DEB_ALL := $(DEB_PACKAGES) $(DEB_VIDEO) $(DEB_PLOT) $(DEB_GMSH) $(DEB_SLURM) $(DEB_TEST)
 
 # The engine library's folders, by layer (docs/architecture.md's folder map); engine/host/ is the cqlua program and
 # its PNG, mesh and Gmsh MSH loaders, not part of the library.
@@ -64,17 +70,32 @@ CFLAGS += $(ENGINE_INC)
 ENGINE_CFLAGS := -DCQ_LIB_VERSION='"$(VERSION)"' 
 ENGINE_LIBS := -lmetis -llapack -lblas -lm
 
-.PHONY: all deps test test-slurm bench bench-fluid bench-implicit bench-peers demo install clean
+.PHONY: all deps deps-all deps-video deps-plot deps-gmsh deps-slurm test test-slurm bench bench-fluid bench-implicit bench-peers demo install clean
 all: $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/libcq_f64.so $(BUILD)/lib/cq_ffi.h
 
-# Install the Debian packages that are missing (needs root; prints what to run otherwise).
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Install the Debian packages that are missing (needs root; prints what to run otherwise): deps what the build and
+# the demo need, deps-all everything (the features' programs and the test suite's packages too), deps-<feature> one
+# feature's.
+define install_missing
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	  else echo "run as root: apt-get install$$missing"; exit 1; fi; \
 	fi
+endef
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
+deps-all:
+	$(call install_missing,$(DEB_ALL))
+deps-video:
+	$(call install_missing,$(DEB_VIDEO))
+deps-plot:
+	$(call install_missing,$(DEB_PLOT))
+deps-gmsh:
+	$(call install_missing,$(DEB_GMSH))
+deps-slurm:
+	$(call install_missing,$(DEB_SLURM))
 
 # material_list DIR OUT: the list of the material headers registered in DIR/registry.h, written to OUT
 define material_list
@@ -230,35 +251,36 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 # 4.4 on, and Debian 12's is 4.3); then the specs.
 TEST_TARGETS := all $(FIELDS_TEST)/lib/libcq_f64.so $(MATERIAL_TEST)/lib/libcq_f64.so $(BUILD)/test/backend_test \
   $(BUILD)/test/fill_test $(BUILD)/test/material_test $(BUILD)/test/cholesky_test
-test: deps
+test: deps-all
 	$(MAKE) -j$(TEST_JOBS) $(TEST_TARGETS)
 	$(BUILD)/bin/cqlua tests/run.lua --jobs $(TEST_JOBS)
 
 # The SLURM part of the suite alone (make test runs it too): a one-node SLURM started here, a study submitted as a
-# job array and collected (tests/study_slurm_spec.lua; needs root, like the daemons).
-test-slurm: deps all
+# job array and collected (tests/study_slurm_spec.lua; needs root, like the daemons). The cluster is started by
+# tools/slurm_cluster.sh, the script behind `cqlua study cluster start|status|stop` (a local cluster for users).
+test-slurm: deps-all all
 	$(BUILD)/bin/cqlua tests/run.lua tests/study_slurm_spec.lua
 
 bench: deps all
 	$(BUILD)/bin/cqlua tools/bench.lua
 
 # The fluid validations (hydrostatic column, Martin & Moyce's dam break) at 8 to 64 cells across the column, about
-# a minute and a half on 2 cores; tables on stdout, CSV files and figures in out/ (docs/benchmarks.md).
-bench-fluid: deps all
+# a minute and a half on 2 cores; tables on stdout, CSV files and figures in out/ (docs/results/history.md).
+bench-fluid: deps-all all
 	$(BUILD)/bin/cqlua tools/fluid_validation.lua
 
 # Issue 11's cost benchmark: 1 s of the seed's finger (real bulk modulus, 5 kPa ramped over 0.5 s) implicitly at
 # 5 ms substeps against the explicit integrator at half its CFL limit (0.02 s of it run, the rest extrapolated):
-# wall times, their ratio, tip trajectories (tools/implicit_finger.lua; about 12 minutes; docs/benchmarks.md). Mesh 3
+# wall times, their ratio, tip trajectories (tools/implicit_finger.lua; about 12 minutes; docs/results/history.md). Mesh 3
 # (7,670 particles): at mesh 4 (2.6 particles per cell) the unlocked finger sheds a tip particle at 0.68 s.
-bench-implicit: deps all
+bench-implicit: deps-all all
 	$(BUILD)/bin/cqlua tools/implicit_finger.lua bulk=1.75e9 kPa=5 ramp=0.5 T=1 dt=5e-3 precond=factor explicit_T=0.02 mesh=3
 
 # The walker against a Taichi implementation of the same scene (tools/peers/taichi_walker.py), interleaved in one
 # run (tools/bench_peers.lua). Installs taichi from PyPI into the user site when $(PYTHON) cannot import it (pip
 # itself from Debian's python3-pip when missing; --break-system-packages where Debian's python3 needs it).
 PYTHON ?= python3
-bench-peers: deps all
+bench-peers: deps-all all
 	@$(PYTHON) -c "import taichi" >/dev/null 2>&1 || { \
 	  $(PYTHON) -m pip --version >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip; }; \
@@ -267,7 +289,10 @@ bench-peers: deps all
 	  || $(PYTHON) -m pip install -q taichi || echo "make: could not install taichi for $(PYTHON)"; }
 	PYTHON=$(PYTHON) $(BUILD)/bin/cqlua tools/bench_peers.lua
 
-demo: deps all
+# The demo builds only what the walker needs (the host and the float32 library: no float64, no CUDA), to train
+# within about two minutes of the first command on a fresh machine; `make` builds the rest.
+demo: deps
+	$(MAKE) -j$(TEST_JOBS) $(BUILD)/bin/cqlua $(BUILD)/lib/libcq_f32.so $(BUILD)/lib/cq_ffi.h
 	$(BUILD)/bin/cqlua examples/walker2d.lua
 
 # AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow included, every report fatal): the host and the
@@ -279,7 +304,7 @@ ASAN_BUILD ?= build-asan
 ASAN_OPT   ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
 ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 .PHONY: test-asan
-test-asan: deps
+test-asan: deps-all
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so \
 	  $(ASAN_BUILD)/test-material/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test \
 	  $(ASAN_BUILD)/test/fill_test $(ASAN_BUILD)/test/material_test
@@ -333,6 +358,8 @@ install: all
 	install -m 755 $(BUILD)/bin/cqlua $(PREFIX)/bin/cqlua
 	install -m 644 $(BUILD)/lib/*.so $(BUILD)/lib/cq_ffi.h $(PREFIX)/lib/cqlua/
 	cp -r lua/. $(PREFIX)/share/cqlua/lua/
+	install -d $(PREFIX)/share/cqlua/tools
+	install -m 755 tools/slurm_cluster.sh $(PREFIX)/share/cqlua/tools/
 
 clean:
 	rm -rf $(BUILD)

@@ -69,7 +69,7 @@ cq.frames.video { dir = "f", out = "x.mp4" }
 ]])
     assert.are.equal(1, rc)
     assert.truthy(out:find("child.lua:5: cq.frames.video: ffmpeg is not installed or not on PATH (install it: apt-get " ..
-      "install ffmpeg; `make deps` installs it)", 1, true), out)
+      "install ffmpeg; `make deps-video` installs it)", 1, true), out)
     local ok, err = pcall(frames.video, { dir = "/nonexistent", out = "x.mp4" })
     assert.truthy(tostring(err):find("cq.frames.video: no frames in /nonexistent (expected /nonexistent/frame_0000.png", 1, true))
     ok, err = pcall(frames.video, { dir = "d", frames = {}, out = "x.mp4" })
@@ -115,7 +115,7 @@ cq.plot { log = log, y = "loss", out = "p.png" }
 ]])
     assert.are.equal(1, rc)
     assert.truthy(out:find("child.lua:4: cq.plot: gnuplot is not installed or not on PATH (install it: apt-get install " ..
-      "gnuplot-nox; `make deps` installs it)", 1, true), out)
+      "gnuplot-nox; `make deps-plot` installs it)", 1, true), out)
     local dir = tmpdir()
     local csv = dir .. "/log.csv"
     local f = assert(io.open(csv, "w"))

@@ -362,7 +362,7 @@ Physical Curve("top") = Curve In BoundingBox{-0.01, 0.99, -1, 1.01, 1.01, 1};
     msh.GMSH = "gmsh-is-not-here"
     local e = err_of(r3.gmsh, r3, { path = "scenes/finger.geo", offset = { 0, 0, 0 } })
     msh.GMSH = old
-    has(e, "needs gmsh, which is not on PATH", "make deps")
+    has(e, "needs gmsh, which is not on PATH", "make deps-gmsh")
     has(err_of(r3.gmsh, r3, { path = "scenes/finger.stl", offset = { 0, 0, 0 } }), "a Gmsh .geo file", "or a .msh file")
     has(err_of(r3.gmsh, r3, { path = TMP .. "/none.msh", offset = { 0, 0, 0 } }), "none.msh: cannot open the file")
     local cube = write("cube_ascii.msh", files.ascii(files.cube()))

@@ -49,6 +49,18 @@ function M.lib(precision, flavor)
   error("cq: cannot load the engine library " .. name .. " (run `make`): " .. table.concat(errs, "; "), 0)
 end
 
+--- A CPU engine library for what does not depend on the precision (the registries, the field tables, material
+--- checks: the same in both): the float64 one, or the float32 one where only it is built (`make demo` builds only
+--- that).
+function M.tables_lib()
+  if libs.f64 then return libs.f64 end
+  local ok, lib = pcall(M.lib, "f64")
+  if ok then return lib end
+  local ok32, lib32 = pcall(M.lib, "f32")
+  if ok32 then return lib32 end
+  error(lib, 0)
+end
+
 -- The CUDA engine library for a precision when it loads and sees a usable device; else nil and the reason.
 -- Probed once per precision.
 local cuda_probe = {}

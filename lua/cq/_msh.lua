@@ -22,7 +22,7 @@ M.MAX_BYTES = 2 ^ 31 -- .msh files larger than this are refused before they are 
 local function run_gmsh(where, path, dim, mesh_size)
   local exe = proc.which(M.GMSH)
   if not exe then
-    check.raise(string.format("%s: %s: meshing a .geo file needs gmsh, which is not on PATH (install it: make deps, " ..
+    check.raise(string.format("%s: %s: meshing a .geo file needs gmsh, which is not on PATH (install it: make deps-gmsh, " ..
       "or apt-get install gmsh), or mesh it yourself: gmsh -%d -format msh41 %s", where, path, dim, path))
   end
   local f = io.open(path, "rb")

@@ -7,7 +7,7 @@ local M = {}
 
 -- name -> id of a registry list.
 local function list(id)
-  local lib, out, i = C.lib("f64"), {}, 0
+  local lib, out, i = C.tables_lib(), {}, 0
   local doc = ffi.new("const char*[1]")
   while true do
     local name = lib.cq_name(id, i, doc)

@@ -20,7 +20,7 @@ end
 -- library.
 local lazy = {
   -- the release (the Makefile's VERSION, through the engine library)
-  _VERSION = function() return require("ffi").string(require("cq._ffi").lib("f64").cq_version()) end,
+  _VERSION = function() return require("ffi").string(require("cq._ffi").tables_lib().cq_version()) end,
   world = function() return require("cq.world").new end,
   World = function() return require("cq.world").World end,
   State = function() return require("cq.state").State end,

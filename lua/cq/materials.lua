@@ -35,7 +35,7 @@ local BUILDER = { mass = true, vol0 = true, act_axis = true, act_w = true, wall_
 local T
 local function tables()
   if T then return T end
-  local lib = C.lib("f64")
+  local lib = C.tables_lib()
   T = { models = {}, fields = {}, order = {}, keys = {} }
   for i, f in ipairs(registry.fields(lib, "param")) do
     local lo, hi, bounds = ffi.new("double[1]"), ffi.new("double[1]"), ffi.new("int[1]")
@@ -210,7 +210,7 @@ function M.resolve(where, m, dim)
     end
   end
   local why = ffi.new("char[400]")
-  if C.lib("f64").cq_material_check(mm.id, 3, values, why, 400) ~= 1 then
+  if C.tables_lib().cq_material_check(mm.id, 3, values, why, 400) ~= 1 then
     check.raise(string.format("%s: material (%s): %s", where, model, ffi.string(why)))
   end
   return out

@@ -81,7 +81,7 @@ function M.plot(opts)
   if rows == 0 then check.raise(where .. ": " .. csv .. " has no data rows yet") end
   if not proc.which("gnuplot") then
     check.raise(where .. ": gnuplot is not installed or not on PATH (install it: apt-get install gnuplot-nox; " ..
-      "`make deps` installs it)")
+      "`make deps-plot` installs it)")
   end
   local ok, err = fs.mkdir_p(fs.dirname(out))
   if not ok then check.raise(string.format("%s: cannot create directory %s (%s)", where, fs.dirname(out), tostring(err))) end

@@ -74,7 +74,7 @@ function M.make(opts)
   end
   if not proc.which("ffmpeg") then
     check.raise(where .. ": ffmpeg is not installed or not on PATH (install it: apt-get install ffmpeg; " ..
-      "`make deps` installs it)")
+      "`make deps-video` installs it)")
   end
   if opts.frames then pattern, cleanup = linked_sequence(where, opts.frames) end
   local ok, err = fs.mkdir_p(fs.dirname(out))
