@@ -4,9 +4,17 @@
 -- open-loop actuation and, for the co-designed arm, every particle's Young's modulus in [30%, 400%] of E0.
 -- Fixed-stiffness arms (100% and 300% E0) get the same optimizer over actuation only, for comparison.
 -- Usage: cqlua examples/arm_codesign2d.lua [evaluations=150] [designs=codesign,fixed100,fixed300]
+--   (--help: every key and its meaning)
 local cq = require "cq"
-local maxeval = tonumber(arg and arg[1]) or 150
-local designs = arg and arg[2] or "codesign,fixed100,fixed300"
+local A = cq.args(arg, { name = "examples/arm_codesign2d.lua",
+  about = "Seed 002 sec. V.C: SLSQP co-design of a two-link soft arm (actuation and per-particle stiffness) to reach " ..
+    "a goal and come to rest, against fixed-stiffness arms.",
+  example = "cqlua examples/arm_codesign2d.lua evaluations=40 designs=codesign",
+  { "evaluations", 150, "SLSQP evaluations per design", min = 1, integer = true },
+  { "designs", "codesign,fixed100,fixed300", "comma-separated: codesign (per-particle E co-designed) or fixedNNN " ..
+    "(every particle at NNN % of E0)" },
+})
+local maxeval, designs = A.evaluations, A.designs
 local T, dt, substeps, E0 = 40, 0.02, 20, 30
 local goal, reach_tol, rest_tol = { 0.36, 0.28 }, 0.01, 1e-3 -- constraints: tip within 0.01 of the goal, v^2 <= 1e-3
 local goal_radius, rest_ok = 0.015, 1.5e-3                    -- success: tip inside the goal ball, arm at rest

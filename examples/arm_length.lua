@@ -2,9 +2,15 @@
 -- length must bring its tip to a target it cannot reach at its initial length, even by stretching. The length is a
 -- design variable (a stretch of the rest shape about the base); its gradient flows through the rest positions,
 -- masses and volumes of all particles, with no chain rule written here.
--- Usage: cqlua examples/arm_length.lua [iterations=100]
+-- Usage: cqlua examples/arm_length.lua [iters=100]   (--help: every key and its meaning)
 local cq = require "cq"
-local iters = tonumber(arg and arg[1]) or 100
+local A = cq.args(arg, { name = "examples/arm_length.lua",
+  about = "Seed 000's example impossible without co-design: Adam optimises a soft arm's length so that its tip " ..
+    "reaches a target.",
+  example = "cqlua examples/arm_length.lua iters=30",
+  { "iters", 100, "Adam iterations", min = 1, integer = true },
+})
+local iters = A.iters
 local target = { 0.5, 0.45 }                                -- the arm's tip starts at height ~0.23
 local L0, width, y0, h = 0.2, 0.06, 0.03, 1 / 256          -- rest length, width, base height, particle spacing
 

@@ -1,9 +1,15 @@
 -- Seed 002 sec. V.A: ball A rolls right into ball B; infer the relative density of A (B has density 1) so that B
 -- arrives at the destination C at the final time. The density is a design variable of a passive rollout (no
 -- actuators); its gradient flows back through the collision into the masses of A's particles.
--- Usage: cqlua examples/billiards_density.lua [iters=40]
+-- Usage: cqlua examples/billiards_density.lua [iters=40]   (--help: every key and its meaning)
 local cq = require "cq"
-local iters = tonumber(arg and arg[1]) or 40
+local A = cq.args(arg, { name = "examples/billiards_density.lua",
+  about = "Seed 002 sec. V.A: Adam infers ball A's density so that, after the collision, ball B arrives at C at the " ..
+    "final time.",
+  example = "cqlua examples/billiards_density.lua iters=10",
+  { "iters", 40, "Adam iterations", min = 1, integer = true },
+})
+local iters = A.iters
 local C, radius, speed = { 0.85, 0.5 }, 0.06, 1.5
 
 local robot = cq.robot { dim = 2 }

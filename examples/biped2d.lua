@@ -1,12 +1,19 @@
 -- Seed 000 Appendix C: a 2D biped of 8 blocks with 4 pressure actuators (max 2) learns to walk with a closed-loop
--- MLP controller (the biped of scenes/biped2d.lua). Usage: cqlua examples/biped2d.lua [iterations=100]
--- [spacing=1/128] [learning rate=1e-2]
+-- MLP controller (the biped of scenes/biped2d.lua).
+-- Usage: cqlua examples/biped2d.lua [iters=100] [spacing=0.0078125 (1/128)] [lr=1e-2]   (--help: every key)
 local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
 package.path = here .. "../scenes/?.lua;" .. package.path
 local cq = require "cq"
 local biped2d = require "biped2d"
-local iters, spacing = tonumber(arg and arg[1]) or 100, tonumber(arg and arg[2]) or 1 / 128
-local lr = tonumber(arg and arg[3]) or 1e-2
+local A = cq.args(arg, { name = "examples/biped2d.lua",
+  about = "Seed 000 Appendix C: a 2D biped of 8 blocks and 4 pressure actuators learns to walk with a closed-loop " ..
+    "MLP controller (Adam).",
+  example = "cqlua examples/biped2d.lua iters=20 lr=5e-3",
+  { "iters", 100, "Adam iterations", min = 1, integer = true },
+  { "spacing", 1 / 128, "particle spacing (1/128: 2 particles per cell and axis)", min = 0 },
+  { "lr", 1e-2, "Adam's learning rate", min = 0 },
+})
+local iters, spacing, lr = A.iters, A.spacing, A.lr
 
 local b = biped2d.build { spacing = spacing }
 local run, s0, controller = b.rollout(), b.state, b.controller

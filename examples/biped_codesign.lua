@@ -2,8 +2,8 @@
 -- controller while, optionally, every particle's Young's modulus, Poisson's ratio and density are co-designed
 -- (bounds E in [7, 20], nu in [0.2, 0.4], density in [0.7, 2.0]; initial 10 / 0.3 / 1.0; max chamber pressure 2).
 -- One run of examples/biped_codesign_study.lua, which sweeps all 8 combinations over several seeds.
--- Usage: cqlua examples/biped_codesign.lua [iterations=60] [seed=1] [materials=E,nu,density | none]
---        [spacing=1/128] [learning rate=1e-2]
+-- Usage: cqlua examples/biped_codesign.lua [iters=60] [seed=1] [materials=E,nu,density | none]
+--        [spacing=0.0078125 (1/128)] [lr=1e-2]   (--help: every key and its meaning)
 -- Returns { walked, best_iteration, first_walked, materials }: walked is the distance the best iterate's
 -- controller and materials walk in 4 s (re-simulated).
 local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
@@ -11,9 +11,17 @@ package.path = here .. "../scenes/?.lua;" .. package.path -- works from any dire
 local cq = require "cq"
 local biped2d = require "biped2d"
 
-local iters, seed = tonumber(arg and arg[1]) or 60, tonumber(arg and arg[2]) or 1
-local materials = arg and arg[3] or "E,nu,density"
-local spacing, lr = tonumber(arg and arg[4]) or 1 / 128, tonumber(arg and arg[5]) or 1e-2
+local A = cq.args(arg, { name = "examples/biped_codesign.lua",
+  about = "Seed 000 sec. 5.3.2 (Fig. 11), one run: the 2D biped learns to walk with its MLP controller while any of " ..
+    "E, nu and density are co-designed per particle.",
+  example = "cqlua examples/biped_codesign.lua iters=30 seed=2 materials=E,density",
+  { "iters", 60, "Adam iterations", min = 1, integer = true },
+  { "seed", 1, "the controller's random seed", integer = true },
+  { "materials", "E,nu,density", "the co-designed materials: a comma-separated subset of E,nu,density, or none" },
+  { "spacing", 1 / 128, "particle spacing (1/128: 2 particles per cell and axis)", min = 0 },
+  { "lr", 1e-2, "Adam's learning rate", min = 0 },
+})
+local iters, seed, materials, spacing, lr = A.iters, A.seed, A.materials, A.spacing, A.lr
 
 -- The seed's bounds as a factor on the initial value (each design variable is theta with value = base * theta).
 local BOUNDS = { E = { 0.7, 2.0 }, nu = { 0.2 / 0.3, 0.4 / 0.3 }, density = { 0.7, 2.0 } }

@@ -1,8 +1,15 @@
 -- Seed 000 sec. 5.2: a 2D biped with a contract-only cable down the back of each leg, driven open loop (one
 -- trainable pull per cable per control step), learns to walk forward with Adam (lr 2e-2).
--- Usage: cqlua examples/cable_biped2d.lua [iterations=60] [spacing=1/128]
+-- Usage: cqlua examples/cable_biped2d.lua [iters=60] [spacing=0.0078125 (1/128)]   (--help: every key)
 local cq = require "cq"
-local iters, h = tonumber(arg and arg[1]) or 60, tonumber(arg and arg[2]) or 1 / 128
+local A = cq.args(arg, { name = "examples/cable_biped2d.lua",
+  about = "Seed 000 sec. 5.2: a 2D biped with a contract-only cable in each leg, driven open loop, learns to walk " ..
+    "forward (Adam).",
+  example = "cqlua examples/cable_biped2d.lua iters=20",
+  { "iters", 60, "Adam iterations", min = 1, integer = true },
+  { "spacing", 1 / 128, "particle spacing", min = 0 },
+})
+local iters, h = A.iters, A.spacing
 local T, dt, substeps = 200, 0.02, 10                           -- 4 s of control at 50 Hz
 
 -- Body 0.3 x 0.1 on two legs 0.1 x 0.1; the cables run up the rear edge of each leg into the body.

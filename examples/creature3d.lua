@@ -2,9 +2,18 @@
 -- scenes/make_assets.lua) and filled with particles; a pressure actuator in each leg (the four quadrants of the
 -- bottom of the design, as in the seed); a closed-loop MLP (k-means centroid observer) trained with Adam makes it
 -- walk right (+x).
--- Usage: cqlua examples/creature3d.lua [iterations=40] [spacing=1/128 (21,468 particles)] [lr=3e-3]
+-- Usage: cqlua examples/creature3d.lua [iters=40] [spacing=0.0078125 (1/128: 21,468 particles)] [lr=3e-3]
+--   (--help: every key and its meaning)
 local cq = require "cq"
-local iters, h, lr = tonumber(arg and arg[1]) or 40, tonumber(arg and arg[2]) or 1 / 128, tonumber(arg and arg[3]) or 3e-3
+local A = cq.args(arg, { name = "examples/creature3d.lua",
+  about = "Seed 000 sec. 5.2 \"3D Bulbasaur\": a four-legged creature from an STL mesh learns to walk right with a " ..
+    "closed-loop MLP (Adam).",
+  example = "cqlua examples/creature3d.lua iters=10 spacing=0.0208333",
+  { "iters", 40, "Adam iterations", min = 1, integer = true },
+  { "spacing", 1 / 128, "particle spacing (1/128: 21,468 particles)", min = 0 },
+  { "lr", 3e-3, "Adam's learning rate", min = 0 },
+})
+local iters, h, lr = A.iters, A.spacing, A.lr
 local T, dt, substeps = 100, 0.02, 12                                 -- 2 s of control at 50 Hz
 
 local robot = cq.robot { dim = 3 }

@@ -18,19 +18,21 @@
 -- hundred times the fingertip's speed, so both stay nearly incompressible, and the substep is 30 us instead of 1 us.
 -- The water: density 1000, viscosity 1 mPa s, sampled 2.5 times per cell per axis (every 1 mm; at fewer than 2 it
 -- sinks), its pressure from the grid's fill (robot:world's default for a robot in water: with each particle's own J,
--- fluid = particle, it locks and holds the finger nearly still, docs/benchmarks.md "Issue 11: the water locks"; with
+-- fluid = particle, it locks and holds the finger nearly still, docs/results/history.md "Issue 11: the water locks"; with
 -- volumetric = averaged it is in the groups, but in 3D the finger's bend is still held: "Issue 11: the water in the
 -- groups"), in a tank whose walls are the
 -- grid's (40 x 40 mm inside, 14 mm of water on the finger's -x side and 10 mm on its other sides;
 -- scenes/finger.lua, M.WATER).
 -- Implicitly (integrator = implicit, a substep dt of milliseconds) the real bulk moduli are affordable: e.g.
--- `cqlua examples/finger_air_water.lua 3 0.6 1.75e9 5,10,15,20 air 2 implicit 0.005`. A run that fails (the model
+-- `cqlua examples/finger_air_water.lua mesh_size_mm=3 settle_s=0.6 bulk_Pa=1.75e9 pressures_kPa=5,10,15,20 media=air
+-- water_spacing_mm=2 integrator=implicit dt_s=0.005` (or the same values by position). A run that fails (the model
 -- stops holding: a chamber wall balloons through the grid at high pressure) is recorded as failed with its message and
 -- the sweep goes on.
 -- Usage: cqlua examples/finger_air_water.lua [mesh_size_mm=3] [settle_s=0.4] [bulk_Pa=2e6]
---          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=1] [integrator=explicit] [dt_s]
---          [presettle_s=0] [volumetric=solids] [control_dt_s] [water_bulk_Pa=bulk_Pa] [fluid=grid]
---          [water_gap_mm=14,10,10]
+--          [pressures_kPa=0,5,10,15,20] [media=air,water] [water_spacing_mm=1] [integrator=explicit] [dt_s=]
+--          [presettle_s=0] [volumetric=solids] [control_dt_s=] [water_bulk_Pa=bulk_Pa] [fluid=grid]
+--          [water_gap_mm=14,10,10]   (--help: every key and its meaning; the values may also be given by position,
+--          in this order, an empty one "" keeping its default)
 -- water_bulk_Pa: the water's bulk modulus, when it differs from the silicone's (e.g. the silicone at its real 1.75 GPa
 -- and the water at 2.2e7 Pa: a sound speed of 148 m/s, still 1e4 times the fingertip's speed, so the water stays
 -- incompressible for this flow while its part of the implicit solve is 100 times better conditioned).
@@ -40,58 +42,74 @@
 -- substeps) take minutes there.
 -- fluid = grid: the water's pressure from how full the grid's nodes are (world option fluid, docs/api.md): it rests,
 -- and it does not hold the finger's bend in a narrow gap, where each particle's own J (particle) locks and the
--- averaged groups hold it at water's real modulus (docs/benchmarks.md, "Issue 11: the fill water").
+-- averaged groups hold it at water's real modulus (docs/results/history.md, "Issue 11: the fill water").
 -- water_gap_mm: the water between the finger and the tank's walls on its -x side, its +x side and its z sides, as
 -- "a,b,c" or one number for all three (scenes/finger.lua M.WATER.gap). A narrower tank is a smaller grid: with the
 -- grid fluid implicitly at the real moduli, 5 mm on every side factorises in a third of the time of the default tank.
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 -- volumetric = averaged: the silicone's bulk term on the volume-averaged J of each grid node's particles, which
 -- removes the volumetric locking that makes the finger at the real bulk modulus several times too stiff
--- (docs/benchmarks.md, "Issue 11: volumetric locking").
+-- (docs/results/history.md, "Issue 11: volumetric locking").
 -- presettle_s > 0: each medium's finger first hangs at 0 kPa for that long, and every run of that medium (the rest
 -- run included) starts from that one settled state, so that the water's slow settling (its slosh after gravity is
--- switched on: docs/benchmarks.md) is common to all of them; settle_s then counts from the pressure's start, and
+-- switched on: docs/results/history.md) is common to all of them; settle_s then counts from the pressure's start, and
 -- "from the start" still means from where the finger was built.
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger = require "finger"
--- an empty argument takes its default (to give a later one)
-local A = {}
-for i, a in pairs(arg or {}) do
-  if type(i) == "number" and i >= 1 and a ~= "" then A[i] = a end
-end
-arg = A
-local mesh_size = tonumber(arg and arg[1]) or 3
-local settle = tonumber(arg and arg[2]) or 0.4
-local bulk = tonumber(arg and arg[3]) or 2e6
+-- key=value pairs or values by position in this order; an empty one takes its default (to give a later one)
+local A = cq.args(arg, { name = "examples/finger_air_water.lua",
+  about = "Seed 003 sec. 4.3 and Table 3: the pneumatic finger pressurised in air and in a tank of water; the " ..
+    "fingertip's displacement per medium and pressure, and the air/water ratio.",
+  example = "cqlua examples/finger_air_water.lua mesh_size_mm=6 settle_s=0.02 pressures_kPa=20 water_spacing_mm=2.5",
+  { "mesh_size_mm", 3, "gmsh's element size (mm): one particle per tetrahedron", min = 0 },
+  { "settle_s", 0.4, "simulated time per run (s), the 0.1 s ramp included", min = 0 },
+  { "bulk_Pa", 2e6, "the silicone's bulk modulus (Pa), and the water's unless water_bulk_Pa", min = 0 },
+  { "pressures_kPa", "0,5,10,15,20", "the chamber pressures (kPa), comma-separated (0, the rest run, always first)" },
+  { "media", "air,water", "comma-separated: air, water" },
+  { "water_spacing_mm", finger.WATER.spacing * 1e3, "the water particles' spacing (mm)", min = 0 },
+  { "integrator", "explicit", "the world's integrator", oneof = { "explicit", "implicit" } },
+  { "dt_s", nil, "the substep (s); none: the explicit one (half the CFL limit)", type = "number", min = 0 },
+  { "presettle_s", 0, "> 0: each medium's runs start from the finger settled at 0 kPa for that long (s)", min = 0 },
+  { "volumetric", nil, "the silicone's volumetric term; none: the world's default (solids)",
+    oneof = { "solids", "particle", "averaged" } },
+  { "control_dt_s", nil, "the control step (s), of as many substeps of at most dt_s as it takes; none: one substep",
+    type = "number" },
+  { "water_bulk_Pa", nil, "the water's bulk modulus (Pa); none: bulk_Pa", type = "number" },
+  { "fluid", nil, "the water's pressure: grid (from the grid's fill) or particle (each particle's own J); none: " ..
+    "robot:world's default (grid); fill: the old name of grid", oneof = { "grid", "particle", "fill" } },
+  { "water_gap_mm", nil, "the water between the finger and the tank's walls on its -x, +x and z sides (mm): " ..
+    "\"a,b,c\" or one number for all three; none: scenes/finger.lua's 14,10,10" },
+})
+local mesh_size, settle, bulk = A.mesh_size_mm, A.settle_s, A.bulk_Pa
 local pressures, media = {}, {}
-for p in ((arg and arg[4]) or "0,5,10,15,20"):gmatch("[^,]+") do
+for p in A.pressures_kPa:gmatch("[^,]+") do
   if tonumber(p) ~= 0 then pressures[#pressures + 1] = tonumber(p) * 1e3 end
 end
 table.insert(pressures, 1, 0) -- the rest state first
-for m in ((arg and arg[5]) or "air,water"):gmatch("[^,]+") do media[#media + 1] = m end
-local water_spacing = (tonumber(arg and arg[6]) or finger.WATER.spacing * 1e3) * 1e-3
-local integrator = (arg and arg[7]) or "explicit"
-local dt = tonumber(arg and arg[8]) -- the substep; by default the explicit one (half the CFL limit)
-local presettle = tonumber(arg and arg[9]) or 0
-local volumetric = arg and arg[10] -- nil: the world's default ("solids": no volumetric locking, docs/api.md)
-local control_dt = tonumber(arg and arg[11])
+for m in A.media:gmatch("[^,]+") do media[#media + 1] = m end
+local water_spacing = A.water_spacing_mm * 1e-3
+local integrator = A.integrator
+local dt = A.dt_s -- the substep; by default the explicit one (half the CFL limit)
+local presettle = A.presettle_s
+local volumetric = A.volumetric -- nil: the world's default ("solids": no volumetric locking, docs/api.md)
+local control_dt = A.control_dt_s
 local water_bulk = bulk
-if arg[12] then
-  water_bulk = tonumber(arg[12])
-  if not (water_bulk and water_bulk > 0) then
-    error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. arg[12], 0)
+if A.water_bulk_Pa then
+  water_bulk = A.water_bulk_Pa
+  if not (water_bulk > 0) then
+    error("finger_air_water: water_bulk_Pa (argument 12) must be a number > 0 (Pa), got " .. tostring(water_bulk), 0)
   end
 end
-local fluid = arg and arg[13] -- nil: robot:world's default ("grid" for the finger in water: docs/api.md `fluid`)
+local fluid = A.fluid -- nil: robot:world's default ("grid" for the finger in water: docs/api.md `fluid`)
 local water_gap -- nil: scenes/finger.lua's
-if arg[14] then
+if A.water_gap_mm then
   local function bad() -- at the user's call: the script's argument
     error("finger_air_water: water_gap_mm (argument 14) must be one number > 0 or three, comma-separated (mm), got " ..
-      arg[14], 0)
+      A.water_gap_mm, 0)
   end
   water_gap = {}
-  for g in arg[14]:gmatch("[^,]+") do
+  for g in A.water_gap_mm:gmatch("[^,]+") do
     local v = tonumber(g)
     if not v or v <= 0 then bad() end
     water_gap[#water_gap + 1] = v * 1e-3

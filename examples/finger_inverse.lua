@@ -4,7 +4,7 @@
 -- step from one backward pass over the recorded substeps.
 -- The target is where a reference pressure (a ramp to p_ref, default 12 kPa, over 0.3 s, then held) puts the tip at
 -- t = reach, so the problem has an exact answer; the search starts from a constant 5 kPa, and the report is the distance left.
--- Materials as examples/finger_air_water.lua (docs/benchmarks.md): both bulk moduli (finger and water) are bulk_Pa,
+-- Materials as examples/finger_air_water.lua (docs/results/history.md): both bulk moduli (finger and water) are bulk_Pa,
 -- by default lowered to 2 MPa, so that the explicit substep is 28 us instead of about 1 us; the implicit integrator
 -- takes the real 1.75e9. water_gap_mm narrows the tank (the water between the finger and each wall; default
 -- scenes/finger.lua's 14/10/10 mm): the implicit substep's cost is that of the tank's grid.
@@ -15,17 +15,19 @@
 -- per control step, before and after), out/finger_inverse/{pressure,distance,history}.png and the optimised motion
 -- as frames (out/finger_inverse/frames/). `cqlua examples/finger_inverse.lua plot` redraws the plots from the CSV
 -- files (where the run happened on a machine without gnuplot).
--- Usage: cqlua examples/finger_inverse.lua [iterations=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
+-- Usage: cqlua examples/finger_inverse.lua [iters=30] [mesh_size_mm=4] [integrator=explicit] [reach_s=1]
 --          [hold_s=0.2] [control_dt_s=0.02] [lr=0.05] [water_spacing_mm=1] [implicit_substep_s=0.002]
 --          [bulk_Pa=2e6] [water_gap_mm=] [volumetric=solids] [fluid=grid] [dim=3] [worse=1.5] [groups=initial]
---          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=16] [tol]
+--          [shape=hold] [p_ref_kPa=12] [p_max_kPa=20] [lr_decay=1] [optimizer=adam] [own=16] [tol=]
+--        (--help: every key and its meaning; the values may also be given by position, in this order, an empty one
+--        "" keeping its default; volumetric, fluid, groups and own default to the world's, tol to the engine's)
 -- fluid = grid: the water's pressure from the grid's fill (docs/api.md `fluid`; it does not lock the finger). dim = 2:
 -- the finger's 2D section lying along +x in a tank (scenes/finger2d.lua: mesh_size_mm its mesh, water_gap_mm the water
 -- around it, default 5), under gravity; the tip is its particles within 3 mm of its end. In 2D the implicit solve's
 -- factorised preconditioner holds the grid fluid's Hessian, so water at its real 2.2 GPa costs about what 2 MPa does.
 -- worse: an iteration whose loss is above worse times the last accepted one is rejected, and the step that led there
 -- taken again at half the size (cq.train's recover.worse; 0: off). At the real moduli the loss is rough and its
--- gradient explodes where the controls drive the chambers into a violent phase (docs/benchmarks.md, "the exploding
+-- gradient explodes where the controls drive the chambers into a violent phase (docs/results/history.md, "the exploding
 -- gradients of the fill-water inverse"); those iterations are the ones with a much worse loss. Each accepted iteration
 -- then grows the step by 1.5, back to lr (recover.grow): near the optimum a rejection is often one unlucky step.
 -- groups: volumetric = averaged's volumetric_groups ("current" or "initial": the groups of the first state, so that a
@@ -37,20 +39,20 @@
 -- step (explicit), so that the pressure changes every rollout step.
 -- p_ref: the reference pressure the target comes from; p_max: the search's upper bound (the lower one is 0). The 2D
 -- section in water at the real moduli bursts its thin chamber walls at 12 kPa held and settles whole at 8 and 10 kPa
--- (docs/benchmarks.md, "the inverse at t = 1 s"), so its runs there take 8 and 9.
+-- (docs/results/history.md, "the inverse at t = 1 s"), so its runs there take 8 and 9.
 -- lr_decay: iteration k's step size is lr * lr_decay^(k - 1) (cq.train's lr_schedule). Adam moves each control by
 -- about lr per iteration whatever the gradient, so a constant lr leaves the search wandering at that resolution: with
--- the fixed groups, whose forward is continuous, at 0.1-0.15 mm at lr 0.05 (docs/benchmarks.md, "the inverse with the
+-- the fixed groups, whose forward is continuous, at 0.1-0.15 mm at lr 0.05 (docs/results/history.md, "the inverse with the
 -- fixed groups").
 -- optimizer: "adam" (cq.train, with the recovery above) or "lbfgs" (cq.nlopt's bounded L-BFGS with its line search,
 -- one evaluation per logged row, iterations = its evaluations; no resume): for a forward continuous in the controls
--- (groups = initial), where Adam stalls at its step size (docs/benchmarks.md, "the inverse with the fixed groups").
+-- (groups = initial), where Adam stalls at its step size (docs/results/history.md, "the inverse with the fixed groups").
 -- volumetric = averaged: the silicone's bulk term on each grid node's volume-averaged J (no volumetric locking at the
 -- real bulk modulus; docs/api.md).
 -- tol: the implicit solve's Newton tolerance (implicit.tol; default the engine's 1e-6 in f64): a tighter one tells a
 -- loss made rough by the solver's stopping point from one rough by the forward itself (CQ_INVERSE_FD below).
 -- own: the world option volumetric_own, the bulk modulus each particle keeps on its own J as a multiple of its shear
--- stiffness. The fixed groups tear the 2D finger at 8 kPa with 1 and hold it whole with 16 (docs/benchmarks.md, "the
+-- stiffness. The fixed groups tear the 2D finger at 8 kPa with 1 and hold it whole with 16 (docs/results/history.md, "the
 -- own share").
 -- Environment: CQ_FINGER_MSH = a .msh file of scenes/finger.geo meshed already (for machines without gmsh).
 -- CQ_INVERSE_FD = a control.csv of an earlier run with the same arguments: instead of optimising, check the gradient
@@ -80,51 +82,92 @@ if arg and arg[1] == "plot" then
   return
 end
 
-local A = {} -- an empty argument takes its default (to give a later one)
-for i, a in pairs(arg or {}) do
-  if type(i) == "number" and i >= 1 and a ~= "" then A[i] = a end
-end
-local iters = tonumber(A[1]) or 30
-local mesh_size = tonumber(A[2]) or 4
-local integrator = A[3] or "explicit"
-local reach, hold = tonumber(A[4]) or 1, tonumber(A[5]) or 0.2
-local control_dt = tonumber(A[6]) or 0.02
-local lr = tonumber(A[7]) or 0.05
-local water_spacing = (tonumber(A[8]) or finger.WATER.spacing * 1e3) * 1e-3
-local implicit_dt = tonumber(A[9]) or 2e-3 -- the implicit integrator's substep (the explicit one is the CFL limit's half)
-local BULK, P_MAX = tonumber(A[10]) or 2e6, finger.P_MAX
-local gap = tonumber(A[11])
-local volumetric = A[12] -- nil: the world's default ("solids"; the 2D scene's: "averaged")
-local fluid = A[13] -- nil: robot:world's default ("grid" for the finger in water)
-local D = tonumber(A[14]) or 3
-local worse = tonumber(A[15]) or 1.5
-local groups = A[16] -- nil: the world's default
-local shape = A[17] or "hold"
-local p_ref = (tonumber(A[18]) or 12) * 1e3
-local p_max = (tonumber(A[19]) or 20) * 1e3
-local lr_decay = tonumber(A[20]) or 1
-local optimizer = A[21] or "adam"
-local own = A[22] and tonumber(A[22]) -- nil: the world's default
-if A[22] and not (own and own >= 1e-6 and own <= 1e6) then error("finger_inverse: own (argument 22) must be a number in " ..
-  "[1e-6, 1e6], got " .. tostring(A[22]), 0) end
-local tol = A[23] and tonumber(A[23]) -- nil: the engine's
-if A[23] and not (tol and tol > 0 and tol < 1) then error("finger_inverse: tol (argument 23) must be a number in " ..
-  "(0, 1), got " .. tostring(A[23]), 0) end
-if optimizer ~= "adam" and optimizer ~= "lbfgs" then
-  error('finger_inverse: optimizer (argument 21) must be "adam" or "lbfgs", got ' .. tostring(A[21]), 0)
-end
+-- key=value pairs or values by position in this order; an empty one takes its default (to give a later one)
+local SPEC = { name = "examples/finger_inverse.lua",
+  about = "Seed 003's finger in water, inverted (issue 11): Adam (or L-BFGS) finds the chamber pressure of every " ..
+    "control step that brings the fingertip to a target at t = reach_s and holds it there to reach_s + hold_s. " ..
+    "`cqlua examples/finger_inverse.lua plot` redraws the plots from the CSV files.",
+  example = "cqlua examples/finger_inverse.lua iters=2 mesh_size_mm=3 integrator=implicit reach_s=0.03 " ..
+    "dim=2 fluid=grid",
+  { "iters", 30, "optimisation iterations (L-BFGS: evaluations)", min = 1, integer = true },
+  { "mesh_size_mm", 4, "gmsh's element size (mm)", min = 0 },
+  { "integrator", "explicit", "the world's integrator", oneof = { "explicit", "implicit" } },
+  { "reach_s", 1, "the time at which the tip must reach the target (s)", min = 0 },
+  { "hold_s", 0.2, "how long it holds it there after reach_s (s)", min = 0 },
+  { "control_dt_s", 0.02, "the control step (s): one pressure per step", min = 0 },
+  { "lr", 0.05, "Adam's step size (in u = p / 20 kPa)", min = 0 },
+  { "water_spacing_mm", finger.WATER.spacing * 1e3, "the water particles' spacing (mm)", min = 0 },
+  { "implicit_substep_s", 2e-3, "the implicit integrator's substep (s); the explicit one is half the CFL limit",
+    min = 0 },
+  { "bulk_Pa", 2e6, "the bulk modulus of the finger and of the water (Pa)", min = 0 },
+  { "water_gap_mm", nil, "the water between the finger and each wall (mm); none: scenes/finger.lua's 14/10/10 " ..
+    "(dim 2: 5)", type = "number" },
+  { "volumetric", nil, "the silicone's volumetric term; none: the world's default (solids; dim 2: averaged)",
+    oneof = { "solids", "particle", "averaged" } },
+  { "fluid", nil, "the water's pressure: grid (the grid's fill) or particle (each particle's own J); none: " ..
+    "robot:world's default (grid); fill: the old name of grid", oneof = { "grid", "particle", "fill" } },
+  { "dim", 3, "2: the finger's 2D section (scenes/finger2d.lua); 3: the 3D finger", integer = true },
+  { "worse", 1.5, "an iteration whose loss is above worse x the last accepted one is rejected and its step halved " ..
+    "(0: off)" },
+  { "groups", nil, "volumetric = averaged's volumetric_groups; none: the world's default",
+    oneof = { "current", "initial" } },
+  { "shape", "hold", "hold: the pressure held per control step; ramp: linear between control values from 0",
+    oneof = { "hold", "ramp" } },
+  { "p_ref_kPa", 12, "the reference pressure the target comes from (kPa), in [0, p_max_kPa]" },
+  { "p_max_kPa", 20, "the search's upper bound (kPa), in (0, 20]" },
+  { "lr_decay", 1, "iteration k's step is lr * lr_decay^(k - 1); in (0, 1]" },
+  { "optimizer", "adam", "adam (cq.train) or lbfgs (cq.nlopt's bounded L-BFGS; no resume)",
+    oneof = { "adam", "lbfgs" } },
+  { "own", nil, "the world option volumetric_own, in [1e-6, 1e6]; none: the world's default", type = "number", min = 1e-6,
+    max = 1e6 },
+  { "tol", nil, "the implicit solve's Newton tolerance, in (0, 1); none: the engine's", type = "number" },
+}
+local A = cq.args(arg, SPEC)
+local iters = A.iters
+local mesh_size = A.mesh_size_mm
+local integrator = A.integrator
+local reach, hold = A.reach_s, A.hold_s
+local control_dt = A.control_dt_s
+local lr = A.lr
+local water_spacing = A.water_spacing_mm * 1e-3
+local implicit_dt = A.implicit_substep_s -- the implicit integrator's substep (the explicit one is the CFL limit's half)
+local BULK, P_MAX = A.bulk_Pa, finger.P_MAX
+local gap = A.water_gap_mm
+local volumetric = A.volumetric -- nil: the world's default ("solids"; the 2D scene's: "averaged")
+local fluid = A.fluid -- nil: robot:world's default ("grid" for the finger in water)
+local D = A.dim
+local worse = A.worse
+local groups = A.groups -- nil: the world's default
+local shape = A.shape
+local p_ref = A.p_ref_kPa * 1e3
+local p_max = A.p_max_kPa * 1e3
+local lr_decay = A.lr_decay
+local optimizer = A.optimizer
+local own = A.own -- nil: the world's default
+local tol = A.tol -- nil: the engine's
+if tol and not (tol > 0 and tol < 1) then error("finger_inverse: tol (argument 23) must be a number in " ..
+  "(0, 1), got " .. tostring(tol), 0) end
 if not (lr_decay > 0 and lr_decay <= 1) then error("finger_inverse: lr_decay (argument 20) must be in (0, 1], got " ..
-  tostring(A[20]), 0) end
+  tostring(lr_decay), 0) end
 if not (p_max > 0 and p_max <= P_MAX) then error(string.format("finger_inverse: p_max_kPa (argument 19) must be in " ..
-  "(0, %g], got %s", P_MAX / 1e3, tostring(A[19])), 0) end
+  "(0, %g], got %s", P_MAX / 1e3, tostring(A.p_max_kPa)), 0) end
 if not (p_ref >= 0 and p_ref <= p_max) then error(string.format("finger_inverse: p_ref_kPa (argument 18) must be in " ..
-  "[0, p_max = %g], got %s", p_max / 1e3, tostring(A[18])), 0) end
-if shape ~= "hold" and shape ~= "ramp" then
-  error('finger_inverse: shape (argument 17) must be "hold" or "ramp", got ' .. tostring(A[17]), 0)
-end
+  "[0, p_max = %g], got %s", p_max / 1e3, tostring(A.p_ref_kPa)), 0) end
 if worse ~= 0 and not (worse > 1) then error("finger_inverse: worse (argument 15) must be 0 (off) or > 1, got " ..
-  tostring(A[15]), 0) end
-if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(A[14]), 0) end
+  tostring(worse), 0) end
+if D ~= 2 and D ~= 3 then error("finger_inverse: dim (argument 14) must be 2 or 3, got " .. tostring(D), 0) end
+-- Each argument as it was given (by position or as key=value; an empty one as not given), by its place in SPEC: the
+-- target's and the checkpoint's key below is made of these texts, so a run resumes whichever way it was started.
+local given = {}
+do
+  local place = {}
+  for i, s in ipairs(SPEC) do place[s[1]] = i end
+  for i, a in ipairs(arg or {}) do -- (cq.args has checked them: positions first, then known keys)
+    local k, v = tostring(a):match("^([%a_][%w_]*)=(.*)$")
+    local text = k and v or tostring(a)
+    if text ~= "" then given[k and place[k] or i] = text end
+  end
+end
 local sub_dt = integrator == "implicit" and math.min(implicit_dt, control_dt) or nil
 -- rollout steps per control value: a ramp changes the pressure every rollout step
 local pieces = shape == "hold" and 1 or (sub_dt and math.ceil(control_dt / sub_dt - 1e-9) or 10)
@@ -145,7 +188,7 @@ else
     dt = sub_dt or 0.5 * finger2d.DX / math.sqrt((BULK + 4 / 3 * finger.SHEAR) / 1080), volumetric = volumetric,
     volumetric_groups = groups, volumetric_own = own, fluid = fluid, gravity = 9.8,
     -- CG iterations per Newton direction and per adjoint solve: near the optimum the backward's solve needed more
-    -- than the default 500 (docs/benchmarks.md, "the inverse at t = 1 s")
+    -- than the default 500 (docs/results/history.md, "the inverse at t = 1 s")
     implicit = integrator == "implicit" and { max_cg = 2000, tol = tol } or nil }
 end
 local steps = math.floor((reach + hold) / step_dt + 0.5) -- rollout steps
@@ -193,8 +236,8 @@ local reference_p = pressures()
 -- The target, kept with the arguments it belongs to: a resumed run does not redo the reference run.
 os.execute("mkdir -p " .. OUT)
 local key = {} -- every argument but the iteration count, which a resumed run may raise
-for i = 2, 16 do key[i - 1] = tostring(A[i] or "") end
-for i = 17, 23 do if A[i] then key[#key + 1] = tostring(A[i]) end end -- (later arguments: the keys before them stay)
+for i = 2, 16 do key[i - 1] = given[i] or "" end
+for i = 17, 23 do if given[i] then key[#key + 1] = given[i] end end -- (later arguments: the keys before them stay)
 key = table.concat(key, " ")
 local target
 local f = io.open(OUT .. "/target.txt")

@@ -4,17 +4,24 @@
 -- the finger settle (damped), and record the fingertip's displacement. Writes out/finger_pressure.csv, a plot
 -- out/finger_pressure.png, and a picture of each settled finger coloured by von Mises stress
 -- (out/finger_pressure/p<kPa>.png). Explicit integration: the substep must resolve sound in a 1.75 GPa solid
--- (about 1 us at 2.5 mm cells); the time per pressure is printed (docs/benchmarks.md). Issue 11 makes it implicit.
+-- (about 1 us at 2.5 mm cells); the time per pressure is printed (docs/results/history.md). Issue 11 makes it implicit.
 -- Usage: cqlua examples/finger_pressure.lua [mesh_size_mm=3] [settle_s=0.5] [bulk_Pa=1.75e9]
---          [pressures_kPa=0,5,10,15,20]
+--          [pressures_kPa=0,5,10,15,20]   (--help: every key and its meaning)
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
+local A = cq.args(arg, { name = "examples/finger_pressure.lua",
+  about = "Seed 003 sec. 4.2, in air: the meshed PneuNet finger clamped at its base, its chambers pressurised; the " ..
+    "fingertip's displacement per pressure (explicit steps).",
+  example = "cqlua examples/finger_pressure.lua mesh_size_mm=4 settle_s=0.1 pressures_kPa=0,20",
+  { "mesh_size_mm", 3, "gmsh's element size (mm): one particle per tetrahedron", min = 0 },
+  { "settle_s", 0.5, "simulated time per pressure (s), the 0.1 s ramp included", min = 0 },
+  { "bulk_Pa", 1.75e9, "the silicone's bulk modulus (Pa)", min = 0 },
+  { "pressures_kPa", "0,5,10,15,20", "the chamber pressures (kPa), comma-separated" },
+})
 local finger = require "finger" -- scenes/finger.lua: the mesh, its pose, material, chamber and tip
-local mesh_size = tonumber(arg and arg[1]) or 3
-local settle = tonumber(arg and arg[2]) or 0.5
-local bulk = tonumber(arg and arg[3]) or 1.75e9
+local mesh_size, settle, bulk = A.mesh_size_mm, A.settle_s, A.bulk_Pa
 local pressures = {}
-for p in ((arg and arg[4]) or "0,5,10,15,20"):gmatch("[^,]+") do pressures[#pressures + 1] = tonumber(p) * 1e3 end
+for p in A.pressures_kPa:gmatch("[^,]+") do pressures[#pressures + 1] = tonumber(p) * 1e3 end
 local P_MAX, RAMP = finger.P_MAX, 0.1 -- Pa; s
 
 os.execute("mkdir -p out/finger_pressure")

@@ -2,9 +2,16 @@
 -- particle mass 2.33 (per unit rest volume), nu = 0.25 generates 10 leftward-bending trajectories; 100 tracked
 -- particles are recorded at 200 keyframes each, in 10 copies with Gaussian noise (motion-capture error). Starting
 -- from E = 15, mass 3.0, nu = 0.3, stochastic gradient descent over the noisy trajectories recovers all three.
--- Usage: cqlua examples/finger_sysid.lua [epochs=15] [sequences=10]
+-- Usage: cqlua examples/finger_sysid.lua [epochs=15] [sequences=10]   (--help: every key and its meaning)
 local cq = require "cq"
-local epochs, nseq = tonumber(arg and arg[1]) or 15, tonumber(arg and arg[2]) or 10
+local A = cq.args(arg, { name = "examples/finger_sysid.lua",
+  about = "Seed 000 sec. 5.1: system identification of a cable-driven 2D finger: SGD over noisy keyframes recovers " ..
+    "its E, particle mass and nu.",
+  example = "cqlua examples/finger_sysid.lua epochs=5 sequences=4",
+  { "epochs", 15, "passes over the sequences", min = 1, integer = true },
+  { "sequences", 10, "actuation sequences (trajectories) to fit", min = 1, integer = true },
+})
+local epochs, nseq = A.epochs, A.sequences
 local T, dt, substeps, noise, copies = 200, 0.005, 3, 2e-3, 10
 local truth, start = { E = 20, mass = 2.33, nu = 0.25 }, { E = 15, mass = 3.0, nu = 0.3 }
 

@@ -4,8 +4,8 @@
 -- engine's default: the real bulk modulus (1.75 GPa, 3.6e4 x the shear modulus) without locking, the implicit
 -- integrator at 1 ms steps; what is set is what the paper sets (geometry, material, pressure, gravity, damping, dt).
 --
--- usage: cqlua examples/pneumatic2d.lua [pressures_kPa=0,0.5,1,1.5] [evaluations=10] [mesh_mm=2] [hold_s=0.3]
---          [dx_mm=2.5] [ramp_s=0.1] [gravity_ramp_s=0]
+-- Usage: cqlua examples/pneumatic2d.lua [pressures_kPa=0,0.5,1,1.5] [evaluations=10] [mesh_mm=2] [hold_s=0.3]
+--          [dx_mm=2.5] [ramp_s=0.1] [gravity_ramp_s=0]   (--help: every key and its meaning)
 -- dx_mm: the grid's cell (the clamp kept at the drawing's first 3.5 mm, the grid's size and the finger's place kept);
 -- at 2.5 mm the walls are 0.8 cells and the tips 30 % short of the finite-element reference, at 0.625 mm (mesh 0.5)
 -- within 3.5 % with ramp_s = 0.5 and gravity_ramp_s = 0.3 (docs/pneumatic.md, "How right the numbers are").
@@ -15,11 +15,23 @@
 -- identification's evaluations).
 local cq = require "cq"
 
-local A = arg or {}
+local A = cq.args(arg, { name = "examples/pneumatic2d.lua",
+  about = "The soft-pneumatic quick start: seed 003's 2D finger section hanging from a clamp, swept over chamber " ..
+    "pressures, then its silicone's c01 identified from the swept tips (L-BFGS).",
+  example = "cqlua examples/pneumatic2d.lua pressures_kPa=1 evaluations=4 hold_s=0.1",
+  { "pressures_kPa", "0,0.5,1,1.5", "the swept chamber pressures (kPa), comma-separated" },
+  { "evaluations", 10, "L-BFGS evaluations of the identification", min = 1, integer = true },
+  { "mesh_mm", 2, "gmsh's element size (mm): one particle per triangle", min = 0 },
+  { "hold_s", 0.3, "time held at each pressure after its ramp (s)", min = 0 },
+  { "dx_mm", 2.5, "the grid's cell (mm)", min = 0 },
+  { "ramp_s", 0.1, "the pressure's ramp (s)", min = 0 },
+  { "gravity_ramp_s", 0, "> 0: gravity as a force ramped in over that time (s); 0: the world's gravity from the " ..
+    "start", min = 0 },
+})
 local PRESSURES = {}
-for v in (A[1] or "0,0.5,1,1.5"):gmatch("[^,]+") do PRESSURES[#PRESSURES + 1] = tonumber(v) end
-local EVALS, MESH, HOLD = tonumber(A[2]) or 10, tonumber(A[3]) or 2, tonumber(A[4]) or 0.3
-local DXMM, RAMP, GRAMP = tonumber(A[5]) or 2.5, tonumber(A[6]) or 0.1, tonumber(A[7]) or 0
+for v in A.pressures_kPa:gmatch("[^,]+") do PRESSURES[#PRESSURES + 1] = tonumber(v) end
+local EVALS, MESH, HOLD = A.evaluations, A.mesh_mm, A.hold_s
+local DXMM, RAMP, GRAMP = A.dx_mm, A.ramp_s, A.gravity_ramp_s
 local DT, P_MAX = 1e-3, 20e3 -- s, Pa at u = 1
 local STEPS = math.floor((RAMP + HOLD) / DT + 0.5)
 local C01 = require("cq.materials").presets.dragonskin30.c01 -- the seed's fit (most of its shear modulus 2 (c10 + c01)):

@@ -1,6 +1,14 @@
 -- A 3D quadruped from five boxes learns to walk along +x (sine controller, Adam); frames, a video and a loss plot.
+-- Usage: cqlua examples/quadruped3d.lua [iters=40] [spacing=0.015625 (1/64)]   (--help: every key and its meaning)
 local cq = require "cq"
-local iters, spacing = tonumber(arg and arg[1]) or 40, tonumber(arg and arg[2]) or 1 / 64
+local A = cq.args(arg, { name = "examples/quadruped3d.lua",
+  about = "The README's 3D tutorial (no seed experiment): a quadruped of five boxes learns to walk along +x with a " ..
+    "sine controller (Adam).",
+  example = "cqlua examples/quadruped3d.lua iters=10 spacing=0.0208333",
+  { "iters", 40, "Adam iterations", min = 1, integer = true },
+  { "spacing", 1 / 64, "particle spacing", min = 0 },
+})
+local iters, spacing = A.iters, A.spacing
 local T, dt = 40, 0.02                                      -- 0.8 s of control at 50 Hz
 local soft = { model = "neohookean", E = 40, nu = 0.3, density = 1 }
 local robot = cq.robot { dim = 3 }                          -- axes: x forward, y up (gravity), z sideways

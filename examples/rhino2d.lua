@@ -1,9 +1,18 @@
 -- Seed 000 sec. 5.2 "2D rhino": a rhino loaded from a PNG (scenes/rhino.png, drawn by scenes/make_assets.lua) in one
 -- call: its grey pixels become the body, its four coloured feet four pressure actuators. A closed-loop MLP
 -- (k-means centroid observer) trained with Adam makes it walk right.
--- Usage: cqlua examples/rhino2d.lua [iterations=40] [stride=2 (pixels per particle; 2 = 4,931 particles, 1 = 19,666)] [lr=5e-3]
+-- Usage: cqlua examples/rhino2d.lua [iters=40] [stride=2 (pixels per particle; 2 = 4,931 particles, 1 = 19,666)]
+--   [lr=5e-3]   (--help: every key and its meaning)
 local cq = require "cq"
-local iters, stride, lr = tonumber(arg and arg[1]) or 40, tonumber(arg and arg[2]) or 2, tonumber(arg and arg[3]) or 5e-3
+local A = cq.args(arg, { name = "examples/rhino2d.lua",
+  about = "Seed 000 sec. 5.2 \"2D rhino\": a rhino from a PNG (four coloured feet = four pressure actuators) learns " ..
+    "to walk right with a closed-loop MLP (Adam).",
+  example = "cqlua examples/rhino2d.lua iters=10 stride=4",
+  { "iters", 40, "Adam iterations", min = 1, integer = true },
+  { "stride", 2, "pixels per particle (2: 4,931 particles, 1: 19,666)", min = 0 },
+  { "lr", 5e-3, "Adam's learning rate", min = 0 },
+})
+local iters, stride, lr = A.iters, A.stride, A.lr
 local T, dt, substeps = 200, 0.02, 25                                 -- 4 s of control at 50 Hz
 local pixel = 1 / 512                                                 -- the 270 x 153 picture is 0.53 x 0.30
 

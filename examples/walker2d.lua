@@ -1,9 +1,16 @@
 -- DiffTaichi's diffmpm.py walker on cqlua: a 2D soft robot learns to walk by gradient descent through 1,023 MPM
--- steps. Usage: cqlua examples/walker2d.lua [iterations=100] [precision=f32] [threads=0 (every idle core)]
+-- steps.
+-- Usage: cqlua examples/walker2d.lua [iters=100] [precision=f32] [threads=0]   (--help: every key and its meaning)
 local cq = require "cq"
-local iters = tonumber(arg and arg[1]) or 100
-local precision = arg and arg[2] or "f32"
-local threads = tonumber(arg and arg[3]) or 0
+local A = cq.args(arg, { name = "examples/walker2d.lua",
+  about = "DiffTaichi's diffmpm.py walker (the peer benchmark): a 2D soft robot learns to walk by gradient descent " ..
+    "through 1,023 MPM steps.",
+  example = "cqlua examples/walker2d.lua iters=20 precision=f64",
+  { "iters", 100, "gradient-descent iterations", min = 1, integer = true },
+  { "precision", "f32", "the engine's floating point", oneof = { "f32", "f64" } },
+  { "threads", 0, "engine threads (0: every idle core)", min = 0, integer = true },
+})
+local iters, precision, threads = A.iters, A.precision, A.threads
 local dx, steps, n_sin, omega, lr = 1 / 128, 1023, 4, 20, 0.1
 
 -- Robot: a 0.3 x 0.1 body on four 0.05 x 0.1 legs, 2 particles per dx per axis (as diffmpm's add_rect).

@@ -1,7 +1,31 @@
 -- Smoke tests of the examples: a few optimization iterations must already improve the objective.
--- (The full runs, with their stated targets, are `cqlua examples/<name>.lua`; see docs/benchmarks.md.)
+-- (The full runs, with their stated targets, are `cqlua examples/<name>.lua`; see docs/results/history.md.)
 
 local run_example = require("tests._examples").run_example
+local shell = require "tests._shell"
+
+describe("every example's command line (cq.args)", function()
+  it("prints its usage on --help and refuses an unknown key", function()
+    local exe = require("cq._paths").exe or arg[-1] -- this host (build-asan's under make test-asan)
+    local p = assert(io.popen("ls examples/*.lua"))
+    local files = {}
+    for f in p:lines() do files[#files + 1] = f end
+    p:close()
+    assert.is_true(#files >= 17, #files .. " examples")
+    local wrong = {} -- every example checked, then every one that fails named
+    for _, f in ipairs(files) do
+      local out, rc = shell.sh(exe .. " " .. f .. " --help")
+      if rc ~= 0 or not out:find("usage:", 1, true) then
+        wrong[#wrong + 1] = string.format("%s --help: exit %s, %s", f, tostring(rc), out:sub(1, 300))
+      end
+      out, rc = shell.sh(exe .. " " .. f .. " no_such_key=1")
+      if rc == 0 or not out:find('unknown key "no_such_key"', 1, true) then
+        wrong[#wrong + 1] = string.format("%s no_such_key=1: exit %s, %s", f, tostring(rc), out:sub(1, 300))
+      end
+    end
+    assert.are.same({}, wrong)
+  end)
+end)
 
 describe("examples/walker2d.lua", function()
   it("three gradient-descent iterations move the walker forward", function()
@@ -37,7 +61,7 @@ describe("examples/biped_codesign.lua", function()
 end)
 
 -- The other examples: a couple of iterations at their full scene size must lower the loss (their full runs and
--- targets are in docs/benchmarks.md).
+-- targets are in docs/results/history.md).
 describe("examples/cable_biped2d.lua", function()
   it("three Adam iterations of the open-loop cables move the biped forward", function()
     local log = run_example("examples/cable_biped2d.lua", { "3" })
@@ -85,7 +109,7 @@ describe("examples/arm_codesign2d.lua", function()
   end)
 end)
 
--- The robots from a picture and from a mesh, at coarse particle spacings (full runs: docs/benchmarks.md).
+-- The robots from a picture and from a mesh, at coarse particle spacings (full runs: docs/results/history.md).
 describe("examples/rhino2d.lua", function()
   it("three Adam iterations move the rhino from the PNG (every 6th pixel) forward", function()
     local log = run_example("examples/rhino2d.lua", { "3", "6" })
