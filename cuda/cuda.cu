@@ -239,7 +239,7 @@ static void cuda_release(cqi_backend* b, void* p) {
  * the kernels fault back only the pages the host touched. Prefetching the whole block instead
  * (CQ_CUDA_PREFETCH=1) costs the driver's walk over every page even when all are on the device: 75 us per step
  * for the 512k cube's 49 MB state, 48 us for 2D 6.4k's 0.3 MB, and no example measured gained from it (walker2d
- * 0.23 s per iteration with it, 0.20 s without; the 84k quadruped 2.08 s either way; docs/benchmarks.md). */
+ * 0.23 s per iteration with it, 0.20 s without; the 84k quadruped 2.08 s either way; docs/results/history.md). */
 static int cuda_upload(cqi_backend* b, void* dst, const void* src, size_t bytes) {
   cuda_backend* g = (cuda_backend*)b;
   if (dst == src) {

@@ -158,7 +158,7 @@ __global__ void CQ_D(cqk_moments_adj)(CQK_PARTICLES s, CQK_PARAMS m, const __gri
 
 /* Block-local scatter (P2G, and G2P's adjoint). The block's particles add into a shared-memory copy of the box of
  * nodes they touch, which then goes to the grid with one global atomic per non-zero entry. Global atomics bound the
- * plain scatter (27 nodes x (D+1) per particle: 0.9 ns per particle for P2G on an H100, docs/benchmarks.md);
+ * plain scatter (27 nodes x (D+1) per particle: 0.9 ns per particle for P2G on an H100, docs/results/history.md);
  * particles laid out in raster order, as every robot builder does, touch a few hundred nodes per block of 128, so
  * this cuts them several fold. A block whose box does not fit in CQ_LOCAL_REALS scatters straight to the grid, and so
  * does every block of a launch too small to fill the GPU (local = 0, cuda_backend.local_min_blocks): shared-memory
@@ -168,7 +168,7 @@ __global__ void CQ_D(cqk_moments_adj)(CQK_PARTICLES s, CQK_PARAMS m, const __gri
 #define CQ_LOCAL_REALS 4096
 #endif
 /* Blocks per SM that P2G's register allocation must allow. In f32, 8 (64 registers, a few spilled) instead of the
- * compiler's 96 registers (5 blocks) took P2G from 285 to 226 us on the 512k cube on an H100 (docs/benchmarks.md);
+ * compiler's 96 registers (5 blocks) took P2G from 285 to 226 us on the 512k cube on an H100 (docs/results/history.md);
  * f64 was not measured and keeps the compiler's choice. */
 #ifndef CQ_P2G_MIN_BLOCKS
 #define CQ_P2G_MIN_BLOCKS (CQ_REAL_BITS == 32 ? 8 : 1)
@@ -294,7 +294,7 @@ __global__ void CQ_D(cqk_g2p_adj)(CQK_SUBSTEP c, CQK_PARTICLES s, CQK_PARAMS m, 
 }
 
 /* As CQ_P2G_MIN_BLOCKS, for P2G's adjoint: in f32, 4 blocks per SM (128 registers, 176 bytes spilled) instead of the
- * compiler's 158 registers took it from 266 to 233 us on the 512k cube (docs/benchmarks.md); f64 not measured. */
+ * compiler's 158 registers took it from 266 to 233 us on the 512k cube (docs/results/history.md); f64 not measured. */
 #ifndef CQ_P2G_ADJ_MIN_BLOCKS
 #define CQ_P2G_ADJ_MIN_BLOCKS (CQ_REAL_BITS == 32 ? 4 : 1)
 #endif

@@ -26,7 +26,7 @@ function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHE
 -- cells, on every side) are the tank's walls and floor (about 40 x 40 mm inside), filled from the floor to level (m,
 -- its free surface, below the clamp) with Newtonian water (density 1000, viscosity 1 mPa s) sampled every spacing
 -- (m; one that divides the finger's 16 x 20 mm sides keeps the water half a spacing from them; 1 mm, 2.5 particles
--- per cell and axis: at 2 mm, 1.25, the water sank and dragged the finger, docs/benchmarks.md "Issue 11: the water
+-- per cell and axis: at 2 mm, 1.25, the water sank and dragged the finger, docs/results/history.md "Issue 11: the water
 -- sinks"; robot:world warns below 2), less the finger's
 -- outer box. gap (m): the water between the finger and the walls on its -x side (where it bends), its +x side and
 -- either z side (at least; the finger is centred in z). bulk: the water's bulk modulus. Water's real 2.2 GPa would
@@ -80,7 +80,7 @@ end
 -- cells meet the finger's faces in x and z, so that the water's first particles sit half a spacing from every side
 -- face (the box's sides are whole spacings). Lattices that meet the faces unevenly (boxes around the finger each
 -- rounding the spacing to its own size, or one lattice from the tank's corner) push the finger sideways at rest:
--- docs/benchmarks.md. In y the lattice starts at the floor.
+-- docs/results/history.md. In y the lattice starts at the floor.
 local function add_water(robot, w, t)
   local h, lo, hi, flo, fhi = w.spacing, t.water_lo, t.water_hi, t.finger_lo, t.finger_hi
   local offset, size = {}, {}

@@ -1,6 +1,6 @@
 -- The two fluid validations of issue 10 as reusable scenes: a hydrostatic water column and Martin & Moyce's dam
 -- break. tests/fluid_spec.lua runs them small; tools/fluid_validation.lua at several resolutions for
--- docs/benchmarks.md. Each returns what it measured and asserts nothing.
+-- docs/results/history.md. Each returns what it measured and asserts nothing.
 local cq = require "cq"
 
 local M = {}
@@ -126,7 +126,7 @@ end
 --- g = 9.81, bulk = 4e5 (Pa: c = 20 m/s for water's density), visc = 1e-3 (Pa s), ppc = 2, T_end = 2.05,
 --- dT = 0.05 (control step, in units of T), cfl = 0.5 (substep / stable limit), length = 4.5 (tank length in a),
 --- fluid (the world's: "particle" or "grid"; the grid fluid's front leads the data by up to 15 % at 16 cells, each
---- particle's own J by up to 8 %: docs/benchmarks.md "Issue 62: a fluid meeting a solid").
+--- particle's own J by up to 8 %: docs/results/history.md "Issue 62: a fluid meeting a solid").
 --- The front: the largest x of the particles in the cell above the floor, plus half a particle spacing (so Z = 1
 --- at T = 0), from the back wall (the first wall node, x = 2 dx). The residual column: the highest particle within
 --- a cell of the back wall, plus half a spacing, over 2 a. Returns T[k], Z[k], H[k] (k = 0 .. steps), Z_at(T) and
@@ -178,7 +178,7 @@ function M.dam_break(o)
     steps = steps, vmax = vmax, c = c, n = n, dx = dx, substeps = substeps, world = world, state = s }
 end
 
---- A soft beam buoyed in a closed tank of water at rest (2D; issue 11, docs/benchmarks.md "Issue 11: the water in
+--- A soft beam buoyed in a closed tank of water at rest (2D; issue 11, docs/results/history.md "Issue 11: the water in
 --- the groups"): the beam (8 x 75 mm, neo-Hookean, nu 0.3, density 3000) hangs from a sticky ceiling (its top 2.5 mm
 --- inside the band) under a sideways gravity. At rest a fluid only buoys it, so its tip deflects (3000 - 1000) / 3000
 --- as far as in air. Does a stiff fluid lock against it? Options (all optional): per_axis (the water's particles per

@@ -138,3 +138,121 @@ describe("docs' file and function references", function()
     assert.is_truthy(problems[2]:find("engine/gone.h: no such file", 1, true))
   end)
 end)
+
+-- The front door (issue 63): every example and every public constructor is in the README or docs/api.md; every
+-- file under docs/ is linked from some page; every relative link in a page leads to a file that exists.
+local function git_files(args)
+  local out = {}
+  local p = io.popen("git ls-files -co --exclude-standard " .. args .. " 2>/dev/null")
+  for line in p:lines() do if read(line) or line:match("/$") then out[#out + 1] = line end end
+  p:close()
+  return out
+end
+
+local function normalize(path)
+  local parts = {}
+  for seg in path:gmatch("[^/]+") do
+    if seg == ".." then
+      if #parts == 0 then return nil end
+      parts[#parts] = nil
+    elseif seg ~= "." then parts[#parts + 1] = seg end
+  end
+  return table.concat(parts, "/")
+end
+
+-- The paths a markdown page points at: its links' targets and its backticked or bare tokens that look like paths,
+-- each resolved against the page's folder and against the repository root.
+local function page_refs(doc, text)
+  local dir = doc:match("^(.*)/") or ""
+  local refs, links = {}, {}
+  local function add(tok, is_link)
+    tok = tok:gsub("#.*$", ""):gsub("%?.*$", "")
+    if tok == "" or tok:match("^%a+:") then return end
+    for _, base in ipairs { dir, "" } do
+      local p = normalize((base ~= "" and base .. "/" or "") .. tok)
+      if p then refs[p] = true end
+    end
+    if is_link then links[#links + 1] = tok end
+  end
+  for target in text:gmatch("%]%(([^)%s]+)") do add(target, true) end
+  for tok in text:gmatch("[%w_%./%-]+") do
+    if tok:find("/", 1, true) or tok:match("%.%a+$") then add(tok:gsub("[%.,;:]+$", ""), false) end
+  end
+  return refs, links
+end
+
+local function all_pages()
+  local pages = {}
+  for _, f in ipairs(git_files("'*.md'")) do pages[#pages + 1] = f end
+  return pages
+end
+
+local function unlinked_docs(pages, files)
+  local refs = {}
+  for _, doc in ipairs(pages) do
+    local r = page_refs(doc, read(doc) or "")
+    for p in pairs(r) do refs[p] = true end
+  end
+  local missing = {}
+  for _, f in ipairs(files) do
+    local ok = refs[f] or false
+    local folder = f:match("^(.*)/")
+    while not ok and folder and folder ~= "docs" and folder ~= "docs/results" do
+      ok = refs[folder] or refs[folder .. "/"] or false
+      folder = folder:match("^(.*)/")
+    end
+    if not ok and not f:match("%.md$") then missing[#missing + 1] = f end
+    if not ok and f:match("%.md$") and f ~= "docs/README.md" then missing[#missing + 1] = f end
+  end
+  return missing
+end
+
+describe("the docs as a front door", function()
+  it("list every example and every public constructor in README.md or docs/api.md", function()
+    local readme, api = assert(read("README.md")), assert(read("docs/api.md"))
+    local problems = {}
+    for _, f in ipairs(git_files("examples/")) do
+      local name = f:match("^examples/([%w_]+)%.lua$")
+      if name and not readme:find("examples/" .. name .. ".lua", 1, true) then
+        problems[#problems + 1] = "README.md does not name " .. f
+      end
+    end
+    local init = assert(read("lua/cq/init.lua"))
+    local lazy = init:match("local lazy = (%b{})")
+    local n = 0
+    for name in lazy:gmatch("\n%s*([%a][%w_]*) = function") do
+      if name:match("^%l") then
+        n = n + 1
+        if not (readme:find("cq." .. name, 1, true) or api:find("cq." .. name, 1, true)) then
+          problems[#problems + 1] = "neither README.md nor docs/api.md names cq." .. name
+        end
+      end
+    end
+    for _, p in ipairs(problems) do print("  " .. p) end
+    assert.are.same({}, problems)
+    assert.is_true(n >= 25, "found " .. n .. " constructors in lua/cq/init.lua")
+  end)
+  it("link every file under docs/ from some page, and every page's relative links lead to files", function()
+    local pages, files = all_pages(), git_files("docs/")
+    local problems = unlinked_docs(pages, files)
+    for i, p in ipairs(problems) do problems[i] = p .. ": no page links to it" end
+    for _, doc in ipairs(pages) do
+      local _, links = page_refs(doc, read(doc) or "")
+      local dir = doc:match("^(.*)/") or ""
+      for _, l in ipairs(links) do
+        local p = normalize((dir ~= "" and dir .. "/" or "") .. l)
+        local f = p and io.open(p)
+        if f then f:close()
+        elseif not (p and os.execute("test -d '" .. p .. "'") == 0) then
+          problems[#problems + 1] = string.format("%s: the link %s leads nowhere", doc, l)
+        end
+      end
+    end
+    for _, p in ipairs(problems) do print("  " .. p) end
+    assert.are.same({}, problems)
+  end)
+  it("notices an unlinked figure", function()
+    local missing = unlinked_docs({ "README.md" }, { "docs/results/seed004/walker.png", "docs/api.md" })
+    assert.are.same({ "docs/results/seed004/walker.png" }, missing)
+  end)
+end)

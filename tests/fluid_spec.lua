@@ -1,6 +1,6 @@
 -- The Newtonian fluid (seed 003 sec. 2.2) validated (issue 10): the viscous time-step limit, a hydrostatic water
 -- column against rho g h, and Martin & Moyce's dam break against their measured surge front. The two scenes are in
--- scenes/fluid_validation.lua; tools/fluid_validation.lua runs them at higher resolutions (docs/benchmarks.md).
+-- scenes/fluid_validation.lua; tools/fluid_validation.lua runs them at higher resolutions (docs/results/history.md).
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local E = require "tests._errors"
@@ -129,7 +129,7 @@ end)
 
 describe("water sampled under 2 particles per cell and axis", function()
   -- The finger's first tank (2 mm spacing, 1.25 per 2.5 mm cell and axis) sank and dragged the finger sideways
-  -- (docs/benchmarks.md, "Issue 11: the water sinks"). A 2D tank of real water (bulk 2.2 GPa, 15 x 21 cells, slip
+  -- (docs/results/history.md, "Issue 11: the water sinks"). A 2D tank of real water (bulk 2.2 GPa, 15 x 21 cells, slip
   -- walls: scenes/fluid_validation.lua resting_tank) at 5 ms implicit substeps for 0.1 s, at 1.25, 2 and 2.5
   -- particles per cell and axis.
   local function tank(per_axis, volumetric)
@@ -178,7 +178,7 @@ describe("water sampled under 2 particles per cell and axis", function()
   -- volumetric = "averaged" puts the water in the groups too (engine/terms/volumetric.h vol_own_bulk: K_s = 1e-3 K on each
   -- particle's own J, the rest on its group's, its J projected to the group's mean each substep): at 2 and 2.5 per
   -- cell and axis it no longer locks (below), at the price of a slow sinking: a steady circulation that the groups'
-  -- one pressure per cell cannot balance (docs/benchmarks.md, "Issue 11: why the water in the groups neither rests
+  -- one pressure per cell cannot balance (docs/results/history.md, "Issue 11: why the water in the groups neither rests
   -- nor flows")
   it("stays nearly at rest in the averaged groups at 2 and 2.5 per cell and axis", function()
     for _, per_axis in ipairs { 2, 2.5 } do -- measured: 0.0027 and 0.021 mm, 0.0033 and 0.018 m/s
@@ -190,7 +190,7 @@ end)
 
 describe("a soft beam buoyed in water (scenes/fluid_validation.lua buoyed_beam)", function()
   -- At rest the water only buoys the beam (density 3000 in 1000), so its tip deflects 2/3 as far as in air. Water
-  -- sampled 2.5 times per cell and axis at its real 2.2 GPa locks with each particle's own J (docs/benchmarks.md,
+  -- sampled 2.5 times per cell and axis at its real 2.2 GPa locks with each particle's own J (docs/results/history.md,
   -- "Issue 11: the water locks"); in the averaged groups it lets the beam bend.
   it("bends 2/3 as far as in air within 15 % with volumetric = \"averaged\", and locks (< 5 %) without", function()
     local air = fv.buoyed_beam { T = 0.5, reports = 1 }.path[1]
@@ -252,7 +252,7 @@ describe("Martin & Moyce's dam break (n^2 = 2)", function()
     -- so density changes stay below about (v/c)^2 = 1 %. Slip walls and floor. Z = front / a, T = t sqrt(2 g / a).
     -- Z starts at 1, so at T = 0.41 (Z = 1.11) a 10 % band on Z admits no motion at all; the later points are the
     -- meaningful ones. At this resolution the front leads the data by up to 8 %; refined it leads by more (9-14 %
-    -- at 32 cells, 10-19 % at 48 and 64, which agree within 2 %; docs/benchmarks.md): the coarse grid's numerical
+    -- at 32 cells, 10-19 % at 48 and 64, which agree within 2 %; docs/results/history.md): the coarse grid's numerical
     -- dissipation makes up part of the gap between this free-slip 2D model and the experiment, so this test pins
     -- the coarse result, not a converged agreement.
     local r = fv.dam_break { cells = 16 }
@@ -288,7 +288,7 @@ describe("grid fluid (world option fluid = \"grid\": a pressure from the grid's 
   end)
 
   -- The tank of docs/experiments/water_rest2d.lua at 2.2e5 Pa (the fill's Newton is slower than the groups' at higher moduli:
-  -- docs/benchmarks.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the grid fluid stays at
+  -- docs/results/history.md), implicit 5 ms substeps: the groups' water circulates and speeds up, the grid fluid stays at
   -- rest. Its mean height falls by its compression under its weight: rho g H^2 / (3 K) = 0.041 mm static for H =
   -- 52.5 mm, up to twice that in the wave of gravity switched on at once (until the rest fill took the lattice's own
   -- fill, fill.h CQI_FILL_FULL, its part-filled nodes had a slack and it sank 0.44 mm, at 1.4e-2 m/s).

@@ -109,7 +109,7 @@ local bcs = { "sticky", "slip", "separate", "friction", "moving" }
 -- particle changes group where it crosses a cell's middle, a jump of its pressure, and the CPU's and the GPU's f32
 -- rounding put a particle on different sides of it now and then (on an H200 the 2D fluid case with friction walls
 -- went 4.7e-4 forward and 4.8e-3 in its gradients with the current groups, 2.5e-5 with the fixed ones, from step
--- 36 on: docs/benchmarks.md, issue 14, "Fifth session"). f64 keeps the current groups.
+-- 36 on: docs/results/history.md, issue 14, "Fifth session"). f64 keeps the current groups.
 local function scene_opts(dim, mat, bc, precision, backend)
   return { dim = dim, material = mat[1], inc_p = mat[2], params = mat[3], bc = bc == "moving" and "friction" or bc,
     moving = bc == "moving", precision = precision, backend = backend, act2 = mat[5], volumetric = mat[6],

@@ -83,7 +83,7 @@ describe("implicit integrator", function()
         threads = 1, integrator = integrator, volumetric = "particle" }
     end
     -- (the particle term: with the default averaged term the implicit tip departs from the explicit one by 2.5-5.4 %
-    -- at 2-5x the explicit limit and 0.08 % at 1x, docs/benchmarks.md "the default volumetric term")
+    -- at 2-5x the explicit limit and 0.08 % at 1x, docs/results/history.md "the default volumetric term")
     local edt = 0.5 * DX / math.sqrt((BULK + 4 / 3 * SHEAR) / 1080)
     local we, se = finger("explicit", 1e-3 / math.ceil(1e-3 / edt))
     local wi, si = finger("implicit", 2.5e-5)
@@ -111,7 +111,7 @@ describe("implicit integrator", function()
   -- walls' Nanson force at F_p(v)) and lagged at the substep's start (the explicit step's, and seed 003's). Both settle:
   -- the tip moves under 1 mm between 0.3 and 1 s. Before the lagged pressure's geometric stiffness (implicit.h E_geo)
   -- the lagged load kept bending, 9.4 mm further over the same time, and the load in the solve 0.8 mm
-  -- (docs/experiments/finger2d_dt.lua; docs/benchmarks.md).
+  -- (docs/experiments/finger2d_dt.lua; docs/results/history.md).
   it("2D: a finger at its real bulk modulus settles at 2.5 ms substeps, the pressure in the solve or lagged", function()
     local function tip_path(pressure)
       local r = cq.robot { dim = 2 }
@@ -710,7 +710,7 @@ describe("implicit gradients (implicit function theorem) vs central differences"
     local finger2d = require "finger2d"
     -- (volumetric = "solids", the library's default: the scene's "averaged" with its groups by the current node makes
     -- the forward jump where a particle changes group, 5 times in 200 first controls 2e-5 apart here; "solids": none,
-    -- docs/benchmarks.md "Issue 62: a fluid meeting a solid")
+    -- docs/results/history.md "Issue 62: a fluid meeting a solid")
     local world, s0, nf = finger2d.build { mesh = 3e-3, bulk = 2.2e6, gap = 5e-3, water = { bulk = 2.2e6 },
       control_dt = 0.01, dt = 0.005, fluid = "grid", gravity = 9.8, implicit = { tol = 1e-10 }, volumetric = "solids" }
     local tip, steps = finger2d.tip(s0, nf), 3
@@ -786,7 +786,7 @@ describe("implicit backward", function()
 end)
 
 -- make bench-implicit's tool (tools/implicit_finger.lua), small: the coarse finger for 10 ms under a pressure ramp,
--- both integrators; early on they agree within a few percent (docs/benchmarks.md has the full runs).
+-- both integrators; early on they agree within a few percent (docs/results/history.md has the full runs).
 describe("tools/implicit_finger.lua", function()
   it("runs both integrators on the finger and writes their tip trajectories", function()
     local shell = require "tests._shell"

@@ -115,7 +115,7 @@ describe("the averaged volumetric term", function()
     for p = 0, n - 1 do worst = math.max(worst, math.abs(F[p] * F[3 * n + p] - F[n + p] * F[2 * n + p] - 1)) end
     print(string.format("  largest |J - 1| of a particle: %.2e (stress / bulk modulus: %.0e)", worst, 10 * H / (1e4 * MU)))
     -- 7.3e-6; 8.3e-4 without the projection, where only K_s (the shear modulus) held each particle's J to its
-    -- group's, and on a finer grid those differences ran away (docs/benchmarks.md)
+    -- group's, and on a finer grid those differences ran away (docs/results/history.md)
     assert.is_true(worst < 1e-4)
   end)
 
@@ -145,7 +145,7 @@ describe("the averaged volumetric term", function()
       .. "Newton / CG: averaged %d / %d, default %d / %d", 1e3 * avg, 1e3 * part, 1e3 * default, 1e3 * beam,
       st_avg.newton, st_avg.cg, st_def.newton, st_def.cg))
     -- the default leaves F as integrated (no groups' projection): 6 % stiffer than "averaged" here, whose projection
-    -- relaxes the members' own volumes every substep (docs/benchmarks.md, "Issue 62: F as the step integrates it")
+    -- relaxes the members' own volumes every substep (docs/results/history.md, "Issue 62: F as the step integrates it")
     assert.is_true(math.abs(default / beam - 1) < 0.2 and default > 2 * part)
     assert.is_true(st_def.cg <= 2 * st_avg.cg and st_def.newton <= st_avg.newton + 5)
     -- +17 %: a beam 4 heights long, where Euler-Bernoulli's theory plus shear leaves out the clamp's root rotation and
@@ -283,7 +283,7 @@ describe("the averaged volumetric term", function()
   end)
 
   -- volumetric_own = c: K_s = min(K, c M). A larger share holds the members' volumes together (what keeps the fixed
-  -- groups from tearing the 2D finger at 8 kPa: docs/benchmarks.md, "the own share") without stiffening the beam
+  -- groups from tearing the 2D finger at 8 kPa: docs/results/history.md, "the own share") without stiffening the beam
   it("holds a group's members' volumes closer with a larger own share (volumetric_own = 16), the sag the same", function()
     local spread, sag = {}, {}
     for _, c in ipairs { 1, 16 } do
@@ -324,7 +324,7 @@ describe("the averaged volumetric term", function()
     print(string.format("  sag (mm): default %.4f, averaged with the initial groups and own 1 %.4f; FEM %.2f (clamp at " ..
       "2 dx), 8.02 (3 dx)", 1e3 * default, 1e3 * fixed, 1e3 * fem))
     -- measured -8.9 % (8.32 mm): the groups leave some locking at 4 cells across; "averaged" -4.1 %, softened by its
-    -- projection, which is a numerical plasticity (docs/benchmarks.md, "Issue 62: F as the step integrates it")
+    -- projection, which is a numerical plasticity (docs/results/history.md, "Issue 62: F as the step integrates it")
     assert.is_true(math.abs(default / fem - 1) < 0.12)
     assert.is_true(math.abs(fixed / fem - 1) < 0.12)
   end)

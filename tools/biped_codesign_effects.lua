@@ -4,10 +4,10 @@
 -- counts, not only the single-parameter ones), its standard error, the same effect paired within each seed and
 -- combination of the others, and how many seeds would bring the standard error of the difference between two main
 -- effects to half that difference. Seed 000 (sec. 5.3.2) reports each parameter helping, ordered E > density > nu.
--- Usage: cqlua tools/biped_codesign_effects.lua [results.csv ...] (default docs/biped_codesign_results.csv; CSVs of
+-- Usage: cqlua tools/biped_codesign_effects.lua [results.csv ...] (default docs/results/studies/biped_codesign_results.csv; CSVs of
 -- `cqlua study collect`, columns status, E, nu, density, seed, walked; several CSVs pool their rows, e.g. a study
 -- grown with CQ_BIPED_FIRST_SEED; a row found twice, the same combination and seed, counts once).
-local paths = (arg and #arg > 0) and arg or { "docs/biped_codesign_results.csv" }
+local paths = (arg and #arg > 0) and arg or { "docs/results/studies/biped_codesign_results.csv" }
 local PARAMS = { "E", "nu", "density" }
 local rows, seen, seed_set, n_seeds = {}, {}, {}, 0
 for _, path in ipairs(paths) do

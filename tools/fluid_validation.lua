@@ -1,5 +1,5 @@
 -- tools/fluid_validation.lua: the fluid validations of issue 10 (scenes/fluid_validation.lua) at several resolutions,
--- for docs/benchmarks.md: the hydrostatic column (per-row pressure error, dp/dy, floor force; the first attempt's
+-- for docs/results/history.md: the hydrostatic column (per-row pressure error, dp/dy, floor force; the first attempt's
 -- inset column next to it) and Martin & Moyce's dam break (front Z(T) and residual column H(tau) against the data,
 -- 8 to 64 cells across the column, and the speed of sound doubled). `make bench-fluid` runs it.
 --

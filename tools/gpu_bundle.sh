@@ -1,6 +1,6 @@
 #!/bin/bash
 # tools/gpu_bundle.sh: packs what build/bin/cqlua needs at run time into .gpu/ (git-ignored), for a machine that has
-# a GPU but none of the Debian packages (the lent device machines of docs/benchmarks.md, issue 14): the shared
+# a GPU but none of the Debian packages (the lent device machines of docs/results/history.md, issue 14): the shared
 # libraries outside glibc that the host, the engine libraries and the Lua C modules link, LuaJIT's jit.* modules,
 # and busted with its Lua dependencies. On that machine: `source .gpu/env.sh` and run build/bin/cqlua as usual.
 # tools/gpu_bundle.sh --ptx80 also builds build/lib80/: the CUDA libraries with compute_80 PTX alone (the engine objects

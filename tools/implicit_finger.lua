@@ -1,6 +1,6 @@
 -- tools/implicit_finger.lua: the finger of examples/finger_pressure.lua (scenes/finger.lua) run by both integrators
 -- from the same start under the same pressure ramp: the fingertip trajectories side by side (issue 11's "same
--- physics" check: within 2 % at a small dt) and the wall time of each. For docs/benchmarks.md.
+-- physics" check: within 2 % at a small dt) and the wall time of each. For docs/results/history.md.
 --
 -- usage: build/bin/cqlua tools/implicit_finger.lua [bulk=2e6] [kPa=10] [T=0.2] [dt=1e-4] [precond=mass]
 --          [mesh=4] [ramp=0.1] [explicit_T=T] [threads=1] [volumetric=solids] [control=0] [out=DIR]
@@ -12,7 +12,7 @@
 --            particle (each particle's own volume term, which locks at the real bulk modulus) or averaged
 --   explicit_T  how much of the run the explicit integrator simulates (s); its wall time for T is then extrapolated
 --            (per substep: the explicit substep's cost does not change along the run), and the trajectories are
---            compared up to explicit_T. The issue's cost benchmark, 1 s of the real finger (docs/benchmarks.md):
+--            compared up to explicit_T. The issue's cost benchmark, 1 s of the real finger (docs/results/history.md):
 --            bulk=1.75e9 kPa=5 ramp=0.5 T=1 dt=5e-3 precond=factor explicit_T=0.02
 --   control  > 0: the explicit run sets the pressure once per control step of this length (s; it must divide 5 ms),
 --            made of as many substeps as it takes. On a GPU such a control step runs without the host in between

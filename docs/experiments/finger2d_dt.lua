@@ -1,6 +1,6 @@
 -- docs/experiments/finger2d_dt.lua: the 2D section of seed 003's finger (scenes/finger2d.geo, DragonSkin-30 at its real bulk
 -- modulus) pressurised by its closed chamber, run to T by each integrator and substep asked for: the tip's dy at the
--- peak and at T, and the wall time. The accuracy / cost study of docs/benchmarks.md ("Issue 11").
+-- peak and at T, and the wall time. The accuracy / cost study of docs/results/history.md ("Issue 11").
 --
 -- usage: build/bin/cqlua docs/experiments/finger2d_dt.lua [runs=implicit:5e-3,implicit:1e-3] [kPa=2] [T=1] [bulk=1.75e9]
 --          [mesh=1.5] [volumetric=averaged] [damping=25] [ramp=0.1] [pressure=lagged|implicit] [ivolume=linear|exact]

@@ -5,7 +5,7 @@
 -- is set to its group's mean at each substep's start; the default, since issue 62, leaves it to the own share);
 -- writes the finger (alone) as
 -- frames at the substeps listed in FRAMES. Stops at the first error (a blow-up, or Newton failing in a piece split 6
--- times). docs/benchmarks.md, "Issue 11: the inverse at t = 1 s": the fixed groups tear the finger after 0.6 s at 8
+-- times). docs/results/history.md, "Issue 11: the inverse at t = 1 s": the fixed groups tear the finger after 0.6 s at 8
 -- kPa.
 --
 -- usage: build/bin/cqlua docs/experiments/finger2d_held.lua [p_kPa=8] [groups=current] [T=1.2]
@@ -14,7 +14,7 @@
 --   height added to the pressure from 0 to 0.1 s, peaking at 0.05 s: the ramp's first control changed, to measure
 --   how far the tip at T moves with it), DX (m: the cell, 2.5e-3), MESH (m: the finger's mesh size, 0.6 DX; below it
 --   more particles per cell across the thin walls), RAMP (s), FILL_ROUNDS (implicit.fill_rounds), OWN (volumetric_own:
---   16 keeps the fixed groups' finger whole at 8 kPa, docs/benchmarks.md "the own share")
+--   16 keeps the fixed groups' finger whole at 8 kPa, docs/results/history.md "the own share")
 package.path = "./scenes/?.lua;" .. package.path
 local cq = require "cq"
 local finger2d = require "finger2d"

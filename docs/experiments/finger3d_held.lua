@@ -2,7 +2,7 @@
 -- volumetric = "averaged") in its tank of fill water (fluid = "grid", bulk WATER_BULK, particles SPACING apart),
 -- implicit 5 ms substeps, its chamber pressure ramped from 0 to p_kPa over RAMP s and then held, for T seconds. Prints
 -- every EVERY substeps the tip's displacement from the start and the solver's work (Newton, CG, factorisations and
--- their time, splits). With MEDIUM=air the same finger without the water. docs/benchmarks.md, "Issue 11: the fill water
+-- their time, splits). With MEDIUM=air the same finger without the water. docs/results/history.md, "Issue 11: the fill water
 -- in 3D, implicitly".
 --
 -- usage: build/bin/cqlua docs/experiments/finger3d_held.lua [p_kPa=10] [T=0.6] [mesh_mm=3]

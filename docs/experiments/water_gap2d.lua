@@ -3,7 +3,7 @@
 -- gap_mm of water below it, beyond its tip and above it (then a free surface, 10 mm of air and the grid's top wall).
 -- Without gravity by default, the chamber at p_kPa ramped over 0.1 s; prints the tip's displacement from its start
 -- five times over T seconds.
--- docs/benchmarks.md, "Issue 11: the water in the groups" and "why the water in the groups neither rests nor flows":
+-- docs/results/history.md, "Issue 11: the water in the groups" and "why the water in the groups neither rests nor flows":
 -- in gaps of a few cells the water holds the bend; why is open (not the damping, the substep or the lack of free slip).
 --
 -- usage: build/bin/cqlua docs/experiments/water_gap2d.lua [air|water] [p_kPa=0.5] [T=1] [gap_mm=5]

@@ -1,4 +1,4 @@
--- docs/experiments/water_lock2d.lua: does a stiff fluid lock against a soft solid inside it? (issue 11, docs/benchmarks.md "Issue
+-- docs/experiments/water_lock2d.lua: does a stiff fluid lock against a soft solid inside it? (issue 11, docs/results/history.md "Issue
 -- 11: the water locks" and "the water in the groups"). The 2D beam of scenes/fluid_validation.lua buoyed_beam (8 x
 -- 75 mm, neo-Hookean E = 1e7 Pa, nu 0.3, density 3000) hangs from a sticky ceiling under a sideways gravity of 9.8
 -- m/s^2, in air and in a closed tank of water (density 1000). At rest a fluid only buoys it: the load in water is

@@ -1,6 +1,6 @@
 -- docs/experiments/water_rest2d.lua: scenes/fluid_validation.lua's resting_tank (tests/fluid_spec.lua's 2D tank of water at
 -- rest: 15 x 21 cells of 2.5 mm, slip walls, gravity 9.8) for T seconds; prints its mean height's change and its
--- fastest particle ten times. docs/benchmarks.md, "Issue 11: why the water in the groups neither rests nor flows".
+-- fastest particle ten times. docs/results/history.md, "Issue 11: why the water in the groups neither rests nor flows".
 --
 -- usage: build/bin/cqlua docs/experiments/water_rest2d.lua [per_axis=2.5] [T=1]
 --   environment: DAMP (the world's damping, 1/s, 25), VOL (the world's volumetric, "averaged" or "particle";

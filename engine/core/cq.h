@@ -100,7 +100,7 @@ typedef struct cq_blowup {
 } cq_blowup;
 
 /* Work of the implicit integrator's solves since the world was created or the counters were last reset (all zero
- * for the explicit integrator): what docs/benchmarks.md and a user tuning implicit.tol / dt look at. */
+ * for the explicit integrator): what docs/results/history.md and a user tuning implicit.tol / dt look at. */
 /* The implicit solve's preconditioners: the nodal masses (Jacobi on the inertia term), or the substep's Hessian
  * assembled and factorised (implicit_factor.h; the CPU backend). */
 enum { CQ_PRECOND_AUTO = 0, CQ_PRECOND_MASS = 1, CQ_PRECOND_FACTOR = 2 };

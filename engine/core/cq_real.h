@@ -55,7 +55,7 @@ __attribute__((__simd__("notinbranch"))) double log(double);
 /* CQ_HD marks per-particle / per-node bodies that both backends run (one copy of every formula). Always inlined,
  * on the CPU too: the CPU loops then keep a particle's small matrices in registers instead of passing them through
  * memory between calls (GCC left p2g_load and the material functions out of line; inlining them made the seed 004 2D
- * iteration 1.27x faster, docs/benchmarks.md). */
+ * iteration 1.27x faster, docs/results/history.md). */
 #ifdef __CUDACC__
 #define CQ_HD static __host__ __device__ __forceinline__
 #else

@@ -80,7 +80,7 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
  * pressure's geometric (initial-stress) stiffness: the exact term's T = P F^T is K (J_hat - 1) J_hat (I + A)^-T
  * with A = dt C_p(v), the linear one's K (Jl - 1) J I, which does not turn with the particle. Without it a stressed
  * particle's spin costs nothing while its deviatoric stress still turns with it, and a stressed free surface runs
- * away at millisecond steps (an inflated sphere: docs/benchmarks.md, "the pressure's geometric stiffness"). So the
+ * away at millisecond steps (an inflated sphere: docs/results/history.md, "the pressure's geometric stiffness"). So the
  * solve adds E_geo = V0 pi0 J I2(A), I2(A) = ((tr A)^2 - tr(A^2)) / 2 (det(I + A) - 1 - tr A to second order; exact
  * in 2D), with pi0 the particle's pressure K (J - 1) at the start of the substep, or averaged (volumetric.h) its
  * group's at the last substep's converged velocities (the state's pg: a group's J at det F is no measure of it, since
@@ -91,7 +91,7 @@ CQ_HD void CQ_D(implicit_F_of)(const cq_substep* c, const cq_real Cm[D][D], cons
  * Hessian indefinite: I2(A) takes either sign, and the term outweighs the inertia once |pi0| dt^2 / (rho dx^2) > 1.
  * A fluid's particle pressures scatter (water sampled 1.25 times per cell and axis around the finger: -3 to +5 kPa
  * after two 5 ms substeps, 18x the inertia at dx 2.5 mm). Newton then runs down such a direction and never converges
- * (the finger in water: docs/benchmarks.md, "E_geo and the water").
+ * (the finger in water: docs/results/history.md, "E_geo and the water").
  * Without it a fluid's share of eq. 12 is the inertia plus K Jl's square: convex. */
 CQ_HD int CQ_D(implicit_geo_applies)(const cq_params* m, int p) { return m->material[p] != CQ_MAT_FLUID; }
 
@@ -185,7 +185,7 @@ CQ_HD void CQ_D(implicit_dP)(const cq_substep* c, const cq_params* m, int p, con
  * F_p as the explicit step takes it): a chamber or cavity wall particle's Nanson force f_p(F) = u act_w dA cof(F) N
  * (chamber.h) is taken at F_p(v), so grad_i above gains -dt sum_p w_ip f_p(F_p(v)). Lagged, the load trails the walls
  * it inflates: the 2D finger keeps bending at 2.5 ms substeps, and settles with the load here
- * (tests/implicit_spec.lua); but a thin-walled sphere runs away at 1 ms with it and holds lagged (docs/benchmarks.md),
+ * (tests/implicit_spec.lua); but a thin-walled sphere runs away at 1 ms with it and holds lagged (docs/results/history.md),
  * hence the default. This follower load has no potential here (the particles' Nanson forces are not the gradient of
  * a discrete volume), so its Jacobian K = -dt sum_p w_ip df_p/dv is not symmetric: the Hessian products
  * take its symmetric part (K + K^T)/2 for Newton's conjugate-gradient directions (a quasi-Newton step; the residual

@@ -152,7 +152,7 @@ static void spread_blocks(cqi_factor* f, int D) {
  * row in 3D, too large for the factor's fronts. Factorised as L S L^T (sparse_cholesky.h, neg = 1): the solve with it
  * is the solve with K + H_W (the sign test of its pivots stands in for the definiteness test: a failed one leaves the
  * masses as the preconditioner, as a failed Cholesky does). Without it CG works on W's condition number, about K dt^2
- * / (rho dx^2) (docs/benchmarks.md, "the fill water in the implicit solve"). Row by row, serial: the same for any
+ * / (rho dx^2) (docs/results/history.md, "the fill water in the implicit solve"). Row by row, serial: the same for any
  * thread count. */
 static void augment(cqi_factor* f, int D, const cq_real* vstar, double damp) {
   enum { NEAR3 = 125 };

@@ -102,7 +102,7 @@ static int implicit_create(cqi_sim* sim) {
   if (precond == CQ_PRECOND_FACTOR || (precond == CQ_PRECOND_AUTO && cqi_factor_supported(be)))
     if (!(ws->factor = cqi_factor_create())) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "out of memory");
   /* the rounds' solves need the factors: with the masses' inexact CG the rounds do not settle and cost 3x the CG
-   * (docs/benchmarks.md), so by default none there */
+   * (docs/results/history.md), so by default none there */
   ws->rounds = d->implicit_fill_rounds > 0                  ? d->implicit_fill_rounds
                : d->implicit_fill_rounds == 0 && ws->factor ? DEFAULT_ROUNDS
                                                             : 0;
@@ -309,7 +309,7 @@ static int piecewise_model(cqi_sim* sim, const cq_substep* c, const cq_particles
  * from the first direction (restored in d, its dHd in *dHd). cg_its: the CG iterations of the last direction solved.
  * Uses vt and tmp. On the 2D finger in water (docs/experiments/finger2d_held.lua, 8 kPa, 0.4 s) Newton iterations
  * 774 -> 179 and CG 16,761 -> 1,334 for factorisations 321 -> 561; fewer rounds do worse, as does stopping once a
- * round's model gains little (docs/benchmarks.md). */
+ * round's model gains little (docs/results/history.md). */
 static int active_set(cqi_sim* sim, const cq_substep* c, const cq_particles* s, double eta, int* cg_its, double* dHd,
                       double* step, int* chosen) {
   implicit_ws* ws = sim->ws;

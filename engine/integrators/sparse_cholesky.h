@@ -4,7 +4,7 @@
  * (nested dissection); the dense work runs in LAPACK/BLAS (dpotrf, dtrsm, dsyrk), so it goes at the speed of the
  * system's BLAS. Written here because no permissively licensed supernodal Cholesky is packaged for Debian (CHOLMOD's
  * supernodal module is GPL; MUMPS and PaStiX are CeCILL-C/LGPL), and SuperLU's LU, which it replaces, took 12x longer
- * on the finger's Hessian (docs/benchmarks.md, "Issue 11"). Serial and in a fixed order: the same matrix gives the
+ * on the finger's Hessian (docs/results/history.md, "Issue 11"). Serial and in a fixed order: the same matrix gives the
  * same factors, bit for bit. */
 #ifndef CQ_SPARSE_CHOLESKY_H
 #define CQ_SPARSE_CHOLESKY_H

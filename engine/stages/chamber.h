@@ -4,7 +4,7 @@
  * the walls of a closed cavity, whose pressure can exert no net force and no net torque on the body; the particle
  * sum of Nanson's forces does, once the body deforms (each particle's F stands for the wall around it), and on
  * seed 003's finger that spurious resultant bends the finger further and further at a constant pressure (it never
- * settles: docs/benchmarks.md, "Issue 11"). A cavity adds to each wall particle the correction
+ * settles: docs/results/history.md, "Issue 11"). A cavity adds to each wall particle the correction
  *   f_c = dA (a + b x (x - c)),   c = sum dA x / sum dA,   a = -F / sum dA,   b = -I^-1 M_c,
  * with F = sum f and M_c = sum (x - c) x f the walls' resultant force and torque about c and I = sum dA (|r|^2 I -
  * r r^T), r = x - c (in 2D the torque and I are scalars, b x r = b (-r_y, r_x)): the least traction, spread by wall

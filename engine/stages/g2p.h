@@ -41,7 +41,7 @@ CQ_HD int CQ_D(particle_check)(const cq_substep* c, const cq_particles* s, int p
  * linearised volume ratio Jl = J (1 + dt tr C), and G2P then stores F = (Jl / det F_u)^(1/D) F_u, F_u = (I + dt C) F:
  * the isochoric part of F_u with the volume the solve saw. Without that rescaling the O(|dt C|^2) by which a rotation
  * changes det F_u is seen by no solve and accumulates: on the finger of scenes/finger.lua the mean J - 1 after 30
- * substeps of 1 ms is 4.0e-6 without it and 1.7e-6 with it (docs/benchmarks.md). */
+ * substeps of 1 ms is 4.0e-6 without it and 1.7e-6 with it (docs/results/history.md). */
 CQ_HD int CQ_D(implicit_linear_volume)(const cq_substep* c, const cq_params* m, int p) {
   return c->implicit_elastic && c->implicit_volume == CQ_VOLUME_LINEAR && CQ_D(particle_bulk)(m, p) > 0;
 }

@@ -1,5 +1,5 @@
 /* The grid fluid (world option fluid = "grid"): a fluid's pressure from how full the grid is, as the gradient of a
- * potential energy of the particles' positions, instead of each particle's own J (docs/benchmarks.md, "a water
+ * potential energy of the particles' positions, instead of each particle's own J (docs/results/history.md, "a water
  * pressure from the grid's fill" and "the fill water in the implicit solve"). Each node i has a fill
  *   phi_i = sum_q w_iq V_q / dx^D + (the walls' share of node i's B-spline),   V_q = V0_q det F_q,
  * of every particle, water and solid, and the water's energy is
@@ -44,7 +44,7 @@
  * lattice of 2.5 particles per cell and axis fills the nodes inside it 0.96-1.01, a tank's top row 0.8-0.9). With a
  * rest fill of 1 such a node had a slack of up to 20 %: at water's real bulk modulus far more than the hydrostatic
  * compression (rho g h / K = 4e-7), so a 2D tank at rest sank 0.36 mm in 0.05 s (now 0.1 um) and a beam buoyed in it
- * bent 156 % of its expected deflection (now 90 %); docs/benchmarks.md "Issue 62: a fluid meeting a solid". A node
+ * bent 156 % of its expected deflection (now 90 %); docs/results/history.md "Issue 62: a fluid meeting a solid". A node
  * less full than this (the free surface's) rests at 1: at 0.5 a dam break's column stood still until its edge nodes
  * filled. */
 #ifndef CQI_FILL_FULL

@@ -224,7 +224,7 @@ static int project_sums(cqi_sim* sim, vol_self* V, const cq_substep* c, const cq
  * member's history every substep, a numerical plasticity (the 2D finger at dx 0.625 mm kept a set of 0.42 mm after
  * 0.5 kPa and its release, and stood 36 % above the finite-element tip; without it 0.09 mm and 3 %), and the own
  * share K_s = 16 M of the default holds the members' volumes together without it on resolved bodies (the 2D finger
- * in water at 8 kPa with walls under one cell comes apart, which the fracture check stops; docs/benchmarks.md,
+ * in water at 8 kPa with walls under one cell comes apart, which the fracture check stops; docs/results/history.md,
  * "Issue 62: F as the step integrates it"). */
 int cqi_volumetric_projects(const cqi_model* m) { return m->desc.volumetric == CQ_VOLUMETRIC_AVERAGED; }
 
@@ -265,7 +265,7 @@ static int vol_factor_ctx(cqi_sim* sim, void* self, cq_substep* c) {
  * blocks per row). Anything less exact (a member's nodes past the group node's stencil left out, or moved onto its
  * nearest node there) made conjugate gradients take 300x as many iterations on the 3D finger at bulk / shear 3.6e4,
  * a few members having crossed a cell's middle; the wide rows cost the 3D finger 4x the time and 3x the memory of
- * the current groups' per factorisation (docs/benchmarks.md, "the default volumetric term"). */
+ * the current groups' per factorisation (docs/results/history.md, "the default volumetric term"). */
 static int fixed_blocks(const cqi_sim* sim, const cq_substep* c) {
   return c->vol_group_of && sim->be->ops->vol_group_blocks;
 }

@@ -1,7 +1,7 @@
 /* The averaged volumetric term (world option volumetric = "averaged"): nearly incompressible solids without
  * volumetric locking. With one volume constraint per particle and about two particles per cell, a material whose bulk
  * modulus is 1e4 times its shear modulus locks: the grid's velocities cannot keep every particle's J near 1 and
- * bend, so the body is far too stiff (a cantilever 7x in 2D; docs/benchmarks.md, "Issue 11: volumetric locking").
+ * bend, so the body is far too stiff (a cantilever 7x in 2D; docs/results/history.md, "Issue 11: volumetric locking").
  * Here the particles that share a stencil (the same base node: those nearest to one grid node) form a group g, and
  * the bulk term is taken on the group's volume-averaged J:
  *   E_vol = sum_g V_g (K_g / 2) (J_g - 1)^2,   V_g = sum_{p in g} V0_p,   J_g - 1 = sum V0_p (J_p - 1) / V_g,
@@ -47,14 +47,14 @@
  * stays, and without it those volumes drift apart step after step until a particle inverts; a K_s of the order of the
  * shear modulus does not lock. The group takes K - K_s. A larger c holds the members' volumes together where their
  * stencils differ (the fixed groups: c = 16 keeps the 2D finger at 8 kPa whole, c = 1 tears it) and barely stiffens
- * the body: a cantilever at bulk / shear 1e4 sags 0.1 % less at c = 16, 1.6 % less at 1024 (docs/benchmarks.md,
+ * the body: a cantilever at bulk / shear 1e4 sags 0.1 % less at c = 16, 1.6 % less at 1024 (docs/results/history.md,
  * "the own share").
  * A fluid has no shear modulus: it keeps K_s = CQ_FLUID_OWN_SHARE K (with volumetric = solids, all of K: it takes no
  * part; cq_params.vol_fluid_own). With all of its K on its own J, water sampled at
  * 2 or more particles per cell and axis locks (a soft body in it cannot bend: 0 % of a buoyed beam's deflection);
  * with none (one constraint per group) its particles pack and it sinks, as at 1.25 per cell and axis. 1e-3 of
  * water's 2.2 GPa (2.2 MPa) lets the beam bend 92 % of its expected deflection and the tank at rest sink 0.04 mm in
- * 0.2 s; 1e-2: 93 % and 0.012 mm; 1e-4: 92 % and 0.095 mm (docs/benchmarks.md, "Issue 11: the water in the groups"). */
+ * 0.2 s; 1e-2: 93 % and 0.012 mm; 1e-4: 92 % and 0.095 mm (docs/results/history.md, "Issue 11: the water in the groups"). */
 #ifndef CQ_FLUID_OWN_SHARE
 #define CQ_FLUID_OWN_SHARE 1e-3
 #endif
@@ -243,7 +243,7 @@ CQ_HD void CQ_D(vol_strain_adj)(const cq_substep* c, const cq_particles* s, cons
  * The group's bulk term holds its mean J, and each particle's own share K_s is all that holds its J near its
  * group's: with the share of "averaged" (c = 1, K_s about the shear modulus) the particles' J within a group drift
  * apart (7 % on the 2D finger at the real bulk modulus) and on a finer grid run away, explicitly and implicitly
- * (docs/benchmarks.md, "Issue 11: the groups' volume projection"). So each substep of "averaged" first sets every
+ * (docs/results/history.md, "Issue 11: the groups' volume projection"). So each substep of "averaged" first sets every
  * member's J to its group's volume-weighted mean (the default, "solids", does not: its share c = 16 holds them on
  * resolved bodies, and the projection is a numerical plasticity, volumetric.c cqi_volumetric_projects),
  *   F_p <- s_p F_p,   s_p = (Jm_g / J_p)^(1/D),   Jm_g = 1 + S1 / S2 (vol_sums at v NULL: S1 = sum V0 (J - 1),

@@ -5,7 +5,7 @@ local M = {}
 -- Fluids sampled more coarsely than this many particles per cell and axis sink under gravity: a fluid has no shear
 -- stiffness, and with fewer particles than the grid has velocity unknowns its particles pack ever closer while each
 -- keeps J = 1, so the free surface falls (a 2D tank at 1.25 per cell and axis: 1.1 mm in 0.1 s at 5 ms implicit
--- substeps, at 2 and 2.5 at rest; the finger's 3D tank at 1.25 drags the finger along: docs/benchmarks.md, "Issue 11:
+-- substeps, at 2 and 2.5 at rest; the finger's 3D tank at 1.25 drags the finger along: docs/results/history.md, "Issue 11:
 -- the water sinks"). Solids hold their particles apart by their shear stiffness.
 M.FLUID_MIN_PER_AXIS = 1.9
 
@@ -107,7 +107,7 @@ end
 --- Warns (M.warn) of a world where a fluid meets a solid while each fluid particle takes its own J (fluid =
 --- "particle", volumetric not "averaged"): such water, at the 2 or more particles per cell and axis it needs not to
 --- sink, locks against the solid (a soft beam buoyed in it bends 0 % of its expected deflection, a finger in a tank
---- less than 6 % of its bend in air: tests/fluid_spec.lua, docs/benchmarks.md "Issue 11: the water locks").
+--- less than 6 % of its bend in air: tests/fluid_spec.lua, docs/results/history.md "Issue 11: the water locks").
 --- robot:world takes fluid = "grid" for such a robot unless told otherwise. Returns the warning or nil.
 function M.locking_fluid(world, material, fluid)
   if world.fluid ~= "particle" or world.volumetric == "averaged" then return nil end
