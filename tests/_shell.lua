@@ -10,12 +10,22 @@ function M.sh(cmd)
   return out:gsub("rc=%d+%s*$", ""), rc
 end
 
+--- s quoted for the shell.
+function M.quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
 --- A new, empty temporary directory.
 function M.tmpdir()
   local d = os.tmpname()
   os.remove(d)
-  os.execute("mkdir -p " .. d)
+  os.execute("mkdir -p " .. M.quote(d))
   return d
+end
+
+--- The absolute path of the cqlua host running the specs (to start more of it in child processes).
+function M.exe()
+  local exe = require("cq._paths").exe or arg[-1]
+  if exe:sub(1, 1) ~= "/" then exe = os.getenv("PWD") .. "/" .. exe end
+  return exe
 end
 
 --- Writes text to the file at path.

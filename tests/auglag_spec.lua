@@ -4,28 +4,13 @@
 -- run's first step included; resume = "auto" / true / false and the checkpoint's errors.
 local cq = require "cq"
 local ffi = require "ffi"
-local paths = require "cq._paths"
 
 pcall(ffi.cdef, "int raise(int sig);")
 
-local EXE = paths.exe or arg[-1]
-if EXE:sub(1, 1) ~= "/" then EXE = os.getenv("PWD") .. "/" .. EXE end
+local shell = require "tests._shell"
+local EXE = shell.exe()
 local ROOT = os.getenv("PWD")
-
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  os.execute("mkdir -p " .. q(d))
-  return d
-end
+local q, read, tmpdir = shell.quote, shell.read_file, shell.tmpdir
 local host = require("cq.train").host
 
 -- The toy layout of tests/design_spec.lua (task: gamma_i = (p_i + 1) / 2 near targets; constraint: mean

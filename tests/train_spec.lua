@@ -5,28 +5,13 @@
 local cq = require "cq"
 local ffi = require "ffi"
 local scene = require "tests._train_scene"
-local paths = require "cq._paths"
 
 ffi.cdef "int raise(int sig);"
 
-local EXE = paths.exe or arg[-1]
-if EXE:sub(1, 1) ~= "/" then EXE = os.getenv("PWD") .. "/" .. EXE end
+local shell = require "tests._shell"
+local EXE = shell.exe()
 local ROOT = os.getenv("PWD")
-
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  os.execute("mkdir -p " .. q(d))
-  return d
-end
+local q, read, tmpdir = shell.quote, shell.read_file, shell.tmpdir
 local function values(params)
   local out = {}
   for _, p in ipairs(params) do for i = 0, p.n - 1 do out[#out + 1] = p.v[i] end end

@@ -56,4 +56,15 @@ function M.nonfinite_gradient(params)
   end
 end
 
+--- Checks a driver's `extra` option ({save = function() -> table, load = function(table)}: what else the loss
+--- depends on, carried by the checkpoint); where names the driver, options its option set for extra.
+function M.check_extra(where, extra, options)
+  if extra == nil then return end
+  local check = require "cq._check"
+  check.options(where .. ".extra", extra, options)
+  if type(extra.save) ~= "function" or type(extra.load) ~= "function" then
+    check.fail(where, "extra must be {save = function() -> table, load = function(table)}", extra)
+  end
+end
+
 return M

@@ -99,12 +99,7 @@ function M.run(opts)
   local resume = opts.resume == nil and "auto" or opts.resume
   check.oneof(where, "resume", resume, { "auto", true, false })
   if resume == true and not ckpt then check.fail(where, "resume = true needs a checkpoint path", opts.checkpoint) end
-  if opts.extra ~= nil then
-    check.options(where .. ".extra", opts.extra, EXTRA_OPTIONS)
-    if type(opts.extra.save) ~= "function" or type(opts.extra.load) ~= "function" then
-      check.fail(where, "extra must be {save = function() -> table, load = function(table)}", opts.extra)
-    end
-  end
+  recover_.check_extra(where, opts.extra, EXTRA_OPTIONS)
   local M_ = #cons
   local kappa, tau, vprev = {}, {}, {}
   local function violations(w)

@@ -383,6 +383,16 @@ local function actuator_weights(op, values, zf, xi)
   for i = 0, op.m - 1 do topology.softmax(op.beta, zf, xi, i * op.width, op.width) end
 end
 
+-- The op of a variable made by design:layout or design:actuators (an error naming where otherwise).
+local function layout_op(self, where, v)
+  local op
+  for _, o in ipairs(self.ops) do
+    if o.theta == v and (o.kind == "layout" or o.kind == "actuators") then op = o end
+  end
+  if not op then check.fail(where, "the variable must be made by design:layout or design:actuators", v) end
+  return op
+end
+
 --- design:binarization(v) -> f: seed 004's binarization constraint on a material layout phi (design:layout; eq.
 --- 22: C_mat = mean over its particles of gamma (1 - gamma), 0 for a binary layout, 1/4 at most) or an actuator
 --- layout psi (design:actuators; eq. 23: C_act = mean of 1 - |xi|^2, 0 when every xi is one-hot, K / (K + 1) at
@@ -391,11 +401,7 @@ end
 --- C after a step, before any rollout has applied the stepped design.
 function Design:binarization(v)
   local where = "design:binarization"
-  local op
-  for _, o in ipairs(self.ops) do
-    if o.theta == v and (o.kind == "layout" or o.kind == "actuators") then op = o end
-  end
-  if not op then check.fail(where, "the variable must be made by design:layout or design:actuators", v) end
+  local op = layout_op(self, where, v)
   if op.kind == "actuators" then
     local m, width = op.m, op.width
     local zf, xi, gxi, gz = darr(m * width), darr(m * width), darr(m * width), darr(m * width)
@@ -454,11 +460,7 @@ end
 --- largest weight, 1..outputs, or 0 for the passive column; ties: the lower), gamma (its layout's, or nil) }.
 function Design:projection(v)
   local where = "design:projection"
-  local op
-  for _, o in ipairs(self.ops) do
-    if o.theta == v and (o.kind == "layout" or o.kind == "actuators") then op = o end
-  end
-  if not op then check.fail(where, "the variable must be made by design:layout or design:actuators", v) end
+  local op = layout_op(self, where, v)
   local particles = {}
   for i = 0, op.m - 1 do particles[i + 1] = op.idx[i] + 1 end
   local function list(a, m)

@@ -84,12 +84,7 @@ function M.train(opts)
         { open_lo = true, open_hi = true }) or nil,
       grow = check.number(where, "recover.grow", recover.grow or 1, 1, math.huge, { open_hi = true }) }
   end
-  if opts.extra ~= nil then
-    check.options(where .. ".extra", opts.extra, EXTRA_OPTIONS)
-    if type(opts.extra.save) ~= "function" or type(opts.extra.load) ~= "function" then
-      check.fail(where, "extra must be {save = function() -> table, load = function(table)}", opts.extra)
-    end
-  end
+  recover_.check_extra(where, opts.extra, EXTRA_OPTIONS)
   local ckpt = opts.checkpoint
   if ckpt == nil then ckpt = name and ("out/" .. name .. ".ckpt.json") or false end
   if ckpt ~= false and (type(ckpt) ~= "string" or ckpt == "") then check.fail(where, "checkpoint must be a path or false", ckpt) end
