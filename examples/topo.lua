@@ -24,7 +24,8 @@
 -- signals.csv and signals.png (design:signals_plot: the four actuation signals in the legend's colours), frames and
 -- MP4 videos of the optimised and of the binarised body, and result.txt.
 local cq = require "cq"
-local topo = dofile("scenes/topo.lua")
+local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./")
+local topo = dofile(here .. "../scenes/topo.lua") -- from any directory
 local A = cq.args(arg, {
   name = "examples/topo.lua",
   about = "Seed 004's 4D topology optimisation: material layout, actuator layout and pulse actuation of a soft " ..

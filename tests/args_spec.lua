@@ -23,7 +23,7 @@ describe("cq.args", function()
     local function err(argv)
       local ok, e = pcall(cq.args, argv, SPEC)
       assert.is_false(ok)
-      return e
+      return tostring(e)
     end
     assert.truthy(err({ "iter=3" }):find('demo.lua: unknown key "iter" (keys: iters, precision, dt, video', 1, true))
     assert.truthy(err({ "iters=abc" }):find('iters must be a number, got "abc"', 1, true))
@@ -43,5 +43,15 @@ describe("cq.args", function()
     for _, k in ipairs { "iters  ", "precision", "dt", "video", "one of f32, f64", "[100]", "[none]" } do
       assert.truthy(text:find(k, 1, true), k)
     end
+  end)
+end)
+
+describe("cq.args on the command line", function()
+  it("stops a script with one line naming the key, no traceback, exit status 1", function()
+    local shell = require "tests._shell"
+    local out, rc = shell.sh(shell.quote(shell.exe()) .. " examples/biped2d.lua iter=3")
+    assert.are.equal(1, rc)
+    assert.truthy(out:find('examples/biped2d.lua: unknown key "iter" (keys: iters, spacing, lr)', 1, true), out)
+    assert.falsy(out:find("traceback", 1, true), out)
   end)
 end)

@@ -809,7 +809,14 @@ describe("cq.robot: argument checks", function()
     has(err_of(r.box, r, { offset = { 0.4, 0.1 }, size = { 0.1, 0.1 }, count = 4 }), "robot:box", "count must be a table of 2 numbers", "4")
     local g = r:box { offset = { 0.4, 0.1 }, size = { 0.05, 0.05 }, spacing = 1 / 64 }
     has(err_of(r.pressure_actuator, r, { groups = { g.particles } }), "groups[1] must be a group from robot:box")
-    has(err_of(r.world, r, { n = 5 }), "robot:world", "n and n_actuators are set by the robot", "n = 5")
+    has(err_of(r.world, r, { n = 5 }), "robot:world", "n is set by the robot", "5")
+    local r2 = cq.robot { dim = 2 } -- a robot without actuators takes n_actuators, for design:actuators
+    local g2 = r2:box { offset = { 0.4, 0.1 }, size = { 0.05, 0.05 }, spacing = 1 / 64 }
+    has(err_of(r2.world, r2, { n_actuators = 0 }), "robot:world", "n_actuators must be an integer", "0")
+    local w = r2:world { res = { 64, 64 }, dx = 1 / 64, dt = 1e-3, n_actuators = #g2.particles }
+    assert.are.equal(#g2.particles, w.n_actuators)
+    r2:pressure_actuator { groups = { g2 }, axis = 2, max = 1 }
+    has(err_of(r2.world, r2, { n_actuators = 2 }), "robot:world", "n_actuators is set by the robot's 1 actuators", "2")
     has(err_of(r.world, r, { dim = 3 }), "robot:world", "dim must be the robot's (2)", "3")
     has(err_of(r.world, r, 7), "robot:world", "options table", "7")
   end)

@@ -16,6 +16,17 @@
 -- empty value (`dt=` or an empty positional "") leaves the default.
 local M = {}
 
+-- A usage error: an object that describes itself, so the host prints its one line without a traceback (a typo on the
+-- command line is not a bug in the script); it still reads as its message for string methods, .. and tostring.
+local USAGE = {}
+USAGE.__tostring = function(e) return e.msg end
+USAGE.__concat = function(a, b) return tostring(a) .. tostring(b) end
+USAGE.__index = function(e, k)
+  local f = string[k]
+  if f then return function(self, ...) return f(self.msg, ...) end end
+end
+local function usage_error(msg) error(setmetatable({ msg = msg .. " (--help lists the keys)" }, USAGE), 0) end
+
 local function typeof(spec)
   if spec.type then return spec.type end
   local d = spec[2]
@@ -53,23 +64,23 @@ local function convert(s, raw, where)
     local v = tonumber(raw)
     if raw == "inf" then v = math.huge end
     if v == nil then
-      error(string.format("%s: %s must be a number, got %q", where, s[1], raw), 0)
+      usage_error(string.format("%s: %s must be a number, got %q", where, s[1], raw))
     end
     if s.min and v < s.min then
-      error(string.format("%s: %s must be >= %s, got %s", where, s[1], tostring(s.min), raw), 0)
+      usage_error(string.format("%s: %s must be >= %s, got %s", where, s[1], tostring(s.min), raw))
     end
     if s.max and v > s.max then
-      error(string.format("%s: %s must be <= %s, got %s", where, s[1], tostring(s.max), raw), 0)
+      usage_error(string.format("%s: %s must be <= %s, got %s", where, s[1], tostring(s.max), raw))
     end
     if s.integer and v % 1 ~= 0 then
-      error(string.format("%s: %s must be a whole number, got %s", where, s[1], raw), 0)
+      usage_error(string.format("%s: %s must be a whole number, got %s", where, s[1], raw))
     end
     return v
   elseif t == "boolean" then
     local map = { ["true"] = true, ["1"] = true, yes = true, on = true,
                   ["false"] = false, ["0"] = false, no = false, off = false }
     if map[raw] == nil then
-      error(string.format("%s: %s must be true or false, got %q", where, s[1], raw), 0)
+      usage_error(string.format("%s: %s must be true or false, got %q", where, s[1], raw))
     end
     return map[raw]
   end
@@ -77,7 +88,7 @@ local function convert(s, raw, where)
     local ok = false
     for _, o in ipairs(s.oneof) do if o == raw then ok = true end end
     if not ok then
-      error(string.format("%s: %s must be one of %s, got %q", where, s[1], table.concat(s.oneof, ", "), raw), 0)
+      usage_error(string.format("%s: %s must be one of %s, got %q", where, s[1], table.concat(s.oneof, ", "), raw))
     end
   end
   return raw
@@ -114,22 +125,22 @@ function M.parse(argv, spec, opts)
       if not s then
         local keys = {}
         for _, e in ipairs(spec) do keys[#keys + 1] = e[1] end
-        error(string.format("%s: unknown key %q (keys: %s; --help prints each)", where, k,
-          table.concat(keys, ", ")), 0)
+        usage_error(string.format("%s: unknown key %q (keys: %s)", where, k,
+          table.concat(keys, ", ")))
       end
-      if given[k] then error(string.format("%s: key %s given twice", where, k), 0) end
+      if given[k] then usage_error(string.format("%s: key %s given twice", where, k)) end
       given[k] = true
       if v ~= "" then out[k] = convert(s, v, where) end
     else
       if seen_key then
-        error(string.format("%s: argument %d (%q) has no key=: positional values must come before key=value ones",
-          where, i, tostring(a)), 0)
+        usage_error(string.format("%s: argument %d (%q) has no key=: positional values must come before key=value ones",
+          where, i, tostring(a)))
       end
       pos = pos + 1
       local s = spec[pos]
       if not s then
-        error(string.format("%s: %d positional values given, the script takes at most %d (--help lists them)",
-          where, pos, #spec), 0)
+        usage_error(string.format("%s: %d positional values given, the script takes at most %d",
+          where, pos, #spec))
       end
       given[s[1]] = true
       if a ~= "" then out[s[1]] = convert(s, tostring(a), where) end

@@ -645,7 +645,7 @@ function Design:signals_plot(opts)
   local height = opts.height ~= nil and check.integer(where, "height", opts.height, 32, 16384) or nil
   local img = require("cq._picture").signals(where, values, dt, { width = width, height = height, title = opts.title,
     xlabel = (opts.dt and "TIME (S)" or "CONTROL STEP") ..
-      (sign < 0 and "; SEED 004 SIGN: U > 0 EXPANDS" or "; CQLUA SIGN: U > 0 CONTRACTS") })
+      (sign < 0 and ", SEED 004 SIGN: POSITIVE U EXPANDS" or ", CQLUA SIGN: POSITIVE U CONTRACTS") })
   if opts.csv then
     local ok, err = require("cq._fs").mkdir_p(require("cq._fs").dirname(opts.csv))
     local f = ok and io.open(opts.csv, "w")

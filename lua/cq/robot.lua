@@ -440,21 +440,28 @@ function Robot:world(opts)
   opts = opts or {}
   if type(opts) ~= "table" then check.fail("robot:world", "expects an options table", opts) end
   if #self.x == 0 then check.raise("robot:world: the robot has no particles (add groups with robot:box)") end
-  if opts.n ~= nil or opts.n_actuators ~= nil then
-    check.fail("robot:world", "n and n_actuators are set by the robot (" .. #self.x .. " particles, " .. #self.actuators ..
-      " actuators); leave them out", opts.n ~= nil and ("n = " .. tostring(opts.n)) or ("n_actuators = " .. tostring(opts.n_actuators)))
+  if opts.n ~= nil then
+    check.fail("robot:world", "n is set by the robot (" .. #self.x .. " particles); leave it out", opts.n)
   end
+  -- n_actuators: the robot's own actuators; or, for a robot without any, the engine actuators that design:actuators
+  -- (seed 004's actuator layout: one per particle of its selection) assigns
+  if opts.n_actuators ~= nil and #self.actuators > 0 then
+    check.fail("robot:world", "n_actuators is set by the robot's " .. #self.actuators .. " actuators; leave it out " ..
+      "(it is for a robot without actuators whose design:actuators assigns them)", opts.n_actuators)
+  end
+  local n_act = #self.actuators
+  if opts.n_actuators ~= nil then n_act = check.integer("robot:world", "n_actuators", opts.n_actuators, 1, #self.x) end
   if opts.dim ~= nil and opts.dim ~= self.dim then
     check.fail("robot:world", "dim must be the robot's (" .. self.dim .. ") or left out", opts.dim)
   end
   local known = {} -- cq.world's options less those the robot sets
   for k in pairs(check.option_sets["cq.world"]) do
-    if k ~= "n" and k ~= "n_actuators" then known[k] = true end
+    if k ~= "n" then known[k] = true end
   end
   check.options("robot:world", opts, known)
   local wopts = {}
   for k, v in pairs(opts) do wopts[k] = v end
-  wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, #self.actuators
+  wopts.dim, wopts.n, wopts.n_actuators = self.dim, #self.x, n_act
   if opts.fluid == nil and opts.volumetric ~= "averaged" then
     -- a fluid meeting a solid: each fluid particle's own J would lock against it (cq._warn.locking_fluid)
     local fluids, solids = false, false
