@@ -688,8 +688,11 @@ describe("cq.control: argument checks", function()
   end)
   it("an open-loop controller driven past its steps gives an error, not an out-of-bounds read", function()
     local w, s = small_scene({ actuators = 1 })
-    local run = cq.rollout { world = w, steps = 4, controller = control.open_loop { steps = 2, outputs = 1 },
-      final = function(t, st) return t:index(t:centroid(st, "x"), 1) end }
+    local final = function(t, st) return t:index(t:centroid(st, "x"), 1) end
+    has(err_of(cq.rollout, { world = w, steps = 4, controller = control.open_loop { steps = 2, outputs = 1 },
+      final = final }), "cq.rollout", "steps must be at most the controller's steps = 2", "4") -- caught when made
+    local run = cq.rollout { world = w, steps = 4, final = final }
+    run.controller = control.open_loop { steps = 2, outputs = 1 } -- (swapped in later: caught when it runs)
     has(err_of(run.forward, run, s), "cq.open_loop", "control step k must be in [0, 1]", "2")
   end)
 end)
@@ -731,10 +734,11 @@ describe("cq.objectives: argument checks", function()
     has(err_of(obj.weighted, { { 5 } }), "weighted", "list[1] must be {term")
     has(err_of(obj.weighted, { { obj.final_velocity(), "heavy" } }), "weight", "heavy")
   end)
-  it("a target of the wrong dimension is caught at run time by the tape", function()
+  it("a target of the wrong dimension is caught when the term runs, naming the objective", function()
     local w, s = small_scene()
     local term = obj.distance_to_target({ 0.5, 0.5, 0.5 })
-    has(err_of(term, require("cq.tape").new(), s), "b must have 2 values (the size of a) or 1", "3")
+    has(err_of(term, require("cq.tape").new(), s), "cq.objectives.distance_to_target",
+      "target must have 2 coordinates (the world's dim)", "a table of 3")
     assert.is_truthy(w)
   end)
 end)
@@ -812,7 +816,7 @@ describe("cq.robot: argument checks", function()
     has(err_of(r.world, r, { n = 5 }), "robot:world", "n is set by the robot", "5")
     local r2 = cq.robot { dim = 2 } -- a robot without actuators takes n_actuators, for design:actuators
     local g2 = r2:box { offset = { 0.4, 0.1 }, size = { 0.05, 0.05 }, spacing = 1 / 64 }
-    has(err_of(r2.world, r2, { n_actuators = 0 }), "robot:world", "n_actuators must be an integer", "0")
+    has(err_of(r2.world, r2, { n_actuators = 0 }), "robot:world", "n_actuators must be in [1, ", "0")
     local w = r2:world { res = { 64, 64 }, dx = 1 / 64, dt = 1e-3, n_actuators = #g2.particles }
     assert.are.equal(#g2.particles, w.n_actuators)
     r2:pressure_actuator { groups = { g2 }, axis = 2, max = 1 }
