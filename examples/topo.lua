@@ -12,7 +12,9 @@
 --   iterations and at its end (the design variables, the multipliers and penalties, the counters, the inner loop's
 --   Adam moments), so a long optimisation can run as several time-limited calls that take the same steps as one
 --   (resumed with outer at or below its finished outer iterations, it writes the outputs of the saved design
---   unchanged); walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
+--   unchanged); design.json records the run it belongs to (scene, steps, walls, precision, particles, seed) and a
+--   resume with any of them different is refused, naming them (iters, outer, time_limit and backend may change; a
+--   file written before it recorded them all is resumed with a warning); walls = sticky zeroes wall nodes' velocities moving away too (the runs before 2026-11-25; writes to
 --   out/<scene>_sticky/) instead of the seed's eq. 9; out: the output directory (the tests write elsewhere than a
 --   user's run); seed: the random initial pulse densities' seed (the layouts start at 0).
 --   A design step that breaks the simulation (a blow-up) is stepped again, shorter (cq.augmented_lagrangian's recover).
@@ -82,16 +84,33 @@ local cons = {
 }
 local params = { phi, psi, pulses.params[1], pulses.params[2] }
 local save_path, al_state, evals, first_task = out .. "/design.json", {}, 0, nil
+-- the run design.json belongs to: a resume with another is refused (iters, outer, time_limit, backend may change)
+local fingerprint = { example = name, steps = steps, walls = walls, precision = precision, particles = world.n,
+  seed = A.seed }
 local function save_run()
-  cq.save(save_path, { design = params }, { state = al_state, evals = evals, first_task = first_task,
-    example = name, steps = steps, walls = walls })
+  local extra = { state = al_state, evals = evals, first_task = first_task }
+  for k, v in pairs(fingerprint) do extra[k] = v end
+  cq.save(save_path, { design = params }, extra)
 end
+-- the temporaries of writes of design.json that a killed run left unfinished (design.json.part.<pid>)
+require("cq._fs").remove_stale_parts(save_path)
 if resume then
   local extra = cq.load(save_path, { design = params })
-  local saved_walls = extra.walls or "sticky" -- files written before the walls argument came from sticky walls
-  if extra.example ~= name or extra.steps ~= steps or saved_walls ~= walls then
-    error(string.format("examples/topo.lua: %s is a run of %s over %s steps with %s walls, not of %s over %d with %s",
-      save_path, tostring(extra.example), tostring(extra.steps), saved_walls, name, steps, walls), 0)
+  extra.walls = extra.walls or "sticky" -- files written before the walls argument came from sticky walls
+  local differs, unrecorded = {}, {}
+  for _, k in ipairs { "example", "steps", "walls", "precision", "particles", "seed" } do
+    if extra[k] == nil then unrecorded[#unrecorded + 1] = k
+    elseif extra[k] ~= fingerprint[k] then
+      differs[#differs + 1] = string.format("%s %s there, %s here", k, tostring(extra[k]), tostring(fingerprint[k]))
+    end
+  end
+  if #differs > 0 then
+    error(string.format("examples/topo.lua: %s belongs to another run: %s (resume=no starts afresh, or another out=)",
+      save_path, table.concat(differs, "; ")), 0)
+  end
+  if #unrecorded > 0 then
+    io.stderr:write(string.format("examples/topo.lua: warning: %s records no %s (written before it did): resumed " ..
+      "without checking them\n", save_path, table.concat(unrecorded, ", ")))
   end
   al_state, evals, first_task = extra.state, extra.evals, extra.first_task
   print(string.format("resumed from %s: %d iterations, outer %d", save_path, al_state.iterations, al_state.outer))

@@ -176,20 +176,37 @@ describe("cq.augmented_lagrangian checkpoints", function()
     assert.are.same(ref.kappa, r2.kappa)
   end)
 
-  it("resume: auto starts over after a finished run, true needs the checkpoint, false ignores it; foreign " ..
-    "checkpoints are refused", function()
+  it("resume: a finished run is kept and returned, a larger outer_max takes it further, true needs the " ..
+    "checkpoint, false ignores it; foreign checkpoints are refused", function()
     local run, p = toy()
     local ckpt = dir .. "/r.ckpt.json"
     local ok, r1 = run { checkpoint = ckpt, outer_max = 2 }
     assert.is_true(ok and cq.json.read(ckpt).finished)
+    assert.is_false(r1.feasible) -- (outer_max = 2 ends it infeasible: a larger one goes on)
     local v1 = values(p)
-    local ok2, r2 = run { checkpoint = ckpt, outer_max = 2 } -- finished: starts over, to the same result
-    assert.is_true(ok2 and r2.resumed_from == nil and r2.iterations == r1.iterations)
+    local bytes = read(ckpt)
+    -- run again: the finished run's result (its parameters, multipliers, counters), no step, the file as it was
+    local ok2, r2, tr2 = run { checkpoint = ckpt, outer_max = 2 }
+    assert.is_true(ok2, tostring(r2))
+    assert.is_true(r2.already_finished)
+    assert.are.same({ r1.iterations, r1.outer, r1.iterations, 0 }, { r2.iterations, r2.outer, r2.resumed_from, #tr2 })
+    assert.are.same({ r1.kappa, r1.tau, r1.violations, r1.feasible, r1.lr_factor },
+      { r2.kappa, r2.tau, r2.violations, r2.feasible, r2.lr_factor })
     for i = 1, p.n do assert.are.equal(v1[i], p.v[i - 1]) end
-    local ok3, r3 = run { checkpoint = ckpt, outer_max = 3, resume = true } -- finished, but resume = true: goes on
+    assert.are.equal(bytes, read(ckpt))
+    -- outer_max = 3: goes on from the finished run to what a run with outer_max = 3 gives, bit for bit
+    local ok_ref, ref, ref_trace = run { checkpoint = false, outer_max = 3 }
+    assert.is_true(ok_ref, tostring(ref))
+    local ref_p = values(p)
+    local ok3, r3, tr3 = run { checkpoint = ckpt, outer_max = 3 }
     assert.is_true(ok3, tostring(r3))
     assert.are.equal(r1.iterations, r3.resumed_from)
-    assert.is_true(r3.outer == 3 or r3.feasible)
+    assert.is_nil(r3.already_finished)
+    assert.are.same({ ref.iterations, ref.outer, ref.kappa, ref.tau }, { r3.iterations, r3.outer, r3.kappa, r3.tau })
+    for i = 1, p.n do assert.are.equal(ref_p[i], p.v[i - 1]) end
+    assert.are.same({ unpack(ref_trace, r1.iterations + 1) }, tr3)
+    print(string.format("  finished at %d iterations (outer 2): returned as it was; outer_max = 3 went on to %d, as " ..
+      "an uninterrupted run", r1.iterations, r3.iterations))
     local function err(opts) local ok_, e = run(opts) assert.is_false(ok_) return e end
     assert.matches("auglag_spec.lua:%d+: cq.augmented_lagrangian: resume = true but there is no checkpoint .*/none.json",
       err { checkpoint = dir .. "/none.json", resume = true })
@@ -200,7 +217,7 @@ describe("cq.augmented_lagrangian checkpoints", function()
     assert.matches("other.json is not a cq.augmented_lagrangian checkpoint; remove it or pass resume = false",
       err { checkpoint = dir .. "/other.json" })
     -- a checkpoint of a run with two constraints
-    run { checkpoint = ckpt, stop_at = 3 }
+    run { checkpoint = ckpt, stop_at = 3, resume = false }
     local saved = cq.json.read(ckpt)
     saved.state.kappa[2], saved.state.tau[2] = 0, 1
     cq.json.write(ckpt, saved)
@@ -209,6 +226,85 @@ describe("cq.augmented_lagrangian checkpoints", function()
     assert.is_true(ok4)
     assert.matches("extra must be {save", select(2, pcall(cq.augmented_lagrangian, { params = { p },
       loss = function() return 0 end, constraints = { { function() return 0 end, 1 } }, extra = { save = 1, load = 2 } })))
+  end)
+
+  it("refuses another experiment's checkpoint, naming what differs; the arguments may differ in the iteration " ..
+    "limits only", function()
+    local A = require "cq.args"
+    local parsed = A.parsed
+    local spec = { name = "examples/al_demo.lua", { "outer", 30, "outer iterations", integer = true },
+      { "lr", 0.02, "Adam's step" } }
+    local ckpt = dir .. "/fp.ckpt.json"
+    local run, p = toy()
+    local ok, err = pcall(function()
+      local a = A.parse({ "outer=3" }, spec)
+      local ok1, r1 = run { checkpoint = ckpt, outer_max = a.outer, lr = a.lr, stop_at = 3,
+        fingerprint = { scene = "walker" } }
+      assert.is_true(ok1 and r1.stopped, tostring(r1))
+      local bytes = read(ckpt)
+      local fp = cq.json.read(ckpt).fingerprint
+      assert.are.same({ { name = "phi", n = 5 } }, fp.params)
+      assert.are.same({ inner_max = 30, outer_max = 3 }, fp.budget)
+      assert.are.same({ "outer=3", "lr=0.02" }, fp.args)
+      -- another parameter layout, another constraint count, another item of the script's
+      local q = cq.param { n = 7 }
+      q.name = "phi"
+      local function other(o)
+        o.loss, o.checkpoint, o.outer_max = function() return 0 end, ckpt, 3
+        o.constraints = o.constraints or { { function() return 0 end, 1 } }
+        o.fingerprint = o.fingerprint or { scene = "walker" }
+        local ok_, e = pcall(cq.augmented_lagrangian, o)
+        assert.is_false(ok_)
+        print("  " .. e)
+        return e
+      end
+      assert.matches("auglag_spec.lua:%d+: cq.augmented_lagrangian: the checkpoint .*fp.ckpt.json belongs to another " ..
+        "experiment: parameter 1 %(phi%): 5 values there, 7 here %(resume = false starts afresh, or remove the file%)",
+        other { params = { q } })
+      assert.matches("belongs to another experiment: constraints 1 there, 2 here %(", other { params = { p },
+        constraints = { { function() return 0 end, 1 }, { function() return 0 end, 1 } } })
+      assert.matches("belongs to another experiment: scene \"walker\" there, \"climber\" here %(",
+        other { params = { p }, fingerprint = { scene = "climber" } })
+      assert.are.equal(bytes, read(ckpt))
+      -- outer=5: only the iteration limit changed, the run goes on (and stops again at iteration 5)
+      a = A.parse({ "outer=5" }, spec)
+      local ok2, r2, tr2 = run { checkpoint = ckpt, outer_max = a.outer, lr = a.lr, stop_at = 5,
+        fingerprint = { scene = "walker" } }
+      assert.is_true(ok2, tostring(r2))
+      assert.are.same({ 3, 2 }, { r2.resumed_from, #tr2 })
+      -- another step size: refused
+      a = A.parse({ "outer=5", "lr=0.03" }, spec)
+      local ok3, e3 = run { checkpoint = ckpt, outer_max = a.outer, lr = a.lr, fingerprint = { scene = "walker" } }
+      assert.is_false(ok3)
+      assert.matches("belongs to another experiment: argument lr: 0.02 there, 0.03 here %(", e3)
+    end)
+    A.parsed = parsed
+    assert.is_true(ok, tostring(err))
+  end)
+
+  it("removes the temporaries of interrupted writes; resumes an old checkpoint without a fingerprint, warning",
+    function()
+    local ckpt = dir .. "/tmp.ckpt.json"
+    local pid = require("cq._spawn").pid()
+    local planted = { ckpt .. ".part.999999999", ckpt .. ".part." .. pid }
+    for _, f in ipairs(planted) do local h = assert(io.open(f, "w")) h:write("{ half a fi") h:close() end
+    local run = toy()
+    local ok, r = run { checkpoint = ckpt, stop_at = 4 }
+    assert.is_true(ok and r.stopped, tostring(r))
+    for _, f in ipairs(planted) do assert.is_nil(io.open(f), f) end
+    -- written before checkpoints recorded their experiment: resumed, with a warning
+    local ck = cq.json.read(ckpt)
+    ck.fingerprint = nil
+    cq.json.write(ckpt, ck)
+    local warn = require "cq._warn"
+    local old, said = warn.warn, {}
+    warn.warn = function(msg) said[#said + 1] = msg end
+    local ok2, r2 = run { checkpoint = ckpt, outer_max = 1 }
+    warn.warn = old
+    assert.is_true(ok2, tostring(r2))
+    assert.are.equal(4, r2.resumed_from)
+    print("  " .. tostring(said[1]))
+    assert.matches("cq.augmented_lagrangian: warning: .*tmp.ckpt.json records no fingerprint of its experiment", said[1])
   end)
 
   -- Starts a child cqlua process running cq.augmented_lagrangian on a rollout (the open-loop actuation's mean square

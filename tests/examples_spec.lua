@@ -171,11 +171,20 @@ describe("examples/topo.lua", function()
     for m = 1, 4 do feasible = feasible and r3.C[m] <= r3.limits[m] end
     assert.are.equal(feasible, r3.feasible)
     assert.are.same({ 1, 2, 3, 4, 5, 6 }, iterations_in_history())
-    -- a design optimised between eq. 9's walls is not resumed between sticky ones
+    -- a design optimised between eq. 9's walls is not resumed between sticky ones, nor in another precision; the
+    -- temporary of an interrupted write of design.json is removed at the next start
+    local part = dir .. "design.json.part.999999999"
+    io.open(part, "w"):close()
     local ok, err = pcall(run_example, "examples/topo.lua", { "walker2d_topo", "1", "f64", "3", "cpu", "1e9", "0.03",
       "yes", "sticky", dir })
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("with no_slip walls, not of walker2d_topo over 30 with sticky", 1, true), err)
+    assert.is_truthy(tostring(err):find("design.json belongs to another run: walls no_slip there, sticky here " ..
+      "(resume=no starts afresh", 1, true), err)
+    assert.is_nil(io.open(part), part)
+    ok, err = pcall(run_example, "examples/topo.lua", { "walker2d_topo", "1", "f32", "3", "cpu", "1e9", "0.03", "yes",
+      "", dir })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("belongs to another run: precision f64 there, f32 here", 1, true), err)
   end)
 end)
 

@@ -260,6 +260,215 @@ describe("cq.train", function()
     assert.matches("a bug in my script", err)
   end)
 
+  -- Checkpoints know their experiment (issue 64 item 2): the fingerprint of a checkpoint, a finished run's kept one,
+  -- the temporaries of interrupted writes.
+  local function train_scene(P, iterations, ckpt, logname, more)
+    local o = { rollout = P.run, state = P.s0, optimizer = P.opt, iterations = iterations, checkpoint = ckpt,
+      log = cq.log { name = logname, dir = cwd_out, columns = { "iteration", "loss", "grad_norm", "lr", "seconds",
+        "note" }, quiet = true, resume = more and more.log_resume }, quiet = true }
+    for k, v in pairs(more or {}) do if k ~= "log_resume" then o[k] = v end end
+    return cq.train(o)
+  end
+
+  it("refuses to resume another robot's checkpoint, naming what differs", function()
+    local ckpt = cwd_out .. "/robot.ckpt.json"
+    local A = scene.problem()
+    train_scene(A, 3, ckpt, "robot_a")
+    local bytes = read(ckpt)
+    local B = scene.problem { spacing = 1 / 64 } -- the same parameters, a robot of more particles
+    local ok, err = pcall(train_scene, B, 5, ckpt, "robot_b")
+    assert.is_false(ok)
+    print("  " .. err)
+    assert.matches("train_spec.lua:%d+: cq.train: the checkpoint .*robot.ckpt.json belongs to another experiment: " ..
+      "particles " .. A.world.n .. " there, " .. B.world.n .. " here %(resume = false starts afresh, or remove the " ..
+      "file%)", err)
+    assert.is_true(A.world.n ~= B.world.n)
+    assert.are.equal(bytes, read(ckpt))
+    -- another parameter layout: named by parameter, with its sizes
+    local p = cq.param { n = 3 }
+    ok, err = pcall(cq.train, { optimizer = cq.sgd { params = { p } }, iterations = 5, checkpoint = ckpt, quiet = true,
+      log = cq.log { name = "robot_c", dir = cwd_out, columns = { "iteration" }, quiet = true },
+      evaluate = function() return 1 end })
+    assert.is_false(ok)
+    print("  " .. err)
+    assert.matches("another experiment: 2 parameters there, 1 here; a world of " .. A.world.n .. " particles there, " ..
+      "none here %(", err)
+    -- resume = false starts afresh over it
+    local r = train_scene(B, 2, ckpt, "robot_b2", { resume = false })
+    assert.is_nil(r.resumed_from)
+    assert.are.equal(B.world.n, cq.json.read(ckpt).fingerprint.world.n)
+  end)
+
+  it("a finished run run again keeps its checkpoint bit for bit and returns its result; more iterations go on " ..
+    "from it as one longer run", function()
+    local ckpt = cwd_out .. "/fin.ckpt.json"
+    local A = scene.problem()
+    local ra = train_scene(A, 4, ckpt, "fin", { keep_best = true })
+    local bytes, csv, va = read(ckpt), read(cwd_out .. "/fin.csv"), values(A.opt.params)
+    -- the same command again (fresh objects, as a new process): no training, the checkpoint and the log as they were
+    local B = scene.problem()
+    local evaluations = 0
+    local rb = train_scene(B, 4, ckpt, "fin", { keep_best = true, log_resume = 4,
+      before = function() evaluations = evaluations + 1 end })
+    assert.is_true(rb.already_finished)
+    assert.are.equal(bytes, read(ckpt))
+    assert.are.same(rows(csv), rows(read(cwd_out .. "/fin.csv")))
+    assert.are.same({ ra.loss, 4, 4, ra.best.loss, ra.best.iteration, ra.recoveries },
+      { rb.loss, rb.iteration, rb.resumed_from, rb.best.loss, rb.best.iteration, rb.recoveries })
+    assert.are.same(va, values(B.opt.params)) -- the best iterate's parameters (keep_best), as after the run
+    assert.are.equal(1, evaluations) -- before(4) and one forward pass: the rollout holds the last iteration's
+    assert.is_truthy(B.run:trajectory())
+    print(string.format("  finished after 4 iterations (loss %.6g): run again, %d bytes of checkpoint unchanged",
+      ra.loss, #bytes))
+    -- resume = true is the same
+    local rt = train_scene(scene.problem(), 4, ckpt, "fin", { keep_best = true, log_resume = 4, resume = true })
+    assert.is_true(rt.already_finished)
+    assert.are.equal(bytes, read(ckpt))
+    -- 7 iterations: resumed after iteration 4 (the step it did not take first), to the 7-iteration run's result
+    local R = scene.problem()
+    local rr = train_scene(R, 7, cwd_out .. "/ref7.ckpt.json", "ref7")
+    local C = scene.problem()
+    local rc = train_scene(C, 7, ckpt, "fin", { log_resume = 4 })
+    assert.are.equal(4, rc.resumed_from)
+    assert.is_nil(rc.already_finished)
+    assert.are.equal(rr.loss, rc.loss)
+    assert.are.same(values(R.opt.params), values(C.opt.params))
+    assert.are.same(rows(read(cwd_out .. "/ref7.csv")), rows(read(cwd_out .. "/fin.csv")))
+    local note = read(cwd_out .. "/fin.csv"):match("\n4,,,,,([^\n]+)")
+    print("  " .. note)
+    assert.are.equal("resumed from " .. ckpt .. " after iteration 4 of 7 (a finished run taken further: iterations " ..
+      "4 -> 7)", note)
+    local ck = cq.json.read(ckpt)
+    assert.are.same({ true, 7 }, { ck.finished, ck.iteration })
+    -- fewer iterations than the checkpoint holds: refused
+    local ok, err = pcall(train_scene, scene.problem(), 5, ckpt, "fin5")
+    assert.is_false(ok)
+    assert.matches("the checkpoint .*fin.ckpt.json is at iteration 7 %(finished%); this run asks for 5 iterations: " ..
+      "give more than 7 to go on from it, or resume = false to start afresh", err)
+  end)
+
+  it("resumes only with the same script arguments, but for the iteration count; the fingerprint option adds items",
+    function()
+    local A = require "cq.args"
+    local parsed, host_arg = A.parsed, rawget(_G, "arg")
+    local spec = { name = "examples/demo.lua", { "iters", 4, "iterations", integer = true }, { "lr", 0.25, "step" },
+      { "seed", 1, "seed" } }
+    local ckpt = cwd_out .. "/args.ckpt.json"
+    local function go(argv, more)
+      local a = A.parse(argv, spec)
+      local p = cq.param { n = 2, init = 1 }
+      p.name = "x"
+      local o = { optimizer = cq.sgd { params = { p }, lr = a.lr }, iterations = a.iters, checkpoint = ckpt,
+        quiet = true, log = cq.log { name = "args", dir = cwd_out, columns = { "iteration", "loss", "grad_norm", "lr", "note" },
+          quiet = true, resume = more and more.log_resume },
+        evaluate = function() p.g[0], p.g[1] = 2 * p.v[0], 2 * p.v[1] return p.v[0] ^ 2 + p.v[1] ^ 2 end }
+      for k, v in pairs(more or {}) do if k ~= "log_resume" then o[k] = v end end
+      return cq.train(o), p
+    end
+    local ok, err = pcall(function()
+      local r1 = go({ "3", "lr=0.25" }, { fingerprint = { scene = "walker" } })
+      assert.are.same({ "iters=3", "lr=0.25", "seed=1" }, cq.json.read(ckpt).fingerprint.args)
+      -- the same arguments spelled otherwise (by key, a default left out): the same experiment, finished
+      local r2 = go({ "iters=3" }, { fingerprint = { scene = "walker" }, log_resume = 3 })
+      assert.is_true(r2.already_finished)
+      assert.are.equal(r1.loss, r2.loss)
+      -- another learning rate, another seed, another item of the script's: refused, each named
+      local ok1, e1 = pcall(go, { "iters=5", "lr=0.5", "seed=2" }, { fingerprint = { scene = "climber" } })
+      assert.is_false(ok1)
+      print("  " .. e1)
+      assert.matches("belongs to another experiment: scene \"walker\" there, \"climber\" here; argument lr: 0.25 " ..
+        "there, 0.5 here; argument seed: 1 there, 2 here %(resume = false", e1)
+      -- another script
+      local spec2 = { name = "examples/other.lua", spec[1], spec[2], spec[3] }
+      A.parse({ "iters=5" }, spec2)
+      local p = cq.param { n = 2 }
+      p.name = "x"
+      local ok2, e2 = pcall(cq.train, { optimizer = cq.sgd { params = { p } }, iterations = 5, checkpoint = ckpt,
+        quiet = true, fingerprint = { scene = "walker" }, evaluate = function() return 0 end,
+        log = cq.log { name = "args2", dir = cwd_out, columns = { "iteration" }, quiet = true } })
+      assert.is_false(ok2)
+      assert.matches("another experiment: script \"examples/demo.lua\" there, \"examples/other.lua\" here %(", e2)
+      -- the iteration count alone: the run goes on (iters=3 there, iters=5 here with 3 and 5 iterations)
+      local r3 = go({ "iters=5" }, { fingerprint = { scene = "walker" }, log_resume = 3 })
+      assert.are.same({ 3, 5 }, { r3.resumed_from, r3.iteration })
+      -- fingerprint.args = false: the arguments not compared (another seed resumes)
+      local r4 = go({ "iters=6", "seed=9" }, { fingerprint = { scene = "walker", args = false }, log_resume = 5,
+        resume = true })
+      assert.are.same({ 5, 6 }, { r4.resumed_from, r4.iteration })
+      -- a script without cq.args: the host's arguments as given
+      A.parsed = nil
+      rawset(_G, "arg", { [0] = "./plain.lua", "a", "7" })
+      local p5 = cq.param { n = 2, init = 1 }
+      local function plain(iterations)
+        return cq.train { optimizer = cq.sgd { params = { p5 } }, iterations = iterations, quiet = true,
+          checkpoint = cwd_out .. "/plain.ckpt.json", evaluate = function() p5.g[0] = 1 return p5.v[0] end,
+          log = cq.log { name = "plain", dir = cwd_out, columns = { "iteration", "loss", "grad_norm", "lr" }, quiet = true } }
+      end
+      plain(7)
+      local fp = cq.json.read(cwd_out .. "/plain.ckpt.json").fingerprint
+      assert.are.same({ "plain.lua", { "a", "7" } }, { fp.script, fp.args })
+      _G.arg[2] = "9"
+      assert.are.equal(7, plain(9).resumed_from) -- "7" -> "9" with 7 -> 9 iterations
+      _G.arg[1] = "b"
+      _G.arg[2] = "11"
+      local ok6, e6 = pcall(plain, 11)
+      assert.is_false(ok6)
+      assert.matches("argument 1: a there, b here %(", e6)
+    end)
+    A.parsed = parsed
+    rawset(_G, "arg", host_arg)
+    assert.is_true(ok, tostring(err))
+  end)
+
+  it("removes the temporaries of interrupted writes; resumes an old checkpoint without a fingerprint, warning",
+    function()
+    local ckpt = cwd_out .. "/tmp.ckpt.json"
+    local spawn = require "cq._spawn"
+    local live = spawn.start("exec sleep 30") -- a process that may still be writing its temporary
+    local planted = { dead = ckpt .. ".part.999999999", mine = ckpt .. ".part." .. spawn.pid(),
+      live = ckpt .. ".part." .. live, other = cwd_out .. "/other.ckpt.json.part.999999999" }
+    for _, f in pairs(planted) do local h = assert(io.open(f, "w")) h:write("{ half a fi") h:close() end
+    local A = scene.problem()
+    train_scene(A, 2, ckpt, "tmp")
+    spawn.kill(live, 15)
+    while not spawn.poll(live) do spawn.sleep(0.01) end
+    assert.is_nil(io.open(planted.dead), "a dead process's temporary is removed")
+    assert.is_nil(io.open(planted.mine), "this process's")
+    assert.is_truthy(io.open(planted.live), "a live process's is kept")
+    assert.is_truthy(io.open(planted.other), "another file's is kept")
+    -- the log's temporaries too (cq.train with a name writes out/<name>.csv)
+    local dir = tmpdir()
+    local f = assert(io.open(dir .. "/train_tmp.lua", "w"))
+    f:write(string.format([[
+package.path = %q .. "/?.lua;" .. package.path
+local cq = require "cq"
+os.execute("mkdir -p out")
+for _, n in ipairs { "out/t.ckpt.json.part.999999999", "out/t.csv.part.999999998" } do io.open(n, "w"):close() end
+local p = cq.param { n = 1, init = 1 }
+cq.train { optimizer = cq.sgd { params = { p } }, iterations = 2, name = "t", quiet = true,
+  evaluate = function() p.g[0] = 1 return p.v[0] end }
+]], ROOT))
+    f:close()
+    local out, rc = shell.sh("cd " .. q(dir) .. " && " .. q(EXE) .. " train_tmp.lua && ls out")
+    assert.are.equal(0, rc, out)
+    assert.are.equal("t.ckpt.json\nt.csv\n", out)
+    -- a checkpoint written before fingerprints: resumed, with a warning
+    local ck = cq.json.read(ckpt)
+    ck.fingerprint, ck.finished, ck.iteration = nil, false, 1
+    -- (a run stopped after iteration 1 of 2: its parameters were those after the step; any values do here)
+    cq.json.write(ckpt, ck)
+    local warn = require "cq._warn"
+    local old, said = warn.warn, {}
+    warn.warn = function(msg) said[#said + 1] = msg end
+    local ok, r = pcall(train_scene, scene.problem(), 3, ckpt, "tmp", { log_resume = 1 })
+    warn.warn = old
+    assert.is_true(ok, tostring(r))
+    assert.are.equal(1, r.resumed_from)
+    print("  " .. tostring(said[1]))
+    assert.matches("cq.train: warning: .*tmp.ckpt.json records no fingerprint of its experiment %(written before " ..
+      "checkpoints did%): resumed without checking that it belongs to this run", said[1])
+  end)
+
   -- Starts a child cqlua process running a cq.train of the scene in dir; returns a handle.
   local function child(dir, iterations, tag)
     local script = dir .. "/train_child.lua"

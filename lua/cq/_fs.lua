@@ -61,6 +61,31 @@ function M.write_atomic(where, path, text)
   if not renamed then check.raise(where .. ": cannot rename " .. tmp .. " to " .. path .. ": " .. tostring(rerr)) end
 end
 
+--- Removes the temporaries that writes of path by write_atomic left unfinished (path .. ".part.<process id>", a
+--- process killed mid-write): those of a process that has ended, of this one, or older than an hour (a process id
+--- taken again by another program). A process still writing path keeps its own. Returns the paths removed.
+function M.remove_stale_parts(path)
+  local removed = {}
+  if type(path) ~= "string" or path == "" then return removed end
+  local dir = M.dirname(path)
+  local base = dir == "" and path or path:sub(#dir + 2)
+  local where = dir == "" and "." or dir
+  if not M.is_dir(where) then return removed end
+  local spawn = require "cq._spawn"
+  local me, prefix, now = spawn.pid(), base .. ".part.", os.time()
+  for name in lfs.dir(where) do
+    local pid = name:sub(1, #prefix) == prefix and tonumber(name:sub(#prefix + 1):match("^%d+$")) or nil
+    if pid then
+      local full = dir == "" and name or (dir .. "/" .. name)
+      local age = now - (lfs.attributes(full, "modification") or now)
+      -- (a process of another user answers no signal, but has its /proc entry)
+      local running = spawn.alive(pid) or M.is_dir("/proc/" .. pid)
+      if (pid == me or not running or age > 3600) and os.remove(full) then removed[#removed + 1] = full end
+    end
+  end
+  return removed
+end
+
 --- Moves an existing file out of the way before a new run writes path: path -> <stem>.1<ext>, .1 -> .2, ... up to
 --- keep earlier files (the oldest is dropped). Returns the name the old file got, or nil when there was none.
 function M.rotate(path, keep)

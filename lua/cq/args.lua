@@ -63,7 +63,7 @@ local function convert(s, raw, where)
   if t == "number" then
     local v = tonumber(raw)
     if raw == "inf" then v = math.huge end
-    if v == nil then
+    if v == nil or v ~= v then
       usage_error(string.format("%s: %s must be a number, got %q", where, s[1], raw))
     end
     if s.min and v < s.min then
@@ -94,16 +94,61 @@ local function convert(s, raw, where)
   return raw
 end
 
+local TYPES = { number = true, string = true, boolean = true }
+
+--- Checks spec entry i (the script's own list: an error at the script's line, not a usage error); seen: the keys of
+--- the entries before it.
+function M.check_entry(i, s, seen)
+  local check = require "cq._check"
+  local where = "cq.args"
+  if type(s) ~= "table" then check.fail(where, "spec[" .. i .. "] must be {key, default, meaning}", s) end
+  if type(s[1]) ~= "string" or not s[1]:match("^[%a_][%w_]*$") then
+    check.fail(where, "spec[" .. i .. "][1] (the key) must be an identifier", s[1])
+  end
+  local name = string.format("spec[%d] (%s)", i, s[1])
+  for j = 1, i - 1 do
+    if seen[j] == s[1] then check.fail(where, "spec[" .. i .. "]: key " .. s[1] .. " is listed twice", s[1]) end
+  end
+  seen[i] = s[1]
+  if s.type ~= nil and not TYPES[s.type] then
+    check.fail(where, name .. ": type must be one of number, string, boolean", s.type)
+  end
+  local t, d = typeof(s), s[2]
+  if d ~= nil and type(d) ~= t then check.fail(where, name .. ": the default must be a " .. t, d) end
+  for _, k in ipairs { "min", "max" } do
+    if s[k] ~= nil and (t ~= "number" or type(s[k]) ~= "number") then
+      check.fail(where, name .. ": " .. k .. " must be a number, for a number key", s[k])
+    end
+  end
+  if s.oneof ~= nil and (t ~= "string" or type(s.oneof) ~= "table" or #s.oneof == 0) then
+    check.fail(where, name .. ": oneof must be a non-empty list of strings, for a string key", s.oneof)
+  end
+  if d == nil then return end
+  if s.min and d < s.min then check.fail(where, name .. ": the default must be >= " .. tostring(s.min), d) end
+  if s.max and d > s.max then check.fail(where, name .. ": the default must be <= " .. tostring(s.max), d) end
+  if s.integer and t == "number" and d % 1 ~= 0 and d ~= math.huge then
+    check.fail(where, name .. ": the default must be a whole number (integer = true)", d)
+  end
+  if s.oneof then
+    local ok = false
+    for _, o in ipairs(s.oneof) do ok = ok or o == d end
+    if not ok then check.fail(where, name .. ": the default must be one of " .. table.concat(s.oneof, ", "), d) end
+  end
+end
+
 --- Parses argv (the host's `arg` table, or nil) against spec (see above). Returns a table key -> value, with every
 --- key of the spec present (nil where its default is nil and it was not given). Prints the usage and exits on
 --- --help / -h (opts.exit = false: returns nil and the usage text instead, for tests).
 function M.parse(argv, spec, opts)
   opts = opts or {}
+  local check = require "cq._check"
+  if type(spec) ~= "table" then check.fail("cq.args", "spec must be a list of {key, default, meaning} entries", spec) end
+  if argv ~= nil and type(argv) ~= "table" then check.fail("cq.args", "argv must be nil or a list of strings (arg)", argv) end
   local where = spec.name or script_name()
   local by_key, out, given = {}, {}, {}
-  for i, s in ipairs(spec) do
-    assert(type(s[1]) == "string" and s[1]:match("^[%a_][%w_]*$"), "cq.args: spec entry " .. i .. " needs a key")
-    assert(not by_key[s[1]], "cq.args: key " .. s[1] .. " listed twice")
+  local seen = {}
+  for i, s in ipairs(spec) do M.check_entry(i, s, seen) end
+  for _, s in ipairs(spec) do
     by_key[s[1]] = s
     out[s[1]] = s[2]
   end
@@ -146,6 +191,11 @@ function M.parse(argv, spec, opts)
       if a ~= "" then out[s[1]] = convert(s, tostring(a), where) end
     end
   end
+  -- what the script was started with, its defaults filled in: cq.train's and cq.augmented_lagrangian's checkpoints
+  -- record it (lua/cq/_fingerprint.lua), so a run resumes whichever way its arguments were spelled
+  local values = {}
+  for k, v in pairs(out) do values[k] = v end
+  M.parsed = { name = spec.name or script_name(), spec = spec, values = values }
   return out
 end
 

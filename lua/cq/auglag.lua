@@ -4,16 +4,18 @@
 -- the violation fell to c times its last value, else raising that penalty a-fold. A numerical failure of the loss (a
 -- blow-up, a non-finite value) goes back to the last evaluated parameters and steps again with a smaller step size.
 -- Like cq.train, it can write a checkpoint after every iteration (checkpoint = path), resume from it with the same
--- result as an uninterrupted run, and stop at an iteration boundary on SIGINT / SIGTERM.
+-- result as an uninterrupted run, and stop at an iteration boundary on SIGINT / SIGTERM. Each checkpoint records the
+-- experiment it belongs to (lua/cq/_fingerprint.lua): another experiment's is refused.
 local check = require "cq._check"
 local recover_ = require "cq._recover"
 local fs = require "cq._fs"
 local json = require "cq.json"
+local fingerprint = require "cq._fingerprint"
 
 local M = {}
 local OPTIONS = check.option_set("cq.augmented_lagrangian", { "params", "loss", "constraints", "lr", "tau0", "c",
   "a", "inner_max", "outer_max", "tol", "on_iteration", "state", "recover", "on_recover", "checkpoint", "resume",
-  "extra" })
+  "extra", "fingerprint" })
 local RECOVER_OPTIONS = check.option_set("cq.augmented_lagrangian recover", { "retries", "shrink" })
 local EXTRA_OPTIONS = check.option_set("cq.augmented_lagrangian extra", { "save", "load" })
 local FORMAT = "cqlua-augmented-lagrangian"
@@ -58,21 +60,44 @@ end
 --- failures in a row, or one before any evaluation succeeded, raise the error. on_recover(s, message, lr_factor) is
 --- called at each recovery.
 --- checkpoint = path: after every iteration (and every recovery and multiplier update) the params, the state, the
---- recovery snapshot and extra.save() are written there (JSON, atomically); resume = "auto" (default: continue an
---- unfinished run's checkpoint; a finished one starts over), true (it must exist) or false (start over). A resumed
---- run takes the same steps as the uninterrupted one, a recovery at its first step included. The first SIGINT or
+--- recovery snapshot and extra.save() are written there (JSON, atomically); resume = "auto" (default: continue the
+--- checkpoint), true (it must exist) or false (start over). A resumed run takes the same steps as the uninterrupted
+--- one, a recovery at its first step included. The checkpoint records the experiment (as cq.train's: the params'
+--- names and sizes, the constraints' count, inner_max and outer_max, the script and its arguments, the fingerprint
+--- option's items) and one of another experiment is refused, naming what differs; a finished run's checkpoint is
+--- kept: run again, it returns the finished run's result without a step (result.already_finished), unless a larger
+--- outer_max takes an infeasible run further; temporaries of interrupted writes are removed. The first SIGINT or
 --- SIGTERM stops the run at the next iteration boundary (an evaluation the engine stopped midway is dropped) with a
 --- one-line error naming the checkpoint; the host exits with 128 + the signal.
 function M.run(opts)
   local where = "cq.augmented_lagrangian"
   check.options(where, opts, OPTIONS)
   if type(opts.params) ~= "table" or #opts.params == 0 then check.fail(where, "params must be a non-empty list", opts.params) end
+  for i, p in ipairs(opts.params) do
+    if type(p) ~= "table" or type(p.n) ~= "number" or p.v == nil or p.g == nil or type(p.zero_grad) ~= "function" then
+      check.fail(where, "params[" .. i .. "] must be a parameter (cq.param, controller.params, design.params)", p)
+    end
+  end
   if type(opts.loss) ~= "function" then check.fail(where, "loss must be a function() -> task loss", opts.loss) end
   local cons = opts.constraints
   if type(cons) ~= "table" or #cons == 0 then check.fail(where, "constraints must be a non-empty list of {f, limit}", cons) end
   for i, cm in ipairs(cons) do
     if type(cm) ~= "table" or type(cm[1]) ~= "function" or type(cm[2]) ~= "number" then
       check.fail(where, "constraints[" .. i .. "] must be {f (a function(w) -> C), limit (a number)}", cm)
+    end
+    check.number(where, "constraints[" .. i .. "] limit", cm[2])
+    -- a limit below the least value C can take is one no design reaches: the driver would run to outer_max
+    local least = check.lower_bounds[cm[1]]
+    if least and cm[2] < least[1] then
+      check.fail(where, string.format("constraints[%d] limit must be >= %g: the constraint is %s, which is never " ..
+        "below %g, so no design can reach a lower limit", i, least[1], least[2], least[1]), cm[2])
+    elseif cm[2] < 0 then
+      local C = cm[1](0)
+      if type(C) == "number" and C >= 0 then
+        require("cq._warn").warn(string.format("cqlua: warning: %s: constraints[%d] has the negative limit %g, and " ..
+          "C = %g >= 0 at the start: a constraint that cannot be negative (a binarization, a volume fraction) never " ..
+          "reaches such a limit, and the driver runs on to outer_max", where, i, cm[2], C))
+      end
     end
   end
   local lr = check.number(where, "lr", opts.lr or 0.01, 0, math.huge, { open_lo = true })
@@ -88,6 +113,9 @@ function M.run(opts)
     recover = { retries = check.integer(where, "recover.retries", recover.retries or 5, 1),
       shrink = check.number(where, "recover.shrink", recover.shrink or 0.5, 0, 1, { open_lo = true, open_hi = true }) }
   end
+  if opts.on_iteration ~= nil and type(opts.on_iteration) ~= "function" then
+    check.fail(where, "on_iteration must be nil or a function(s, L, task, C, tau, kappa)", opts.on_iteration)
+  end
   if opts.on_recover ~= nil and type(opts.on_recover) ~= "function" then
     check.fail(where, "on_recover must be nil or a function(s, message, lr_factor)", opts.on_recover)
   end
@@ -101,6 +129,10 @@ function M.run(opts)
   if resume == true and not ckpt then check.fail(where, "resume = true needs a checkpoint path", opts.checkpoint) end
   recover_.check_extra(where, opts.extra, EXTRA_OPTIONS)
   local M_ = #cons
+  -- what the checkpoint records of the experiment, and checks when it resumes
+  local fp = fingerprint.make(where, { params = opts.params, budget = { inner_max = inner_max, outer_max = outer_max },
+    more = { constraints = M_ }, items = opts.fingerprint })
+  if ckpt then fs.remove_stale_parts(ckpt) end -- the temporaries of writes that a killed run left unfinished
   local kappa, tau, vprev = {}, {}, {}
   local function violations(w)
     local v, C = {}, {}
@@ -114,14 +146,14 @@ function M.run(opts)
   -- date in place (to save a run) and taken as the start when given
   local st = opts.state
   if st ~= nil and type(st) ~= "table" then check.fail(where, "state must be a table (empty, or saved from a run)", st) end
-  -- the checkpoint of an unfinished run: its params and state (which replaces the contents of opts.state)
+  -- the checkpoint of this experiment: its params and state (which replaces the contents of opts.state)
   local saved
   if ckpt and resume ~= false and fs.exists(ckpt) then
     saved = json.read(ckpt)
     if type(saved) ~= "table" or saved.format ~= FORMAT then
       check.raise(where .. ": " .. ckpt .. " is not a cq.augmented_lagrangian checkpoint; remove it or pass resume = false")
     end
-    if saved.finished and resume == "auto" then saved = nil end -- a finished run: start over
+    fingerprint.check(where, ckpt, saved.fingerprint, fp)
   elseif resume == true then
     check.raise(where .. ": resume = true but there is no checkpoint " .. ckpt)
   end
@@ -156,6 +188,27 @@ function M.run(opts)
   local resume_inner = st and type(st.inner) == "table" and type(st.adam) == "table" and st.inner
   local resume_adam = resume_inner and st.adam
   local resumed_from = saved and iterations or nil
+  if saved and saved.finished then
+    -- a finished run: kept as it is, its result returned, unless it ended infeasible at its outer_max and this run
+    -- allows more outer iterations (then it goes on as a run with that outer_max would have)
+    local v0 = violations()
+    local feasible = true
+    for m = 1, M_ do if v0[m] > 0 then feasible = false end end
+    if feasible or done >= outer_max then
+      print(string.format("%s: %s holds this run, finished after iteration %d (outer iteration %d of at most %d, " ..
+        "%s): its result, without a step (resume = false starts afresh)", where, ckpt, iterations, done, outer_max,
+        feasible and "feasible" or "infeasible"))
+      return { kappa = kappa, tau = tau, violations = v0, iterations = iterations, outer = done, feasible = feasible,
+        stopped = false, recoveries = recoveries, lr_factor = saved.lr_factor or 1, resumed_from = resumed_from,
+        already_finished = true, checkpoint = ckpt }
+    end
+  end
+  if saved then
+    local change = fingerprint.budget_change(saved.fingerprint, fp)
+    print(string.format("%s: resumed from %s after iteration %d (in outer iteration %d of at most %d%s)", where,
+      ckpt, iterations, done + 1, outer_max, change and ("; " .. (saved.finished and "a finished run taken further" or
+      "the budget changed") .. ": " .. change) or ""))
+  end
   -- keep(opt, inner, hist): the state, and inside an inner loop (opt given) where that loop stands
   local function keep(opt, inner, hist)
     if st then
@@ -178,8 +231,8 @@ function M.run(opts)
     for _, k in ipairs(STATE_FIELDS) do state[k] = st[k] end
     json.write(ckpt, { format = FORMAT, finished = finished, constraints = M_,
       objects = require("cq.save").pack({ params = opts.params }, nil, where), state = state,
-      good = in_inner and good or nil, failures = in_inner and failures or nil,
-      extra = opts.extra and opts.extra.save() or nil })
+      good = in_inner and good or nil, failures = in_inner and failures or nil, lr_factor = factor,
+      extra = opts.extra and opts.extra.save() or nil, fingerprint = fp })
   end
   local host = require("cq.train").host
   -- the first signal: the checkpoint already holds the last iteration boundary (written after each), so stop here

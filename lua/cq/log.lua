@@ -22,7 +22,8 @@ end
 
 --- cq.log{name, columns, dir = "out", resume = false, quiet = false}: writes <dir>/<name>.csv with the given columns
 --- (iteration and seconds are filled in). resume = the iteration to continue after: rows up to it are kept, later
---- ones dropped (the state saved at that iteration knows nothing of them); otherwise an existing file is rotated.
+--- ones dropped (the state saved at that iteration knows nothing of them), and log.first and log.last are read back
+--- from the kept rows; otherwise an existing file is rotated.
 --- quiet: no progress lines.
 function M.new(opts)
   local where = "cq.log"
@@ -56,7 +57,22 @@ function M.new(opts)
     for line in f:lines() do
       local fields = split(line)
       local it = tonumber(fields[it_col])
-      if it and it <= opts.resume then kept[#kept + 1] = line end
+      if it and it <= opts.resume then
+        kept[#kept + 1] = line
+        -- an iteration's row (a note's has only the iteration and the note): log.first and log.last, as if logged
+        local row, filled = {}, false
+        for i, c in ipairs(columns) do
+          local x = fields[i]
+          if x and x ~= "" then
+            row[c] = tonumber(x) or x
+            if c ~= "iteration" and c ~= "note" then filled = true end
+          end
+        end
+        if filled then
+          self.first = self.first or row
+          self.last = row
+        end
+      end
     end
     f:close()
   elseif not opts.resume then
@@ -85,11 +101,32 @@ function Log:_row(values)
   self.file:flush()
 end
 
+function Log:_has_column(name)
+  for _, c in ipairs(self.columns) do if c == name then return true end end
+  return false
+end
+
 --- Records iteration it of total with a table of named values; prints one progress line.
 function Log:iteration(it, total, values)
   check.integer("log:iteration", "it", it, 1)
   check.number("log:iteration", "total", total)
   if type(values) ~= "table" then check.fail("log:iteration", "values must be a table of named values", values) end
+  for k, v in pairs(values) do
+    local t = type(v)
+    if t ~= "number" and t ~= "string" and t ~= "boolean" then
+      check.fail("log:iteration", "values." .. tostring(k) .. " must be a number, a string or a boolean (a CSV cell)", v)
+    end
+    if k ~= "iteration" and k ~= "seconds" and not self:_has_column(k) then
+      -- (a value the file has no column for is dropped: said once per name and log)
+      self._unlogged = self._unlogged or {}
+      if not self._unlogged[k] then
+        self._unlogged[k] = true
+        require("cq._warn").warn(string.format("cqlua: warning: log:iteration: the value %s is not a column of %s " ..
+          "(columns: %s), so it is not written; add it to cq.log's columns", tostring(k), self.path,
+          table.concat(self.columns, ", ")))
+      end
+    end
+  end
   local now = clock.now()
   values.iteration, values.seconds = it, now - self.tlast
   self.tlast = now

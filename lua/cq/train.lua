@@ -2,15 +2,18 @@
 -- checkpoint after every iteration, resumption with the same result as an uninterrupted run, a clean stop at an
 -- iteration boundary on SIGINT / SIGTERM, and recovery from numerical failures (a blow-up, a non-finite loss or
 -- gradient): restore the last good parameters and optimizer state, shrink the step size, note it in the log, retry.
+-- Each checkpoint records the experiment it belongs to (lua/cq/_fingerprint.lua): another experiment's is refused.
 local ffi = require "ffi"
 local check = require "cq._check"
 local fs = require "cq._fs"
 local json = require "cq.json"
 local recover_ = require "cq._recover"
+local fingerprint = require "cq._fingerprint"
 
 local M = {}
 local OPTIONS = check.option_set("cq.train", { "rollout", "state", "optimizer", "iterations", "name", "log", "columns",
-  "values", "lr_schedule", "before", "evaluate", "keep_best", "checkpoint", "resume", "recover", "extra", "quiet" })
+  "values", "lr_schedule", "before", "evaluate", "keep_best", "checkpoint", "resume", "recover", "extra", "quiet",
+  "fingerprint" })
 local RECOVER_OPTIONS = check.option_set("cq.train recover", { "retries", "shrink", "worse", "grow" })
 local EXTRA_OPTIONS = check.option_set("cq.train extra", { "save", "load" })
 
@@ -39,14 +42,21 @@ local numerical, snapshot, restore = recover_.numerical, recover_.snapshot, reco
 ---   name: the log (out/<name>.csv) and checkpoint (out/<name>.ckpt.json) names; log: a cq.log to use instead;
 ---   columns, values(it, loss, rollout) -> table: extra log columns and their values;
 ---   keep_best = true: restore the parameters of the lowest loss at the end (result.best);
----   checkpoint = path | false (default out/<name>.ckpt.json); resume = "auto" (default: continue an unfinished
----   run's checkpoint), true (the checkpoint must exist) or false (start over; the old log is rotated);
+---   checkpoint = path | false (default out/<name>.ckpt.json); resume = "auto" (default: continue the checkpoint),
+---   true (the checkpoint must exist) or false (start over; the old log is rotated). A checkpoint records the
+---   experiment (fingerprint: the parameters' names and sizes, the world's shape, the iterations, the script and its
+---   arguments, the fingerprint option's items) and one of another experiment is refused, naming what differs (the
+---   arguments may differ in the iteration count only); a finished run's checkpoint is kept: run again with the same
+---   iterations, it returns the finished run's result without training (result.already_finished), with more it goes
+---   on as a run of that many iterations would; temporaries of interrupted writes (<checkpoint>.part.<pid>) are removed;
+---   fingerprint = {name = value, ...}: the script's own items (worlds by their shape; args = false | a table replaces
+---   the script's arguments);
 ---   recover = {retries = 5, shrink = 0.5, worse = nil, grow = 1} | false (worse = r > 1: an iteration whose loss is
 ---   above r times the last accepted one is rejected as a failure is: backtracking on a rough loss; grow = g >= 1:
 ---   each accepted iteration multiplies the shrunk step size by g, up to the unshrunk one);
 ---   extra = {save = f() -> table, load = f(table)}: more state for the checkpoint (e.g. a random generator's seed);
 ---   quiet: no progress lines.
---- Returns {loss, iteration, best = {loss, iteration}, recoveries, resumed_from, log, checkpoint}.
+--- Returns {loss, iteration, best = {loss, iteration}, recoveries, resumed_from, already_finished, log, checkpoint}.
 function M.train(opts)
   local where = "cq.train"
   check.options(where, opts, OPTIONS)
@@ -91,16 +101,40 @@ function M.train(opts)
   local resume = opts.resume == nil and "auto" or opts.resume
   check.oneof(where, "resume", resume, { "auto", true, false })
   local keeper = opts.keep_best and require("cq.optim").keep_best { params = opt.params } or nil
+  -- what the checkpoint records of the experiment, and checks when it resumes
+  local fp = fingerprint.make(where, { params = opt.params, world = run and run.world,
+    budget = { iterations = iterations }, items = opts.fingerprint })
+  -- the temporaries of writes that a killed run left unfinished
+  if ckpt then fs.remove_stale_parts(ckpt) end
+  if name and not opts.log then fs.remove_stale_parts("out/" .. name .. ".csv") end
 
-  -- the starting point: a fresh run, or the checkpoint of an unfinished one
+  -- the starting point: a fresh run, or the checkpoint of this experiment: an unfinished run, a finished one to go
+  -- on with (more iterations), or one finished with these iterations (finished_before: its result, no training)
   local base_lr, factor, start, recoveries, saved = {}, 1, 0, 0, nil
+  local finished_before
   for gi, g in ipairs(opt.groups) do base_lr[gi] = g.lr end
   if ckpt and resume ~= false and fs.exists(ckpt) then
     saved = json.read(ckpt)
     if type(saved) ~= "table" or saved.format ~= "cqlua-train" then
       check.raise(where .. ": " .. ckpt .. " is not a cq.train checkpoint; remove it or pass resume = false")
     end
-    if saved.finished and resume == "auto" then saved = nil end -- a finished run: start over
+    fingerprint.check(where, ckpt, saved.fingerprint, fp)
+    local at = saved.iteration
+    if type(at) ~= "number" then
+      check.raise(where .. ": " .. ckpt .. " holds no iteration; remove it or pass resume = false")
+    end
+    if saved.finished and at == iterations then
+      finished_before = true
+    elseif at >= iterations then
+      check.raise(string.format("%s: the checkpoint %s is at iteration %d%s; this run asks for %d iterations: give " ..
+        "more than %d to go on from it, or resume = false to start afresh", where, ckpt, at, saved.finished and
+        " (finished)" or (" of " .. tostring(saved.iterations)), iterations, at))
+    elseif saved.finished and type(saved.last_grads) ~= "table" then
+      check.raise(string.format("%s: the checkpoint %s holds a run finished after iteration %d, written before " ..
+        "checkpoints kept its last gradients: it cannot go on to %d iterations; resume = false starts afresh", where,
+        ckpt, at, iterations))
+    end
+    recover_.check_checkpoint(where, ckpt, saved, opt, opts.extra) -- every field the run goes on with
   elseif resume == true then
     check.raise(where .. ": resume = true but there is no checkpoint " .. tostring(ckpt))
   end
@@ -117,6 +151,15 @@ function M.train(opts)
     start, factor, recoveries, base_lr = saved.iteration, saved.lr_factor, saved.recoveries, saved.base_lr
     accepted, failures = saved.accepted_loss, saved.failures or 0
     if opts.extra and saved.extra then opts.extra.load(saved.extra) end
+    if saved.finished and not finished_before then
+      -- a finished run taken further: the step that it did not take after its last iteration, as a longer run takes it
+      for k, p in ipairs(opt.params) do
+        local g = saved.last_grads[k]
+        for i = 0, p.n - 1 do p.g[i] = g[i + 1] end
+      end
+      good = recover and snapshot(opt) or nil
+      opt:step()
+    end
   end
 
   local columns = { "iteration", "loss", "grad_norm", "lr" }
@@ -125,13 +168,46 @@ function M.train(opts)
   columns[#columns + 1] = "note"
   local log = opts.log or require("cq.log").new { name = name, columns = columns, resume = saved and start or false,
     quiet = opts.quiet }
-  if saved then log:note(start, string.format("resumed from %s after iteration %d of %d", ckpt, start, iterations)) end
+  if finished_before then
+    -- run again as it was: the checkpoint stays as the run left it; the parameters (the best with keep_best), the
+    -- optimizer, extra and the log's first and last rows are the finished run's, and the rollout holds its last
+    -- iteration's forward pass, as after the run
+    if not opts.quiet then
+      print(string.format("%s: %s holds this run, finished after iteration %d of %d (loss %.6g): its result, without " ..
+        "training (more iterations go on from it; resume = false starts afresh)", where, ckpt, start, iterations,
+        accepted or 0 / 0))
+    end
+    if run and not opts.evaluate then
+      if opts.before then opts.before(start, run) end
+      run:forward(opts.state)
+    end
+    if keeper then keeper:restore() end
+    log:close()
+    return { loss = accepted, iteration = start, best = keeper and { loss = keeper.loss, iteration = keeper.iteration }
+      or nil, recoveries = recoveries, resumed_from = start, already_finished = true, log = log, checkpoint = ckpt }
+  end
+  if saved then
+    local change = fingerprint.budget_change(saved.fingerprint, fp)
+    log:note(start, string.format("resumed from %s after iteration %d of %d%s", ckpt, start, iterations,
+      change and (" (" .. (saved.finished and "a finished run taken further" or "the budget changed") .. ": " ..
+      change .. ")") or ""))
+  end
 
   local function write_checkpoint(it, finished)
     if not ckpt then return end
+    local last_grads -- a finished run's last gradients: a run with more iterations takes the step they give
+    if finished then
+      last_grads = {}
+      for k, p in ipairs(opt.params) do
+        local g = {}
+        for i = 0, p.n - 1 do g[i + 1] = p.g[i] end
+        last_grads[k] = g
+      end
+    end
     json.write(ckpt, { format = "cqlua-train", iteration = it, iterations = iterations, finished = finished,
       lr_factor = factor, base_lr = base_lr, recoveries = recoveries, accepted_loss = accepted, failures = failures,
-      objects = S.pack(objects, nil, where), good = good, extra = opts.extra and opts.extra.save() or nil })
+      objects = S.pack(objects, nil, where), good = good, extra = opts.extra and opts.extra.save() or nil,
+      fingerprint = fp, last_grads = last_grads })
   end
   local function set_lr(it)
     local f = (opts.lr_schedule and opts.lr_schedule(it) or 1) * factor
