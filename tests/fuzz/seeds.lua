@@ -1,12 +1,12 @@
 -- tests/fuzz/seeds.lua: the starting corpus of the fuzzers (make fuzz): a few small valid files per loader.
--- usage: build/bin/cqlua tests/fuzz/seeds.lua <directory>   (writes <directory>/{png,obj,stl,lattice,msh}/...)
+-- usage: build/bin/cqlua tests/fuzz/seeds.lua <directory>   (writes <directory>/{png,obj,stl,lattice,msh,json}/...)
 package.path = "./scenes/?.lua;./tests/?.lua;" .. package.path
 local cq = require "cq"
 local meshes = require "meshes"
 local msh = require "_msh_files"
 
 local dir = assert(arg[1], "usage: cqlua tests/fuzz/seeds.lua <directory>")
-for _, sub in ipairs { "png", "obj", "stl", "lattice", "msh" } do os.execute("mkdir -p '" .. dir .. "/" .. sub .. "'") end
+for _, sub in ipairs { "png", "obj", "stl", "lattice", "msh", "json" } do os.execute("mkdir -p '" .. dir .. "/" .. sub .. "'") end
 local function write(path, bytes)
   local f = assert(io.open(dir .. "/" .. path, "wb"))
   f:write(bytes)
@@ -59,3 +59,6 @@ if proc.which("gmsh") then
     q(dir .. "/msh/box_bin.msh"), q(geo))))
   os.remove(geo)
 end
+
+-- JSON: cq.save files and cq.train checkpoints of the objects the json target reads them into (tests/fuzz/fuzz_json.lua)
+require("fuzz.fuzz_json").seeds(dir .. "/json")
