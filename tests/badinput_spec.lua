@@ -147,7 +147,7 @@ describe("non-finite numbers are refused with the option named", function()
   it("inf E at commit, and NaN or inf actuation and force in world:step", function()
     local w = cq.world { n = 4, n_actuators = 1 }
     w:fill("E", math.huge)
-    has(err_of(w.commit, w), "world:commit", "particle 1: E (Young's modulus) must be > 0 (got inf)")
+    has(err_of(w.commit, w), "world:commit", "particle 1: E (Young's modulus) must be finite and > 0 (got inf)")
     w:fill("E", 10)
     w:commit()
     local s = w:state()
@@ -211,7 +211,8 @@ describe("more bad input found by the ASan campaign", function()
     has(err_of(cq.world, { n = 2, walls = { floor = { type = "friction", friction = "high" } } }),
       "walls.floor: friction must be a number", "high")
     local big = cq.world { n = 2, dt = 1e30 }
-    has(err_of(big.commit, big), "world:commit", "use more substeps (>= ") -- no int overflow in the suggestion
+    -- no int overflow in the suggestion, and no count past what substeps takes (2^31 - 1)
+    has(err_of(big.commit, big), "world:commit", "more than 2^31 - 1 substeps: use a smaller dt")
   end)
   it("arrays sized by options name the option; an objective's axis is checked against the world", function()
     has(err_of(cq.param, { n = 2 ^ 31 - 1 }), "cq.param: n must be in [1, 134217728]")

@@ -63,7 +63,8 @@ describe("optimizers refuse non-finite steps", function()
     assert.matches("cq.adam params%[1%]: lr must be a number", err(cq.adam, { params = { { params = { p }, lr = 0 / 0 } } }))
     local opt = cq.adam { params = { p }, lr = 0.1 }
     set_grad(p, 1)
-    opt.lr = math.huge
+    assert.matches("cq.adam: lr must be finite %(got inf%)", err(function() opt.lr = math.huge end)) -- refused when set
+    opt.groups[1].lr = math.huge -- (a group's lr is a plain field: refused when stepping)
     assert.matches("lr of group 1 must be a finite number > 0 %(got inf%)", err(opt.step, opt))
     assert.are.equal(1, p.v[0])
   end)

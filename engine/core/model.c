@@ -251,10 +251,16 @@ static int check_range(const char* name, const char* doc, double v, double lo, d
                        int component, int ncomp, char* why, int len) {
   int ok = isfinite(v) && ((bounds & CQ_OPEN_LO) ? v > lo : v >= lo) && ((bounds & CQ_OPEN_HI) ? v < hi : v <= hi);
   if (ok || !why) return ok;
-  char range[96], comp[32] = "";
+  char range[96], comp[32] = "", got[40];
   range_text(lo, hi, bounds, range, sizeof range);
   if (ncomp > 1) snprintf(comp, sizeof comp, "[%d]", component + 1);
-  snprintf(why, len, "particle %d: %s%s (%s) must be %s (got %g)", p + 1, name, comp, doc, range, v);
+  if (isnan(v))
+    snprintf(got, sizeof got, "nan"); /* (printf's "-nan" for 0/0 says nothing more) */
+  else
+    snprintf(got, sizeof got, "%g", v);
+  /* a non-finite value is out of every range, "finite" included: say so (E = inf is not refused for its sign) */
+  snprintf(why, len, "particle %d: %s%s (%s) must be %s%s (got %s)", p + 1, name, comp, doc,
+           !isfinite(v) && strcmp(range, "finite") != 0 ? "finite and " : "", range, got);
   return 0;
 }
 
@@ -348,20 +354,26 @@ int cqi_stable_dt_exceeded(const cqi_model* m, char* why, int len) {
   double dt_wave, dt_visc, rho = (double)(m->mass[p] / m->vol0[p]);
   cqi_particle_stable_dt(m, &prm, p, &dt_wave, &dt_visc);
   double need = ceil(m->desc.dt / m->stable_dt);
+  /* the substeps to suggest: a count the world accepts (an int), else what to change instead */
+  char advice[160];
+  if (need <= 2147483647.0)
+    snprintf(advice, sizeof advice, "use more substeps (>= %.0f), a smaller dt", need);
+  else
+    snprintf(advice, sizeof advice, "it would take %.3g substeps, more than 2^31 - 1 substeps: use a smaller dt", need);
   if (dt_visc < dt_wave) /* the viscosity binds */
     snprintf(why, len,
              "the substep dt/substeps = %g is above the stable limit %g of the current parameters, set by the "
              "viscosity of particle %d (%s, visc = %g, density %g): viscous limit rho dx^2 / (2 d visc) = %g (wave "
-             "limit dx / c = %g); use more substeps (>= %.0f), a smaller dt or a lower visc",
-             m->dt_sub, m->stable_dt, p + 1, desc, (double)m->visc[p], rho, dt_visc, dt_wave, need);
+             "limit dx / c = %g); %s or a lower visc",
+             m->dt_sub, m->stable_dt, p + 1, desc, (double)m->visc[p], rho, dt_visc, dt_wave, advice);
   else {
     char also[120] = "";
     if (m->visc[p] > 0) snprintf(also, sizeof also, ", lowered by its viscosity visc = %g", (double)m->visc[p]);
     snprintf(why, len,
              "the substep dt/substeps = %g is above the stable limit %g of the current parameters (particle "
              "%d, %s, has the largest wave speed c = sqrt(M / rho) = %g, M its material's P-wave modulus: the limit is "
-             "dx / c%s); use more substeps (>= %.0f), a smaller dt or a softer material",
-             m->dt_sub, m->stable_dt, p + 1, desc, m->desc.dx / dt_wave, also, need);
+             "dx / c%s); %s or a softer material",
+             m->dt_sub, m->stable_dt, p + 1, desc, m->desc.dx / dt_wave, also, advice);
   }
   return 1;
 }

@@ -38,7 +38,8 @@ static int stage_field(cq_world* w, const char* name, int shape, const double* s
     if (!isfinite(src[i])) {
       char where[96];
       entry_text(shape, i, m->n, m->dim, where, sizeof where);
-      return cqi_errorf(&w->err, CQ_ERR_ARG, "step %ld: %s%s is not finite (%g)", step, name, where, src[i]);
+      return cqi_errorf(&w->err, CQ_ERR_ARG, "step %ld: %s%s is not finite (%g)", step, name, where,
+                        isnan(src[i]) ? fabs(src[i]) : src[i]); /* "nan", not printf's "-nan" */
     }
   size_t bytes = sizeof(cq_real) * (size_t)(len > 0 ? len : 1);
   if (!*host && !(*host = malloc(bytes)))
@@ -152,6 +153,8 @@ int cqi_blowup(cq_world* w, const cqi_check* bad, long k, long step, const cq_pa
     x[a] = s->x[a * n + p];
     v[a] = s->v[a * n + p];
     speed += v[a] * v[a];
+    if (isnan(x[a])) x[a] = fabs(x[a]); /* printed "nan", not "-nan" */
+    if (isnan(v[a])) v[a] = fabs(v[a]);
   }
   speed = sqrt(speed);
   char pos[96], vel[96];

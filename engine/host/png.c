@@ -81,6 +81,18 @@ static size_t checked_chunks(const unsigned char* data, size_t size, unsigned ch
   return 0;
 }
 
+/* stb's reason for its last failure, for a message: never NULL, and with the bytes that are not printable ASCII (stb
+ * copies an unknown chunk's type into its message) as '?'. */
+static const char* failure_reason(void) {
+  static char text[64];
+  const char* r = stbi_failure_reason();
+  size_t i;
+  if (r == NULL) return "the decoder gave no reason";
+  for (i = 0; r[i] && i < sizeof text - 1; i++) text[i] = r[i] >= 32 && r[i] < 127 ? r[i] : '?';
+  text[i] = 0;
+  return text;
+}
+
 unsigned char* cqh_png_decode_rgba(const unsigned char* data, size_t size, double max_pixels, int* w, int* h, char* err,
                                    int err_size) {
   static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -95,15 +107,16 @@ unsigned char* cqh_png_decode_rgba(const unsigned char* data, size_t size, doubl
   if (clean == NULL) return cqh_fail(err, err_size, "out of memory for %zu bytes", size);
   size = checked_chunks(data, size, clean, err, err_size);
   /* the header's size first: a PNG claiming 60000 x 60000 pixels is refused before stb allocates for it */
+  stbi__g_failure_reason = NULL; /* (not an earlier file's reason) */
   if (size == 0) {
     rgba = NULL;
   } else if (!stbi_info_from_memory(clean, (int)size, w, h, &channels)) {
-    rgba = cqh_fail(err, err_size, "a corrupt PNG (%s)", stbi_failure_reason());
+    rgba = cqh_fail(err, err_size, "a corrupt PNG (%s)", failure_reason());
   } else if ((double)*w * (double)*h > max_pixels) {
     rgba = cqh_fail(err, err_size, "the image has %d x %d pixels, more than the limit of %.0f", *w, *h, max_pixels);
   } else {
     rgba = stbi_load_from_memory(clean, (int)size, w, h, &channels, 4);
-    if (rgba == NULL) cqh_fail(err, err_size, "a corrupt PNG (%s)", stbi_failure_reason());
+    if (rgba == NULL) cqh_fail(err, err_size, "a corrupt PNG (%s)", failure_reason());
   }
   free(clean);
   return rgba;

@@ -150,7 +150,8 @@ function M.walls(where, robot, group, cavities, h)
       local p = nearest(x)
       if not p then
         check.fail(where, string.format("cavities[%d] (%s) is not enclosed by the body: no particle within 2 " ..
-          "spacings of its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")), h)
+          "spacings of its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")),
+          check.shown(string.format("spacing %g", h)))
       end
       local v = s[p] or {}
       for a = 1, dim do v[a] = (v[a] or 0) + normal[a] * dA end
@@ -184,8 +185,8 @@ function M.named(where, walls, what)
     local names = {}
     for k in pairs(walls) do names[#names + 1] = tostring(k) end
     table.sort(names)
-    check.raise(string.format("%s: no chamber wall named %s (the %ss with a wall here: %s)", where,
-      check.fmt(name), what, #names > 0 and table.concat(names, ", ") or "none"))
+    check.raise(string.format("%s: no chamber wall named %s (the %s with a wall here: %s)", where,
+      check.fmt(name), what == "cavity" and "cavities" or what .. "s", #names > 0 and table.concat(names, ", ") or "none"))
   end })
 end
 

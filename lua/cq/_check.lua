@@ -27,13 +27,33 @@ function M.raise(msg)
 end
 
 local function fmt(v)
-  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "string" then
+    -- a description of the value a caller passed instead of it ("a table of 3", "an array of 3"): as it is
+    if v:match("^a table of %d+$") or v:match("^an array of %d+$") then return v end
+    return string.format("%q", v)
+  end
   if type(v) == "table" and not (getmetatable(v) and getmetatable(v).__tostring) then
     return "a table of " .. #v -- its address says nothing
   end
+  if type(v) == "number" and v ~= v then return "nan" end -- (not "-nan")
   return tostring(v)
 end
 M.fmt = fmt
+
+-- A value that messages show as the given text (fmt: unquoted), e.g. M.shown(M.list_text(v)).
+local SHOWN = { __tostring = function(s) return s.text end }
+function M.shown(text) return setmetatable({ text = text }, SHOWN) end
+
+--- A short list's values for messages: "{0, 2}" (numbers with %.6g, at most 6 entries), else fmt's text.
+function M.list_text(v)
+  if type(v) ~= "table" or #v > 6 then return fmt(v) end
+  local parts = {}
+  for i = 1, #v do
+    local x = v[i]
+    parts[i] = type(x) == "number" and (x ~= x and "nan" or string.format("%.6g", x)) or fmt(x)
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
 
 -- Raise "<where>: <what> (got <value>)" at the user's call site (level: ignored, kept for old call sites).
 function M.fail(where, what, got, level)
@@ -117,6 +137,10 @@ function M.doubles(where, name, a, len, level)
   return a
 end
 
+--- The least value a constraint function can return, by function (weak keys): { least, what it is }. Filled by the
+--- makers of such functions (cq.pulses' binarization); cq.augmented_lagrangian refuses a limit below it.
+M.lower_bounds = setmetatable({}, { __mode = "k" })
+
 --- The option names each public function accepts, by its name ("cq.world", "robot:box", ...): declared once per
 --- module (M.option_set) and read by check.options and by the test that keeps docs/api.md in step with the code.
 M.option_sets = {}
@@ -146,7 +170,8 @@ function M.options(where, opts, known)
       local names = {}
       for n in pairs(known) do names[#names + 1] = n end
       table.sort(names)
-      M.fail(where, "unknown option '" .. tostring(k) .. "' (known: " .. table.concat(names, ", ") .. ")", k, 3)
+      M.fail(where, "unknown option " .. (type(k) == "string" and "'" .. k .. "'" or fmt(k)) .. " (known: " ..
+        table.concat(names, ", ") .. ")", k, 3)
     end
   end
   return opts

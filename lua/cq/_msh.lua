@@ -287,8 +287,8 @@ function M.build(r, where, opts, material)
   local label = opts.name or opts.path:match("([^/]+)$")
   local vel = opts.velocity or {}
   local all = { first = #r.x + 1, particles = {}, name = label, material = default, groups = {} }
-  local particle_of, volume = {}, 0
-  for _, home in ipairs(order) do
+  local particle_of, volume, shapes = {}, 0, {}
+  for b, home in ipairs(order) do -- every element is checked before any group is added to the robot
     local xs, vols = {}, {}
     for j, i in ipairs(buckets[home]) do
       local c, v = element_shape(P, els, k, i, dim)
@@ -300,6 +300,10 @@ function M.build(r, where, opts, material)
       xs[j], vols[j] = dim == 2 and { c[1], c[2] } or c, v
       volume = volume + v
     end
+    shapes[b] = { xs, vols }
+  end
+  for b, home in ipairs(order) do
+    local xs, vols = shapes[b][1], shapes[b][2]
     local g = r:_add_group(xs, 0, mats[home] or default, vel, home ~= "" and (label .. " " .. home) or label)
     for j, i in ipairs(buckets[home]) do
       local p = g.first + j - 1

@@ -44,7 +44,7 @@ function M.hues(where, palette)
     for i = 1, 3 do check.integer(where, "palette[" .. k .. "][" .. i .. "]", c[i], 0, 255) end
     if math.max(c[1], c[2], c[3]) - math.min(c[1], c[2], c[3]) < M.CHROMA_MIN then
       check.fail(where, string.format("palette[%d] must be a saturated colour (max - min of r, g, b >= %d; greys are " ..
-        "the body or empty)", k, M.CHROMA_MIN), table.concat(c, ", "))
+        "the body or empty)", k, M.CHROMA_MIN), check.shown(check.list_text(c)))
     end
     hues[k] = M.hue(c[1], c[2], c[3])
   end

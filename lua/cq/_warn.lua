@@ -60,6 +60,35 @@ function M.near_walls(world, s, material, fluid)
   return out
 end
 
+--- Warns (M.warn) of the actuators of a world that drive nothing: no particle's act_id (the world's parameter array,
+--- 0-based) names them and, for a cable actuator (cabled[a] true for an actuator a with a cable), no cable runs on
+--- them. Their actuation does nothing and their gradients are 0 (a world of 100 actuators whose act_id was never
+--- filled trains nothing). where: the caller, for the message. Returns the warning or nil.
+function M.idle_actuators(world, act_id, cabled, where)
+  local na = world.n_actuators
+  if na == 0 then return nil end
+  local used = {}
+  for p = 0, world.n - 1 do
+    local a = act_id[p]
+    if a >= 0 then used[a + 1] = true end
+  end
+  local idle = {}
+  for a = 1, na do
+    if not used[a] and not cabled[a] then idle[#idle + 1] = a end
+  end
+  if #idle == 0 then return nil end
+  local list = {}
+  for i = 1, math.min(#idle, 10) do list[i] = tostring(idle[i]) end
+  if #idle > 10 then list[#list + 1] = "..." ; list[#list + 1] = tostring(idle[#idle]) end
+  local msg = string.format("cqlua: warning: %s: %d of the world's %d actuators drive no particle (%s %s): no " ..
+    "particle's act_id names them (world:fill(\"act_id\", ...), 0-based; robot:pressure_actuator and robot:chamber " ..
+    "set it) and no cable runs on them, so their actuation does nothing and their gradients are 0%s",
+    where, #idle, na, #idle == 1 and "actuator" or "actuators", table.concat(list, ", "),
+    #idle < na and " (as intended where a design, binarised, left a signal unused)" or "")
+  M.warn(msg)
+  return msg
+end
+
 --- Where warnings go (stderr); replaceable, e.g. by a test that captures them.
 function M.warn(msg) io.stderr:write(msg, "\n") end
 

@@ -12,6 +12,28 @@ local SINE_OPTIONS = check.option_set("cq.sine", { "outputs", "waves", "omega", 
 local PULSES_OPTIONS = check.option_set("cq.pulses", { "outputs", "steps", "dt", "dt_pul", "amplitude", "a_pul",
   "sigma", "init_sgn", "init_abs" })
 
+-- A controller's init option for a parameter of n values: a finite number (in [lo, hi] when given), a list of n such
+-- numbers, or a function i -> number (its values checked as they come), as an init cq.param takes.
+local function checked_init(where, name, init, n, lo, hi)
+  if init == nil then return nil end
+  local what = string.format("%s must be a %snumber%s, a function or a list of %d", name, lo and "" or "finite ",
+    lo and string.format(" in [%g, %g]", lo, hi) or "", n)
+  if type(init) == "number" then
+    if init ~= init or init == math.huge or init == -math.huge or (lo and (init < lo or init > hi)) then
+      check.fail(where, what, init)
+    end
+  elseif type(init) == "table" then
+    if #init ~= n then check.fail(where, what, init) end
+    for i = 1, n do check.number(where, name .. "[" .. i .. "]", init[i], lo, hi) end
+  elseif type(init) == "function" then
+    local f = init
+    return function(i) return check.number(where, name .. "(" .. i .. ")", f(i), lo, hi) end
+  else
+    check.fail(where, what, init)
+  end
+  return init
+end
+
 ---------------------------------------------------------------- observers
 --- Centroid observer (seed 000 sec. 4): mean position (and optionally velocity) of each particle group.
 --- groups = { {p1, p2, ...}, ... } (1-based particle indices); fields = {"x"} or {"x", "v"} (default both);
@@ -31,6 +53,9 @@ function M.centroid_observer(opts)
     end
     for j, p in ipairs(g) do check.integer(where, "groups[" .. i .. "][" .. j .. "]", p, 1) end
   end
+  if opts.relative ~= nil and type(opts.relative) ~= "boolean" then
+    check.fail(where, "relative must be true or false", opts.relative)
+  end
   if type(fields) ~= "table" or #fields == 0 then check.fail(where, "fields must be a list drawn from x, v", fields) end
   for i, f in ipairs(fields) do check.oneof(where, "fields[" .. i .. "]", f, { "x", "v" }) end
   local waves, period = 0, 1
@@ -45,6 +70,7 @@ function M.centroid_observer(opts)
     for _, g in ipairs(groups) do for _, p in ipairs(g) do all[#all + 1] = p end end
   end
   return {
+    groups = groups, -- (cq.rollout checks the indices against its world's particles)
     size = function(dim) return #groups * #fields * dim + waves end,
     observe = function(_, t, state, k)
       local parts, center = {}, all and t:centroid(state, "x", all)
@@ -136,7 +162,7 @@ function M.mlp(opts)
   check.oneof(where, "activation", act, { "relu", "tanh" })
   local rng = lcg(opts.seed or 1)
   local sizes = { inputs }
-  for _, h in ipairs(hidden) do sizes[#sizes + 1] = check.integer(where, "hidden size", h, 1) end
+  for i, h in ipairs(hidden) do sizes[#sizes + 1] = check.integer(where, "hidden[" .. i .. "]", h, 1) end
   sizes[#sizes + 1] = outputs
   local layers, params = {}, {}
   for l = 1, #sizes - 1 do
@@ -153,7 +179,7 @@ function M.mlp(opts)
     params[#params + 1] = b
   end
   return {
-    params = params,
+    params = params, inputs = inputs, outputs = outputs, -- (cq.rollout checks them against its observer and world)
     act = function(_, t, obs)
       local h = obs
       for l, L in ipairs(layers) do
@@ -202,7 +228,7 @@ function M.open_loop(opts)
     check.fail(where, "init must be a number, a function or a list of " .. n .. " numbers (" .. (knots - first) ..
       " trainable knots x " .. outputs .. " outputs; got a list of " .. #opts.init .. ")", opts.init)
   end
-  local u = tape.param(n, opts.init or 0)
+  local u = tape.param(n, checked_init(where, "init", opts.init, n) or 0)
   local function check_step(k, level)
     if type(k) ~= "number" or k < 0 or k >= steps or k % 1 ~= 0 then
       check.fail(where, "control step k must be in [0, " .. (steps - 1) .. "] (the open-loop controller has " ..
@@ -235,7 +261,7 @@ function M.open_loop(opts)
     return v
   end
   return {
-    params = { u }, every = every, shape = shape,
+    params = { u }, every = every, shape = shape, steps = steps, outputs = outputs,
     --- The actuation of control step k (0-based), output a (1-based, default 1): act's, without a tape.
     value = function(_, k, a)
       check_step(k, 2)
@@ -270,7 +296,7 @@ function M.sine(opts)
   local W = tape.param(outputs * waves, function() return 0.01 * randn(rng) end, outputs)
   local b = tape.param(outputs, 0)
   return {
-    params = { W, b },
+    params = { W, b }, outputs = outputs,
     act = function(_, t, _, k)
       local phase = {}
       for j = 1, waves do phase[j] = math.sin(omega * k * dt + 2 * math.pi * (j - 1) / waves) end
@@ -296,8 +322,10 @@ function M.pulses(opts)
   local a_pul = check.number(where, "a_pul", opts.a_pul or 0.2, 0, math.huge, { open_lo = true })
   local sigma = check.number(where, "sigma", opts.sigma or 0.01, 0, math.huge, { open_lo = true })
   local n_pul = math.max(1, math.ceil(steps * dt / dt_pul - 1e-9))
-  local sgn = tape.param(n_pul * outputs, opts.init_sgn or 0, n_pul)
-  local abs = tape.param(n_pul * outputs, opts.init_abs or 0, n_pul)
+  local sgn = tape.param(n_pul * outputs, checked_init(where, "init_sgn", opts.init_sgn, n_pul * outputs, -1, 1) or 0,
+    n_pul)
+  local abs = tape.param(n_pul * outputs, checked_init(where, "init_abs", opts.init_abs, n_pul * outputs, -1, 1) or 0,
+    n_pul)
   sgn.bounds, abs.bounds = { -1, 1 }, { -1, 1 }
   local reach = math.ceil(6 * sigma / dt_pul) -- pulses farther than 6 sigma add below 1e-8 of their height
   local function window(t)
@@ -315,10 +343,13 @@ function M.pulses(opts)
       return C / q.n
     end
   end
+  -- C_pul is a mean of (1 + a)(1 - a) over a in [-1, 1]: never below 0 (cq.augmented_lagrangian refuses a lower limit)
+  local bin = { sgn = binarization(sgn), abs = binarization(abs) }
+  for _, f in pairs(bin) do check.lower_bounds[f] = { 0, "a pulse binarization (mean of (1 + a)(1 - a))" } end
   return {
-    params = { sgn, abs },
+    params = { sgn, abs }, outputs = outputs,
     n_pulses = n_pul,
-    binarization = { sgn = binarization(sgn), abs = binarization(abs) }, -- for cq.augmented_lagrangian
+    binarization = bin, -- for cq.augmented_lagrangian
     act = function(_, t, _, k)
       local time, y = k * dt, t:const(outputs)
       local lo, hi = window(time)

@@ -133,28 +133,49 @@ end
 
 local function check_bounds(where, bounds)
   if bounds == nil then return nil end
-  if type(bounds) ~= "table" or type(bounds[1]) ~= "number" or type(bounds[2]) ~= "number" or bounds[1] > bounds[2] then
-    check.fail(where, "bounds must be {lo, hi} with lo <= hi (the variable's own range, kept by the optimizers)", bounds)
+  if type(bounds) ~= "table" or type(bounds[1]) ~= "number" or type(bounds[2]) ~= "number" or
+    not (bounds[1] <= bounds[2]) then -- (NaN fails lo <= hi)
+    check.fail(where, "bounds must be {lo, hi} with lo <= hi (the variable's own range, kept by the optimizers)",
+      check.shown(check.list_text(bounds)))
   end
   return { bounds[1], bounds[2] }
 end
 
--- Registers a variable: a cq.param with name, bounds and its op.
-function Design:_add(where, name, count, init, bounds, op)
+-- A new variable's cq.param with name and bounds, its name and values checked; nothing is registered yet
+-- (Design:_register), so a variable refused later leaves the design as it was.
+function Design:_param(where, name, count, init, bounds)
   if type(name) ~= "string" or name == "" then check.fail(where, "name must be a non-empty string", name) end
   if self.variables[name] then check.fail(where, "name must be unique in the design (" .. name .. " exists)", name) end
-  local theta = tape.param(count, init)
-  for i = 0, count - 1 do
-    if theta.v[i] ~= theta.v[i] or math.abs(theta.v[i]) == math.huge then
-      check.fail(where, "init must give finite values (entry " .. (i + 1) .. ")", theta.v[i])
+  local values = {}
+  for i = 1, count do
+    local x = init
+    if type(init) == "function" then x = init(i) elseif type(init) == "table" then x = init[i] end
+    if type(x) ~= "number" or x ~= x or x == math.huge or x == -math.huge then
+      check.fail(where, "init must give finite values (entry " .. i .. ")", x)
     end
+    values[i] = x
   end
+  local theta = tape.param(count, values)
   theta.name, theta.bounds = name, bounds
+  return theta
+end
+
+-- Registers a variable made by Design:_param with its op, once its map, run after the design's other variables at
+-- their current values, gives values in the fields' valid ranges (Design:_dry_run).
+function Design:_register(theta, op, where)
   op.theta = theta
+  local ops = { unpack(self.ops) }
+  ops[#ops + 1] = op
+  self:_dry_run(where or "cq.design", ops, op)
   self.ops[#self.ops + 1] = op
   self.params[#self.params + 1] = theta
-  self.variables[name] = theta
+  self.variables[theta.name] = theta
   return theta
+end
+
+-- Registers a variable: a cq.param with name, bounds and its op.
+function Design:_add(where, name, count, init, bounds, op)
+  return self:_register(self:_param(where, name, count, init, bounds), op, where)
 end
 
 --- design:variable{ field, per, groups | particles, map, scale, offset, range, init, bounds, name } -> cq.param.
@@ -243,9 +264,10 @@ function Design:stretch(opts)
   local idx, slot, m = selection(self, where, opts, "scalar")
   local op = { kind = "stretch", axis = axis, origin = origin, idx = idx, slot = slot, m = m,
     saved = darr(2 * m), x0 = darr(self.dim * m) }
-  self.stretched = true
-  return self:_add(where, opts.name or "stretch", 1, initial(where, opts.init, 1, function() return 1 end),
+  local theta = self:_add(where, opts.name or "stretch", 1, initial(where, opts.init, 1, function() return 1 end),
     check_bounds(where, opts.bounds), op)
+  self.stretched = true
+  return theta
 end
 
 -- The filter over the m selected particles idx at opts.state's positions (opts.radius, opts.p), and the
@@ -257,6 +279,11 @@ local function topology_options(self, where, opts, idx, m)
     for a = 1, dim do pt[a] = x[(a - 1) * n + p] end
     return pt
   end, opts.radius, opts.p or 2)
+  if m > 1 and f.nnz == m then -- each row holds its own particle only
+    require("cq._warn").warn(string.format("cqlua: warning: %s: radius = %g reaches no other particle of the %d " ..
+      "selected ones at state's positions, so the filter does nothing (each particle keeps its own value, and the " ..
+      "layout is free to checker); give a radius of a few particle spacings", where, opts.radius, m))
+  end
   local beta = check.number(where, "beta", opts.beta or 4, 0, math.huge, { open_lo = true })
   return f, beta, check.number(where, "eps", opts.eps or 1e-5, 0, 1)
 end
@@ -314,6 +341,9 @@ function Design:actuators(opts)
       w.n_actuators)
   end
   local f, beta, eps = topology_options(self, where, opts, idx, m)
+  local width = K + 1
+  local psi = self:_param(where, opts.name or "actuators", m * width, initial(where, opts.init, m * width,
+    function() return 0 end), nil) -- checked before the world is wired: a refused variable leaves it as it was
   local act_of = {}
   for i = 0, m - 1 do act_of[idx[i] + 1] = i end
   w:fill("act_id", function(p) return act_of[p] or -1 end)
@@ -321,12 +351,10 @@ function Design:actuators(opts)
   for a = 1, dim do axis[a] = 1 end
   w:fill("act_axis", axis)
   for a = 1, m do w:set_actuator(a, "stress") end
-  local width = K + 1
   local op = { kind = "actuators", idx = idx, m = m, K = K, width = width, filter = f, beta = beta, eps = eps,
     layout = layout, zf = darr(m * width), xi = darr(m * width), gxi = darr(m * width), gz = darr(m * width),
     factor = darr(m), saved = darr(m), touches = { "act_w" } }
-  local psi = self:_add(where, opts.name or "actuators", m * width, initial(where, opts.init, m * width,
-    function() return 0 end), nil, op)
+  self:_register(psi, op, where)
   psi.controller = function(inner) return self:_mixer(op, inner) end
   return psi
 end
@@ -405,7 +433,7 @@ function Design:binarization(v)
   if op.kind == "actuators" then
     local m, width = op.m, op.width
     local zf, xi, gxi, gz = darr(m * width), darr(m * width), darr(m * width), darr(m * width)
-    return function(w)
+    local f = function(w)
       actuator_weights(op, v.v, zf, xi)
       local C = 0
       for q = 0, m * width - 1 do C = C - xi[q] * xi[q] end
@@ -416,9 +444,11 @@ function Design:binarization(v)
       end
       return 1 + C / m
     end
+    check.lower_bounds[f] = { 0, "an actuator layout's binarization (mean of 1 - |xi|^2)" } -- for the optimisers
+    return f
   end
   local filtered, gamma, dgamma, g = darr(op.m), darr(op.m), darr(op.m), darr(op.m)
-  return function(w)
+  local f = function(w)
     layout_gamma(op, v.v, filtered, gamma, dgamma)
     local C = 0
     for i = 0, op.m - 1 do C = C + gamma[i] * (1 - gamma[i]) end
@@ -428,6 +458,8 @@ function Design:binarization(v)
     end
     return C / op.m
   end
+  check.lower_bounds[f] = { 0, "a material layout's binarization (mean of gamma (1 - gamma))" }
+  return f
 end
 
 ---------------------------------------------------------------- pictures
@@ -730,6 +762,90 @@ function FORWARD.stretch(self, op, cur, x)
   end
 end
 
+-- The valid range of a field a design writes (the engine's, cq_param_bounds; density > 0), with its text for messages.
+local RANGES = {}
+local function field_range(name)
+  local r = RANGES[name]
+  if r then return r end
+  if name == "density" then
+    r = { lo = 0, hi = math.huge, open_lo = true }
+  else
+    local lo, hi, b = ffi.new("double[1]"), ffi.new("double[1]"), ffi.new("int[1]")
+    if require("cq._ffi").tables_lib().cq_param_bounds(name, lo, hi, b) ~= 0 or b[0] == 4 then
+      r = { lo = -math.huge, hi = math.huge } -- (no field a design writes is checked by code)
+    else
+      r = { lo = lo[0], hi = hi[0], open_lo = b[0] % 2 == 1, open_hi = b[0] % 4 >= 2 }
+    end
+  end
+  local function g(v) return string.format("%g", v) end
+  if r.lo == -math.huge and r.hi == math.huge then r.text = "finite " .. name
+  elseif r.hi == math.huge then r.text = name .. (r.open_lo and " > " or " >= ") .. g(r.lo) .. " (finite)"
+  elseif r.lo == -math.huge then r.text = name .. (r.open_hi and " < " or " <= ") .. g(r.hi) .. " (finite)"
+  else
+    r.text = string.format("%s in %s%s, %s%s", name, r.open_lo and "(" or "[", g(r.lo), g(r.hi), r.open_hi and ")" or "]")
+  end
+  RANGES[name] = r
+  return r
+end
+local function in_range(v, r)
+  return v == v and v > -math.huge and v < math.huge and (r.open_lo and v > r.lo or not r.open_lo and v >= r.lo) and
+    (r.open_hi and v < r.hi or not r.open_hi and v <= r.hi)
+end
+
+-- Checks what op's map gave (after FORWARD[op.kind] ran on cur): every field it wrote, at its particles, in that
+-- field's valid range (a density variable: the density). Raises naming the variable: with new, its init (the
+-- variable being made), else its current values (design:apply, after an optimiser's step).
+local function check_outputs(where, op, cur, new)
+  local name = op.theta.name
+  local function refuse(what, v, p, i)
+    local from = ""
+    if not new and op.slot then from = string.format(" from its value %.6g", op.theta.v[op.slot[i]]) end
+    if new then
+      check.fail(where, string.format("init must give %s at every particle of variable %q", what, name),
+        check.shown(string.format("%s at particle %d", check.fmt(v), p + 1)))
+    end
+    check.fail(where, string.format("design variable %q must give %s at every particle; keep it in range with " ..
+      "bounds = {lo, hi} or a map that stays in range (exp, sigmoid)", name, what),
+      check.shown(string.format("%s at particle %d%s", check.fmt(v), p + 1, from)))
+  end
+  if op.kind == "stretch" then
+    local s = op.theta.v[0]
+    if not (s > 0) then
+      check.fail(where, (new and "init" or string.format("design variable %q", name)) ..
+        " must be > 0 (a stretch factor)", s)
+    end
+  end
+  local fields = op.kind == "field" and { op.field } or op.kind == "density" and { "density" } or op.touches or
+    { "mass", "vol0" }
+  for _, field in ipairs(fields) do
+    local r = field_range(field)
+    for i = 0, op.m - 1 do
+      local p = op.idx[i]
+      local v = field == "density" and cur.mass[p] / cur.vol0[p] or cur[field][p]
+      if not in_range(v, r) then refuse(r.text, v, p, i) end
+    end
+  end
+end
+
+-- Runs the maps of ops in order on copies of the base values, the ops' own buffers untouched (so a design:apply's
+-- records stay for its backward), checking each op's values (check_outputs; new: the op being made).
+function Design:_dry_run(where, ops, new)
+  local cur = {}
+  for name in pairs(self.fields) do
+    cur[name] = darr(self.n)
+    ffi.copy(cur[name], self.base[name], 8 * self.n)
+  end
+  local x = darr(self.dim * self.n) -- positions: a stretch's are not checked
+  for _, op in ipairs(ops) do
+    local copy = setmetatable({}, { __index = op })
+    for k, v in pairs(op) do
+      if type(v) == "cdata" and ffi.istype(darr, v) then copy[k] = darr(ffi.sizeof(v) / 8) end
+    end
+    FORWARD[op.kind](self, copy, cur, x)
+    check_outputs(where, copy, cur, op == new)
+  end
+end
+
 --- Writes the designed parameters into the world and returns the initial state: s0 itself, or (with a stretch) a
 --- copy of s0 with the stretched rest positions (the same state object every call; s0 is not changed).
 function Design:apply(s0)
@@ -756,7 +872,11 @@ function Design:apply(s0)
     s = self._state
     s:copy_from(s0)
   end
-  for _, op in ipairs(self.ops) do FORWARD[op.kind](self, op, cur, s and s.x) end
+  self._applied = false -- until every map gave values in range (a refused apply writes no parameter)
+  for _, op in ipairs(self.ops) do
+    FORWARD[op.kind](self, op, cur, s and s.x)
+    check_outputs(where, op, cur, false)
+  end
   self._touched = self._touched or {}
   for _, op in ipairs(self.ops) do
     if op.kind == "field" then self._touched[op.field] = true

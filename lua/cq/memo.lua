@@ -53,8 +53,9 @@ function Memo:begin(s0)
   local where = "memo:begin"
   local h = self:_handle(where)
   state.check_arg(where, "s0", s0, self.world)
-  if not self.world._placed then self.world:_placement(s0) end
+  if not self.world._placed then self.world:_placement(s0, "memo:begin") end
   self.world:_check(self.world._lib.cq_memo_begin(h, s0._h), where)
+  self._begun = true
   self:_fracture_baseline(s0)
 end
 
@@ -84,6 +85,7 @@ end
 function Memo:step(u, force, stress)
   local where = "memo:step"
   local h = self:_handle(where)
+  if not self._begun then check.raise(where .. ": call memo:begin(s0) first (the state the recording starts from)") end
   local F = self._fracture
   local t0 = F and now()
   self.world:_check(self.world._lib.cq_memo_step(h, self.world:_control(where, u, force, stress)), where)

@@ -14,12 +14,32 @@ local function check_idx(where, idx)
   for i, p in ipairs(idx) do check.integer(where, "idx[" .. i .. "]", p, 1) end
 end
 
+-- idx against the particles of the state a term runs on (once per list and particle count, as cq.tape's leaves):
+-- the error names the objective, not the tape op inside it.
+local checked_n = setmetatable({}, { __mode = "k" })
+local function check_idx_n(where, idx, s)
+  if idx == nil or type(s) ~= "table" or type(s.n) ~= "number" or checked_n[idx] == s.n then return end
+  for i, p in ipairs(idx) do
+    if p > s.n then
+      check.fail(where, string.format("idx[%d] must be a particle index in [1, %d] (the world's particles)", i, s.n), p)
+    end
+  end
+  checked_n[idx] = s.n
+end
+
+-- The last control step a running term's keyframes reach, by term (weak keys): cq.rollout warns of keyframes past
+-- its steps.
+local last_keyframe = setmetatable({}, { __mode = "k" })
+--- The last control step of the keyframes a term made by keyframes (or weighted over such terms) matches, or nil.
+function M.last_step(term) return term and last_keyframe[term] end
+
 --- Forward progress: -mean position along axis (default 1, x) of the particles idx (nil = all).
 function M.forward_progress(axis, idx)
   axis = check.integer("cq.objectives.forward_progress", "axis", axis or 1, 1, 3)
   check_idx("cq.objectives.forward_progress", idx)
   return function(t, s)
     if axis > s.dim then check.fail("cq.objectives.forward_progress", "axis must be in [1, " .. s.dim .. "] (the world's dim)", axis) end
+    check_idx_n("cq.objectives.forward_progress", idx, s)
     return t:scale(t:index(t:centroid(s, "x", idx), axis), -1)
   end
 end
@@ -33,6 +53,10 @@ function M.distance_to_target(target, idx)
   check.vector(where, "target", target, #target)
   check_idx(where, idx)
   return function(t, s)
+    if type(s) == "table" and s.dim ~= nil and #target ~= s.dim then
+      check.fail(where, "target must have " .. tostring(s.dim) .. " coordinates (the world's dim)", target)
+    end
+    check_idx_n(where, idx, s)
     local c = t:centroid(s, "x", idx)
     return t:dot(t:sub(c, t:const(target)), t:sub(c, t:const(target)))
   end
@@ -42,6 +66,7 @@ end
 function M.final_velocity(idx)
   check_idx("cq.objectives.final_velocity", idx)
   return function(t, s)
+    check_idx_n("cq.objectives.final_velocity", idx, s)
     if not idx then idx = {} for p = 1, s.n do idx[p] = p end end
     local v = t:gather(s, "v", idx)
     return t:scale(t:dot(v, v), 1 / #idx)
@@ -50,7 +75,13 @@ end
 
 --- Running actuation penalty 1/2 u^T u.
 function M.actuation_penalty()
-  return function(t, _, u) return t:scale(t:dot(u, u), 0.5) end
+  return function(t, _, u)
+    if u == nil then
+      check.fail("cq.objectives.actuation_penalty", "u (the actuation) must be a tape node: this is a running term " ..
+        "(t, state, u, k), given u as the running loss of a rollout with a controller (not as final)", u)
+    end
+    return t:scale(t:dot(u, u), 0.5)
+  end
 end
 
 --- Keyframe matching (eq. 18): sum over keyframe steps of ||x_p - r_p||^2 for tracked particles idx.
@@ -63,19 +94,29 @@ function M.keyframes(keyframes, idx)
   end
   if idx == nil then check.fail(where, "idx (the tracked particles) is required", idx) end
   check_idx(where, idx)
+  local last
   for k, r in pairs(keyframes) do
     if type(k) ~= "number" or k < 0 or k % 1 ~= 0 then check.fail(where, "keyframes keys must be control steps >= 0", k) end
     if type(r) ~= "table" or #r % #idx ~= 0 or #r == 0 then
       check.fail(where, string.format("keyframes[%d] must be a flat list of dim * %d target coordinates", k, #idx),
         type(r) == "table" and ("a table of " .. #r) or r)
     end
+    for i = 1, #r do check.number(where, string.format("keyframes[%d][%d]", k, i), r[i]) end
+    last = math.max(last or k, k)
   end
-  return function(t, s, _, k)
+  local f = function(t, s, _, k)
     local r = keyframes[k]
     if not r then return t:const({ 0 }) end
+    if type(s) == "table" and s.dim ~= nil and #r ~= s.dim * #idx then
+      check.fail(where, string.format("keyframes[%d] must have dim * %d = %d coordinates (dim = %d: the world's)", k,
+        #idx, s.dim * #idx, s.dim), r)
+    end
+    check_idx_n(where, idx, s)
     local d = t:sub(t:gather(s, "x", idx), t:const(r))
     return t:dot(d, d)
   end
+  last_keyframe[f] = last
+  return f
 end
 
 --- Weighted sum of terms: { {term, weight}, ... } -> one term with the same signature.
@@ -88,7 +129,12 @@ function M.weighted(list)
     end
     if tw[2] ~= nil then check.number(where, "list[" .. i .. "][2] (weight)", tw[2]) end
   end
-  return function(t, ...)
+  local last
+  for _, tw in ipairs(list) do
+    local l = last_keyframe[tw[1]]
+    if l then last = math.max(last or l, l) end
+  end
+  local f = function(t, ...)
     local total
     for _, tw in ipairs(list) do
       local v = t:scale(tw[1](t, ...), tw[2] or 1)
@@ -96,6 +142,8 @@ function M.weighted(list)
     end
     return total
   end
+  last_keyframe[f] = last
+  return f
 end
 
 return M

@@ -35,6 +35,14 @@ local function check_box(where, what, b, n)
       check.fail(where, what .. " " .. name .. " must be a number or a table of " .. n .. " numbers",
         type(v) == "table" and ("a table of " .. #v) or v)
     end
+    if v ~= v then check.fail(where, what .. " " .. name .. " must be a number, not nan", v) end
+    if type(v) == "table" then
+      for i = 1, n do
+        if type(v[i]) ~= "number" or v[i] ~= v[i] then
+          check.fail(where, string.format("%s %s[%d] must be a number (not nan)", what, name, i), v[i])
+        end
+      end
+    end
   end
   if type(b[1]) == "number" and type(b[2]) == "number" and b[1] > b[2] then
     check.fail(where, what .. " must have lo <= hi", b[1] .. " > " .. b[2])
@@ -115,7 +123,7 @@ function Optimizer.__newindex(self, k, v)
     local groups = rawget(self, "groups")
     if #groups ~= 1 then check.raise(self.kind .. ": lr: this optimizer has " .. #groups .. " parameter groups; set " ..
       "opt.groups[i].lr or call opt:scale_lr(f)") end
-    groups[1].lr = v
+    groups[1].lr = check.number(self.kind, "lr", v, 0, math.huge, { open_lo = true })
     return
   end
   rawset(self, k, v)
@@ -189,8 +197,16 @@ function Optimizer:state()
   return st
 end
 
---- Restores a state() of an optimizer of the same kind over parameters of the same sizes.
-function Optimizer:load_state(st)
+--- Restores a state() of an optimizer of the same kind over parameters of the same sizes; checks all of it first, so
+--- a refused state leaves the optimizer as it was.
+function Optimizer:load_state(st) self:_prepare_state(st)() end
+
+-- The lowest value a slot may hold (Adam's second moment is a mean of squares).
+local SLOT_MIN = { v = 0 }
+
+-- Checks st (a state()) against this optimizer and returns the function that loads it: cq.load checks every object
+-- of a file before it writes any.
+function Optimizer:_prepare_state(st)
   local where = self.kind .. ":load_state"
   if type(st) ~= "table" or st.kind ~= self.kind then
     check.fail(where, "state must be the state() of a " .. self.kind, type(st) == "table" and st.kind or st)
@@ -204,17 +220,38 @@ function Optimizer:load_state(st)
       #self.params, st.slots)
   end
   for k, p in ipairs(self.params) do
+    local slots = st.slots[k]
+    if type(slots) ~= "table" then check.fail(where, "slots[" .. k .. "] must be a table of slots", slots) end
     for _, name in ipairs(self.slot_names) do
-      local arr, list = self.slots[k][name], st.slots[k][name]
+      local list, lo = slots[name], SLOT_MIN[name] or -math.huge
       if type(list) ~= "table" or #list ~= p.n then
         check.fail(where, string.format("slot %s of parameter %d must have %d values", name, k, p.n),
           type(list) == "table" and #list or list)
       end
-      for i = 0, p.n - 1 do arr[i] = list[i + 1] end
+      for i = 1, p.n do
+        local x = list[i]
+        if type(x) ~= "number" or not (x >= lo) or x == math.huge or x == -math.huge then
+          check.number(where, string.format("slot %s of parameter %d: value %d", name, k, i), x,
+            lo > -math.huge and lo or nil)
+        end
+      end
     end
   end
-  for gi, g in ipairs(self.groups) do g.lr = check.number(where, "lr", st.lr[gi], 0, math.huge, { open_lo = true }) end
-  self.t = check.integer(where, "t", st.t, 0)
+  local lr = {}
+  for gi in ipairs(self.groups) do
+    lr[gi] = check.number(where, "lr[" .. gi .. "]", st.lr[gi], 0, math.huge, { open_lo = true })
+  end
+  local t, slots = check.integer(where, "t", st.t, 0), st.slots
+  return function()
+    for k, p in ipairs(self.params) do
+      for _, name in ipairs(self.slot_names) do
+        local arr, list = self.slots[k][name], slots[k][name]
+        for i = 0, p.n - 1 do arr[i] = list[i + 1] end
+      end
+    end
+    for gi, g in ipairs(self.groups) do g.lr = lr[gi] end
+    self.t = t
+  end
 end
 
 -- A new optimizer of kind over opts' groups, with the named per-parameter slots (zeroed) and the update rule.
@@ -289,6 +326,9 @@ function M.keep_best(opts)
   local keeper = { loss = math.huge, iteration = 0, count = 0, copy = {} }
   function keeper:consider(loss)
     if type(loss) ~= "number" then check.fail("keeper:consider", "loss must be a number", loss) end
+    if loss ~= loss then
+      check.fail("keeper:consider", "loss must be a number, not nan (a failed evaluation is not a candidate)", loss)
+    end
     self.count = self.count + 1
     if loss < self.loss then
       self.loss, self.iteration = loss, self.count
@@ -313,18 +353,35 @@ function M.keep_best(opts)
     end
     return { loss = self.loss ~= math.huge and self.loss or nil, iteration = self.iteration, count = self.count, copy = copy }
   end
-  function keeper:load_state(st)
-    if type(st) ~= "table" or type(st.count) ~= "number" then check.fail("keeper:load_state", "state must be a keeper's state()", st) end
-    self.loss, self.iteration, self.count, self.copy = st.loss or math.huge, st.iteration, st.count, {}
+  -- Checks a keeper's state() and returns the function that loads it (cq.load checks every object before it
+  -- writes any): a refused state leaves the keeper as it was.
+  function keeper:_prepare_state(st)
+    local where = "keeper:load_state"
+    if type(st) ~= "table" or type(st.count) ~= "number" then check.fail(where, "state must be a keeper's state()", st) end
+    local count = check.integer(where, "count", st.count, 0)
+    local iteration = check.integer(where, "iteration", st.iteration, 0, count)
+    local loss = st.loss
+    if loss ~= nil then check.number(where, "loss", loss, nil, nil, { inf = true }) end
+    if st.copy ~= nil and type(st.copy) ~= "table" then check.fail(where, "copy must be a list of value lists", st.copy) end
+    local copy = {}
     for k, p in ipairs(params) do
       local list = st.copy and st.copy[k]
-      if list then
-        if #list ~= p.n then check.fail("keeper:load_state", "copy " .. k .. " must have " .. p.n .. " values", #list) end
-        self.copy[k] = {}
-        for i = 0, p.n - 1 do self.copy[k][i] = list[i + 1] end
+      if list ~= nil then
+        if type(list) ~= "table" or #list ~= p.n then
+          check.fail(where, "copy " .. k .. " must have " .. p.n .. " values", type(list) == "table" and #list or list)
+        end
+        local c = {}
+        for i = 0, p.n - 1 do
+          local x = list[i + 1]
+          if type(x) ~= "number" then check.fail(where, "copy " .. k .. " value " .. (i + 1) .. " must be a number", x) end
+          c[i] = x
+        end
+        copy[k] = c
       end
     end
+    return function() self.loss, self.iteration, self.count, self.copy = loss or math.huge, iteration, count, copy end
   end
+  function keeper:load_state(st) self:_prepare_state(st)() end
   return keeper
 end
 

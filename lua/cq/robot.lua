@@ -41,6 +41,11 @@ end
 -- Fills defaults and checks a material table (lua/cq/materials.lua: models, parameters, presets).
 local function material(where, m, dim) return require("cq.materials").resolve(where, m, dim) end
 
+-- A group's name: nil or a string (messages and warnings print it).
+local function check_name(where, name)
+  if name ~= nil and type(name) ~= "string" then check.fail(where, "name must be a string (the group's name)", name) end
+end
+
 --- Adds a box of particles on a regular lattice: offset (lower corner), size, spacing (default 1/128) or
 --- count = particles per axis; material; velocity; cavities (left empty, see Robot:_lattice); keep (a function of a
 --- lattice point's position: false leaves the point out). Returns the group {first, last, particles = {...}} (with
@@ -48,11 +53,16 @@ local function material(where, m, dim) return require("cq.materials").resolve(wh
 function Robot:box(opts)
   local where = "robot:box"
   check.options(where, opts, BOX_OPTIONS)
+  check_name(where, opts.name)
   local dim = self.dim
   check.vector(where, "offset", opts.offset, dim)
   check.vector(where, "size", opts.size, dim)
   local count = {}
   if opts.count ~= nil then check.vector(where, "count", opts.count, dim) end
+  if opts.count ~= nil and opts.spacing ~= nil then -- count wins: the spacing would be dropped without a word
+    check.fail(where, "give spacing or count, not both", check.shown("spacing = " .. tostring(opts.spacing) ..
+      " and count = " .. check.list_text(opts.count)))
+  end
   for a = 1, dim do
     check.number(where, "size[" .. a .. "]", opts.size[a], 0, math.huge, { open_lo = true })
     if opts.count then
@@ -86,38 +96,48 @@ function Robot:_lattice(where, opts, offset, size, count, inside)
   if #self.x + total > M.MAX_PARTICLES then
     check.fail(where, string.format("the lattice would hold %.3g points, so the robot more than %d particles (the " ..
       "builder keeps them in Lua tables); use a larger spacing or smaller counts", total, M.MAX_PARTICLES),
-      opts.count and "count = {" .. table.concat(opts.count, ", ") .. "}" or ("spacing = " .. tostring(opts.spacing)))
+      check.shown(opts.count and "count = " .. check.list_text(opts.count) or ("spacing = " .. tostring(opts.spacing))))
   end
   local mat = material(where, opts.material, self.dim)
   local vel = opts.velocity or {}
   if opts.velocity then check.vector(where, "velocity", opts.velocity, dim) end
   local cell = 1
   for a = 1, dim do cell = cell * size[a] / count[a] end
-  local g = { first = #self.x + 1, particles = {}, name = opts.name, material = mat }
-  local idx = {}
+  -- the points (and the chamber walls) are found before any is added: a refused group (or a keep function that
+  -- raises) leaves the robot as it was
+  local base = #self.x
+  local g = { first = base + 1, particles = {}, name = opts.name, material = mat }
+  local xs, idx = {}, {}
   local function place(a)
     if a > dim then
       local x = {}
       for b = 1, dim do x[b] = offset[b] + (idx[b] + 0.5) * size[b] / count[b] end
       if inside and not inside(x) then return end
-      self.x[#self.x + 1] = x
-      self.v[#self.v + 1] = vel
-      self.vol[#self.vol + 1] = cell
-      self.mat[#self.mat + 1] = mat
-      g.particles[#g.particles + 1] = #self.x
+      xs[#xs + 1] = x
+      g.particles[#g.particles + 1] = base + #xs
       return
     end
     for i = 0, count[a] - 1 do idx[a] = i; place(a + 1) end
   end
   place(1)
-  if #g.particles == 0 then check.fail(where, "the shape holds no particle at this spacing", opts.spacing, 3) end
-  g.last = #self.x
-  self.groups[#self.groups + 1] = g
+  if #xs == 0 then
+    local h = math.huge
+    for a = 1, dim do h = math.min(h, size[a] / count[a]) end
+    check.fail(where, "the shape holds no particle at this spacing" .. (opts.keep and " (keep kept no lattice point)" or
+      opts.cavities and " (its cavities fill it)" or ""), check.shown(string.format("spacing %g", h)))
+  end
+  g.last = base + #xs
   if cavities then
     local h = math.huge -- the lattice spacing (the smallest, should count give unequal ones)
     for a = 1, dim do h = math.min(h, size[a] / count[a]) end
-    g.chambers = chambers.walls(where, self, g, cavities, h)
+    local placed = { dim = dim, x = setmetatable({}, { __index = function(_, p) return xs[p - base] end }) }
+    g.chambers = chambers.walls(where, placed, g, cavities, h)
   end
+  for i, x in ipairs(xs) do
+    local p = base + i
+    self.x[p], self.v[p], self.vol[p], self.mat[p] = x, vel, cell, mat
+  end
+  self.groups[#self.groups + 1] = g
   return g
 end
 
@@ -139,7 +159,7 @@ end
 function Robot:_room(where, count, option)
   if #self.x + count > M.MAX_PARTICLES then
     check.fail(where, string.format("this would give the robot %.4g particles, more than %d (the builder keeps them in " ..
-      "Lua tables); use a larger spacing", #self.x + count, M.MAX_PARTICLES), option)
+      "Lua tables); use a larger spacing", #self.x + count, M.MAX_PARTICLES), check.shown(option))
   end
 end
 
@@ -158,6 +178,7 @@ end
 function Robot:image(opts)
   local where = "robot:image"
   check.options(where, opts, IMAGE_OPTIONS)
+  check_name(where, opts.name)
   if self.dim ~= 2 then check.fail(where, "needs a 2D robot (cq.robot{dim = 2}); use robot:mesh in 3D", self.dim) end
   local scale = check.number(where, "scale (the size of a pixel)", opts.scale, 0, math.huge, { open_lo = true })
   local h = check.number(where, "spacing", opts.spacing or scale, 0, math.huge, { open_lo = true })
@@ -213,6 +234,7 @@ end
 function Robot:mesh(opts)
   local where = "robot:mesh"
   check.options(where, opts, MESH_OPTIONS)
+  check_name(where, opts.name)
   if self.dim ~= 3 then check.fail(where, "needs a 3D robot (cq.robot{dim = 3}); use robot:image in 2D", self.dim) end
   if type(opts.path) ~= "string" or opts.path == "" then check.fail(where, "path must be an OBJ or STL file name", opts.path) end
   local format = meshes.format(where, opts.path, opts.format)
@@ -245,7 +267,10 @@ end
 local gmsh = require "cq._msh" -- loaded with robot.lua: it declares robot:gmsh's option set
 --- Particles from a Gmsh mesh (.geo meshed by gmsh, or .msh): one per tetrahedron (2D: triangle) at its centroid with
 --- its volume, sub-groups per physical volume and chamber walls per physical surface (lua/cq/_msh.lua, docs/api.md).
-function Robot:gmsh(opts) return gmsh.build(self, "robot:gmsh", opts, material) end
+function Robot:gmsh(opts)
+  if type(opts) == "table" then check_name("robot:gmsh", opts.name) end
+  return gmsh.build(self, "robot:gmsh", opts, material)
+end
 
 -- A sub-group of g: the particles (in g's order) for which keep(p) holds, with the matching part of g.surface.
 local function sub_group(g, keep, name)
@@ -284,6 +309,7 @@ end
 function Robot:select(opts)
   local w = "robot:select"
   check.options(w, opts, SELECT_OPTIONS)
+  check_name(w, opts.name)
   check_group(w, opts.group)
   if type(opts.where) ~= "function" then check.fail(w, "where must be a function(x, p) -> true to keep the particle", opts.where) end
   local keep = {}
@@ -293,7 +319,10 @@ function Robot:select(opts)
     keep[p] = opts.where(x, p) and true or false
   end
   local sub = sub_group(opts.group, function(p) return keep[p] end, opts.name)
-  if not sub then check.fail(w, "where keeps no particle of the group", opts.group.name or #opts.group.particles) end
+  if not sub then
+    check.fail(w, "where keeps no particle of the group", check.shown(string.format("false for all %d particles of %s",
+      #opts.group.particles, opts.group.name and ("group '" .. tostring(opts.group.name) .. "'") or "the group")))
+  end
   return sub
 end
 
@@ -308,7 +337,13 @@ function Robot:split(opts)
     local x = {}
     for a = 1, self.dim do x[a] = self.x[p][a] end
     local k = opts.by(x, p)
-    if k ~= nil and k ~= k then check.fail(w, "by must not return NaN", p) end
+    if k ~= nil and k ~= k then check.fail(w, "by must not return NaN (a key)", check.shown("nan for particle " .. p)) end
+    local kind = type(k)
+    if k ~= nil and kind ~= "number" and kind ~= "string" and kind ~= "boolean" then -- a new table per call would be a
+      -- group per particle
+      check.fail(w, "by must return a number, string or boolean key (or nil: no group)",
+        check.shown(check.fmt(k) .. " for particle " .. p))
+    end
     key_of[p] = k
     if k ~= nil and not keys[k] then keys[k] = true end
   end
@@ -324,6 +359,7 @@ end
 function Robot:ball(opts)
   local where = "robot:ball"
   check.options(where, opts, BALL_OPTIONS)
+  check_name(where, opts.name)
   local dim = self.dim
   check.vector(where, "center", opts.center, dim)
   local r = check.number(where, "radius", opts.radius, 0, math.huge, { open_lo = true })
@@ -357,17 +393,26 @@ function Robot:pressure_actuator(opts)
   local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
   for a = 1, self.dim do dir[a] = dir[a] * max end
   local id = #self.actuators + 1
-  self.actuators[id] = { kind = "stress", axis = dir, groups = opts.groups }
   for i, g in ipairs(opts.groups) do
     if type(g) ~= "table" or type(g.particles) ~= "table" then
       check.fail(where, "groups[" .. i .. "] must be a group from robot:box, ball, image, mesh, select or split", g)
     end
   end
-  for _, g in ipairs(opts.groups) do
-    for _, p in ipairs(g.particles) do
+  -- every particle is checked before the actuator is added: a refused actuator leaves the robot as it was
+  local mine = {}
+  for i, g in ipairs(opts.groups) do
+    for j, p in ipairs(g.particles) do
+      check.integer(where, "groups[" .. i .. "].particles[" .. j .. "]", p, 1, #self.x)
       if self.act_of[p] then check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p], id) end
-      self.act_of[p] = id
+      if mine[p] then
+        check.fail(where, "particle " .. p .. " appears twice in groups (a particle belongs to one actuator)", p)
+      end
+      mine[p] = true
     end
+  end
+  self.actuators[id] = { kind = "stress", axis = dir, groups = opts.groups }
+  for _, g in ipairs(opts.groups) do
+    for _, p in ipairs(g.particles) do self.act_of[p] = id end
   end
   return id
 end
@@ -394,6 +439,12 @@ function Robot:chamber(opts)
   for i, p in ipairs(wall.particles) do
     check.integer(where, "wall.particles[" .. i .. "]", p, 1, #self.x)
     check.vector(where, "wall.normal[" .. i .. "]", wall.normal[i], self.dim)
+    local len2 = 0
+    for a = 1, self.dim do len2 = len2 + wall.normal[i][a] ^ 2 end
+    if math.abs(math.sqrt(len2) - 1) > 1e-6 then -- N scales the pressure force: {0, 2} would double it
+      check.fail(where, "wall.normal[" .. i .. "] must be a unit vector (length 1, from the cavity into the solid)",
+        check.shown(string.format("%s, of length %.6g", check.list_text(wall.normal[i]), math.sqrt(len2))))
+    end
     check.number(where, "wall.area[" .. i .. "]", wall.area[i], 0, math.huge)
     if self.act_of[p] then
       check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p] .. " (a particle carries " ..
@@ -430,6 +481,10 @@ function Robot:cable_actuator(opts)
   for i, p in ipairs(opts.particles) do check.integer(where, "particles[" .. i .. "]", p, 1, #self.x) end
   local k = check.number(where, "k", opts.k or 10, 0, math.huge)
   if opts.rest then check.number(where, "rest", opts.rest, 0, math.huge) end
+  if k == 0 then
+    require("cq._warn").warn("cqlua: warning: robot:cable_actuator: k = 0: the cable has no stiffness, so it exerts no " ..
+      "force at any actuation and its gradients are 0; give k > 0 (default 10)")
+  end
   local id = #self.actuators + 1
   self.actuators[id] = { kind = "cable", particles = opts.particles, k = k, rest = opts.rest }
   return id

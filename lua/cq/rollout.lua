@@ -56,6 +56,17 @@ function M.new(opts)
   if opts.controller and opts.controller.params ~= nil and type(opts.controller.params) ~= "table" then
     check.fail(where, "controller.params must be nil or a list of cq.param", opts.controller.params)
   end
+  M.check_parts(where, w, steps, opts.controller, opts.observer)
+  if accumulate ~= "sum" and opts.running == nil then
+    require("cq._warn").warn(string.format('cqlua: warning: %s: accumulate = "%s" has no effect: there is no running ' ..
+      "loss to take the %s of (give running, or leave accumulate out)", where, accumulate, accumulate))
+  end
+  local last = require("cq.objectives").last_step(opts.running)
+  if last and last >= steps then
+    require("cq._warn").warn(string.format("cqlua: warning: %s: the running loss has keyframes up to step %d, but " ..
+      "the rollout's steps = %d reach control steps 0..%d only: those keyframes are never matched", where, last, steps,
+      steps - 1))
+  end
   local self = setmetatable({ world = w, steps = steps, controller = opts.controller, observer = opts.observer,
     final = opts.final, running = opts.running, actuator = opts.actuator, accumulate = accumulate, record = record,
     design = opts.design }, Rollout)
@@ -63,6 +74,40 @@ function M.new(opts)
   self.params = opts.controller and opts.controller.params or {}
   self.u = ffi.new("double[?]", math.max(1, w.n_actuators))
   return self
+end
+
+--- Checks what the controller and observer declare against the world and the steps (a custom one that declares
+--- nothing passes): the controller's outputs against world.n_actuators, its inputs (cq.mlp) against the observer's
+--- size(dim), its steps (cq.open_loop) against the rollout's, the observer's particle groups against world.n.
+function M.check_parts(where, w, steps, ctl, obs)
+  if ctl and type(ctl.outputs) == "number" and ctl.outputs ~= w.n_actuators then
+    check.fail(where, "controller outputs must be the world's n_actuators = " .. w.n_actuators, ctl.outputs)
+  end
+  if ctl and type(ctl.inputs) == "number" then
+    if obs == nil then
+      check.fail(where, "observer must be given: the controller reads an observation of inputs = " .. ctl.inputs ..
+        " values (e.g. cq.centroid_observer)", obs)
+    end
+    local size = type(obs.size) == "function" and obs.size(w.dim)
+    if type(size) == "number" and size ~= ctl.inputs then
+      check.raise(string.format("%s: controller inputs = %d must be the observer's size %d (its size(%d)): the " ..
+        "controller's inputs must equal what the observer gives", where, ctl.inputs, size, w.dim))
+    end
+  end
+  if ctl and type(ctl.steps) == "number" and steps > ctl.steps then
+    check.fail(where, "steps must be at most the controller's steps = " .. ctl.steps .. " (cq.open_loop has no " ..
+      "actuation past them)", steps)
+  end
+  if obs and type(obs.groups) == "table" then
+    for i, g in ipairs(obs.groups) do
+      for j, p in ipairs(g) do
+        if p > w.n then
+          check.fail(where, string.format("observer groups[%d][%d] must be a particle index in [1, %d] (the world's)",
+            i, j, w.n), p)
+        end
+      end
+    end
+  end
 end
 
 --- Every trainable parameter of the rollout: the controller's, then the design's (for an optimizer).
@@ -113,6 +158,7 @@ end
 function Rollout:forward(s0)
   local m = self.memo
   require("cq.state").check_arg("run:forward", "s0", s0, self.world)
+  self.loss = nil -- (until this forward has finished: backward needs a whole one)
   if self.design then s0 = self.design:apply(s0) end
   m:begin(s0)
   local rec = self._traj
@@ -181,6 +227,10 @@ end
 --- memo.grad and memo.grad_params are this backward's own (times weight), not accumulated.
 function Rollout:backward(opts)
   local where = "run:backward"
+  if self.loss == nil then
+    check.raise(where .. ": no finished forward to differentiate (none ran, or the last one failed): call " ..
+      "run:forward(s0) first")
+  end
   local on_step, accumulate, weight = nil, false, 1
   if type(opts) == "function" then
     on_step = opts

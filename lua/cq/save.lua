@@ -56,8 +56,53 @@ function M.pack(objects, extra, where)
   return doc
 end
 
+-- The names of objects in a fixed order, so that the mismatch a file reports does not depend on pairs().
+local function names_of(objects)
+  local names = {}
+  for name in pairs(objects) do names[#names + 1] = name end
+  table.sort(names, function(a, b) return tostring(a) < tostring(b) end)
+  return names
+end
+
+-- Checks the saved list of parameters for the holder name against its params; returns the function that writes it.
+local function check_params(where, source, name, params, saved)
+  if type(saved) ~= "table" or #saved ~= #params then
+    check.raise(string.format("%s: %s has %d parameters for %s, the object %d", where, source,
+      type(saved) == "table" and #saved or 0, name, #params))
+  end
+  for i, p in ipairs(params) do
+    local e = saved[i]
+    if type(e) ~= "table" or e.n ~= p.n or type(e.values) ~= "table" or #e.values ~= p.n then
+      check.raise(string.format("%s: %s: %s[%d] has %s values, the parameter %d", where, source, name, i,
+        type(e) == "table" and tostring(e.n) or "no", p.n))
+    end
+    if p.name and e.name and p.name ~= e.name then
+      check.raise(string.format("%s: %s: %s[%d] is %q, the parameter %q", where, source, name, i, e.name, p.name))
+    end
+    if p.rows and e.rows ~= nil and e.rows ~= p.rows then
+      check.raise(string.format("%s: %s: %s[%d] has %s rows, the parameter %d", where, source, name, i,
+        tostring(e.rows), p.rows))
+    end
+    for j = 1, p.n do
+      local x = e.values[j] -- (1e999 reads as inf: cq.save never writes one)
+      if type(x) ~= "number" or x ~= x or x == math.huge or x == -math.huge then
+        check.raise(string.format("%s: %s: %s[%d] value %d is not %s (got %s)", where, source, name, i, j,
+          type(x) == "number" and "finite" or "a number", check.fmt(x)))
+      end
+    end
+  end
+  return function()
+    for i, p in ipairs(params) do
+      local values = saved[i].values
+      for j = 0, p.n - 1 do p.v[j] = values[j + 1] end
+    end
+  end
+end
+
 --- Loads a pack()ed table into the same kinds of objects (sizes and names must match); source names it in errors.
---- Returns its extra table (or an empty one).
+--- Returns its extra table (or an empty one). Atomic: every object is checked before any is written, so a failed
+--- load leaves them all as they were (an object with state() / load_state() but no _prepare_state() is loaded
+--- last and, should a later one fail, given its old state() back).
 function M.unpack(doc, objects, where, source)
   where, source = where or "cq.load", source or "the saved data"
   if type(objects) ~= "table" then check.fail(where, "objects must be a table { name = object, ... }", objects) end
@@ -68,37 +113,32 @@ function M.unpack(doc, objects, where, source)
     check.raise(string.format("%s: %s has version %s; this cqlua reads version %d", where, source,
       tostring(doc.version), M.VERSION))
   end
-  for name, obj in pairs(objects) do
-    local saved = doc[name]
+  if doc.extra ~= nil and type(doc.extra) ~= "table" then
+    check.raise(string.format("%s: %s: extra must be an object (got %s)", where, source, check.fmt(doc.extra)))
+  end
+  local commits, others = {}, {} -- checked writes; objects that can only load (and be given their old state back)
+  for _, name in ipairs(names_of(objects)) do
+    local obj, saved = objects[name], doc[name]
     if saved == nil then check.raise(string.format("%s: %s holds no %s", where, source, tostring(name))) end
     local params = params_of(obj)
     if params then
-      if type(saved) ~= "table" or #saved ~= #params then
-        check.raise(string.format("%s: %s has %d parameters for %s, the object %d", where, source,
-          type(saved) == "table" and #saved or 0, name, #params))
-      end
-      for i, p in ipairs(params) do
-        local e = saved[i]
-        if type(e) ~= "table" or e.n ~= p.n or type(e.values) ~= "table" or #e.values ~= p.n then
-          check.raise(string.format("%s: %s: %s[%d] has %s values, the parameter %d", where, source, name, i,
-            type(e) == "table" and tostring(e.n) or "no", p.n))
-        end
-        if p.name and e.name and p.name ~= e.name then
-          check.raise(string.format("%s: %s: %s[%d] is %q, the parameter %q", where, source, name, i, e.name, p.name))
-        end
-        for j = 1, p.n do
-          if type(e.values[j]) ~= "number" then
-            check.raise(string.format("%s: %s: %s[%d] value %d is not a number", where, source, name, i, j))
-          end
-        end
-        for j = 0, p.n - 1 do p.v[j] = e.values[j + 1] end
-      end
+      commits[#commits + 1] = check_params(where, source, name, params, saved)
     elseif has_state(obj) then
-      obj:load_state(saved)
+      if type(obj._prepare_state) == "function" then commits[#commits + 1] = obj:_prepare_state(saved)
+      else others[#others + 1] = { obj, saved } end
     else
       bad_object(where, name, obj)
     end
   end
+  for k, o in ipairs(others) do
+    o.old = o[1]:state()
+    local ok, err = pcall(o[1].load_state, o[1], o[2])
+    if not ok then -- undo: this object (it may have loaded part of its state) and those before it
+      for j = k, 1, -1 do pcall(others[j][1].load_state, others[j][1], others[j].old) end
+      error(err, 0)
+    end
+  end
+  for _, write in ipairs(commits) do write() end
   return doc.extra or {}
 end
 

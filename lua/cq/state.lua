@@ -37,7 +37,7 @@ function M.check_arg(where, name, s, world)
   s:_handle(where)
   if world and (s.n ~= world.n or s.dim ~= world.dim or s.world.precision ~= world.precision) then
     check.fail(where, string.format("%s must be a state of a world with %d particles in %dD, %s", name, world.n,
-      world.dim, world.precision), tostring(s) .. " of a " .. s.world.precision .. " world")
+      world.dim, world.precision), check.shown(tostring(s) .. " of a " .. s.world.precision .. " world"))
   end
   return s
 end
@@ -101,7 +101,8 @@ function State:copy_from(other)
   local h = self:_handle(where)
   M.check_arg(where, "other", other, self.world)
   if self.world._lib.cq_state_copy(h, other._h) ~= 0 then
-    check.fail(where, "other must be a state of a world with " .. self.n .. " particles in " .. self.dim .. "D", tostring(other))
+    check.fail(where, "other must be a state of a world with " .. self.n .. " particles in " .. self.dim .. "D",
+      check.shown(tostring(other)))
   end
 end
 

@@ -56,14 +56,19 @@ function M.param(n, init, rows)
   if rows ~= nil and (type(rows) ~= "number" or rows < 1 or rows % 1 ~= 0 or n % rows ~= 0) then
     check.fail(where, "rows must be nil or a positive integer that divides n (" .. n .. ")", rows)
   end
+  local what = "init must be a number, a table of " .. n .. " numbers or a function i -> number"
   if init ~= nil and type(init) ~= "number" and type(init) ~= "table" and type(init) ~= "function" then
-    check.fail(where, "init must be a number, a table of " .. n .. " numbers or a function i -> number", init)
+    check.fail(where, what, init)
   end
+  if type(init) == "table" and #init ~= n then check.fail(where, what, init) end
+  if type(init) == "number" then check.number(where, "init", init) end
   local p = setmetatable({ n = n, v = check.alloc(where, "n", darr, n), g = check.alloc(where, "n", darr, n), rows = rows,
     cols = rows and n / rows or nil }, Param)
   for i = 0, n - 1 do
-    local x = type(init) == "function" and init(i + 1) or type(init) == "table" and init[i + 1] or init or 0
-    if type(x) ~= "number" then check.raise("cq.param: init must give a number for entry " .. (i + 1)) end
+    local x
+    if type(init) == "function" then x = check.number(where, "init(" .. (i + 1) .. ")", init(i + 1))
+    elseif type(init) == "table" then x = check.number(where, "init[" .. (i + 1) .. "]", init[i + 1])
+    else x = init or 0 end
     p.v[i] = x
   end
   return p
@@ -84,7 +89,7 @@ function Param:get(i)
 end
 function Param:set(i, x)
   check_index("param:set", "i", i, self.n, 1)
-  if type(x) ~= "number" then check.fail("param:set", "x must be a number", x) end
+  check.number("param:set", "x", x)
   self.v[i - 1] = x
 end
 
@@ -117,6 +122,10 @@ function Tape:const(values)
     return x
   end
   local n = #values
+  for i = 1, n do
+    local v = values[i]
+    if type(v) ~= "number" then check.fail("cq.tape:const", "values[" .. i .. "] must be a number", v) end
+  end
   local x = node(self, n, nil)
   for i = 0, n - 1 do x.v[i] = values[i + 1] end
   return x
@@ -213,7 +222,7 @@ local function unary(t, a, f, where)
 end
 
 function Tape:scale(a, s)
-  if type(s) ~= "number" then check.fail("cq.tape:scale", "s must be a number", s) end
+  if type(s) ~= "number" or s ~= s or s == math.huge or s == -math.huge then check.number("cq.tape:scale", "s", s) end
   return unary(self, a, function(x) return s * x, s end, "cq.tape:scale")
 end
 function Tape:tanh(a) return unary(self, a, function(x) local y = math.tanh(x) return y, 1 - y * y end, "cq.tape:tanh") end

@@ -101,7 +101,7 @@ end
 --- Records the running loss h_k of control step k (0..steps-1).
 function Trajectory:record_running(k, h)
   check_step(self, "record_running", k, self.steps - 1)
-  if type(h) ~= "number" then check.fail("trajectory:record_running", "h must be a number", h) end
+  check.number("trajectory:record_running", "h", h, nil, nil, { inf = true })
   if not self.h then self.h = ffi.new("double[?]", self.steps) end
   self.h[k] = h
 end

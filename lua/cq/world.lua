@@ -23,7 +23,7 @@ local OSCILLATION_OPTIONS = check.option_set("cq.world walls oscillation", { "am
 local NODE_BC_OPTIONS = check.option_set("world:set_node_bcs", { "type", "friction" })
 local MAX_THREADS = ffi.C.CQ_MAX_THREADS
 
-local function parse_wall(where, wd, spec, dim)
+local function parse_wall(where, wd, spec, dim, res)
   if type(spec) ~= "table" then check.fail(where, "must be a table {type=..., friction=..., thickness=...}", spec) end
   check.options(where, spec, WALL_OPTIONS)
   local BC = registry.BC
@@ -32,7 +32,8 @@ local function parse_wall(where, wd, spec, dim)
   wd.type = BC[t]
   -- checked before it reaches the C double (a string would raise LuaJIT's own conversion error)
   wd.friction = check.number(where, "friction", spec.friction or (t == "friction" and 0.5 or 0), 0, math.huge, { inf = true })
-  wd.thickness = check.integer(where, "thickness", spec.thickness or 3, 1) -- checked before the C int truncates it
+  -- checked before the C int truncates it, and against the grid (the engine's message would name the wall by number)
+  wd.thickness = check.integer(where, "thickness", spec.thickness or 3, 1, math.floor(res / 2))
   if spec.velocity then
     check.vector(where, "velocity", spec.velocity, dim)
     for a = 1, dim do wd.velocity[a - 1] = spec.velocity[a] end
@@ -66,7 +67,8 @@ function Params.__index(t, name)
   local w = rawget(t, "_world")
   w:_handle("world.params")
   local v = w._views[name]
-  if v == nil then check.fail("world.params", "no particle parameter " .. tostring(name) .. " (known: " ..
+  if v == nil then check.fail("world.params", "no particle parameter " .. (type(name) == "string" and name or
+    "of that name") .. " (known: " ..
     table.concat(w._param_names, ", ") .. ")", name) end
   return v
 end
@@ -168,20 +170,24 @@ function M.new(opts)
       d.implicit_fill_rounds = rounds == 0 and -1 or rounds
     end
   end
+  if opts.walls ~= nil and type(opts.walls) ~= "table" then
+    check.fail(where, "walls must be a table { all | left | right | floor | top" .. (dim == 3 and " | back | front" or "")
+      .. " = { type, friction, thickness, velocity, oscillation } }", opts.walls)
+  end
   local names = {} -- "all" first, so named walls override it
   for name in pairs(opts.walls or {}) do if name == "all" then table.insert(names, 1, name) else names[#names + 1] = name end end
   for _, name in ipairs(names) do
     local spec = opts.walls[name]
     local ws = where .. ".walls." .. tostring(name)
     if name == "all" then
-      for k = 0, 2 * dim - 1 do parse_wall(ws, d.walls[k], spec, dim) end
+      for k = 0, 2 * dim - 1 do parse_wall(ws, d.walls[k], spec, dim, d.res[math.floor(k / 2)]) end
     else
       local k = WALLS[name]
       if k == nil or k >= 2 * dim then
         check.fail(where, "walls keys must be all, left, right, bottom/floor, top/ceiling" ..
           (dim == 3 and ", back, front" or ""), name)
       end
-      parse_wall(ws, d.walls[k], spec, dim)
+      parse_wall(ws, d.walls[k], spec, dim, d.res[math.floor(k / 2)])
     end
   end
   local err = ffi.new("char[1024]")
@@ -328,7 +334,14 @@ function World:set_node_bcs(nodes, normals, spec)
   for k = 1, count do
     ni[k - 1] = check.integer(where, "nodes[" .. k .. "]", nodes[k], 0, n_nodes - 1)
     check.vector(where, "normals[" .. k .. "]", normals[k], self.dim)
-    for a = 1, self.dim do nn[3 * (k - 1) + a - 1] = normals[k][a] end
+    local len2 = 0
+    for a = 1, self.dim do
+      nn[3 * (k - 1) + a - 1] = normals[k][a]
+      len2 = len2 + normals[k][a] ^ 2
+    end
+    if not (len2 > 0) then
+      check.fail(where, "normals[" .. k .. "] must be a non-zero vector", check.shown(check.list_text(normals[k])))
+    end
   end
   spec = spec or {}
   check.options(where, spec, NODE_BC_OPTIONS)
@@ -353,6 +366,8 @@ function World:add_cable(a, particles, k, rest)
   check.number(where, "k", k, 0, math.huge)
   check.number(where, "rest", rest, 0, math.huge)
   self:_check(self._lib.cq_world_add_cable(self:_handle(where), a - 1, #particles, idx, k, rest), where)
+  self._cabled = self._cabled or {}
+  self._cabled[a] = true
 end
 
 --- Validates parameters (E > 0, nu in (-1, 0.5), mass, volume, dt vs. the stability limit). Required before step;
@@ -370,9 +385,12 @@ end
 
 -- Warns once per world, at the first state it steps from (world:step, memo:begin), of a body close to a wall band
 -- (cq._warn.near_walls).
-function World:_placement(s)
+function World:_placement(s, where)
   self._placed = true
-  require("cq._warn").near_walls(self, s, self.params.material, registry.MATERIAL.fluid)
+  local warn = require("cq._warn")
+  warn.near_walls(self, s, self.params.material, registry.MATERIAL.fluid)
+  warn.idle_actuators(self, self.params.act_id, self._cabled or {}, where or "world:step") -- and of actuators that
+  -- drive nothing
 end
 
 function World:stable_dt() return self._lib.cq_world_stable_dt(self:_handle("world:stable_dt")) end
@@ -388,10 +406,10 @@ end
 function World:set_gravity(g)
   local where = "world:set_gravity"
   check.vector(where, "gravity", g, self.dim)
-  for a = 1, self.dim do self._gravity[a] = g[a] end
   local v = ffi.new("double[3]")
   for a = 1, self.dim do v[a - 1] = g[a] end
   self:_check(self._lib.cq_world_set_gravity(self:_handle(where), v), where)
+  for a = 1, self.dim do self._gravity[a] = g[a] end -- once the engine took it
 end
 
 --- CPU threads the last control step ran on (threads = 0 chooses them from the idle cores).
@@ -401,6 +419,30 @@ function World:threads_used() return self._lib.cq_world_threads_used(self:_handl
 function World:_writable(name)
   local f = self._fields[name]
   return ffi.cast(f.type == 0 and self._real or C.type_ctype[f.type], self._lib.cq_world_param(self:_handle(), name))
+end
+
+-- For world:fill of an integer field (act_id, material): a function(x, label, i) raising unless x is one of its
+-- values (label: where x is, a format of i).
+local function integer_values(world, where, name)
+  local lo, hi, range
+  if name == "act_id" then
+    lo, hi = -1, world.n_actuators - 1
+    range = hi < 0 and "-1 (none): the world has no actuators" or string.format("-1 (none) or an actuator index in " ..
+      "[0, %d] (0-based; the world has %d actuator%s)", hi, world.n_actuators, hi == 0 and "" or "s")
+  elseif name == "material" then
+    local count = 0
+    while registry.MATERIAL[count] do count = count + 1 end
+    lo, hi = 0, count - 1
+    range = string.format("a material name (%s) or an id in [0, %d]", registry.names(registry.MATERIAL), hi)
+  else
+    lo, hi = -check.INT_MAX - 1, check.INT_MAX
+    range = "an integer in [-2^31, 2^31 - 1]"
+  end
+  return function(x, label, i) -- label: a format for i, "" for one value
+    if x ~= math.floor(x) or x < lo or x > hi then
+      check.fail(where, name .. string.format(label, i) .. " must be " .. range, x)
+    end
+  end
 end
 
 --- Fills a per-particle parameter for particles first..last with a value, a function p -> value, a vector per
@@ -415,13 +457,18 @@ function World:fill(name, value, first, last)
   local n = self.n
   check.integer(where, "first", first, 1, n)
   check.integer(where, "last", last, first, n)
+  -- every value is checked (and a function called) before any is written: a refused fill leaves the world as it was
   local arr = self:_writable(name)
+  local int = f.type ~= 0 and integer_values(self, where, name) or nil -- act_id, material: checked here (a C int
+  -- field would store 0.5 as 0 and -1 as 255)
   if f.shape == 1 and type(value) == "function" then -- one vector per particle
+    local xs = {}
     for p = first, last do
       local x = value(p)
       check.vector(where, name .. " function's value for particle " .. p, x, self.dim)
-      for a = 1, self.dim do arr[(a - 1) * n + p - 1] = x[a] end
+      xs[p] = { unpack(x, 1, self.dim) }
     end
+    for p = first, last do for a = 1, self.dim do arr[(a - 1) * n + p - 1] = xs[p][a] end end
   elseif f.shape == 1 then -- one value per axis
     check.vector(where, name, value, self.dim)
     for p = first, last do for a = 1, self.dim do arr[(a - 1) * n + p - 1] = value[a] end end
@@ -430,22 +477,27 @@ function World:fill(name, value, first, last)
     if m == nil then check.fail(where, "material must be one of " .. registry.names(registry.MATERIAL), value) end
     for p = first, last do arr[p - 1] = m end
   elseif type(value) == "function" then
+    local xs = {}
     for p = first, last do
       local x = value(p)
       if type(x) ~= "number" then check.fail(where, name .. " function must return a number for particle " .. p, x) end
-      arr[p - 1] = x
+      if int then int(x, " (the function's value for particle %d)", p) end
+      xs[p] = x
     end
+    for p = first, last do arr[p - 1] = xs[p] end
   elseif type(value) == "table" or type(value) == "cdata" then
     local base = type(value) == "table" and 1 or 0
     for p = first, last do
       local x = value[p - first + base]
       if type(x) ~= "number" then check.fail(where, name .. " values[" .. (p - first + base) .. "] must be a number", x) end
-      arr[p - 1] = x
+      if int then int(x, " values[%d]", p - first + base) end
     end
+    for p = first, last do arr[p - 1] = value[p - first + base] end
   else
     if type(value) ~= "number" then
       check.fail(where, name .. " value must be a number, a function p -> number or a list of numbers", value)
     end
+    if int then int(value, "") end
     for p = first, last do arr[p - 1] = value end
   end
 end
@@ -482,11 +534,16 @@ end
 -- The actuation argument of a step: nil (zero), a table or a double array of n_actuators values.
 local function act_array(world, u, where)
   local na = world.n_actuators
-  if na == 0 then return nil end
   if u == nil then return nil end
+  if na == 0 then
+    if type(u) == "table" and #u > 0 then
+      check.fail(where, "u must be nil or empty: the world has no actuators (n_actuators = 0)", u)
+    end
+    return nil
+  end
   if type(u) == "cdata" then return check.doubles(where, "u", u, na) end
   if type(u) ~= "table" or #u ~= na then
-    check.fail(where, "u must be a table of " .. na .. " actuation values", type(u) == "table" and ("a table of " .. #u) or u)
+    check.fail(where, "u must be a table of " .. na .. " actuation values", u)
   end
   local a = world._u or ffi.new("double[?]", na)
   world._u = a
@@ -515,7 +572,7 @@ function World:step(s, u, force, stress)
   local h = self:_handle(where)
   if not self.committed then check.raise(where .. ": call world:commit() first") end
   state.check_arg(where, "s", s, self)
-  if not self._placed then self:_placement(s) end
+  if not self._placed then self:_placement(s, where) end
   local fracture = not self._fracture_off
   if fracture and not self._fracture then self:_fracture_baseline(s) end
   local t0 = fracture and now()

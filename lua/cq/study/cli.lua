@@ -133,14 +133,22 @@ function body(...)
       for n in o["--by"]:gmatch("[^,%s]+") do by[#by + 1] = n end
       if #by == 0 then fail("--by must name one or more parameters, such as E,nu (got \"" .. o["--by"] .. "\")") end
     end
-    require("cq.study.collect").collect(study, { by = by, top = o["--top"] and positive_int("--top", o["--top"]) })
+    local result = require("cq.study.collect").collect(study, { by = by,
+      top = o["--top"] and positive_int("--top", o["--top"]) })
+    if result.counts.unreadable then -- (a manifest cut short or not JSON: its row's results are lost, say so)
+      io.stderr:write(string.format("cqlua study collect: %d manifest%s could not be read (listed above); run the " ..
+        "study again to rerun %s\n", result.counts.unreadable, result.counts.unreadable == 1 and "" or "s",
+        result.counts.unreadable == 1 and "its row" or "their rows"))
+      return 1
+    end
     return 0
   elseif cmd == "list" then
     local o = parse(rest, { ["--dir"] = "value" })
     local study = study_mod.load(file, o["--dir"])
     for i = 1, #study.rows do
-      local m = study:manifest(i)
-      print(string.format("%4d  %-12s %s  %s", i, m and m.status or "not run", study:row_text(i), study:row_dir(i)))
+      local m, unreadable = study:manifest(i)
+      print(string.format("%4d  %-12s %s  %s%s", i, m and m.status or unreadable and "unreadable" or "not run",
+        study:row_text(i), study:row_dir(i), unreadable and ("  (" .. unreadable .. ")") or ""))
     end
     return 0
   elseif cmd == "worker" or cmd == "exec" then

@@ -221,8 +221,8 @@ function M.collect(study, opts)
   local builds, build_rows, build_names = {}, {}, {}
   for i = 1, #study.rows do
     current[study:row_dir(i):match("[^/]+$")] = true
-    local m = study:manifest(i)
-    local r = { row = i, status = m and m.status or "not run" }
+    local m, unreadable = study:manifest(i)
+    local r = { row = i, status = m and m.status or unreadable and "unreadable" or "not run", message = unreadable }
     for _, n in ipairs(study.params) do r[n] = study.rows[i][n] end
     if m then
       for _, n in ipairs(study.metrics) do r[n] = m.metrics and m.metrics[n] end
@@ -244,7 +244,7 @@ function M.collect(study, opts)
   local result = { csv = csv, counts = counts, rows = rows, plots = {} }
 
   local status_parts = {}
-  for _, s in ipairs { "ok", "failed", "timeout", "interrupted", "running", "not run" } do
+  for _, s in ipairs { "ok", "failed", "timeout", "interrupted", "running", "not run", "unreadable" } do
     if counts[s] then status_parts[#status_parts + 1] = counts[s] .. " " .. s end
   end
   print(string.format("cqlua study collect: %s: %d rows: %s", study.name, #study.rows, table.concat(status_parts, ", ")))

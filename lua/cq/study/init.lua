@@ -153,6 +153,9 @@ M._generator = generator
 -- The (name, {lo, hi} | {choices}) entries of a sampled space, checked.
 local function ranges_of(where, opts)
   local list = {}
+  if opts.log ~= nil and type(opts.log) ~= "table" then
+    check.fail(where, "log must be a table { name = true } over ranges", opts.log)
+  end
   for _, p in ipairs(opts.ranges and pairs_of(where, opts.ranges, "{lo, hi} ranges") or {}) do
     local r = p[2]
     if type(r) ~= "table" or type(r[1]) ~= "number" or type(r[2]) ~= "number" or not (r[1] < r[2]) then
@@ -166,6 +169,17 @@ local function ranges_of(where, opts)
     list[#list + 1] = { name = p[1], choices = p[2] }
   end
   if #list == 0 then check.fail(where, "needs ranges = {name = {lo, hi}} (or choices for random)", nil) end
+  if opts.log ~= nil then
+    local names = {}
+    for _, p in ipairs(list) do if not p.choices then names[#names + 1] = p.name end end
+    for k in pairs(opts.log) do
+      local known = false
+      for _, n in ipairs(names) do known = known or n == k end
+      if not known then
+        check.fail(where, "log." .. tostring(k) .. " names no parameter of ranges (" .. table.concat(names, ", ") .. ")", k)
+      end
+    end
+  end
   return list
 end
 
@@ -300,7 +314,17 @@ function M.define(opts)
   if opts.time_limit ~= nil then check.number(where, "time_limit", opts.time_limit, 0, nil, { open_lo = true }) end
   if opts.dir ~= nil and (type(opts.dir) ~= "string" or opts.dir == "") then check.fail(where, "dir must be a path", opts.dir) end
   if opts.by ~= nil and type(opts.by) ~= "table" then check.fail(where, "by must be a list of parameter names", opts.by) end
+  for i, n in ipairs(opts.by or {}) do
+    local known = false
+    for _, p in ipairs(opts.space.names) do known = known or p == n end
+    if not known then
+      check.fail(where, "by[" .. i .. "] must be a parameter of the space (" .. table.concat(opts.space.names, ", ") .. ")", n)
+    end
+  end
   if opts.depends ~= nil and type(opts.depends) ~= "table" then check.fail(where, "depends must be a list of files", opts.depends) end
+  for i, d in ipairs(opts.depends or {}) do
+    if type(d) ~= "string" or d == "" then check.fail(where, "depends[" .. i .. "] must be a file path", d) end
+  end
   local seen_rows = {}
   for i, row in ipairs(opts.space.rows) do -- one run per configuration: its hash and directory are the row's
     local key = M.canonical(row)
@@ -486,13 +510,16 @@ function Study:row_text(i)
   return table.concat(parts, ", ")
 end
 
---- The manifest of row i, or nil when it has none (a run not started, or of another version of the row).
+--- The manifest of row i, or nil when it has none (a run not started, or of another version of the row); nil and a
+--- message naming the file when it cannot be read as one (cut short, not JSON, not a manifest).
 function Study:manifest(i)
   local path = self:row_dir(i) .. "/manifest.json"
   local text = read_all(path)
   if not text then return nil end
   local ok, m = pcall(require("cq.json").decode, text, path)
-  if not ok or type(m) ~= "table" or m.hash ~= self:row_hash(i) then return nil end
+  if not ok then return nil, (tostring(m):gsub("^.-cq%.json%.decode: ", "")) end
+  if type(m) ~= "table" then return nil, path .. " is not a manifest (a JSON " .. type(m) .. ", not an object)" end
+  if m.hash ~= self:row_hash(i) then return nil end
   return m
 end
 

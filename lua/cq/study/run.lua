@@ -267,7 +267,8 @@ function M.run_local(study, opts)
   end
   local todo, done = {}, 0
   for _, i in ipairs(selected(study, opts.rows)) do
-    local m = study:manifest(i)
+    local m, unreadable = study:manifest(i)
+    if unreadable then print(string.format("cqlua study: row %d: %s; running it again", i, unreadable)) end
     if m and m.status == "ok" then done = done + 1 else todo[#todo + 1] = i end
   end
   local total = done + #todo
