@@ -39,18 +39,7 @@ local function has(msg, ...)
 end
 
 -- An RGBA PNG from a function (i, j) -> {r, g, b[, a]} (column i, row j from the top, 0-based; nil = white).
-local function png(name, w, h, pixel)
-  local rgba = ffi.new("uint8_t[?]", 4 * w * h)
-  for j = 0, h - 1 do
-    for i = 0, w - 1 do
-      local c = pixel(i, j) or { 255, 255, 255 }
-      local o = 4 * (j * w + i)
-      rgba[o], rgba[o + 1], rgba[o + 2], rgba[o + 3] = c[1], c[2], c[3], c[4] or 255
-    end
-  end
-  assert(ffi.C.cqh_png_write_rgba(tmp(name), w, h, rgba) == 0)
-  return tmp(name)
-end
+local function png(name, w, h, pixel) return require("tests._shell").png(tmp(name), w, h, pixel) end
 
 -- Sums of a surface: total area and the vector sum of area * normal.
 local function surface_sums(s)

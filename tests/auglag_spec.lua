@@ -333,19 +333,7 @@ cq.save("out/final.json", { params = P.run:parameters() }, { kappa = r.kappa, ta
 print("finished", r.iterations, r.resumed_from or "-")
 ]], ROOT))
     f:close()
-    local h = { out = d .. "/" .. tag .. ".out", err = d .. "/" .. tag .. ".err", rc = d .. "/" .. tag .. ".rc" }
-    os.execute(string.format("cd %s && (sh -c 'echo $$ > %s.pid; exec %s al_child.lua' > %s 2> %s; echo $? > %s) &",
-      q(d), tag, q(EXE), q(h.out), q(h.err), q(h.rc)))
-    h.pid = function() return tonumber(read(d .. "/" .. tag .. ".pid") or "") end
-    h.wait = function(pattern, seconds)
-      for _ = 1, seconds * 20 do
-        if pattern == "rc" then if read(h.rc) and read(h.rc):match("%d") then return true end
-        elseif (read(h.out) or ""):find(pattern) then return true end
-        os.execute("sleep 0.05")
-      end
-      return false
-    end
-    return h
+    return shell.spawn(d, tag, "al_child.lua")
   end
   local function iters(text)
     local out = {}

@@ -24,18 +24,7 @@ local function write(name, bytes)
   return TMP .. "/" .. name
 end
 -- An RGBA PNG of w x h pixels from pixel(i, j) -> {r, g, b[, a]} (nil: white).
-local function png(name, w, h, pixel)
-  local rgba = ffi.new("uint8_t[?]", 4 * w * h)
-  for j = 0, h - 1 do
-    for i = 0, w - 1 do
-      local c = pixel(i, j) or { 255, 255, 255 }
-      local o = 4 * (j * w + i)
-      rgba[o], rgba[o + 1], rgba[o + 2], rgba[o + 3] = c[1], c[2], c[3], c[4] or 255
-    end
-  end
-  assert(ffi.C.cqh_png_write_rgba(TMP .. "/" .. name, w, h, rgba) == 0)
-  return TMP .. "/" .. name
-end
+local function png(name, w, h, pixel) return require("tests._shell").png(TMP .. "/" .. name, w, h, pixel) end
 local function read(path)
   local f = assert(io.open(path, "rb"))
   local s = f:read("*a")

@@ -482,19 +482,7 @@ cq.save("out/final.json", { params = P.opt.params })
 print("finished", res.loss)
 ]], ROOT, iterations))
     f:close()
-    local h = { dir = dir, out = dir .. "/" .. tag .. ".out", err = dir .. "/" .. tag .. ".err", rc = dir .. "/" .. tag .. ".rc" }
-    os.execute(string.format("cd %s && (sh -c 'echo $$ > %s.pid; exec %s train_child.lua' > %s 2> %s; echo $? > %s) &",
-      q(dir), tag, q(EXE), q(h.out), q(h.err), q(h.rc)))
-    h.pid = function() return tonumber(read(dir .. "/" .. tag .. ".pid") or "") end
-    h.wait = function(pattern, seconds)
-      for _ = 1, seconds * 20 do
-        if pattern == "rc" then if read(h.rc) and read(h.rc):match("%d") then return true end
-        elseif (read(h.out) or ""):find(pattern) then return true end
-        os.execute("sleep 0.05")
-      end
-      return false
-    end
-    return h
+    return shell.spawn(dir, tag, "train_child.lua")
   end
 
   local ref -- the uninterrupted child run, made once
