@@ -374,3 +374,32 @@ describe("design variables are atomic: a refused variable leaves the design (and
     assert.are.same(before, { design_snap(d), field_bits(w, "act_id"), field_bits(w, "act_axis") })
   end)
 end)
+
+describe("the campaign's last silent acceptances", function()
+  it("refuse a parameter loaded twice, a chamber wall particle listed twice, a mixer of the wrong signal count", function()
+    local p = cq.param { n = 2, init = 1 }
+    local path = os.tmpname()
+    cq.save(path, { a = { p }, b = { p } })
+    local ok, e = pcall(cq.load, path, { a = { p }, b = { p } })
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("cq.load: objects.b's parameter 1 is objects.a's parameter 1 again", 1, true), e)
+    local r = cq.robot { dim = 2 }
+    local g = r:ball { center = { 0.5, 0.5 }, radius = 0.1, spacing = 0.01,
+      material = { model = "neohookean", E = 100, nu = 0.3 },
+      cavities = { { center = { 0.5, 0.5 }, radius = 0.05, name = "c" } } }
+    local w = g.chambers.c
+    local dup = { particles = { w.particles[1], w.particles[1] }, normal = { w.normal[1], w.normal[1] },
+      area = { w.area[1], w.area[1] } }
+    ok, e = pcall(r.chamber, r, { wall = dup, closed = false })
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("robot:chamber: wall.particles[2] repeats wall.particles[1]", 1, true), e)
+    local world, s0 = r:world { res = { 64, 64 }, dx = 1 / 64, dt = 1e-4, n_actuators = #g.particles }
+    local design = cq.design { world = world }
+    local psi = design:actuators { state = s0, outputs = 4, radius = 0.02 }
+    ok, e = pcall(psi.controller, cq.pulses { outputs = 3, steps = 10, dt = 1e-3 })
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("psi.controller: inner must give the actuator layout's 4 signals (outputs) " ..
+      "(got 3 outputs)", 1, true), e)
+  end)
+end)

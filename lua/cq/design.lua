@@ -367,6 +367,10 @@ function Design:_mixer(op, inner)
     check.fail("psi.controller", "inner must be a controller (a table with act and params, e.g. cq.pulses)", inner, 3)
   end
   local m, K, width, xi, gxi = op.m, op.K, op.width, op.xi, op.gxi
+  if type(inner.outputs) == "number" and inner.outputs ~= K then -- (a controller that says its count; else at act)
+    check.fail("psi.controller", string.format("inner must give the actuator layout's %d signals (outputs)", K),
+      check.shown(inner.outputs .. " outputs"), 3)
+  end
   local yv, yg = ffi.new("double[?]", m), ffi.new("double[?]", m) -- the output node's storage, reused every step
   return {
     params = inner.params,

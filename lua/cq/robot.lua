@@ -436,8 +436,14 @@ function Robot:chamber(opts)
   local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
   if opts.closed ~= nil and type(opts.closed) ~= "boolean" then check.fail(where, "closed must be true or false", opts.closed) end
   local id = #self.actuators + 1
+  local seen = {}
   for i, p in ipairs(wall.particles) do
     check.integer(where, "wall.particles[" .. i .. "]", p, 1, #self.x)
+    if seen[p] then
+      check.fail(where, string.format("wall.particles[%d] repeats wall.particles[%d] (a wall particle carries its " ..
+        "area once)", i, seen[p]), p)
+    end
+    seen[p] = i
     check.vector(where, "wall.normal[" .. i .. "]", wall.normal[i], self.dim)
     local len2 = 0
     for a = 1, self.dim do len2 = len2 + wall.normal[i][a] ^ 2 end

@@ -117,6 +117,18 @@ function M.unpack(doc, objects, where, source)
     check.raise(string.format("%s: %s: extra must be an object (got %s)", where, source, check.fmt(doc.extra)))
   end
   local commits, others = {}, {} -- checked writes; objects that can only load (and be given their old state back)
+  -- a parameter under two names (two lists, a controller and a rollout holding it) would take the later one's
+  -- values: refused
+  local named = {}
+  for _, name in ipairs(names_of(objects)) do
+    for i, prm in ipairs(params_of(objects[name]) or {}) do
+      local here = string.format("objects.%s's parameter %d", tostring(name), i)
+      if named[prm] then
+        check.fail(where, string.format("%s is %s again (one parameter, loaded twice)", here, named[prm]), prm)
+      end
+      named[prm] = here
+    end
+  end
   for _, name in ipairs(names_of(objects)) do
     local obj, saved = objects[name], doc[name]
     if saved == nil then check.raise(string.format("%s: %s holds no %s", where, source, tostring(name))) end
