@@ -299,11 +299,12 @@ demo: deps
 # AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow included, every report fatal): the host and the
 # CPU engine libraries built again in $(ASAN_BUILD)/ and the whole suite run under them. The host is linked with
 # -fsanitize so the sanitizer runtimes load before the ffi.load'ed engine; LuaJIT and libgomp are not instrumented
-# and need nothing. allocator_may_return_null=1: a too-large allocation returns NULL, which the engine reports as
+# and need nothing; tests/lsan.supp names the third-party leaks left. allocator_may_return_null=1: a too-large allocation returns NULL, which the engine reports as
 # out of memory, instead of aborting the run. tests/run.lua closes the Lua state at exit, so leaks are checked too.
 ASAN_BUILD ?= build-asan
 ASAN_OPT   ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
-ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 .PHONY: test-asan
 test-asan: deps-all
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so \
