@@ -304,12 +304,12 @@ demo: deps
 ASAN_BUILD ?= build-asan
 ASAN_OPT   ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
 ASAN_ENV   ?= ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp CQ_SANITIZED=1
 .PHONY: test-asan
 test-asan: deps-all
 	$(MAKE) BUILD=$(ASAN_BUILD) OPT='$(ASAN_OPT)' NVCC= all $(ASAN_BUILD)/test-fields/lib/libcq_f64.so \
 	  $(ASAN_BUILD)/test-material/lib/libcq_f64.so $(ASAN_BUILD)/test/backend_test \
-	  $(ASAN_BUILD)/test/fill_test $(ASAN_BUILD)/test/material_test
+	  $(ASAN_BUILD)/test/fill_test $(ASAN_BUILD)/test/material_test $(ASAN_BUILD)/test/cholesky_test
 	$(ASAN_ENV) $(ASAN_BUILD)/bin/cqlua tests/run.lua
 
 # Fuzzing the host's loaders with libFuzzer (clang; not part of `make test`): PNG decoding, OBJ and STL (binary and
