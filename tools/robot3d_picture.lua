@@ -1,8 +1,8 @@
--- tools/robot3d_picture.lua: renders docs/robot3d.png, the README's picture of a 3D robot: a four-legged box robot
+-- tools/robot3d_picture.lua: renders docs/results/seed000/robot3d.png, the README's picture of a 3D robot: a four-legged box robot
 -- with a head, standing on the floor after settling under gravity, coloured by group.
--- usage: build/bin/cqlua tools/robot3d_picture.lua [out = docs/robot3d.png] [spacing = 1/128]
+-- usage: build/bin/cqlua tools/robot3d_picture.lua [out = docs/results/seed000/robot3d.png] [spacing = 1/128]
 local cq = require "cq"
-local out, spacing = arg and arg[1] or "docs/robot3d.png", tonumber(arg and arg[2]) or 1 / 128
+local out, spacing = arg and arg[1] or "docs/results/seed000/robot3d.png", tonumber(arg and arg[2]) or 1 / 128
 local soft = { model = "neohookean", E = 60, nu = 0.3, density = 1 }
 local robot = cq.robot { dim = 3 }
 robot:box { offset = { 0.15, 0.14, 0.15 }, size = { 0.24, 0.06, 0.16 }, spacing = spacing, material = soft, name = "body" }
