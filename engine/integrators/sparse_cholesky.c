@@ -352,7 +352,7 @@ static int analyse(cqi_chol* c, const cqi_block_matrix* A) {
   int32_t* sidx = NULL;
   int st = CQI_CHOL_NOMEM;
   if (c->pattern && c->perm && c->iperm && c->xw && parent) {
-    memcpy(c->pattern, A->col, pat);
+    if (pat > 0) memcpy(c->pattern, A->col, pat); /* an empty matrix may have no column array (memcpy from NULL: UB) */
     st = order(c, A);
     if (st == CQI_CHOL_OK) st = etree_postorder(c, A, parent);
     if (st == CQI_CHOL_OK) st = column_structures(c, A, parent, &sptr, &sidx);
