@@ -1,6 +1,6 @@
 /* The table of backend passes that are plain loops calling one kernel body per particle or per grid node. Each
  * feature keeps its rows beside its bodies (CQ_VOLUMETRIC_PASSES in volumetric.h, CQ_FILL_PASSES in fill.h,
- * CQ_IMPLICIT_PASSES in implicit.h); from them come the ops struct's members (backend.h), the 2D/3D dispatch, the CPU
+ * CQ_IMPLICIT_PASSES in implicit.h, CQ_WALL_PASSES in wall.h); from them come the ops struct's members (backend.h), the 2D/3D dispatch, the CPU
  * loops (cpu_loops.h) and the CUDA kernels and launchers (cuda/cuda_loops.cuh). Passes with real logic (prepare's
  * checks, P2G and G2P with their SIMD lanes and block-local scatters, reductions, the cables' and cavities' per-chain
  * sums) are written by hand, as are the explicit substep's grid passes (grid_clear, grid_update and its adjoint): on
@@ -31,8 +31,9 @@
 #include "volumetric.h" /* without D defined: their rows only */
 #include "fill.h"
 #include "implicit.h"
+#include "wall.h"
 
-#define CQ_PASSES(X) CQ_VOLUMETRIC_PASSES(X) CQ_FILL_PASSES(X) CQ_IMPLICIT_PASSES(X)
+#define CQ_PASSES(X) CQ_VOLUMETRIC_PASSES(X) CQ_FILL_PASSES(X) CQ_IMPLICIT_PASSES(X) CQ_WALL_PASSES(X)
 
 /* f applied to each (kind, name) pair, comma-separated (at most 9 pairs). */
 #define CQI_PNARGS(...) CQI_PNARGS_(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)

@@ -163,6 +163,17 @@ typedef struct cq_substep {
   const cq_real* vol_p0;        /* averaged, implicit: [n] the lagged group pressure, the state's pg (implicit.h) */
   cq_real* vol_g0;              /* averaged, implicit backward: [n] dL/d(it), added by implicit_stress_adj */
   int fill;                     /* 1: fluid = "grid", the fluids' pressure from the grid's fill (fill.h) */
+  /* Chamber walls (engine/terms/wall.h): each wall particle's neighbours in the reference state and weights b, its
+   * deformation gradient from their positions (the Nanson area of its pressure), and that matrix's gradient. NULL
+   * (wall_start) without chamber walls: the pressure takes F_p. */
+  const int32_t* wall_start;  /* [n + 1] particle p's pairs [wall_start[p], wall_start[p + 1]) (none: not a wall) */
+  const int32_t* wall_nbr;    /* [pairs] the neighbour of each pair */
+  const cq_real* wall_b;      /* [pairs][D] its weight vector b */
+  const int32_t* wall_tstart; /* [n + 1] the pairs in which particle j is the neighbour: wall_tpair[wall_tstart[j]..] */
+  const int32_t* wall_tpair;  /* [pairs] */
+  const int32_t* wall_owner;  /* [pairs] the wall particle of each pair */
+  const cq_real* wall_F;      /* [D*D][n] each wall particle's deformation gradient from positions (wall_deform) */
+  cq_real* wall_gF;           /* backward: [D*D][n] dL/d(wall_F), added by P2G's and the implicit solve's adjoints */
 } cq_substep;
 
 /* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's

@@ -67,6 +67,7 @@
  * (engine/terms/term.h); engine/terms/<name>.c each, with its kernels in engine/terms/<name>.h (cables' and
  * cavities': engine/stages/cable.h, chamber.h). */
 #define CQ_TERMS(X)                                                                              \
+  X(wall, "chamber walls: the pressure's area from the walls' positions (wall.h)")                 \
   X(volumetric, "volumetric = \"averaged\": the bulk term on each node group's mean J (volumetric.h)") \
   X(fill, "fluid = \"grid\": the water's pressure from the grid's fill (fill.h)")                  \
   X(cable, "cables: tensions along polylines of particles (seed 000 eq. 17, cable.h)")             \

@@ -246,6 +246,7 @@ int cq_world_reset_fill(cq_world* w) { return cqi_fill_reset(&w->sim); }
 
 /* The groups of volumetric_groups = "initial" are taken again from the next state stepped from. */
 int cq_world_reset_groups(cq_world* w) {
+  cqi_wall_reset(&w->sim);
   if (cqi_volumetric_reset_groups(&w->sim)) w->model.generation++; /* a recording under the old groups cannot be
                                                                      * differentiated */
   return CQ_OK;
@@ -258,6 +259,7 @@ int cq_world_take_groups(cq_world* w, const cq_state* s) {
     return cqi_errorf(&w->err, CQ_ERR_ARG, "the state does not belong to this world");
   cq_substep c = cqi_substep_ctx(m, NULL, NULL, s->substep);
   int st = cqi_volumetric_take_groups(&w->sim, &c, &s->p);
+  if (st == CQ_OK) st = cqi_wall_take(&w->sim, &s->p);
   if (st == CQ_OK) w->model.generation++; /* a recording under other groups cannot be differentiated */
   return st;
 }

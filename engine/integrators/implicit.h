@@ -213,10 +213,18 @@ CQ_HD void CQ_D(implicit_gather)(const cq_substep* c, const CQ_D(cqi_stencil) * 
 
 /* out_i += w_ip (dt kC V0 S F^T dpos_ip + f) for a stress S (P or its differential: grad F_p(v) transposed) and a
  * particle force term f (NULL: none). */
+CQ_HD void CQ_D(implicit_scatter_T)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0,
+                                    const cq_real T[D][D], const cq_real* f, cq_real* out);
 CQ_HD void CQ_D(implicit_scatter)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0,
                                   const cq_real S[D][D], const cq_real F[D][D], const cq_real* f, cq_real* out) {
   cq_real T[D][D];
   CQ_D(mmt)(S, F, T);
+  CQ_D(implicit_scatter_T)(c, st, vol0, T, f, out);
+}
+
+/* The same with T = S F^T given. */
+CQ_HD void CQ_D(implicit_scatter_T)(const cq_substep* c, const CQ_D(cqi_stencil) * st, cq_real vol0,
+                                    const cq_real T[D][D], const cq_real* f, cq_real* out) {
   cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt * vol0;
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
@@ -239,10 +247,12 @@ CQ_HD void CQ_D(implicit_stress)(const cq_substep* c, const cq_particles* s, con
   CQ_D(implicit_load)(c, s, p, v, &st, F, Cm);
   CQ_D(implicit_F_of)(c, Cm, F, Fh);
   CQ_D(implicit_P)(c, m, p, F, Cm, Fh, P, Fit, vol);
-  cq_real ua, f[D] = {0};
+  cq_real ua, f[D] = {0}, Fw[D][D], Fwh[D][D];
   int wall = CQ_D(implicit_wall)(c, m, p, &ua);
-  if (wall) {
-    CQ_D(nanson_force)(m, p, s->n, Fh, ua, f);
+  if (wall) { /* at F_w(v) = (I + dt C_p(v)) F_w, the wall's own F_w (wall.h), or F_hat */
+    int own_w = CQ_D(wall_F_at)(c, p, s->n, Fw);
+    if (own_w) CQ_D(implicit_F_of)(c, Cm, Fw, Fwh);
+    CQ_D(nanson_force)(m, p, s->n, own_w ? Fwh : Fh, ua, f);
     for (int a = 0; a < D; a++) f[a] *= -c->dt;
   }
   CQ_D(implicit_scatter)(c, &st, m->vol0[p], P, F, wall ? f : NULL, out);
@@ -274,13 +284,29 @@ CQ_HD void CQ_D(implicit_hvp)(const cq_substep* c, const cq_particles* s, const 
   }
   int sym = c->pressure_product == CQI_PRODUCT_SYM;
   cq_real aN = sym ? (cq_real)0.5 : 0, aT = sym ? (cq_real)0.5 : 1, df[D] = {0}, y[D], G[D][D] = {{0}}, unused = 0;
-  CQ_D(nanson_force_jvp)(m, p, s->n, Fh, dF, ua, df);
+  /* the pressure at F_w(v) = (I + dt C_p(v)) F_w (wall.h), or at F_hat: its differential along dir, dt C_p(dir) Fl */
+  cq_real Fl[D][D], Flh[D][D], dFl[D][D], T[D][D], T2[D][D];
+  if (CQ_D(wall_F_at)(c, p, s->n, Fl)) {
+    CQ_D(implicit_F_of)(c, Cm, Fl, Flh);
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) {
+        cq_real t = 0;
+        for (int k = 0; k < D; k++) t += c->dt * dC[a][k] * Fl[k][b];
+        dFl[a][b] = t;
+      }
+  } else
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Fl[a][b] = F[a][b], Flh[a][b] = Fh[a][b], dFl[a][b] = dF[a][b];
+  CQ_D(nanson_force_jvp)(m, p, s->n, Flh, dFl, ua, df);
   for (int a = 0; a < D; a++) df[a] *= -c->dt * aN;
   CQ_D(implicit_gather)(c, &st, dir, y);
-  CQ_D(nanson_force_adj)(m, p, s->n, Fh, ua, y, G, &unused, &unused);
+  CQ_D(nanson_force_adj)(m, p, s->n, Flh, ua, y, G, &unused, &unused);
+  /* T = V0 dP F^T - aT dt G Fl^T: the transposed product goes back through dF_l/dv = dt C_p(.) Fl */
+  CQ_D(mmt)(dP, F, T);
+  CQ_D(mmt)(G, Fl, T2);
   for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) dP[a][b] = m->vol0[p] * dP[a][b] - aT * c->dt * G[a][b];
-  CQ_D(implicit_scatter)(c, &st, 1, dP, F, df, out);
+    for (int b = 0; b < D; b++) T[a][b] = m->vol0[p] * T[a][b] - aT * c->dt * T2[a][b];
+  CQ_D(implicit_scatter_T)(c, &st, 1, T, df, out);
 }
 
 /* The projected (positive semi-definite) Newton matrix of dt E assembled for the direct preconditioner
@@ -470,16 +496,19 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
   CQ_D(mtm)(gT, P, gF);
   CQ_D(material_P_vjp_terms)(m, p, Fh, gP, gFh, &g, !lin);
   /* a chamber wall: L_p also has -dt lam_p . f_p(F_hat), lam_p = sum_i w lam_i (fl = -dt f_p for the weights) */
-  cq_real ua, fl[D] = {0};
+  cq_real ua, fl[D] = {0}, Fw[D][D], Fwh[D][D], gFwh[D][D] = {{0}};
+  int own_w = 0; /* the pressure at the wall's F_w(v) = (I + dt C_p(v)) F_w (wall.h), else at F_hat */
   if (CQ_D(implicit_wall)(c, m, p, &ua)) {
     cq_real lp[D], gf[D], gua = 0;
+    own_w = CQ_D(wall_F_at)(c, p, n, Fw);
+    if (own_w) CQ_D(implicit_F_of)(c, Cm, Fw, Fwh);
     CQ_D(implicit_gather)(c, &st, lam, lp);
-    CQ_D(nanson_force)(m, p, n, Fh, ua, fl);
+    CQ_D(nanson_force)(m, p, n, own_w ? Fwh : Fh, ua, fl);
     for (int a = 0; a < D; a++) {
       fl[a] *= -dt;
       gf[a] = -dt * lp[a];
     }
-    CQ_D(nanson_force_adj)(m, p, n, Fh, ua, gf, gFh, &gua, &g.wall_area);
+    CQ_D(nanson_force_adj)(m, p, n, own_w ? Fwh : Fh, ua, gf, own_w ? gFwh : gFh, &gua, &g.wall_area);
     g.act_w += gua * c->pressure_u[m->act_id[p]];
     c->pressure_gu[p] += gua * m->act_w[p];
   }
@@ -520,6 +549,20 @@ CQ_HD void CQ_D(implicit_stress_adj)(const cq_substep* c, const cq_particles* s,
       gF[a][b] += t;
       gCm[a][b] = u + (a == b ? gC_lin : 0) + gC_geo[a][b];
     }
+  if (own_w) { /* F_w(v) = F_w + dt C F_w: dL/dF_w += (I + dt C)^T gFwh (wall.h's gradient), gC += dt gFwh F_w^T */
+    cq_real gFw[D][D];
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) {
+        cq_real t = gFwh[a][b], u = 0;
+        for (int k = 0; k < D; k++) {
+          t += dt * Cm[k][a] * gFwh[k][b];
+          u += dt * gFwh[a][k] * Fw[b][k];
+        }
+        gFw[a][b] = t;
+        gCm[a][b] += u;
+      }
+    CQ_D(wall_F_adj)(c, p, n, gFw);
+  }
   /* C_p(y) = kC sum_i w_i y_i dpos_i^T for y = v (gradient gCm) and y = lam (gLm); dpos = x_i - x_p */
   cq_real kC = 4 * c->inv_dx * c->inv_dx, gx[D] = {0};
   CQI_FOR_STENCIL(off) {

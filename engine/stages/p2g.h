@@ -58,8 +58,12 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     for (int b = 0; b < D; b++) q->A[a][b] = ustress ? ustress[(a * D + b) * n + p] : 0;
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * axis[a * n + p];
   }
-  /* chamber pressure at F_p; the implicit solve takes it at F_p(v) instead (implicit.h) */
-  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure) CQ_D(nanson_force)(m, p, n, q->F, ua, q->f);
+  /* chamber pressure at the wall's F_w (wall.h; F_p where it has none); the implicit solve takes it at F_w(v)
+   * instead (implicit.h) */
+  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure) {
+    cq_real Fw[D][D];
+    CQ_D(nanson_force)(m, p, n, CQ_D(wall_F_at)(c, p, n, Fw) ? Fw : q->F, ua, q->f);
+  }
   if (v.cached || cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
     return;
@@ -249,8 +253,15 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   cq_real ga = 0; /* dL/d(u act_w): split into dL/du and dL/dact_w below */
   if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * axis[d * n + p];
-  if (cqi_pressure_kind(q.act_kind) && !c->implicit_pressure)
-    CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
+  if (cqi_pressure_kind(q.act_kind) && !c->implicit_pressure) {
+    cq_real Fw[D][D], gFw[D][D] = {{0}};
+    if (CQ_D(wall_F_at)(c, p, n, Fw)) {
+      CQ_D(nanson_force_adj)(m, p, n, Fw, q.ua, gf, gFw, &ga, &g.wall_area);
+      CQ_D(wall_F_adj)(c, p, n, gFw);
+    } else {
+      CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
+    }
+  }
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];
     CQ_D(mm)(q.F, q.A, FA);

@@ -6,14 +6,20 @@
 
 static int cavity_on(const cqi_model* m) { return cqi_model_cavities(m) > 0; }
 
+/* The walls' pressure is taken at their F_w (wall.h) where the wall term has them: s and g0 with F_w and dL/dF_w in
+ * place of F and dL/dF (a wall particle without neighbours has F_w = 0 there: it carries no area). */
 static int cavity_force(cqi_sim* sim, void* self, const cq_particles* s, const cq_real* u, cq_real* fext) {
-  return sim->be->ops->cavity_forces(sim->be, sim->view, s, u, fext);
+  cq_particles sw = *s;
+  cqi_wall_view(sim, &sw, NULL);
+  return sim->be->ops->cavity_forces(sim->be, sim->view, &sw, u, fext);
 }
 
-/* Into x, F, the wall parameters and each particle's dL/du, before the actuators' sums. */
+/* Into x, F (F_w's gradient, wall.h), the wall parameters and each particle's dL/du, before the actuators' sums. */
 static int cavity_force_adj(cqi_sim* sim, void* self, const cq_particles* s, const cq_real* u, const cq_real* gf,
                             cq_particles* g0, const cq_param_grads* gp, cq_real* gact) {
-  return sim->be->ops->cavity_forces_adj(sim->be, sim->view, s, u, gf, g0, gp, gact);
+  cq_particles sw = *s, gw = *g0;
+  cqi_wall_view(sim, &sw, &gw);
+  return sim->be->ops->cavity_forces_adj(sim->be, sim->view, &sw, u, gf, &gw, gp, gact);
 }
 
 const cqi_term cqi_term_cavity = {

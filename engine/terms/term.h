@@ -187,5 +187,11 @@ int cqi_volumetric_projects(const cqi_model* m); /* volumetric.c: whether the gr
 int cqi_volumetric_take_groups(cqi_sim* sim, const cq_substep* c, const cq_particles* s);
 const int32_t* cqi_volumetric_groups_host(cqi_sim* sim);
 int cqi_fill_reset(cqi_sim* sim);
+/* The chamber walls (wall.c): the reference positions taken now from s (host memory: the robot's initial state), or
+ * forgotten (the next state stepped from gives them); cqi_wall_view points s->F (and g->F unless g is NULL) at the
+ * walls' F_w (and dL/dF_w) of the current substep where there are any. */
+int cqi_wall_take(cqi_sim* sim, const cq_particles* s);
+void cqi_wall_reset(cqi_sim* sim);
+void cqi_wall_view(cqi_sim* sim, cq_particles* s, cq_particles* g);
 void cqi_fill_vectors(cqi_sim* sim, const cq_real** base, const cq_real** lin);
 #endif

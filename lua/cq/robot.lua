@@ -423,7 +423,8 @@ end
 --- pressure as a fraction of max (the pressure at u = 1; default 1, so u is the pressure itself). closed (default
 --- true): the wall encloses its cavities, so their pressure exerts no net force or torque on the body; the actuator
 --- is then of kind "cavity", which corrects the particle forces to that (engine/stages/chamber.h). false: kind "chamber",
---- Nanson's forces as they are (a pressure on an open surface). Returns its index.
+--- Nanson's forces as they are (a pressure on an open surface). F is each wall particle's F_w, fitted to its
+--- neighbours' positions (engine/terms/wall.h; docs/api.md "The wall's F"). Returns its index.
 function Robot:chamber(opts)
   local where = "robot:chamber"
   check.options(where, opts, CHAMBER_OPTIONS)
@@ -586,7 +587,8 @@ function Robot:world(opts)
     s:set("x", p, self.x[p])
     if #self.v[p] > 0 then s:set("v", p, self.v[p]) end
   end
-  w:_take_groups(s) -- volumetric_groups = "initial": the groups are the robot's, whichever state is stepped first
+  w:_take_groups(s) -- the groups of volumetric_groups = "initial" and the chamber walls' neighbours (engine/terms/wall.c)
+  -- are the robot's, whichever state is stepped first
   return w, s
 end
 

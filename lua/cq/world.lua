@@ -291,7 +291,8 @@ function World:reset_fill()
 end
 
 --- volumetric_groups = "initial": forget the groups, so that the next step takes them from the state it starts from
---- (a new scene in the same world). Returns the world.
+--- (a new scene in the same world); the chamber walls' reference state (their neighbours, engine/terms/wall.c) too.
+--- Returns the world.
 function World:reset_groups()
   self._lib.cq_world_reset_groups(self:_handle("world:reset_groups"))
   return self
