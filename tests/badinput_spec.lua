@@ -134,7 +134,8 @@ end)
 
 describe("non-finite numbers are refused with the option named", function()
   it("inf dx, dt, damping, gravity and wall velocity", function()
-    has(err_of(cq.world, { n = 4, dx = math.huge }), "cq.world: dx must be finite")
+    has(err_of(cq.world, { n = 4, dx = math.huge }), "cq.world: dx must be finite (got inf)")
+    has(err_of(cq.world, { n = 4, dx = 1e-300 }), "cq.world: dx must be in [1e-09, 1000000000] (got 1e-300)")
     has(err_of(cq.world, { n = 4, dt = math.huge }), "cq.world: dt must be finite")
     has(err_of(cq.world, { n = 4, dt = 0 / 0 }), "dt must be a number")
     has(err_of(cq.world, { n = 4, dt = 0.01, substeps = 2, damping = 2e4 }), "cq.world:",

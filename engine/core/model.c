@@ -29,7 +29,8 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
   for (int a = 0; a < d->dim; a++)
     if (d->res[a] < 5 || d->res[a] > 65536)
       return cqi_errorf(e, CQ_ERR_ARG, "res[%d] must be in [5, 65536] (got %d)", a + 1, d->res[a]);
-  if (!(d->dx > 0) || !isfinite(d->dx)) return cqi_errorf(e, CQ_ERR_ARG, "dx must be finite and > 0 (got %g)", d->dx);
+  if (!(d->dx >= 1e-9 && d->dx <= 1e9)) /* beyond, 1 / dx^2 overflows a float32 build's kernels */
+    return cqi_errorf(e, CQ_ERR_ARG, "dx must be in [1e-09, 1e+09] (got %g)", d->dx);
   if (!(d->dt > 0) || !isfinite(d->dt)) return cqi_errorf(e, CQ_ERR_ARG, "dt must be finite and > 0 (got %g)", d->dt);
   if (d->substeps < 1) return cqi_errorf(e, CQ_ERR_ARG, "substeps must be >= 1 (got %d)", d->substeps);
   if (!(d->damping >= 0) || !isfinite(d->damping))

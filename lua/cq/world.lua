@@ -98,7 +98,8 @@ function M.new(opts)
   if type(res) == "number" then local r = {} for a = 1, dim do r[a] = res end res = r end
   check.vector(where, "res", res, dim)
   for a = 1, dim do d.res[a - 1] = check.integer(where, "res[" .. a .. "]", res[a], 5, 65536) end
-  d.dx = check.number(where, "dx", opts.dx or 1 / res[1], 0, math.huge, { open_lo = true })
+  -- dx: any length unit from nanometres to megametres; beyond, 1 / dx^2 overflows a float32 build's kernels
+  d.dx = check.number(where, "dx", opts.dx or 1 / res[1], 1e-9, 1e9)
   d.dt = check.number(where, "dt", opts.dt or 1e-3, 0, math.huge, { open_lo = true })
   d.substeps = check.integer(where, "substeps", opts.substeps or 1, 1)
   if opts.gravity then
