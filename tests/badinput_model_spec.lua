@@ -533,7 +533,11 @@ local CASES = {
   { "robot:mesh of an OBJ face with 2 vertices", function()
       local path = write("line.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2\n")
       cq.robot { dim = 3 }:mesh { path = path, offset = { 0, 0, 0 } } end,
-    { "robot:mesh:", "line.obj", "the OBJ file has no faces (f lines with 3 or more vertices)" } },
+    { "robot:mesh:", "line.obj", "1 face line with fewer than 3 vertices (the first at line 4)" } },
+  { "robot:mesh of a tetrahedron with one face line of 2 vertices among 4 (once dropped without a word)", function()
+      local path = write("short.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4\nf 1 4 3\nf 2 3 4\n")
+      cq.robot { dim = 3 }:mesh { path = path, offset = { 0, 0, 0 } } end,
+    { "robot:mesh:", "short.obj", "1 face line with fewer than 3 vertices (the first at line 7)" } },
   { "robot:mesh of an OBJ face with index 0", function()
       local path = write("zero.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n")
       cq.robot { dim = 3 }:mesh { path = path, offset = { 0, 0, 0 } } end,

@@ -41,6 +41,35 @@ static size_t count_faces(const char* text, size_t size) {
   return n;
 }
 
+// The f lines with fewer than 3 vertices (tinyobjloader drops them without a word): their count, and the first one's
+// line number in *first_line_no.
+static size_t short_faces(const char* text, size_t size, size_t* first_line_no) {
+  size_t count = 0, line_no = 1;
+  *first_line_no = 0;
+  for (size_t i = 0; i < size;) {
+    size_t end = i;
+    while (end < size && text[end] != '\n' && text[end] != '\r') end++;
+    size_t j = i;
+    while (j < end && (text[j] == ' ' || text[j] == '\t')) j++;
+    if (j < end && text[j] == 'f' && (j + 1 == end || text[j + 1] == ' ' || text[j + 1] == '\t')) {
+      size_t tokens = 0;
+      for (size_t k = j + 1; k < end;) {
+        while (k < end && (text[k] == ' ' || text[k] == '\t')) k++;
+        if (k < end && text[k] == '#') break;
+        if (k < end) tokens++;
+        while (k < end && text[k] != ' ' && text[k] != '\t') k++;
+      }
+      if (tokens < 3) {
+        if (count++ == 0) *first_line_no = line_no;
+      }
+    }
+    i = end;
+    if (i < size && text[i] == '\r' && i + 1 < size && text[i + 1] == '\n') i++;
+    if (i < size) i++, line_no++;
+  }
+  return count;
+}
+
 // [+-] digits [. digits] [e [+-] digits], with a digit somewhere before the exponent.
 static bool is_number(const char* t, size_t len) {
   size_t i = 0, digits = 0;
@@ -136,6 +165,14 @@ static int parse(const char* text, size_t size, int max_triangles, cqi_soup* out
     return -1;
   }
   if (check_vertex_lines(text, size, err, err_size) != 0) return -1;
+  size_t short_line = 0, n_short = short_faces(text, size, &short_line);
+  if (n_short > 0) {
+    cqh_fail(err, err_size,
+             "the OBJ file has %zu face line%s with fewer than 3 vertices (the first at line %zu): a face needs 3 or "
+             "more (a line or a point is not a surface)",
+             n_short, n_short == 1 ? "" : "s", short_line);
+    return -1;
+  }
   tinyobj::attrib_t attrib;
   std::vector<tinyobj::shape_t> shapes;
   std::vector<tinyobj::material_t> materials;
