@@ -162,7 +162,7 @@ describe("a pressurised thick-walled cylinder (2D plane strain)", function()
 end)
 
 describe("a thick tube inflated far into large strain (2D, nearly incompressible Mooney-Rivlin)", function()
-  -- The exact plane-strain solution (docs/experiments/cylinder_inflation.lua): r^2 - R^2 = a^2 - A^2 for every
+  -- The exact plane-strain solution (docs/experiments/sphere_inflation.lua dim=2): r^2 - R^2 = a^2 - A^2 for every
   -- particle, p = integral from lambda_b to lambda_a of W'(l) / (l^2 - 1) dl, W = c10 (l^2 + l^-2 - 2). At 20 kPa the
   -- bore stretches 47 %. With the pressure's area from each wall particle's own F_p the tube inflated 16 / 17 / 22 %
   -- too little at dx 2 / 1 / 0.5 mm (the first layer's F_p falls behind its neighbours on a free surface); with the
