@@ -7,7 +7,7 @@
 static int cavity_on(const cqi_model* m) { return cqi_model_cavities(m) > 0; }
 
 /* The walls' pressure is taken at their F_w (wall.h) where the wall term has them: s and g0 with F_w and dL/dF_w in
- * place of F and dL/dF (a wall particle without neighbours has F_w = 0 there: it carries no area). */
+ * place of F and dL/dF (a particle without neighbours has its own F there, and its gradient goes back to F). */
 static int cavity_force(cqi_sim* sim, void* self, const cq_particles* s, const cq_real* u, cq_real* fext) {
   cq_particles sw = *s;
   cqi_wall_view(sim, &sw, NULL);

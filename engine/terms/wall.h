@@ -13,9 +13,10 @@
  * builds the pairs on the host). F_w reproduces any affine motion exactly (F_w = I in the reference state), and the
  * pressure is f = u dA cof(F_w) N wherever F_p stood (P2G, the implicit solve, the cavities' balance).
  *
- * Passes (engine/backends/passes.h): wall_deform writes F_w of each wall particle into out ([D*D][n], the others left
- * as they are); wall_deform_adj adds dL/dx through F_w (gFw = dL/dF_w, [D*D][n]) into gs->x: for particle j, a
- * gather over the pairs in which it is the neighbour, and its own pairs' -sum b_k when it is a wall. */
+ * Passes (engine/backends/passes.h): wall_deform writes F_w of each wall particle into out ([D*D][n]; every other
+ * particle's F_p, so that out stands for F wherever the pressure is taken); wall_deform_adj adds dL/dx through F_w
+ * (gFw = dL/dF_w, [D*D][n]) into gs->x: for particle j, a gather over the pairs in which it is the neighbour, and its
+ * own pairs' -sum b_k when it is a wall; where F_w = F_p, gFw into gs->F. */
 #ifndef CQ_WALL_PASSES
 #define CQ_WALL_PASSES(X)                                  \
   X(wall_deform, wall_deform, PARTICLES, 1, 1, (R, out)) \
@@ -26,7 +27,10 @@
 
 CQ_HD void CQ_D(wall_deform)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, cq_real* out) {
   int k0 = c->wall_start[p], k1 = c->wall_start[p + 1], n = s->n;
-  if (k0 == k1) return;
+  if (k0 == k1) { /* not a wall, or one without neighbours enough (F_w = F_p: the cavities' sums read out for all) */
+    for (int e = 0; e < D * D; e++) out[e * n + p] = s->F[e * n + p];
+    return;
+  }
   cq_real G[D][D] = {{0}}, xp[D];
   for (int a = 0; a < D; a++) xp[a] = s->x[a * n + p];
   for (int k = k0; k < k1; k++) {
@@ -53,6 +57,8 @@ CQ_HD void CQ_D(wall_deform_adj)(const cq_substep* c, const cq_particles* s, con
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) gx[a] -= gFw[(a * D + b) * n + p] * c->wall_b[(long)k * D + b];
   for (int a = 0; a < D; a++) gs->x[a * n + p] += gx[a];
+  if (c->wall_start[p] == c->wall_start[p + 1]) /* F_w = F_p there (wall_deform) */
+    for (int e = 0; e < D * D; e++) gs->F[e * n + p] += gFw[e * n + p];
 }
 
 /* Whether particle p's pressure takes F_w (a wall with neighbours), and then Fw = its F_w. */
