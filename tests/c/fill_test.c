@@ -159,6 +159,8 @@ int main(void) {
   for (long i = 0; i < f.len; i++) same &= gp[i] == g[i] && gm[i] == hx[i];
   expect(same, "gradient and Hessian product: the same bits with 2 threads", same, 1);
   cqi_terms_release(&f.sim);
+  cq_real* vectors[] = {v, x, g, gp, gm, hx, vt};
+  for (int i = 0; i < 7; i++) op->release(b, vectors[i]);
   op->destroy(b);
   cqi_model_free(&model);
   printf("%d failures\n", failures);
