@@ -20,8 +20,7 @@ typedef struct {
   long cap_pairs;
 } wall_self;
 
-#define RADIUS 2.1 /* the neighbourhood's radius in particle spacings: 12 neighbours on a square lattice, 32 on a cube
-                    * inside a body, enough on one side of a wall for the quadratic fit (fit) */
+#define RADIUS 1.6 /* the neighbourhood's radius in particle spacings: 8 neighbours on a square lattice, 18 on a cube */
 
 static int wall_on(const cqi_model* m) {
   for (int a = 0; a < m->n_act; a++)
@@ -68,68 +67,22 @@ static int by_key(const void* a, const void* b) {
   return x->key < y->key ? -1 : x->key > y->key ? 1 : x->p - y->p;
 }
 
-/* The weights b_k of the pairs [first, end) of one wall particle from their reference offsets r (3 per pair) and
- * kernel weights w: the rows of the weighted least-squares fit x_k - x_p = G r_k + (1/2) H(r_k, r_k), which gives
- * G = sum_k (x_k - x_p) b_k^T. Quadratic: exact for a deformation with constant second derivatives, so G is the
- * gradient at the particle itself and not at the middle of its neighbourhood, which on a wall lies to one side (a
- * linear fit took the sphere's hoop stretch from inside the wall, short by a cell's gradient). The linear fit
- * x_k - x_p = G r_k when the quadratic one is singular (too few neighbours); 0 when both are. In units of rho. */
-static int fit(int D, long first, long end, const double* r, const double* w, double rho, double* b) {
-  int lin = D, quad = D + D * (D + 1) / 2;
-  for (int m = quad; m >= lin; m = m == quad ? lin : lin - 1) {
-    double M[81] = {0}, L[81] = {0}, P[9], diag = 0;
-    for (long k = first; k < end; k++) {
-      int q = 0;
-      for (int a = 0; a < D; a++) P[q++] = r[3 * k + a] / rho;
-      for (int a = 0; a < D && m == quad; a++)
-        for (int c = a; c < D; c++) P[q++] = r[3 * k + a] * r[3 * k + c] / (rho * rho);
-      for (int i = 0; i < m; i++)
-        for (int j = 0; j < m; j++) M[i * m + j] += w[k] * P[i] * P[j];
-    }
-    for (int i = 0; i < m; i++) diag = fmax(diag, M[i * m + i]);
-    int ok = diag > 0;
-    for (int j = 0; j < m && ok; j++) { /* Cholesky M = L L^T, refused below a relative pivot of 1e-9 */
-      double d = M[j * m + j];
-      for (int k = 0; k < j; k++) d -= L[j * m + k] * L[j * m + k];
-      if (!(d > 1e-9 * diag)) ok = 0;
-      else {
-        L[j * m + j] = sqrt(d);
-        for (int i = j + 1; i < m; i++) {
-          double t = M[i * m + j];
-          for (int k = 0; k < j; k++) t -= L[i * m + k] * L[j * m + k];
-          L[i * m + j] = t / L[j * m + j];
-        }
-      }
-    }
-    if (!ok) continue;
-    double Y[3][9]; /* column a of M^-1 (a < D): M y = e_a */
-    for (int a = 0; a < D; a++) {
-      double z[9];
-      for (int i = 0; i < m; i++) {
-        double t = i == a ? 1 : 0;
-        for (int k = 0; k < i; k++) t -= L[i * m + k] * z[k];
-        z[i] = t / L[i * m + i];
-      }
-      for (int i = m - 1; i >= 0; i--) {
-        double t = z[i];
-        for (int k = i + 1; k < m; k++) t -= L[k * m + i] * Y[a][k];
-        Y[a][i] = t / L[i * m + i];
-      }
-    }
-    for (long k = first; k < end; k++) {
-      int q = 0;
-      for (int a = 0; a < D; a++) P[q++] = r[3 * k + a] / rho;
-      for (int a = 0; a < D && m == quad; a++)
-        for (int c = a; c < D; c++) P[q++] = r[3 * k + a] * r[3 * k + c] / (rho * rho);
-      for (int a = 0; a < D; a++) {
-        double t = 0;
-        for (int i = 0; i < m; i++) t += Y[a][i] * P[i];
-        b[3 * k + a] = w[k] * t / rho;
-      }
-    }
+/* K^-1 of a symmetric D x D matrix (row-major); 0 when it is singular next to its scale. */
+static int invert(int D, const double* K, double* inv) {
+  if (D == 2) {
+    double det = K[0] * K[3] - K[1] * K[2], tr = K[0] + K[3];
+    if (!(det > 1e-6 * tr * tr / 4)) return 0;
+    inv[0] = K[3] / det, inv[1] = -K[1] / det, inv[2] = -K[2] / det, inv[3] = K[0] / det;
     return 1;
   }
-  return 0;
+  double c0 = K[4] * K[8] - K[5] * K[7], c1 = K[5] * K[6] - K[3] * K[8], c2 = K[3] * K[7] - K[4] * K[6];
+  double det = K[0] * c0 + K[1] * c1 + K[2] * c2, tr = K[0] + K[4] + K[8];
+  if (!(det > 1e-6 * tr * tr * tr / 27)) return 0;
+  double t[9] = {c0, K[2] * K[7] - K[1] * K[8], K[1] * K[5] - K[2] * K[4],
+                 c1, K[0] * K[8] - K[2] * K[6], K[2] * K[3] - K[0] * K[5],
+                 c2, K[1] * K[6] - K[0] * K[7], K[0] * K[4] - K[1] * K[3]};
+  for (int i = 0; i < 9; i++) inv[i] = t[i] / det;
+  return 1;
 }
 
 /* A signature of which particles are walls and which are solids: the pairs are built again only when it changes
@@ -157,7 +110,7 @@ static int build(cqi_sim* sim, wall_self* W) {
   int32_t *start = calloc((size_t)n + 1, sizeof(int32_t)), *tstart = calloc((size_t)n + 1, sizeof(int32_t));
   long cap = 0, count = 0;
   int32_t *nbr = NULL, *owner = NULL, *tpair = NULL;
-  double *bv = NULL, *rv = NULL, *wv = NULL; /* per pair: b, the offset r (3 each) and the kernel weight */
+  double* bv = NULL;
   long dims[3] = {1, 1, 1};
   if (!order || !start || !tstart) st = CQ_ERR_NOMEM;
   int solids = 0;
@@ -178,7 +131,7 @@ static int build(cqi_sim* sim, wall_self* W) {
   for (int p = 0; p < n && st == CQ_OK; p++) {
     start[p] = (int32_t)count;
     if (!is_wall(m, p) || !(cs > 0)) continue;
-    double rho = RADIUS * pow(m->vol0[p], 1.0 / D);
+    double rho = RADIUS * pow(m->vol0[p], 1.0 / D), K[9] = {0}, inv[9];
     long first = count;
     long c[3] = {0, 0, 0};
     for (int a = 0; a < D; a++) c[a] = (long)floor(fmax(X[(long)a * n + p], 0) / cs) + 1;
@@ -204,23 +157,31 @@ static int build(cqi_sim* sim, wall_self* W) {
           if (t2) owner = t2;
           double* t3 = realloc(bv, sizeof(double) * 3 * cap);
           if (t3) bv = t3;
-          double* t4 = realloc(rv, sizeof(double) * 3 * cap);
-          if (t4) rv = t4;
-          double* t5 = realloc(wv, sizeof(double) * cap);
-          if (t5) wv = t5;
-          if (!t1 || !t2 || !t3 || !t4 || !t5 || cap > 0x7fffffff) {
+          if (!t1 || !t2 || !t3 || cap > 0x7fffffff) {
             st = CQ_ERR_NOMEM;
             break;
           }
         }
-        wv[count] = (1 - r2 / (rho * rho)) * (1 - r2 / (rho * rho));
-        for (int a = 0; a < 3; a++) rv[count * 3 + a] = r[a];
+        double w = (1 - r2 / (rho * rho)) * (1 - r2 / (rho * rho));
+        for (int a = 0; a < D; a++) {
+          bv[count * 3 + a] = w * r[a]; /* w r, times K^-1 below */
+          for (int b = 0; b < D; b++) K[a * D + b] += w * r[a] * r[b];
+        }
         nbr[count] = j, owner[count] = p;
         count++;
       }
     }
     if (st != CQ_OK) break;
-    if (!fit(D, first, count, rv, wv, rho, bv)) count = first; /* too few neighbours to span the space: F_p */
+    if (!invert(D, K, inv)) { /* too few neighbours to span the space (a lone particle): F_p, as before */
+      count = first;
+      continue;
+    }
+    for (long k = first; k < count; k++) {
+      double t[3] = {0, 0, 0};
+      for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++) t[a] += inv[a * D + b] * bv[k * 3 + b];
+      for (int a = 0; a < D; a++) bv[k * 3 + a] = t[a];
+    }
   }
   if (st == CQ_OK) start[n] = (int32_t)count;
   /* the transposed pairs: for each particle j, the pairs in which it is the neighbour, in pair order */
@@ -260,7 +221,7 @@ static int build(cqi_sim* sim, wall_self* W) {
   if (st == CQ_OK && count > 0) st = be->ops->upload(be, W->tpair, tpair, sizeof(int32_t) * count);
   if (st == CQ_OK && count > 0) st = be->ops->upload(be, W->owner, owner, sizeof(int32_t) * count);
   if (st == CQ_OK && count > 0) st = be->ops->upload(be, W->b, b, sizeof(cq_real) * D * count);
-  free(order), free(start), free(tstart), free(nbr), free(owner), free(tpair), free(bv), free(rv), free(wv), free(b);
+  free(order), free(start), free(tstart), free(nbr), free(owner), free(tpair), free(bv), free(b);
   if (st == CQ_ERR_NOMEM)
     return cqi_errorf(sim->err, CQ_ERR_NOMEM, "chamber walls: out of memory for the walls' neighbours (%ld pairs)",
                       count);

@@ -7,15 +7,11 @@
  * -22 % at dx 2 / 1 / 0.5 mm; docs/results/history.md, the forty-first session). Here the area comes from a
  * deformation gradient fitted to the positions of the particle's neighbours in a reference state (moving least
  * squares, as in corrected SPH gradients and peridynamic correspondence):
- *   F_w = sum_k (x_k - x_p) b_k^T,
- * b_k the weights of the weighted least-squares fit x_k - x_p = F_w r_k + (1/2) H(r_k, r_k), r_k = X_k - X_p, with
- * kernel weights (1 - |r_k|^2 / rho^2)^2 within rho = 2.1 h, h = V0_p^(1/D) the particle spacing, over the solid
+ *   F_w = sum_k (x_k - x_p) b_k^T,   b_k = w_k K^-1 (X_k - X_p),   K = sum_k w_k (X_k - X_p)(X_k - X_p)^T,
+ * w_k = (1 - |X_k - X_p|^2 / rho^2)^2 within rho = 1.6 h, h = V0_p^(1/D) the particle spacing, over the solid
  * particles of the reference state (the robot's initial state, or the first state the world steps from; wall.c
- * builds the pairs and fits on the host; a linear fit where the quadratic one is singular). The quadratic term makes
- * F_w the gradient at the particle itself, though its neighbours all lie on one side of it: a linear fit took the
- * tube's hoop stretch from inside the wall (-5.1 against -2.3 % at dx 2 mm). F_w reproduces any affine motion exactly
- * (F_w = I in the reference state), and the pressure is f = u dA cof(F_w) N wherever F_p stood (P2G, the implicit
- * solve, the cavities' balance).
+ * builds the pairs on the host). F_w reproduces any affine motion exactly (F_w = I in the reference state), and the
+ * pressure is f = u dA cof(F_w) N wherever F_p stood (P2G, the implicit solve, the cavities' balance).
  *
  * Passes (engine/backends/passes.h): wall_deform writes F_w of each wall particle into out ([D*D][n]; every other
  * particle's F_p, so that out stands for F wherever the pressure is taken); wall_deform_adj adds dL/dx through F_w
