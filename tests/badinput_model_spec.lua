@@ -14,23 +14,15 @@ local robot = require "cq.robot"
 local E = require "tests._errors"
 local err_of, has = E.err_of, E.has
 
-local TMP = os.tmpname()
-os.remove(TMP)
-os.execute("mkdir -p '" .. TMP .. "'")
-local function write(name, bytes)
-  local f = assert(io.open(TMP .. "/" .. name, "wb"))
-  f:write(bytes)
-  f:close()
+local S = require "tests._shell"
+local TMP = S.tmpdir()
+local function write(name, bytes) -- a file in TMP; its path
+  S.write_file(TMP .. "/" .. name, bytes)
   return TMP .. "/" .. name
 end
 -- An RGBA PNG of w x h pixels from pixel(i, j) -> {r, g, b[, a]} (nil: white).
-local function png(name, w, h, pixel) return require("tests._shell").png(TMP .. "/" .. name, w, h, pixel) end
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local function png(name, w, h, pixel) return S.png(TMP .. "/" .. name, w, h, pixel) end
+local function read(path) return assert(S.read_file(path)) end
 -- PNG chunks: a chunk of type and data with its CRC.
 local function crc32(s)
   local crc = 0xffffffff

@@ -10,13 +10,10 @@ local err_of, has = E.err_of, E.has
 local files = require "_msh_files"
 local msh = require "cq._msh"
 
-local TMP = os.tmpname()
-os.remove(TMP)
-os.execute("mkdir -p '" .. TMP .. "'")
-local function write(name, bytes)
-  local f = assert(io.open(TMP .. "/" .. name, "wb"))
-  f:write(bytes)
-  f:close()
+local S = require "tests._shell"
+local TMP = S.tmpdir()
+local function write(name, bytes) -- a file in TMP; its path
+  S.write_file(TMP .. "/" .. name, bytes)
   return TMP .. "/" .. name
 end
 local function close(a, b, rel, what)
