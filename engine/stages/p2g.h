@@ -96,6 +96,8 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   cq_real k = -4 * c->inv_dx * c->inv_dx * c->dt * q->vol0;
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
+  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure) /* where the pressure acts (chamber.h) */
+    CQ_D(wall_dipole)(c, m, p, n, q->F, q->ua, q->G);
 }
 
 /* The particle's momentum with the force impulse (eq. 16), into mv[a * stride]. */
@@ -261,6 +263,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
     } else {
       CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
     }
+    CQ_D(wall_dipole_adj)(c, m, p, n, q.F, q.ua, gG, gF, &ga, &g.wall_area);
   }
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];

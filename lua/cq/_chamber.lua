@@ -2,7 +2,9 @@
 -- {offset, size} or a ball {center, radius}; the lattice leaves it empty, and its surface, sampled finely, hands each
 -- sample's area-weighted normal to the nearest particle of the body. A particle's wall is then the sum N dA of what
 -- it received, so the chamber's net force at rest is exactly the cavity's (zero for a closed cavity), whatever the
--- lattice. Normals point from the cavity into the solid: the direction the chamber pressure pushes the wall.
+-- lattice. Normals point from the cavity into the solid: the direction the chamber pressure pushes the wall. Each
+-- particle's offset is the area-weighted centroid of its samples less its position: where its pressure acts
+-- (engine/stages/chamber.h wall_dipole).
 local check = require "cq._check"
 
 local M = {}
@@ -123,8 +125,9 @@ local function spatial_hash(items, pos, h, dim)
   return function(x, r, f) near(x[1], x[2], x[3] or 0, r, function(k) f(items[k + 1]) end) end
 end
 
---- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area } }
---- (1-based robot particle indices; unit normals from the cavity into the solid; areas, 2D: lengths). h is the
+--- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area,
+--- offset } } (1-based robot particle indices; unit normals from the cavity into the solid; areas, 2D: lengths;
+--- offsets from each particle to the centroid of the surface it carries). h is the
 --- lattice spacing. A surface sample farther than 2 h from every particle means the cavity is not enclosed.
 function M.walls(where, robot, group, cavities, h)
   local dim, xs = robot.dim, robot.x
@@ -153,14 +156,18 @@ function M.walls(where, robot, group, cavities, h)
           "spacings of its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")),
           check.shown(string.format("spacing %g", h)))
       end
-      local v = s[p] or {}
-      for a = 1, dim do v[a] = (v[a] or 0) + normal[a] * dA end
+      local v = s[p] or { o = {}, A = 0 }
+      for a = 1, dim do
+        v[a] = (v[a] or 0) + normal[a] * dA
+        v.o[a] = (v.o[a] or 0) + (x[a] - xs[p][a]) * dA -- the surface's centroid, relative to the particle
+      end
+      v.A = v.A + dA
       s[p] = v
     end)
   end
   local walls = {}
   for _, name in ipairs(order) do
-    local wall, ps = { particles = {}, normal = {}, area = {} }, {}
+    local wall, ps = { particles = {}, normal = {}, area = {}, offset = {} }, {}
     for p in pairs(sums[name]) do ps[#ps + 1] = p end
     table.sort(ps)
     for _, p in ipairs(ps) do
@@ -170,7 +177,10 @@ function M.walls(where, robot, group, cavities, h)
       if len > 0 then
         local n = {}
         for a = 1, dim do n[a] = v[a] / len end
+        local o = {}
+        for a = 1, dim do o[a] = v.o[a] / v.A end
         wall.particles[#wall.particles + 1], wall.normal[#wall.normal + 1], wall.area[#wall.area + 1] = p, n, len
+        wall.offset[#wall.offset + 1] = o
       end
     end
     walls[name] = wall

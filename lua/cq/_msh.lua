@@ -175,8 +175,15 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
         for j = 1, fk do n[j] = faces.nodes[fk * f + j - 1] end
         local area, normal = wall(P, dim, n[1], n[2], n[3], owner[f][2])
         local p = particle_of[owner[f][1]]
-        local s = ch.sum[p] or { 0, 0, 0 }
-        for a = 1, 3 do s[a] = s[a] + area * normal[a] end
+        local s = ch.sum[p] or { 0, 0, 0, o = { 0, 0, 0 }, A = 0 }
+        local ec = element_shape(P, els, k, owner[f][1], dim) -- the particle: its element's centroid
+        for a = 1, 3 do
+          local fc = 0 -- the face's centroid
+          for j = 1, fk do fc = fc + P[n[j]][a] / fk end
+          s[a] = s[a] + area * normal[a]
+          s.o[a] = s.o[a] + area * (fc - ec[a])
+        end
+        s.A = s.A + area
         ch.sum[p] = s
         ch.face_area = ch.face_area + area
       else
@@ -193,7 +200,7 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
     end
   end
   for name, ch in pairs(out) do
-    local t = { particles = {}, normal = {}, area = {}, face_area = ch.face_area, unmatched = ch.unmatched,
+    local t = { particles = {}, normal = {}, area = {}, offset = {}, face_area = ch.face_area, unmatched = ch.unmatched,
       unmatched_at = ch.unmatched_at }
     for p in pairs(ch.sum) do t.particles[#t.particles + 1] = p end
     table.sort(t.particles)
@@ -202,6 +209,7 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
       local len = math.sqrt(s[1] ^ 2 + s[2] ^ 2 + s[3] ^ 2)
       t.area[i] = len
       t.normal[i] = dim == 2 and { s[1] / len, s[2] / len } or { s[1] / len, s[2] / len, s[3] / len }
+      t.offset[i] = dim == 2 and { s.o[1] / s.A, s.o[2] / s.A } or { s.o[1] / s.A, s.o[2] / s.A, s.o[3] / s.A }
     end
     out[name] = t
   end

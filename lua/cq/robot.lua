@@ -13,7 +13,7 @@ local BOX_OPTIONS = check.option_set("robot:box", { "offset", "size", "spacing",
   "cavities", "keep" })
 local BALL_OPTIONS = check.option_set("robot:ball", { "center", "radius", "spacing", "material", "velocity", "name",
   "cavities" })
-local CHAMBER_OPTIONS = check.option_set("robot:chamber", { "wall", "max", "closed" })
+local CHAMBER_OPTIONS = check.option_set("robot:chamber", { "wall", "max", "closed", "surface" })
 local PRESSURE_OPTIONS = check.option_set("robot:pressure_actuator", { "groups", "axis", "max" })
 local CABLE_OPTIONS = check.option_set("robot:cable_actuator", { "particles", "k", "rest" })
 local IMAGE_OPTIONS = check.option_set("robot:image", { "path", "image", "scale", "spacing", "offset", "palette",
@@ -424,7 +424,9 @@ end
 --- true): the wall encloses its cavities, so their pressure exerts no net force or torque on the body; the actuator
 --- is then of kind "cavity", which corrects the particle forces to that (engine/stages/chamber.h). false: kind "chamber",
 --- Nanson's forces as they are (a pressure on an open surface). F is each wall particle's F_w, fitted to its
---- neighbours' positions (engine/terms/wall.h; docs/api.md "The wall's F"). Returns its index.
+--- neighbours' positions (engine/terms/wall.h; docs/api.md "The wall's F"). surface (default false, under trial): the
+--- pressure acts on the surface each particle carries, at its wall.offset (docs/api.md "Where the pressure acts").
+--- Returns its index.
 function Robot:chamber(opts)
   local where = "robot:chamber"
   check.options(where, opts, CHAMBER_OPTIONS)
@@ -436,6 +438,11 @@ function Robot:chamber(opts)
   if #wall.particles == 0 then check.fail(where, "wall has no particles", 0) end
   local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
   if opts.closed ~= nil and type(opts.closed) ~= "boolean" then check.fail(where, "closed must be true or false", opts.closed) end
+  if opts.surface ~= nil and type(opts.surface) ~= "boolean" then check.fail(where, "surface must be true or false", opts.surface) end
+  if opts.surface and wall.offset == nil then
+    check.fail(where, "surface = true needs wall.offset (each particle's offset to the surface it carries; the walls of " ..
+      "robot:box, robot:ball and robot:gmsh have it)", "none")
+  end
   local id = #self.actuators + 1
   local seen = {}
   for i, p in ipairs(wall.particles) do
@@ -453,6 +460,10 @@ function Robot:chamber(opts)
         check.shown(string.format("%s, of length %.6g", check.list_text(wall.normal[i]), math.sqrt(len2))))
     end
     check.number(where, "wall.area[" .. i .. "]", wall.area[i], 0, math.huge)
+    if wall.offset ~= nil then
+      if type(wall.offset) ~= "table" then check.fail(where, "wall.offset must be a list of vectors, one per particle", wall.offset) end
+      check.vector(where, "wall.offset[" .. i .. "]", wall.offset[i], self.dim)
+    end
     if self.act_of[p] then
       check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p] .. " (a particle carries " ..
         "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
@@ -471,7 +482,7 @@ function Robot:chamber(opts)
     self.act_of[p] = id
     local N = {}
     for a = 1, self.dim do N[a] = max * wall.normal[i][a] end
-    self.wall_of[p] = { axis = N, area = wall.area[i] }
+    self.wall_of[p] = { axis = N, area = wall.area[i], offset = opts.surface and wall.offset[i] or nil }
   end
   return id
 end
@@ -535,7 +546,7 @@ function Robot:world(opts)
   local w = cq.world(wopts)
   local P = {}
   local mat_fields = require("cq.materials").fields()
-  for _, name in ipairs { "material", "vol0", "mass", "act_id", "act_axis", "wall_area", unpack(mat_fields) } do
+  for _, name in ipairs { "material", "vol0", "mass", "act_id", "act_axis", "wall_area", "wall_offset", unpack(mat_fields) } do
     P[name] = w:_writable(name)
   end
   local n = w.n
@@ -555,6 +566,7 @@ function Robot:world(opts)
     local axis = wall and wall.axis or (a and self.actuators[a].axis)
     if axis then for d = 1, self.dim do P.act_axis[(d - 1) * w.n + p - 1] = axis[d] end end
     if wall then P.wall_area[p - 1] = wall.area end
+    if wall and wall.offset then for d = 1, self.dim do P.wall_offset[(d - 1) * n + p - 1] = wall.offset[d] end end
   end
   for i, a in ipairs(self.actuators) do w:set_actuator(i, a.kind) end
   for i, a in ipairs(self.actuators) do
