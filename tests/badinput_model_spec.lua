@@ -422,6 +422,19 @@ local CASES = {
     { "robot:chamber: max must be > 0", "(got -1)" } },
   { "robot:chamber closed = \"yes\"", function() local r, _, wall = chambered(); r:chamber { wall = wall, closed = "yes" } end,
     { "closed must be true or false", "(got \"yes\")" } },
+  { "robot:chamber surface = 1", function() local r, _, wall = chambered(); r:chamber { wall = wall, surface = 1 } end,
+    { "surface must be true or false", "(got 1)" } },
+  { "robot:chamber surface = true without wall.offset", function()
+      local r, _, wall = chambered()
+      r:chamber { wall = { particles = wall.particles, normal = wall.normal, area = wall.area }, surface = true } end,
+    { "surface = true needs wall.offset" } },
+  { "robot:chamber wall.offset[1] of the wrong length", function()
+      local r, _, wall = chambered()
+      local offset = {}
+      for i = 1, #wall.particles do offset[i] = { 0, 0 } end
+      offset[1] = { 0, 0, 0 }
+      r:chamber { wall = { particles = wall.particles, normal = wall.normal, area = wall.area, offset = offset } } end,
+    { "wall.offset[1]" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

@@ -61,19 +61,6 @@ CQ_HD void CQ_D(nanson_force_adj)(const cq_params* m, int p, int n, const cq_rea
   CQ_D(cofactor_vjp)(F, gcof, gF);
 }
 
-/* The consistent load of a wall's pressure. The pressure acts on the wall's surface, not at the particle: the grid
- * nodes' share of it is f w_i(x_s), x_s the surface the particle carries, which its reference offset d = wall_offset
- * (the area-weighted centroid of that surface less the particle's reference position) places at x_p + F d. To first
- * order in the offset, w_i(x_s) = w_i(x_p) + grad w_i . (F d), and with MLS-MPM's grad w_i = (4/dx^2) w_i (x_i - x_p)
- * the second term is a matrix on P2G's affine term: G += (4/dx^2) dt f (F d)^T, here its symmetric part (no net
- * force and no net torque: a closed cavity's pressure keeps exerting none, chamber.h's correction below; the
- * offset lies along the normal to within the wall's curvature, so f (F d)^T is nearly symmetric; a lattice's first
- * particle layer lies about half a spacing inside the surface, and the load taken at the particles left a thick
- * sphere 8 % stiff at 6.7 particles across its wall: docs/results/history.md, the forty-second session); adds
- * nothing when the particle has no offset. The pressure force f is Nanson's at F (F_w where the wall term
- * has one). With implicit.pressure = "implicit" (the force inside the solve) the pressure still acts at the
- * particles: this term, taken at the substep's start, made large implicit steps unstable, and is not yet linearised
- * in the solve. */
 /* The offset as wall_dipole takes it: at most CQI_WALL_OFFSET_MAX cells long. The first-order shift is good while
  * the offset is small against the kernel; a coarse mesh's element centroids lie 0.4 cells from their faces, and
  * at that length the 2D finger in grid fluid at the real moduli blew up at its 8th step (tests/
@@ -87,38 +74,55 @@ CQ_HD void CQ_D(wall_offset_clamp)(const cq_substep* c, cq_real d[D]) {
   }
 }
 
-CQ_HD void CQ_D(wall_dipole)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
-                             cq_real ua, cq_real G[D][D]) {
-  cq_real d[D], any = 0;
+/* What wall_dipole and its adjoint share: -1 when particle p has no offset; else its (clamped) offset d, the F its
+ * pressure takes (Fw = F_w where the wall term has one, else F), Nanson's force fp at it and Fd = F d, and whether
+ * that F is F_w (1) or the particle's own (0). */
+CQ_HD int CQ_D(wall_dipole_load)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
+                                 cq_real ua, cq_real d[D], cq_real Fs[D][D], cq_real fp[D], cq_real Fd[D]) {
+  cq_real any = 0;
   for (int a = 0; a < D; a++) any += cq_fabs(d[a] = m->wall_offset[a * n + p]);
-  if (any == 0) return;
+  if (any == 0) return -1;
   CQ_D(wall_offset_clamp)(c, d);
-  cq_real Fw[D][D], fp[D] = {0}, Fd[D] = {0}, Gd[D][D];
-  const cq_real(*Fs)[D] = CQ_D(wall_F_at)(c, p, n, Fw) ? Fw : F;
+  int own_w = CQ_D(wall_F_at)(c, p, n, Fs);
+  if (!own_w)
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Fs[a][b] = F[a][b];
+  for (int a = 0; a < D; a++) fp[a] = Fd[a] = 0;
   CQ_D(nanson_force)(m, p, n, Fs, ua, fp);
-  cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt;
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) Fd[a] += Fs[a][b] * d[b];
+  return own_w;
+}
+
+/* The consistent load of a wall's pressure. The pressure acts on the wall's surface, not at the particle: the grid
+ * nodes' share of it is f w_i(x_s), x_s the surface the particle carries, which its reference offset d = wall_offset
+ * (the area-weighted centroid of that surface less the particle's reference position) places at x_p + F d. To first
+ * order in the offset, w_i(x_s) = w_i(x_p) + grad w_i . (F d), and with MLS-MPM's grad w_i = (4/dx^2) w_i (x_i - x_p)
+ * the second term is a matrix on P2G's affine term: G += (4/dx^2) dt f (F d)^T, here its symmetric part (no net
+ * force and no net torque: a closed cavity's pressure keeps exerting none, chamber.h's correction below; the
+ * offset lies along the normal to within the wall's curvature, so f (F d)^T is nearly symmetric; a lattice's first
+ * particle layer lies about half a spacing inside the surface, and the load taken at the particles left a thick
+ * sphere 8 % stiff at 6.7 particles across its wall: docs/results/history.md, the forty-second session); adds
+ * nothing when the particle has no offset. The pressure force f is Nanson's at F (F_w where the wall term
+ * has one). With implicit.pressure = "implicit" (the force inside the solve) the pressure still acts at the
+ * particles: this term, taken at the substep's start, made large implicit steps unstable, and is not yet linearised
+ * in the solve. */
+CQ_HD void CQ_D(wall_dipole)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
+                             cq_real ua, cq_real G[D][D]) {
+  cq_real d[D], Fs[D][D], fp[D], Fd[D];
+  if (CQ_D(wall_dipole_load)(c, m, p, n, F, ua, d, Fs, fp, Fd) < 0) return;
+  cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt;
   for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) Gd[a][b] = k * fp[a] * Fd[b];
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) G[a][b] += (cq_real)0.5 * (Gd[a][b] + Gd[b][a]); /* its symmetric part */
+    for (int b = 0; b < D; b++) G[a][b] += (cq_real)0.5 * k * (fp[a] * Fd[b] + fp[b] * Fd[a]); /* symmetric part */
 }
 
 /* Its adjoint given gG = dL/dG: into gF (or the wall's F_w), *gua and *gdA through Nanson's force. */
 CQ_HD void CQ_D(wall_dipole_adj)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
                                  cq_real ua, const cq_real gG[D][D], cq_real gF[D][D], cq_real* gua, cq_real* gdA) {
-  cq_real d[D], any = 0;
-  for (int a = 0; a < D; a++) any += cq_fabs(d[a] = m->wall_offset[a * n + p]);
-  if (any == 0) return;
-  CQ_D(wall_offset_clamp)(c, d);
-  cq_real Fw[D][D], fp[D] = {0}, Fd[D] = {0}, gfp[D] = {0}, gFd[D] = {0}, gFs[D][D];
-  int own_w = CQ_D(wall_F_at)(c, p, n, Fw);
-  const cq_real(*Fs)[D] = own_w ? Fw : F;
-  CQ_D(nanson_force)(m, p, n, Fs, ua, fp);
+  cq_real d[D], Fs[D][D], fp[D], Fd[D], gfp[D] = {0}, gFd[D] = {0}, gFs[D][D];
+  int own_w = CQ_D(wall_dipole_load)(c, m, p, n, F, ua, d, Fs, fp, Fd);
+  if (own_w < 0) return;
   cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt;
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) Fd[a] += Fs[a][b] * d[b];
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) { /* through the symmetric part: gG -> (gG + gG^T) / 2 */
       cq_real gs = (cq_real)0.5 * k * (gG[a][b] + gG[b][a]);

@@ -439,6 +439,9 @@ function Robot:chamber(opts)
   local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
   if opts.closed ~= nil and type(opts.closed) ~= "boolean" then check.fail(where, "closed must be true or false", opts.closed) end
   if opts.surface ~= nil and type(opts.surface) ~= "boolean" then check.fail(where, "surface must be true or false", opts.surface) end
+  if wall.offset ~= nil and type(wall.offset) ~= "table" then
+    check.fail(where, "wall.offset must be a list of vectors, one per particle", wall.offset)
+  end
   if opts.surface and wall.offset == nil then
     check.fail(where, "surface = true needs wall.offset (each particle's offset to the surface it carries; the walls of " ..
       "robot:box, robot:ball and robot:gmsh have it)", "none")
@@ -460,10 +463,7 @@ function Robot:chamber(opts)
         check.shown(string.format("%s, of length %.6g", check.list_text(wall.normal[i]), math.sqrt(len2))))
     end
     check.number(where, "wall.area[" .. i .. "]", wall.area[i], 0, math.huge)
-    if wall.offset ~= nil then
-      if type(wall.offset) ~= "table" then check.fail(where, "wall.offset must be a list of vectors, one per particle", wall.offset) end
-      check.vector(where, "wall.offset[" .. i .. "]", wall.offset[i], self.dim)
-    end
+    if wall.offset ~= nil then check.vector(where, "wall.offset[" .. i .. "]", wall.offset[i], self.dim) end
     if self.act_of[p] then
       check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p] .. " (a particle carries " ..
         "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
