@@ -228,6 +228,8 @@ __global__ void __launch_bounds__(CQ_BLOCK, CQ_P2G_MIN_BLOCKS)
   CQ_D(cqi_stencil) st;
   cq_real mv[D];
   if (live) CQ_D(p2g_begin)(&c, &s, &m, &ctl, p, cache, &q, &st, mv);
+  if (live && cqi_pressure_kind(q.act_kind) && CQ_D(wall_surface_has)(&c, &m, p, s.n)) /* chamber.h */
+    CQ_D(p2g_surface)(&c, &s, &m, &ctl, p, grid);
   long vol = CQ_D(cqk_block_box)(live, st.base, lo, hi, ext);
   if (!local || vol * (D + 1) > CQ_LOCAL_REALS) { /* the same for the whole block: scatter straight to the grid */
     if (live) CQ_D(p2g_scatter)(&c, &q, &st, mv, grid);

@@ -56,6 +56,7 @@ for _, p in ipairs(finger.particles) do
 end
 local wall = finger.chambers.chamber
 for i, nrm in ipairs(wall.normal) do wall.normal[i] = { nrm[2], -nrm[1] } end
+for i, o in ipairs(wall.offset) do wall.offset[i] = { o[2], -o[1] } end -- where on the wall the pressure acts
 r:chamber { wall = wall, max = P_MAX }
 
 -- 2. The world: 2.5 mm cells (the chambers span 3 cells, the walls between them about one), the top wall sticky and 3

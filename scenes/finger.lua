@@ -112,6 +112,7 @@ function M.build(opts)
   end
   local wall = finger.chambers.chamber
   for i, n in ipairs(wall.normal) do wall.normal[i] = { n[2], -n[1], n[3] } end
+  for i, o in ipairs(wall.offset) do wall.offset[i] = { o[2], -o[1], o[3] } end -- where on the wall the pressure acts
   robot:chamber { wall = wall, max = M.P_MAX }
   local walls = { top = { type = "sticky", thickness = 3 } }
   local gravity = opts.gravity or 9.8

@@ -43,7 +43,7 @@ function M.scene(opts)
       if p % 3 == 1 then w:fill("act_axis", { 8 * prand(p, 6), 8 * prand(p, 7), dim == 3 and 8 * prand(p, 8) or nil }, p, p) end
     end
     w:fill("wall_area", function(p) return p % 3 == 1 and 0.5 + 0.2 * prand(p, 9) or 0 end)
-    for p = 1, n do -- where on its surface each wall's pressure acts (engine/stages/chamber.h wall_dipole)
+    for p = 1, n do -- where on its surface each wall's pressure acts (engine/stages/chamber.h wall_surface_load)
       if p % 3 == 1 then
         local o = {}
         for a = 1, dim do o[a] = 0.3 * w.dx * prand(p, 9 + a) end

@@ -694,6 +694,11 @@ local WARNINGS = {
       local w, s = r:world { res = 64, dt = 1e-4 }
       w:step(s)
     end, { "1 of the world's 1 actuators drive no particle" } },
+  { "a chamber wall whose normals were turned without its offsets", function()
+      local r, _, wall = chambered()
+      for i, N in ipairs(wall.normal) do wall.normal[i] = { N[2], -N[1] } end
+      r:chamber { wall = wall }
+    end, { "robot:chamber", "offsets", "mean cosine", "Turn the offsets with the normals", "surface = false" } },
   { "a cable actuator of stiffness 0", function()
       local r = robot2()
       r:cable_actuator { particles = { 1, 16 }, k = 0 }
@@ -727,6 +732,14 @@ describe("legal input that is almost surely a mistake warns", function()
       has(all, unpack(case[3]))
     end)
   end
+  it("a chamber wall as robot:box makes it, and turned with its offsets, is not warned of", function()
+    local r, _, wall = chambered()
+    assert.are.same({}, robot.warnings_of(r.chamber, r, { wall = wall }))
+    local r2, _, wall2 = chambered()
+    for i, N in ipairs(wall2.normal) do wall2.normal[i] = { N[2], -N[1] } end
+    for i, o in ipairs(wall2.offset) do wall2.offset[i] = { o[2], -o[1] } end
+    assert.are.same({}, robot.warnings_of(r2.chamber, r2, { wall = wall2 }))
+  end)
   it("a world whose actuators all drive particles is not warned of", function()
     local w, s = world4(1)
     assert.are.same({}, robot.warnings_of(w.step, w, s))

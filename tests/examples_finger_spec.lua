@@ -192,34 +192,25 @@ describe("examples/finger_inverse.lua, 2D, implicit, grid fluid", function()
       r.reach_mm, r.initial_mm))
     -- measured: 1.067 -> 1.016 mm
     assert.is_true(r.initial_mm > 0.05 and r.reach_mm < 0.97 * r.initial_mm)
-    -- CQ_INVERSE_FD: the gradient at the run's optimised pressures against central differences along it
+    -- CQ_INVERSE_FD with CQ_INVERSE_SCAN: the loss at the run's optimised pressures and at steps of 1e-5 along
+    -- -dL/du each way, their central difference against the gradient. (At the solver's default tol the loss is rough
+    -- at this scale: Newton's stopping point, not the forward; the runs take tol = 1e-10, the example's own remedy.
+    -- Steps of 1e-4 and 1e-3 cross the kinks of the solver's splits here: measured slopes -1.24, 2.81, 0.984 of
+    -- |dL/du| at 1e-3, 1e-4, 1e-5.)
     local ffi = require "ffi"
     pcall(ffi.cdef, "int setenv(const char*, const char*, int); int unsetenv(const char*);")
     ffi.C.setenv("CQ_INVERSE_FD", "out/finger_inverse/control.csv", 1)
-    local ok, fd = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01",
-      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
-    ffi.C.unsetenv("CQ_INVERSE_FD")
-    assert(ok, fd)
-    print(string.format("  finger_inverse 2D FD check: slope / |dL/du| %.4f, %.4f, %.4f at h = 1e-3, 1e-4, 1e-5",
-      fd.fd_ratios[1e-3], fd.fd_ratios[1e-4], fd.fd_ratios[1e-5]))
-    local best = math.huge -- the fixed groups' forward is smooth here: measured 0.988, 0.996, 0.995
-    for _, q in pairs(fd.fd_ratios) do best = math.min(best, math.abs(q - 1)) end
-    assert.is_true(fd.grad_norm > 0 and best < 0.02)
-    -- CQ_INVERSE_SCAN: the loss along -dL/du; the checked point's loss is the FD check's, and a small step descends at
-    -- the gradient's rate
-    ffi.C.setenv("CQ_INVERSE_FD", "out/finger_inverse/control.csv", 1)
-    ffi.C.setenv("CQ_INVERSE_SCAN", "1e-4", 1)
-    local sc
-    ok, sc = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01",
-      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs" })
+    ffi.C.setenv("CQ_INVERSE_SCAN", "1e-5,-1e-5", 1)
+    local ok, sc = pcall(run_example, "examples/finger_inverse.lua", { "2", "3", "implicit", "0.03", "0.01", "0.01",
+      "0.1", "1", "0.005", "1.75e9", "5", "averaged", "grid", "2", "1.5", "initial", "ramp", "12", "20", "1", "lbfgs",
+      "", "1e-10" })
     ffi.C.unsetenv("CQ_INVERSE_FD")
     ffi.C.unsetenv("CQ_INVERSE_SCAN")
     assert(ok, sc)
-    local rate = (sc.scan[1].loss - sc.loss) / 1e-4 / sc.grad_norm
-    print(string.format("  finger_inverse 2D scan: loss %.10g (FD check's %.10g), change / offset / |dL/du| %.4f at 1e-4",
-      sc.loss, fd.loss, rate))
-    assert.are.equal(fd.loss, sc.loss)
-    assert.is_true(rate < -0.9 and rate > -1.1)
+    local rate = (sc.scan[1].loss - sc.scan[2].loss) / 2e-5 / sc.grad_norm
+    print(string.format("  finger_inverse 2D scan: loss %.10g, central change / offset / |dL/du| %.4f at 1e-5 (one side "
+      .. "%.4f)", sc.loss, rate, (sc.scan[1].loss - sc.loss) / 1e-5 / sc.grad_norm))
+    assert.is_true(sc.grad_norm > 0 and rate < -0.97 and rate > -1.03)
     local rows = 0
     for _ in io.lines(sc.scan[1].path) do rows = rows + 1 end
     assert.is_true(rows > 2)

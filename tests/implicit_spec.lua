@@ -725,8 +725,8 @@ describe("implicit gradients (implicit function theorem) vs central differences"
     run:backward()
     local worst, line = 0, {}
     -- (central differences at h = 1e-5, then 1e-6 where a kink of the forward lies within h of the control: with
-    -- the pressure on the walls' surface, robot:chamber{surface = true}, the first control's was 1.8e-3 off at 1e-5,
-    -- 4e-9 at 1e-6 and 5.7e-3 at 1e-4)
+    -- the pressure on the walls' surface, then the first-order version of robot:chamber{surface = true}, the first
+    -- control's was 1.8e-3 off at 1e-5, 4e-9 at 1e-6 and 5.7e-3 at 1e-4)
     for k = 0, steps - 1 do
       local an, v = u.g[k], u.v[k]
       local fd, rel, used

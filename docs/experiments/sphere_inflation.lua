@@ -14,7 +14,7 @@
 --          [volumetric] [dt=5e-3] [T] [c10] [c01] [integrator=implicit] [threads=1] [pressure=lagged|implicit]
 --          [own=0 (volumetric_own; 0: the default)] [closed=1 (0: an open chamber, no net-force correction)]
 --          [ivolume=linear|exact] [margin=0 (mm)] [trace=0 (steps between lines)]
---          [surface=0 (1: robot:chamber{surface = true}, the pressure on the wall's surface)]
+--          [surface=1 (0: robot:chamber{surface = false}, the pressure at the wall particles)]
 --   defaults by dim: 3: B=13 h=1.25 kPa=5,10,15,20 volumetric=averaged T=1 c10=1.19e3 c01=23.028e3 (DragonSkin-30);
 --                    2: B=20 h=1 kPa=20 volumetric=solids T=0.8 c10=24.2e3 c01=0 (NeoHookean, its shear modulus)
 --   A, B  inner and outer radius (mm); h the particle spacing (mm); ppc particles per grid cell and axis (dx = ppc h)
@@ -23,7 +23,7 @@ local cq = require "cq"
 local now = require("cq.clock").now
 
 local o = { dim = 3, A = 10, bulk = 1e3, dt = 5e-3, integrator = "implicit", threads = 1, damping = 40, trace = 0,
-  precond = "auto", tol = 0, pressure = "lagged", closed = 1, ivolume = "linear", own = 0, ppc = 2, margin = 0, surface = 0,
+  precond = "auto", tol = 0, pressure = "lagged", closed = 1, ivolume = "linear", own = 0, ppc = 2, margin = 0, surface = 1,
   B = false, h = false, kPa = false, volumetric = false, T = false, c10 = false, c01 = false }
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^([%w_]+)=(.+)$")

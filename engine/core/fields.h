@@ -55,7 +55,7 @@ enum { CQ_CLOSED = 0, CQ_OPEN_LO = 1, CQ_OPEN_HI = 2, CQ_OPEN = 3, CQ_CUSTOM = 4
     "reference area dA of the chamber wall this particle carries (2D: length per unit depth; 0 = none)")           \
   X(wall_offset, cq_real, CQ_TYPE_REAL, CQ_SHAPE_VEC, 0, 0, -INFINITY, INFINITY, CQ_CLOSED,                      \
     "reference offset from a chamber wall particle to the centroid of the wall surface it carries (length; 0 = "    \
-    "the particle itself): its pressure force acts there, to first order (engine/stages/chamber.h wall_dipole)")   \
+    "the particle itself): its pressure force acts there (engine/stages/chamber.h wall_surface_load)")              \
   X(damping, cq_real, CQ_TYPE_REAL, CQ_SHAPE_SCALAR, 0, -1, -1, INFINITY, CQ_CUSTOM,                              \
     "velocity damping rate of the particle's material (1/time), applied to the velocity it gathers (g2p.h): -1 = "  \
     "the default, the world's damping for a solid and none for a fluid")                                           \

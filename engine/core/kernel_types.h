@@ -52,7 +52,12 @@ typedef struct cq_params {
   int fluid_fill;          /* world option fluid = "grid": a fluid's pressure comes from the grid's fill (fill.h) */
   cq_real vol_own;         /* world option volumetric_own, its default 1 for 0 (volumetric.h vol_own_bulk) */
   cq_real vol_fluid_own;   /* the share of a fluid's K on its own J: CQ_FLUID_OWN_SHARE, 1 with volumetric = solids */
+  cq_real wall_shift_max;  /* the longest shift of a chamber wall's pressure towards the surface it carries (chamber.h
+                            * wall_surface_shift): CQI_WALL_OFFSET_MAX cells; 0: at the particles (the pressure inside
+                            * the implicit solve) */
 } cq_params;
+/* The longest shift, in cells (chamber.h). */
+#define CQI_WALL_OFFSET_MAX 0.4
 
 /* dL/d(parameter) of the differentiable parameters, per particle, accumulated (+=) by the adjoint kernels. */
 typedef struct cq_param_grads {
@@ -174,6 +179,10 @@ typedef struct cq_substep {
   const int32_t* wall_owner;  /* [pairs] the wall particle of each pair */
   const cq_real* wall_F;      /* [D*D][n] each wall particle's deformation gradient from positions (wall_deform) */
   cq_real* wall_gF;           /* backward: [D*D][n] dL/d(wall_F), added by P2G's and the implicit solve's adjoints */
+  /* Walls whose pressure acts at their surface point (chamber.h wall_surface_load): their list in index order (the
+   * CPU's pass runs it on one thread). */
+  const int32_t* wall_surf;   /* [wall_nsurf] */
+  int wall_nsurf;
 } cq_substep;
 
 /* The branches of a per-particle body that a caller has settled for a whole block of particles. The CPU's

@@ -201,6 +201,8 @@ void cqi_params_scalars(const cqi_model* m, cq_params* p) {
   p->fluid_fill = m->desc.fluid == CQ_FLUID_FILL;
   p->vol_own = (cq_real)cqi_vol_own(&m->desc);
   p->vol_fluid_own = m->desc.volumetric == CQ_VOLUMETRIC_SOLIDS ? 1 : (cq_real)CQ_FLUID_OWN_SHARE;
+  int in_solve = m->desc.integrator == CQ_INTEGRATOR_IMPLICIT && m->desc.implicit_pressure == CQ_PRESSURE_IMPLICIT;
+  p->wall_shift_max = in_solve ? 0 : (cq_real)(CQI_WALL_OFFSET_MAX * m->desc.dx);
 }
 
 cq_params cqi_model_params(const cqi_model* m) {

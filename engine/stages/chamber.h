@@ -13,9 +13,6 @@
 
 #ifndef CQ_CHAMBER_TYPES
 #define CQ_CHAMBER_TYPES
-#ifndef CQI_WALL_OFFSET_MAX
-#define CQI_WALL_OFFSET_MAX 0.25
-#endif
 /* A cavity's sums over its wall particles (2D uses the leading entries): wall area, its first and second moments,
  * and the walls' Nanson force and torque about the origin. CQI_CAVITY_SUMS reals, in this order. */
 typedef struct cqi_cavity_sums {
@@ -61,82 +58,139 @@ CQ_HD void CQ_D(nanson_force_adj)(const cq_params* m, int p, int n, const cq_rea
   CQ_D(cofactor_vjp)(F, gcof, gF);
 }
 
-/* The offset as wall_dipole takes it: at most CQI_WALL_OFFSET_MAX cells long. The first-order shift is good while
- * the offset is small against the kernel; a coarse mesh's element centroids lie 0.4 cells from their faces, and
- * at that length the 2D finger in grid fluid at the real moduli blew up at its 8th step (tests/
- * examples_finger_spec.lua); a lattice at 2 particles per cell and axis sits within a quarter cell. */
-CQ_HD void CQ_D(wall_offset_clamp)(const cq_substep* c, cq_real d[D]) {
-  cq_real len2 = 0, lim = (cq_real)CQI_WALL_OFFSET_MAX * c->dx;
-  for (int a = 0; a < D; a++) len2 += d[a] * d[a];
-  if (len2 > lim * lim) {
-    cq_real sc = lim / cq_sqrt(len2);
-    for (int a = 0; a < D; a++) d[a] *= sc;
-  }
+/* Where a wall's pressure acts. The pressure acts on the wall's surface, not at the particle: a lattice's first
+ * particle layer lies about half a spacing inside the cavity's surface, and the load taken at the particles left a
+ * thick sphere 8 % stiff at 6.7 particles across its wall (docs/results/history.md, the forty-second and
+ * forty-third sessions). Each wall particle carries its reference offset d = wall_offset to the area-weighted
+ * centroid of the surface it carries; its Nanson force f acts at y = x_p + s, s = F d (F_w where the wall term has
+ * one) taken at most CQI_WALL_OFFSET_MAX cells long. P2G spreads the impulse dt f over the particle's own stencil
+ * with its B-spline weights tilted towards y: per axis p_k = w_k exp(lambda u_k) / Z (u_k the node's offset in
+ * cells), lambda such that sum_k p_k u_k = s / dx. The weights stay positive and near the mass's (w_k), the force
+ * is whole and its first moment is y's; at s = 0 they are w_k. (Two other ways were tried: the first-order shift
+ * onto P2G's affine term, the tilt's linearisation 1 + 4 u s / dx, gives nodes behind the particle negative weights
+ * and blew up the coarse 2D finger in grid water; the B-spline weights at y itself put the load on nodes the
+ * particle's mass barely reaches, and a tube at 5 ms implicit steps settled at half its inflation.) The backends run
+ * it as a pass of its own (the CPU on one thread over the walls' list, in order; CUDA with atomics). With
+ * implicit.pressure = "implicit" (the force inside the solve) the pressure still acts at the particles. */
+
+/* Particle p's offset d (wall_offset) when the pressure acts at the surface (m->wall_shift_max > 0); 0 when it has
+ * none or the pressure acts at the particles. */
+CQ_HD int CQ_D(wall_offset_of)(const cq_params* m, int p, int n, cq_real d[D]) {
+  int any = 0;
+  for (int a = 0; a < D; a++) any |= (d[a] = m->wall_offset[a * n + p]) != 0;
+  return any && m->wall_shift_max > 0;
 }
 
-/* What wall_dipole and its adjoint share: -1 when particle p has no offset; else its (clamped) offset d, the F its
- * pressure takes (Fw = F_w where the wall term has one, else F), Nanson's force fp at it and Fd = F d, and whether
- * that F is F_w (1) or the particle's own (0). */
-CQ_HD int CQ_D(wall_dipole_load)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
-                                 cq_real ua, cq_real d[D], cq_real Fs[D][D], cq_real fp[D], cq_real Fd[D]) {
-  cq_real any = 0;
-  for (int a = 0; a < D; a++) any += cq_fabs(d[a] = m->wall_offset[a * n + p]);
-  if (any == 0) return -1;
-  CQ_D(wall_offset_clamp)(c, d);
+/* Whether particle p (a chamber or cavity wall) has its pressure act at its surface point in this substep (the
+ * walls' list is set: engine/terms/wall.c). */
+CQ_HD int CQ_D(wall_surface_has)(const cq_substep* c, const cq_params* m, int p, int n) {
+  cq_real d[D];
+  return c->wall_nsurf > 0 && !c->implicit_pressure && CQ_D(wall_offset_of)(m, p, n, d);
+}
+
+/* The shift s = r, taken at most m->wall_shift_max long. */
+CQ_HD void CQ_D(wall_shift)(const cq_params* m, const cq_real r[D], cq_real s[D]) {
+  cq_real len2 = 0, lim = m->wall_shift_max;
+  for (int a = 0; a < D; a++) len2 += r[a] * r[a];
+  cq_real sc = len2 > lim * lim ? lim / cq_sqrt(len2) : 1;
+  for (int a = 0; a < D; a++) s[a] = sc * r[a];
+}
+
+/* Its adjoint: gr += ds/dr^T gs (the radial projection lim/|r| (I - u u^T) where it clamps). */
+CQ_HD void CQ_D(wall_shift_adj)(const cq_params* m, const cq_real r[D], const cq_real gs[D], cq_real gr[D]) {
+  cq_real len2 = 0, lim = m->wall_shift_max;
+  for (int a = 0; a < D; a++) len2 += r[a] * r[a];
+  if (!(len2 > lim * lim)) {
+    for (int a = 0; a < D; a++) gr[a] += gs[a];
+    return;
+  }
+  cq_real len = cq_sqrt(len2), ug = 0;
+  for (int a = 0; a < D; a++) ug += r[a] * gs[a];
+  ug /= len;
+  for (int a = 0; a < D; a++) gr[a] += lim / len * (gs[a] - ug * r[a] / len);
+}
+
+/* The shift of particle p's pressure to the surface it carries, s = shift(F d) (r = F d); s = 0 when it has no
+ * offset (returns 0). */
+CQ_HD int CQ_D(wall_surface_shift)(const cq_params* m, int p, int n, const cq_real F[D][D], cq_real d[D],
+                                   cq_real r[D], cq_real s[D]) {
+  int on = CQ_D(wall_offset_of)(m, p, n, d);
+  for (int a = 0; a < D; a++) {
+    r[a] = 0;
+    for (int b = 0; b < D; b++) r[a] += F[a][b] * d[b];
+  }
+  CQ_D(wall_shift)(m, r, s);
+  for (int a = 0; a < D; a++) s[a] = on ? s[a] : 0;
+  return on;
+}
+
+/* Its adjoint given gs = dL/ds: into gF. */
+CQ_HD void CQ_D(wall_surface_shift_adj)(const cq_params* m, int on, const cq_real d[D], const cq_real r[D],
+                                        const cq_real gs[D], cq_real gF[D][D]) {
+  cq_real gr[D] = {0};
+  if (!on) return;
+  CQ_D(wall_shift_adj)(m, r, gs, gr);
+  for (int a = 0; a < D; a++)
+    for (int b = 0; b < D; b++) gF[a][b] += gr[a] * d[b];
+}
+
+/* One axis of the tilt: the weights w[3] at node offsets u_k = k - fx (cells) tilted to p_k = w_k q_k,
+ * q_k = exp(lambda u_k) / Z = r^k / sum_j w_j r^j (r = exp(lambda)), with mean sum_k p_k u_k = t (|t| < 1/2: within
+ * the nodes' span). The mean's condition sum_k w_k r^k (u_k - t) = 0 is a quadratic a r^2 + b r + c = 0 with a >= 0 >= c
+ * (u_0 < t < u_2), whose one positive root is taken in the form without cancellation. */
+CQ_HD void CQ_D(tilt_axis)(const cq_real w[3], cq_real fx, cq_real t, cq_real q[3]) {
+  cq_real a = w[2] * (2 - fx - t), b = w[1] * (1 - fx - t), c = w[0] * (-fx - t);
+  cq_real root = cq_sqrt(b * b - 4 * a * c), r;
+  if (b > 0)
+    r = -2 * c / (b + root);
+  else
+    r = (root - b) / (2 * a);
+  q[0] = 1, q[1] = r, q[2] = r * r;
+  cq_real z = w[0] + w[1] * r + w[2] * r * r;
+  for (int k = 0; k < 3; k++) q[k] /= z;
+}
+
+/* What the surface pass and its adjoint share: the F the pressure takes (Fs = F_w where the wall term has one, else
+ * F), Nanson's force fp at it, the offset d, r = Fs d, the shift sft to the surface point, and the particle's stencil
+ * with its weights tilted towards x + sft (st->w; the B-spline's own in w0, their exponential factors in q). Returns
+ * whether Fs is F_w (1) or the particle's own F (0). */
+CQ_HD int CQ_D(wall_surface_load)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real x[D],
+                                  const cq_real F[D][D], cq_real ua, cq_real Fs[D][D], cq_real fp[D], cq_real d[D],
+                                  cq_real r[D], cq_real sft[D], CQ_D(cqi_stencil) * st, cq_real w0[D][3],
+                                  cq_real q[D][3]) {
   int own_w = CQ_D(wall_F_at)(c, p, n, Fs);
   if (!own_w)
     for (int a = 0; a < D; a++)
       for (int b = 0; b < D; b++) Fs[a][b] = F[a][b];
-  for (int a = 0; a < D; a++) fp[a] = Fd[a] = 0;
+  for (int a = 0; a < D; a++) fp[a] = 0;
   CQ_D(nanson_force)(m, p, n, Fs, ua, fp);
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) Fd[a] += Fs[a][b] * d[b];
+  CQ_D(wall_surface_shift)(m, p, n, Fs, d, r, sft);
+  CQ_D(stencil)(c, x, st);
+  for (int a = 0; a < D; a++) {
+    for (int k = 0; k < 3; k++) w0[a][k] = st->w[a][k];
+    CQ_D(tilt_axis)(w0[a], st->fx[a], sft[a] * c->inv_dx, q[a]);
+    for (int k = 0; k < 3; k++) st->w[a][k] = w0[a][k] * q[a][k];
+  }
   return own_w;
 }
 
-/* The consistent load of a wall's pressure. The pressure acts on the wall's surface, not at the particle: the grid
- * nodes' share of it is f w_i(x_s), x_s the surface the particle carries, which its reference offset d = wall_offset
- * (the area-weighted centroid of that surface less the particle's reference position) places at x_p + F d. To first
- * order in the offset, w_i(x_s) = w_i(x_p) + grad w_i . (F d), and with MLS-MPM's grad w_i = (4/dx^2) w_i (x_i - x_p)
- * the second term is a matrix on P2G's affine term: G += (4/dx^2) dt f (F d)^T, here its symmetric part (no net
- * force and no net torque: a closed cavity's pressure keeps exerting none, chamber.h's correction below; the
- * offset lies along the normal to within the wall's curvature, so f (F d)^T is nearly symmetric; a lattice's first
- * particle layer lies about half a spacing inside the surface, and the load taken at the particles left a thick
- * sphere 8 % stiff at 6.7 particles across its wall: docs/results/history.md, the forty-second session); adds
- * nothing when the particle has no offset. The pressure force f is Nanson's at F (F_w where the wall term
- * has one). With implicit.pressure = "implicit" (the force inside the solve) the pressure still acts at the
- * particles: this term, taken at the substep's start, made large implicit steps unstable, and is not yet linearised
- * in the solve. */
-CQ_HD void CQ_D(wall_dipole)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
-                             cq_real ua, cq_real G[D][D]) {
-  cq_real d[D], Fs[D][D], fp[D], Fd[D];
-  if (CQ_D(wall_dipole_load)(c, m, p, n, F, ua, d, Fs, fp, Fd) < 0) return;
-  cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt;
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) G[a][b] += (cq_real)0.5 * k * (fp[a] * Fd[b] + fp[b] * Fd[a]); /* symmetric part */
-}
-
-/* Its adjoint given gG = dL/dG: into gF (or the wall's F_w), *gua and *gdA through Nanson's force. */
-CQ_HD void CQ_D(wall_dipole_adj)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real F[D][D],
-                                 cq_real ua, const cq_real gG[D][D], cq_real gF[D][D], cq_real* gua, cq_real* gdA) {
-  cq_real d[D], Fs[D][D], fp[D], Fd[D], gfp[D] = {0}, gFd[D] = {0}, gFs[D][D];
-  int own_w = CQ_D(wall_dipole_load)(c, m, p, n, F, ua, d, Fs, fp, Fd);
-  if (own_w < 0) return;
-  cq_real k = 4 * c->inv_dx * c->inv_dx * c->dt;
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) { /* through the symmetric part: gG -> (gG + gG^T) / 2 */
-      cq_real gs = (cq_real)0.5 * k * (gG[a][b] + gG[b][a]);
-      gfp[a] += gs * Fd[b];
-      gFd[b] += gs * fp[a];
-    }
-  for (int a = 0; a < D; a++)
-    for (int b = 0; b < D; b++) gFs[a][b] = gFd[a] * d[b];
-  CQ_D(nanson_force_adj)(m, p, n, Fs, ua, gfp, gFs, gua, gdA);
-  if (own_w)
-    CQ_D(wall_F_adj)(c, p, n, gFs);
-  else
-    for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) gF[a][b] += gFs[a][b];
+/* The tilt's adjoint on one axis: given psi_k = dL/dp_k, *gxi = dL/d(the particle's coordinate) and *gt = dL/dt.
+ * With a_k = q_k dw_k/dx, A = sum a_k and V = sum p_k (u_k - t)^2: dp_k = (a_k - p_k A) dx + p_k (u_k - t) dlambda,
+ * and the mean's constraint gives V dlambda = dt + dx (1/dx - sum u_k a_k + t A). */
+CQ_HD void CQ_D(tilt_axis_adj)(const cq_substep* c, const cq_real w0[3], const cq_real dw[3], const cq_real q[3],
+                               cq_real fx, cq_real t, const cq_real psi[3], cq_real* gxi, cq_real* gt) {
+  cq_real A = 0, V = 0, ua = 0, gdir = 0, glam = 0;
+  for (int k = 0; k < 3; k++) {
+    cq_real u = (cq_real)k - fx, pk = w0[k] * q[k], ak = q[k] * dw[k];
+    A += ak;
+    ua += u * ak;
+    V += pk * (u - t) * (u - t);
+    glam += psi[k] * pk * (u - t);
+  }
+  for (int k = 0; k < 3; k++) gdir += psi[k] * (q[k] * dw[k] - w0[k] * q[k] * A);
+  cq_real g = V > 0 ? glam / V : 0;
+  *gt = g;
+  *gxi = gdir + g * (c->inv_dx - ua + t * A);
 }
 
 /* The actuator of particle p when it is a cavity wall, else -1. */
@@ -183,10 +237,12 @@ CQ_HD void CQ_D(cavity_spin)(const cq_real b[3], const cq_real r[D], cq_real out
 /* Adds particle p's terms to its cavity's sums (acc = the sums of that actuator). */
 CQ_HD void CQ_D(cavity_add)(const cq_particles* s, const cq_params* m, const cq_real* u, int p, int a,
                             cqi_cavity_sums* acc) {
-  cq_real x[D], F[D][D], f[D], xf[3] = {0, 0, 0};
+  cq_real x[D], F[D][D], f[D], xf[3] = {0, 0, 0}, d[D], r[D], sft[D], y[D];
   CQ_D(cavity_load)(s, m, u, p, a, x, F, f);
   cq_real dA = m->wall_area[p];
-  CQ_D(cavity_cross)(x, f, xf);
+  CQ_D(wall_surface_shift)(m, p, s->n, F, d, r, sft); /* the force acts at the surface it carries (above) */
+  for (int i = 0; i < D; i++) y[i] = x[i] + sft[i];
+  CQ_D(cavity_cross)(y, f, xf);
   acc->S0 += dA;
   for (int i = 0; i < D; i++) {
     acc->S1[i] += dA * x[i];
@@ -354,9 +410,11 @@ CQ_HD void CQ_D(cavity_coef_adj)(const cqi_cavity_sums* sm, const cqi_cavity_coe
 CQ_HD void CQ_D(cavity_add_adj)(const cq_particles* s, const cq_params* m, const cq_real* u, int p, int a,
                                 const cqi_cavity_sums* gs, cq_real gx[D], cq_real gF[D][D], cq_real* gua,
                                 cq_real* gdA) {
-  cq_real x[D], F[D][D], f[D], gf[D], dA = m->wall_area[p];
+  cq_real x[D], F[D][D], f[D], gf[D], dA = m->wall_area[p], d[D], r[D], sft[D], y[D], gy[D] = {0};
   CQ_D(cavity_load)(s, m, u, p, a, x, F, f);
-  /* S0 += dA, S1 += dA x, S2 += dA x x^T, F += f, M += x x f */
+  int on = CQ_D(wall_surface_shift)(m, p, s->n, F, d, r, sft);
+  for (int i = 0; i < D; i++) y[i] = x[i] + sft[i];
+  /* S0 += dA, S1 += dA x, S2 += dA x x^T, F += f, M += y x f (y = x + sft: where the force acts) */
   cq_real t = gs->S0;
   for (int i = 0; i < D; i++) {
     t += gs->S1[i] * x[i];
@@ -367,16 +425,18 @@ CQ_HD void CQ_D(cavity_add_adj)(const cq_particles* s, const cq_params* m, const
       gx[i] += dA * (gs->S2[i * D + j] + gs->S2[j * D + i]) * x[j];
     }
   }
-  if (D == 2) { /* M_z = x_x f_y - x_y f_x */
-    gx[0] += gs->M[0] * f[1], gx[1] -= gs->M[0] * f[0];
-    gf[0] -= gs->M[0] * x[1], gf[1] += gs->M[0] * x[0];
-  } else { /* d(gM . (x x f)) = dx . (f x gM) + df . (gM x x) */
-    cq_real fg[3], gxx[3], xx[3], ff[3];
-    for (int i = 0; i < 3; i++) xx[i] = x[i < D ? i : 0], ff[i] = f[i < D ? i : 0];
+  if (D == 2) { /* M_z = y_x f_y - y_y f_x */
+    gy[0] += gs->M[0] * f[1], gy[1] -= gs->M[0] * f[0];
+    gf[0] -= gs->M[0] * y[1], gf[1] += gs->M[0] * y[0];
+  } else { /* d(gM . (y x f)) = dy . (f x gM) + df . (gM x y) */
+    cq_real fg[3], gyy[3], yy[3], ff[3];
+    for (int i = 0; i < 3; i++) yy[i] = y[i < D ? i : 0], ff[i] = f[i < D ? i : 0];
     CQ_D(cavity_cross)(ff, gs->M, fg);
-    CQ_D(cavity_cross)(gs->M, xx, gxx);
-    for (int i = 0; i < D; i++) gx[i] += fg[i], gf[i] += gxx[i];
+    CQ_D(cavity_cross)(gs->M, yy, gyy);
+    for (int i = 0; i < D; i++) gy[i] += fg[i], gf[i] += gyy[i];
   }
+  for (int i = 0; i < D; i++) gx[i] += gy[i];
+  CQ_D(wall_surface_shift_adj)(m, on, d, r, gy, gF);
   *gdA += t;
   CQ_D(nanson_force_adj)(m, p, s->n, F, u[a] * m->act_w[p], gf, gF, gua, gdA);
 }

@@ -59,8 +59,8 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
     if (q->act_kind == CQ_ACT_STRESS) q->A[a][a] += ua * axis[a * n + p];
   }
   /* chamber pressure at the wall's F_w (wall.h; F_p where it has none); the implicit solve takes it at F_w(v)
-   * instead (implicit.h) */
-  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure) {
+   * instead (implicit.h); a wall with a surface point has it scattered from there (p2g_surface) */
+  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure && !CQ_D(wall_surface_has)(c, m, p, n)) {
     cq_real Fw[D][D];
     CQ_D(nanson_force)(m, p, n, CQ_D(wall_F_at)(c, p, n, Fw) ? Fw : q->F, ua, q->f);
   }
@@ -96,8 +96,6 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   cq_real k = -4 * c->inv_dx * c->inv_dx * c->dt * q->vol0;
   for (int i = 0; i < D; i++)
     for (int j = 0; j < D; j++) q->G[i][j] = k * q->tau[i][j] + q->m * q->Cm[i][j];
-  if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure) /* where the pressure acts (chamber.h) */
-    CQ_D(wall_dipole)(c, m, p, n, q->F, q->ua, q->G);
 }
 
 /* The particle's momentum with the force impulse (eq. 16), into mv[a * stride]. */
@@ -139,6 +137,62 @@ CQ_HD void CQ_D(p2g_scatter)(const cq_substep* c, const CQ_D(cqi_p2g) * q, const
     cq_real* g = grid + CQ_D(p2g_node)(c, q, st, mv, off, add) * (D + 1);
     for (int a = 0; a <= D; a++) CQ_SCATTER_ADD(&g[a], add[a]);
   }
+}
+
+/* A chamber wall's pressure at its surface point (chamber.h wall_surface_load): the impulse dt f, Nanson's force,
+ * added to the momentum of the particle's stencil nodes with its weights tilted towards the surface point. For
+ * particles with wall_surface_has. */
+CQ_HD void CQ_D(p2g_surface)(const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl, int p,
+                             cq_real* grid) {
+  int n = s->n, act = m->act_id[p];
+  cq_real x[D], F[D][D], Fs[D][D], fp[D], d[D], r[D], sft[D], w0[D][3], q[D][3];
+  for (int a = 0; a < D; a++) {
+    x[a] = s->x[a * n + p];
+    for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
+  }
+  CQ_D(cqi_stencil) st;
+  CQ_D(wall_surface_load)(c, m, p, n, x, F, ctl->u[act] * m->act_w[p], Fs, fp, d, r, sft, &st, w0, q);
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D];
+    cq_real* g = grid + CQ_D(stencil_node)(c, &st, off, &w, gw, dpos) * (D + 1);
+    for (int a = 0; a < D; a++) CQ_SCATTER_ADD(&g[a], w * c->dt * fp[a]);
+  }
+}
+
+/* Its adjoint given the nodes' dL/d(momentum) adj: dL/dx into gx, dL/dF (or the wall's F_w) into gF, dL/d(ua) and
+ * dL/d(wall_area) into *gua, *gdA. */
+CQ_HD void CQ_D(p2g_surface_adj)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real x[D],
+                                 const cq_real F[D][D], cq_real ua, const cq_real* adj, cq_real gx[D],
+                                 cq_real gF[D][D], cq_real* gua, cq_real* gdA) {
+  cq_real Fs[D][D], fp[D], d[D], r[D], sft[D], w0[D][3], q[D][3];
+  cq_real gfp[D] = {0}, psi[D][3] = {{0}}, gs[D], gFs[D][D] = {{0}};
+  CQ_D(cqi_stencil) st;
+  int own_w = CQ_D(wall_surface_load)(c, m, p, n, x, F, ua, Fs, fp, d, r, sft, &st, w0, q);
+  CQI_FOR_STENCIL(off) {
+    cq_real w, gw[D], dpos[D], g[D], phi = 0;
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    for (int a = 0; a < D; a++) g[a] = adj[node * (D + 1) + a], phi += c->dt * fp[a] * g[a];
+    for (int a = 0; a < D; a++) {
+      gfp[a] += w * c->dt * g[a];
+      cq_real others = phi; /* dL/dp of this axis' node: phi times the other axes' weights */
+      for (int b = 0; b < D; b++)
+        if (b != a) others *= st.w[b][off[b]];
+      psi[a][off[a]] += others;
+    }
+  }
+  for (int a = 0; a < D; a++) {
+    cq_real gxi, gt;
+    CQ_D(tilt_axis_adj)(c, w0[a], st.dw[a], q[a], st.fx[a], sft[a] * c->inv_dx, psi[a], &gxi, &gt);
+    gx[a] += gxi;
+    gs[a] = gt * c->inv_dx;
+  }
+  CQ_D(wall_surface_shift_adj)(m, 1, d, r, gs, gFs);
+  CQ_D(nanson_force_adj)(m, p, n, Fs, ua, gfp, gFs, gua, gdA);
+  if (own_w)
+    CQ_D(wall_F_adj)(c, p, n, gFs);
+  else
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) gF[a][b] += gFs[a][b];
 }
 
 /* Forward in two passes (the CPU's, cpu_loops.h): first each particle's stresses into cache (P, tau, G as
@@ -257,13 +311,14 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
     for (int d = 0; d < D; d++) ga += gf[d] * axis[d * n + p];
   if (cqi_pressure_kind(q.act_kind) && !c->implicit_pressure) {
     cq_real Fw[D][D], gFw[D][D] = {{0}};
-    if (CQ_D(wall_F_at)(c, p, n, Fw)) {
+    if (CQ_D(wall_surface_has)(c, m, p, n)) {
+      CQ_D(p2g_surface_adj)(c, m, p, n, q.x, q.F, q.ua, adj, gx, gF, &ga, &g.wall_area);
+    } else if (CQ_D(wall_F_at)(c, p, n, Fw)) {
       CQ_D(nanson_force_adj)(m, p, n, Fw, q.ua, gf, gFw, &ga, &g.wall_area);
       CQ_D(wall_F_adj)(c, p, n, gFw);
     } else {
       CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
     }
-    CQ_D(wall_dipole_adj)(c, m, p, n, q.F, q.ua, gG, gF, &ga, &g.wall_area);
   }
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
     cq_real FA[D][D], FAt[D][D], t1[D][D], gA[D][D];

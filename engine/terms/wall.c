@@ -18,6 +18,9 @@ typedef struct {
   int32_t *start, *nbr, *tstart, *tpair, *owner; /* backend */
   cq_real *b, *F, *gF;                           /* backend */
   long cap_pairs;
+  int32_t* surf; /* backend [nsurf]: the walls with a surface point (chamber.h wall_surface_load), in index order */
+  int nsurf;
+  long surf_built; /* the model generation the list was made for (-1: none) */
 } wall_self;
 
 #define RADIUS 1.6 /* the neighbourhood's radius in particle spacings: 8 neighbours on a square lattice, 18 on a cube */
@@ -35,7 +38,7 @@ static int is_wall(const cqi_model* m, int p) {
 
 static wall_self* self_of(cqi_sim* sim) {
   wall_self* W = cqi_term_peek(sim, CQI_TERM_wall);
-  if (!W && (W = sim->term_self[CQI_TERM_wall] = calloc(1, sizeof(wall_self)))) W->built = -1;
+  if (!W && (W = sim->term_self[CQI_TERM_wall] = calloc(1, sizeof(wall_self)))) W->built = W->surf_built = -1;
   return W;
 }
 
@@ -50,8 +53,8 @@ static void wall_release(cqi_sim* sim, void* self) {
   wall_self* W = self;
   cqi_backend* be = sim->be;
   release_pairs(be, W);
-  void** bufs[] = {(void**)&W->start, (void**)&W->tstart, (void**)&W->F, (void**)&W->gF};
-  for (int i = 0; i < 4; i++)
+  void** bufs[] = {(void**)&W->start, (void**)&W->tstart, (void**)&W->F, (void**)&W->gF, (void**)&W->surf};
+  for (int i = 0; i < 5; i++)
     if (*bufs[i]) be->ops->release(be, *bufs[i]), *bufs[i] = NULL;
   free(W->ref);
   W->ref = NULL;
@@ -274,10 +277,37 @@ static int ready(cqi_sim* sim, wall_self* W, const cq_particles* s) {
   return st;
 }
 
+/* The list of walls whose pressure acts at their surface point (a wall with a non-zero wall_offset), for this
+ * model. */
+static int surface_list(cqi_sim* sim, wall_self* W) {
+  const cqi_model* m = sim->model;
+  if (W->surf_built == m->generation) return CQ_OK;
+  cqi_backend* be = sim->be;
+  int n = m->n, count = 0, st = CQ_OK;
+  int32_t* list = malloc(sizeof(int32_t) * ((size_t)n + 1));
+  if (!list) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "chamber walls: out of memory for the surface list");
+  for (int p = 0; p < n; p++) {
+    int off = 0;
+    for (int a = 0; a < m->dim; a++) off |= m->wall_offset[(long)a * n + p] != 0;
+    if (off && is_wall(m, p)) list[count++] = p;
+  }
+  if (!W->surf && !(W->surf = be->ops->alloc(be, sizeof(int32_t) * ((size_t)n + 1)))) st = CQ_ERR_NOMEM;
+  if (st == CQ_OK && count > 0) st = be->ops->upload(be, W->surf, list, sizeof(int32_t) * (size_t)count);
+  free(list);
+  if (st == CQ_ERR_NOMEM) return cqi_errorf(sim->err, CQ_ERR_NOMEM, "chamber walls: out of memory for the surface list");
+  if (st != CQ_OK) return st;
+  W->nsurf = count;
+  W->surf_built = m->generation;
+  return CQ_OK;
+}
+
 static int wall_begin(cqi_sim* sim, void* self, cq_substep* c, const cq_particles* s) {
   wall_self* W = self;
   int st = ready(sim, W, s);
-  if (st != CQ_OK || W->pairs == 0) return st;
+  if (st == CQ_OK) st = surface_list(sim, W);
+  if (st != CQ_OK) return st;
+  c->wall_surf = W->surf, c->wall_nsurf = W->nsurf;
+  if (W->pairs == 0) return st;
   cqi_backend* be = sim->be;
   c->wall_start = W->start, c->wall_nbr = W->nbr, c->wall_b = W->b;
   c->wall_tstart = W->tstart, c->wall_tpair = W->tpair, c->wall_owner = W->owner;

@@ -4,7 +4,7 @@
 -- it received, so the chamber's net force at rest is exactly the cavity's (zero for a closed cavity), whatever the
 -- lattice. Normals point from the cavity into the solid: the direction the chamber pressure pushes the wall. Each
 -- particle's offset is the area-weighted centroid of its samples less its position: where its pressure acts
--- (engine/stages/chamber.h wall_dipole).
+-- (engine/stages/chamber.h wall_surface_load).
 local check = require "cq._check"
 
 local M = {}

@@ -424,8 +424,9 @@ end
 --- true): the wall encloses its cavities, so their pressure exerts no net force or torque on the body; the actuator
 --- is then of kind "cavity", which corrects the particle forces to that (engine/stages/chamber.h). false: kind "chamber",
 --- Nanson's forces as they are (a pressure on an open surface). F is each wall particle's F_w, fitted to its
---- neighbours' positions (engine/terms/wall.h; docs/api.md "The wall's F"). surface (default false, under trial): the
---- pressure acts on the surface each particle carries, at its wall.offset (docs/api.md "Where the pressure acts").
+--- neighbours' positions (engine/terms/wall.h; docs/api.md "The wall's F"). surface (default true where the wall
+--- has offsets, as the walls of robot:box, robot:ball and robot:gmsh do): the pressure acts on the surface each
+--- particle carries, at its wall.offset (docs/api.md "Where the pressure acts"); false: at the particles.
 --- Returns its index.
 function Robot:chamber(opts)
   local where = "robot:chamber"
@@ -446,6 +447,7 @@ function Robot:chamber(opts)
     check.fail(where, "surface = true needs wall.offset (each particle's offset to the surface it carries; the walls of " ..
       "robot:box, robot:ball and robot:gmsh have it)", "none")
   end
+  local surface = opts.surface ~= false and wall.offset ~= nil
   local id = #self.actuators + 1
   local seen = {}
   for i, p in ipairs(wall.particles) do
@@ -469,6 +471,24 @@ function Robot:chamber(opts)
         "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
     end
   end
+  if surface then -- the surface a wall particle carries lies on the cavity's side: N (into the solid) . offset < 0
+    local cos, area = 0, 0
+    for i = 1, #wall.particles do
+      local o, N, len = wall.offset[i], wall.normal[i], 0
+      for a = 1, self.dim do len = len + o[a] ^ 2 end
+      if len > 0 then
+        local dot = 0
+        for a = 1, self.dim do dot = dot + o[a] * N[a] end
+        cos, area = cos + wall.area[i] * dot / math.sqrt(len), area + wall.area[i]
+      end
+    end
+    if area > 0 and cos / area > -0.5 then
+      require("cq._warn").warn(string.format("cqlua: warning: %s: the wall of actuator %d has its offsets (where on " ..
+        "the wall the pressure acts) at a mean cosine of %.2f to its normals, where the surface it carries lies on the " ..
+        "cavity's side (about -1): were the particles and normals moved or turned without wall.offset? Turn the " ..
+        "offsets with the normals, or pass surface = false", where, id, cos / area))
+    end
+  end
   local opening = chambers.opening(wall, self.dim)
   if opts.closed ~= false and opening > chambers.CLOSED_TOL then
     require("cq._warn").warn(string.format("cqlua: warning: %s: the wall of actuator %d (%d particles) is not a closed " ..
@@ -482,7 +502,7 @@ function Robot:chamber(opts)
     self.act_of[p] = id
     local N = {}
     for a = 1, self.dim do N[a] = max * wall.normal[i][a] end
-    self.wall_of[p] = { axis = N, area = wall.area[i], offset = opts.surface and wall.offset[i] or nil }
+    self.wall_of[p] = { axis = N, area = wall.area[i], offset = surface and wall.offset[i] or nil }
   end
   return id
 end

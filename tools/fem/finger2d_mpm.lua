@@ -66,6 +66,7 @@ for _, p in ipairs(finger.particles) do
 end
 local wall = finger.chambers.chamber
 for i, nrm in ipairs(wall.normal) do wall.normal[i] = { nrm[2], -nrm[1] } end
+for i, o in ipairs(wall.offset) do wall.offset[i] = { o[2], -o[1] } end -- where on the wall the pressure acts
 local NACT = 1
 if VAR.split == "true" then
   -- diagnosis: each of the 8 cavities its own closed chamber (its own net-force and torque correction), all driven by

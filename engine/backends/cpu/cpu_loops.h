@@ -265,6 +265,9 @@ static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles
       for (; j < end; j++) CQ_D(p2g_scatter_stored)(c, s, m, cb->perm[j], stress, mv, grid);
     }
   }
+  /* the walls' pressure at their surface points (chamber.h), on one thread in index order */
+  if (!c->implicit_pressure)
+    for (int k = 0; k < c->wall_nsurf; k++) CQ_D(p2g_surface)(c, s, m, ctl, c->wall_surf[k], grid);
   return CQ_OK;
 }
 
