@@ -150,18 +150,33 @@ CQ_HD void CQ_D(tilt_axis)(const cq_real w[3], cq_real fx, cq_real t, cq_real q[
   for (int k = 0; k < 3; k++) q[k] /= z;
 }
 
-/* What the surface pass and its adjoint share: the F the pressure takes (Fs = F_w where the wall term has one, else
- * F), Nanson's force fp at it, the offset d, r = Fs d, the shift sft to the surface point, and the particle's stencil
+/* The F a wall particle's pressure takes: Fs = its F_w where the wall term has one (returns 1; wall.h), else its own
+ * F (returns 0). pressure_F_adj hands dL/dFs back the same way: to the wall term's dL/dF_w, or added to gF. */
+CQ_HD int CQ_D(pressure_F)(const cq_substep* c, int p, int n, const cq_real F[D][D], cq_real Fs[D][D]) {
+  int own_w = CQ_D(wall_F_at)(c, p, n, Fs);
+  if (!own_w)
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) Fs[a][b] = F[a][b];
+  return own_w;
+}
+
+CQ_HD void CQ_D(pressure_F_adj)(const cq_substep* c, int p, int n, int own_w, const cq_real gFs[D][D],
+                                cq_real gF[D][D]) {
+  if (own_w)
+    CQ_D(wall_F_adj)(c, p, n, gFs);
+  else
+    for (int a = 0; a < D; a++)
+      for (int b = 0; b < D; b++) gF[a][b] += gFs[a][b];
+}
+
+/* What the surface pass and its adjoint share: the F the pressure takes (Fs, pressure_F), Nanson's force fp at it, the offset d, r = Fs d, the shift sft to the surface point, and the particle's stencil
  * with its weights tilted towards x + sft (st->w; the B-spline's own in w0, their exponential factors in q). Returns
  * whether Fs is F_w (1) or the particle's own F (0). */
 CQ_HD int CQ_D(wall_surface_load)(const cq_substep* c, const cq_params* m, int p, int n, const cq_real x[D],
                                   const cq_real F[D][D], cq_real ua, cq_real Fs[D][D], cq_real fp[D], cq_real d[D],
                                   cq_real r[D], cq_real sft[D], CQ_D(cqi_stencil) * st, cq_real w0[D][3],
                                   cq_real q[D][3]) {
-  int own_w = CQ_D(wall_F_at)(c, p, n, Fs);
-  if (!own_w)
-    for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) Fs[a][b] = F[a][b];
+  int own_w = CQ_D(pressure_F)(c, p, n, F, Fs);
   for (int a = 0; a < D; a++) fp[a] = 0;
   CQ_D(nanson_force)(m, p, n, Fs, ua, fp);
   CQ_D(wall_surface_shift)(m, p, n, Fs, d, r, sft);

@@ -61,8 +61,9 @@ CQ_HD void CQ_D(p2g_load)(const cq_substep* c, const cq_particles* s, const cq_p
   /* chamber pressure at the wall's F_w (wall.h; F_p where it has none); the implicit solve takes it at F_w(v)
    * instead (implicit.h); a wall with a surface point has it scattered from there (p2g_surface) */
   if (cqi_pressure_kind(q->act_kind) && !c->implicit_pressure && !CQ_D(wall_surface_has)(c, m, p, n)) {
-    cq_real Fw[D][D];
-    CQ_D(nanson_force)(m, p, n, CQ_D(wall_F_at)(c, p, n, Fw) ? Fw : q->F, ua, q->f);
+    cq_real Fs[D][D];
+    CQ_D(pressure_F)(c, p, n, q->F, Fs);
+    CQ_D(nanson_force)(m, p, n, Fs, ua, q->f);
   }
   if (v.cached || cache_in) {
     CQ_D(p2g_cache_io)(q, (cq_real*)cache_in, n, p, 0);
@@ -188,11 +189,7 @@ CQ_HD void CQ_D(p2g_surface_adj)(const cq_substep* c, const cq_params* m, int p,
   }
   CQ_D(wall_surface_shift_adj)(m, 1, d, r, gs, gFs);
   CQ_D(nanson_force_adj)(m, p, n, Fs, ua, gfp, gFs, gua, gdA);
-  if (own_w)
-    CQ_D(wall_F_adj)(c, p, n, gFs);
-  else
-    for (int a = 0; a < D; a++)
-      for (int b = 0; b < D; b++) gF[a][b] += gFs[a][b];
+  CQ_D(pressure_F_adj)(c, p, n, own_w, gFs, gF);
 }
 
 /* Forward in two passes (the CPU's, cpu_loops.h): first each particle's stresses into cache (P, tau, G as
@@ -310,14 +307,13 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   if (q.act_kind == CQ_ACT_FORCE)
     for (int d = 0; d < D; d++) ga += gf[d] * axis[d * n + p];
   if (cqi_pressure_kind(q.act_kind) && !c->implicit_pressure) {
-    cq_real Fw[D][D], gFw[D][D] = {{0}};
     if (CQ_D(wall_surface_has)(c, m, p, n)) {
       CQ_D(p2g_surface_adj)(c, m, p, n, q.x, q.F, q.ua, adj, gx, gF, &ga, &g.wall_area);
-    } else if (CQ_D(wall_F_at)(c, p, n, Fw)) {
-      CQ_D(nanson_force_adj)(m, p, n, Fw, q.ua, gf, gFw, &ga, &g.wall_area);
-      CQ_D(wall_F_adj)(c, p, n, gFw);
     } else {
-      CQ_D(nanson_force_adj)(m, p, n, q.F, q.ua, gf, gF, &ga, &g.wall_area);
+      cq_real Fs[D][D], gFs[D][D] = {{0}};
+      int own_w = CQ_D(pressure_F)(c, p, n, q.F, Fs);
+      CQ_D(nanson_force_adj)(m, p, n, Fs, q.ua, gf, gFs, &ga, &g.wall_area);
+      CQ_D(pressure_F_adj)(c, p, n, own_w, gFs, gF);
     }
   }
   if (q.actuated) { /* tau += F A F^T: gF += gtau F A^T + gtau^T F A; dL/dA = F^T gtau F */
