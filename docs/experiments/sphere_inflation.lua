@@ -113,9 +113,15 @@ local function run(kPa)
       return
     end
     if o.trace > 0 and k % o.trace == 0 then
-      local vmax = 0
+      local vmax, drift = 0, 0
       for i = 0, DIM * n - 1 do vmax = math.max(vmax, math.abs(s.v[i])) end
-      print(string.format("    t = %.3f s: stretch %.4f, fastest %.3g m/s", k * w.dt, stretch(), vmax))
+      for a = 0, DIM - 1 do -- the centre of mass from the cavity's centre (a free body: stays at 0)
+        local m = 0
+        for i = 0, n - 1 do m = m + s.x[a * n + i] end
+        drift = drift + (m / n - c[a + 1]) ^ 2
+      end
+      print(string.format("    t = %.3f s: stretch %.4f, fastest %.3g m/s, centre of mass moved %.3g mm", k * w.dt,
+        stretch(), vmax, 1e3 * math.sqrt(drift)))
     end
   end
   la_sim = stretch()
