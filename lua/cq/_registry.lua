@@ -34,6 +34,13 @@ end
 
 function M.name_of(t, id) return t[id] and t[id].name end
 
+--- The id of a name in a list, or nil when name is not one of its names (a number is an id's index, never a name:
+--- t[1] is an entry table).
+function M.id(t, name)
+  if type(name) ~= "string" then return nil end
+  return t[name]
+end
+
 --- The plain name -> id table of a list (cq.BC, cq.MATERIAL, cq.ACTUATOR).
 function M.ids(t)
   local out, i = {}, 0

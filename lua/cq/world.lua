@@ -28,7 +28,7 @@ local function parse_wall(where, wd, spec, dim, res)
   check.options(where, spec, WALL_OPTIONS)
   local BC = registry.BC
   local t = spec.type or "sticky"
-  if BC[t] == nil then check.fail(where, "type must be one of " .. registry.names(BC), t) end
+  if registry.id(BC, t) == nil then check.fail(where, "type must be one of " .. registry.names(BC), t) end
   wd.type = BC[t]
   -- checked before it reaches the C double (a string would raise LuaJIT's own conversion error)
   wd.friction = check.number(where, "friction", spec.friction or (t == "friction" and 0.5 or 0), 0, math.huge, { inf = true })
@@ -85,7 +85,7 @@ function M.new(opts)
   local precision = check.oneof(where, "precision", opts.precision or "f64", { "f32", "f64" })
   local backend = check.oneof(where, "backend", opts.backend or "auto", { "auto", "cpu", "cuda" })
   local integrator = opts.integrator or "explicit"
-  if registry.INTEGRATOR[integrator] == nil then
+  if registry.id(registry.INTEGRATOR, integrator) == nil then
     check.fail(where, "integrator must be one of " .. registry.names(registry.INTEGRATOR), integrator)
   end
   local lib
@@ -318,7 +318,7 @@ end
 function World:set_actuator(a, kind)
   local where = "world:set_actuator"
   check.integer(where, "actuator", a, 1, self.n_actuators)
-  if registry.ACTUATOR[kind] == nil then check.fail(where, "kind must be one of " .. registry.names(registry.ACTUATOR), kind) end
+  if registry.id(registry.ACTUATOR, kind) == nil then check.fail(where, "kind must be one of " .. registry.names(registry.ACTUATOR), kind) end
   self:_check(self._lib.cq_world_set_actuator(self:_handle(where), a - 1, registry.ACTUATOR[kind]), where)
 end
 
@@ -349,7 +349,7 @@ function World:set_node_bcs(nodes, normals, spec)
   check.options(where, spec, NODE_BC_OPTIONS)
   local BC = registry.BC
   local t = spec.type or "sticky"
-  if BC[t] == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
+  if registry.id(BC, t) == nil or t == "none" then check.fail(where, "type must be one of sticky, slip, separate, friction", t) end
   check.number(where, "friction", spec.friction or 0, 0, math.huge, { inf = true })
   self:_check(self._lib.cq_world_set_node_bcs(self:_handle(where), count, ni, nn, BC[t], spec.friction or 0), where)
 end
