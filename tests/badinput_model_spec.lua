@@ -444,6 +444,23 @@ local CASES = {
       offset[1] = { 0, 0, 0 }
       r:chamber { wall = { particles = wall.particles, normal = wall.normal, area = wall.area, offset = offset } } end,
     { "wall.offset[1]" } },
+  -- issue 64 findings 1 and 3: a list with a hole (ipairs stopped at it, robot:world indexed it) and lists of
+  -- unequal lengths were taken
+  { "robot:chamber wall.particles with a hole", function()
+      local r, _, wall = chambered(); wall.particles[3] = nil; r:chamber { wall = wall } end,
+    { "robot:chamber: wall.particles must be a list without holes: wall.particles[3] is nil, yet wall.particles[40] is set" } },
+  { "robot:chamber wall.normal with a hole", function()
+      local r, _, wall = chambered(); wall.normal[7] = nil; r:chamber { wall = wall } end,
+    { "wall.normal must be a list without holes: wall.normal[7] is nil" } },
+  { "robot:chamber wall.area with a key that is no index", function()
+      local r, _, wall = chambered(); wall.area.total = 1; r:chamber { wall = wall } end,
+    { "wall.area must be a list (keys 1..n), but has the key 'total'" } },
+  { "robot:chamber wall of 39 particles and 40 normals", function()
+      local r, _, wall = chambered(); wall.particles[40] = nil; r:chamber { wall = wall } end,
+    { "wall.normal must hold one entry per particle: wall.particles has 39", "(got 40 entries)" } },
+  { "robot:chamber wall.offset one longer than wall.particles", function()
+      local r, _, wall = chambered(); wall.offset[41] = { 0, 0 }; r:chamber { wall = wall } end,
+    { "wall.offset must hold one entry per particle: wall.particles has 40", "(got 41 entries)" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

@@ -106,6 +106,28 @@ function M.vector(where, name, v, n)
   return v
 end
 
+--- Checks that v is a list: a table whose keys are exactly 1..#v (ipairs and # see all of it). A hole ([3] = nil
+--- with [4] set) or a key that is no index is an error naming it. Returns #v.
+function M.list(where, name, v)
+  if type(v) ~= "table" then M.fail(where, name .. " must be a list", v) end
+  local n, count, last = #v, 0, 0
+  for k in pairs(v) do
+    count = count + 1
+    if type(k) ~= "number" or k ~= math.floor(k) or k < 1 then
+      M.fail(where, string.format("%s must be a list (keys 1..n), but has the key %s", name,
+        type(k) == "string" and "'" .. k .. "'" or fmt(k)), M.shown("a table of " .. n))
+    end
+    if k > last then last = k end
+  end
+  if count ~= n or last ~= n then -- a hole: the first index below the largest that holds nil
+    local i = 1
+    while v[i] ~= nil do i = i + 1 end
+    M.fail(where, string.format("%s must be a list without holes: %s[%d] is nil, yet %s[%d] is set", name, name, i,
+      name, last), M.shown("a table of " .. count .. " entries"))
+  end
+  return n
+end
+
 function M.oneof(where, name, v, set)
   local names = {}
   for i, s in ipairs(set) do

@@ -436,12 +436,23 @@ function Robot:chamber(opts)
     check.fail(where, "wall must be a chamber wall { particles, normal, area } (group.chambers[name] of robot:box or " ..
       "robot:ball with cavities, or of robot:gmsh)", wall)
   end
-  if #wall.particles == 0 then check.fail(where, "wall has no particles", 0) end
+  -- lists without holes (ipairs would stop at one, robot:world index past it), one entry per particle each
+  local count = check.list(where, "wall.particles", wall.particles)
+  if count == 0 then check.fail(where, "wall has no particles", 0) end
   local max = check.number(where, "max", opts.max or 1, 0, math.huge, { open_lo = true })
   if opts.closed ~= nil and type(opts.closed) ~= "boolean" then check.fail(where, "closed must be true or false", opts.closed) end
   if opts.surface ~= nil and type(opts.surface) ~= "boolean" then check.fail(where, "surface must be true or false", opts.surface) end
   if wall.offset ~= nil and type(wall.offset) ~= "table" then
     check.fail(where, "wall.offset must be a list of vectors, one per particle", wall.offset)
+  end
+  for _, key in ipairs { "normal", "area", "offset" } do
+    if wall[key] ~= nil then
+      local len = check.list(where, "wall." .. key, wall[key])
+      if len ~= count then
+        check.fail(where, string.format("wall.%s must hold one entry per particle: wall.particles has %d", key, count),
+          check.shown(string.format("%d entries", len)))
+      end
+    end
   end
   if opts.surface and wall.offset == nil then
     check.fail(where, "surface = true needs wall.offset (each particle's offset to the surface it carries; the walls of " ..
