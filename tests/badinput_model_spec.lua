@@ -844,6 +844,30 @@ describe("a call that fails leaves its object as it was", function()
   end)
 end)
 
+describe("robot:chamber keeps a copy of its wall", function()
+  -- issue 64 finding 4: the offset vectors were kept by reference, so edits after the call reached the world
+  it("edits of the wall's offsets, normals and areas after the call do not reach the world", function()
+    local function params(edit)
+      local r, _, wall = chambered()
+      r:chamber { wall = wall }
+      local p = wall.particles[1]
+      if edit then
+        wall.offset[1][1], wall.offset[1][2] = 99, 99
+        wall.normal[1][1], wall.normal[1][2] = 0, 1
+        wall.area[1], wall.particles[1] = 5, wall.particles[2]
+      end
+      local w = r:world { res = 64, dt = 1e-4 }
+      local n = w.n
+      return { w.params.wall_offset[p - 1], w.params.wall_offset[n + p - 1], w.params.act_axis[p - 1],
+        w.params.act_axis[n + p - 1], w.params.wall_area[p - 1], w.params.act_id[p - 1] }
+    end
+    local kept, edited = params(false), params(true)
+    print(string.format("  particle 1 of the wall: offset (%g, %g), axis (%g, %g), area %g, act_id %d", unpack(kept)))
+    assert.are.same(kept, edited)
+    assert.is_true(kept[1] ~= 0 or kept[2] ~= 0) -- the wall has offsets
+  end)
+end)
+
 it("the campaign holds at least 80 cases", function()
   print(string.format("  %d error cases, %d warning cases", #CASES, #WARNINGS))
   assert.is_true(#CASES + #WARNINGS >= 80)

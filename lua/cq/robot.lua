@@ -508,12 +508,19 @@ function Robot:chamber(opts)
       "close the surface (every face around the cavity in its physical group), or pass closed = false", where, id,
       #wall.particles, opening))
   end
-  self.actuators[id] = { kind = opts.closed == false and "chamber" or "cavity", max = max, wall = wall }
+  -- the actuator keeps a copy: edits of the caller's wall after this call (its vectors included) do not reach the world
+  local kept = { particles = {}, normal = {}, area = {}, offset = wall.offset and {} or nil }
   for i, p in ipairs(wall.particles) do
+    kept.particles[i], kept.area[i] = p, wall.area[i]
+    kept.normal[i] = { unpack(wall.normal[i], 1, self.dim) }
+    if wall.offset then kept.offset[i] = { unpack(wall.offset[i], 1, self.dim) } end
+  end
+  self.actuators[id] = { kind = opts.closed == false and "chamber" or "cavity", max = max, wall = kept }
+  for i, p in ipairs(kept.particles) do
     self.act_of[p] = id
     local N = {}
-    for a = 1, self.dim do N[a] = max * wall.normal[i][a] end
-    self.wall_of[p] = { axis = N, area = wall.area[i], offset = surface and wall.offset[i] or nil }
+    for a = 1, self.dim do N[a] = max * kept.normal[i][a] end
+    self.wall_of[p] = { axis = N, area = kept.area[i], offset = surface and kept.offset[i] or nil }
   end
   return id
 end
