@@ -461,6 +461,11 @@ local CASES = {
   { "robot:chamber wall.offset one longer than wall.particles", function()
       local r, _, wall = chambered(); wall.offset[41] = { 0, 0 }; r:chamber { wall = wall } end,
     { "wall.offset must hold one entry per particle: wall.particles has 40", "(got 41 entries)" } },
+  -- issue 64 finding 5: any offset was taken (the engine cut its shift to 0.4 cells without a word)
+  { "robot:chamber wall.offset 5 long on a 0.01 lattice", function()
+      local r, _, wall = chambered(); wall.offset[4] = { 5, 0 }; r:chamber { wall = wall } end,
+    { "robot:chamber: wall.offset[4] must be at most 2 particle spacings long (0.02", "half a spacing",
+      "(got {5, 0}, of length 5)" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

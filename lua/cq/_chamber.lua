@@ -200,6 +200,14 @@ function M.named(where, walls, what)
   end })
 end
 
+--- The longest wall offset robot:chamber takes, in particle spacings (vol^(1/dim) of the wall's largest particle). The
+--- walls of robot:box and robot:ball stay below 2 by construction (a surface sample goes to the nearest particle within
+--- 2 spacings, so the centroid of a particle's samples is closer); measured: up to 1.1 on a lattice of unequal spacings
+--- per axis, 0.84 on robot:gmsh's 3D finger (an element's face centroid lies a quarter of its height, 2D a third, from its
+--- centroid). The engine takes the pressure's shift at most 0.4 cells long (engine/stages/chamber.h), so a longer offset
+--- would be cut short without a word: a wrong unit or a misassembled list.
+M.OFFSET_SPACINGS = 2
+
 --- A closed chamber wall's opening (M.opening) is round-off (a mesh's faces, a box's cavity walls: below 1e-15); one
 --- above this is a hole or an open surface.
 M.CLOSED_TOL = 1e-2

@@ -482,6 +482,22 @@ function Robot:chamber(opts)
         "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
     end
   end
+  if wall.offset ~= nil then -- an offset reaches the surface the particle carries: about half a spacing away
+    local h = 0 -- the particle spacing: the largest wall particle's (a mesh's sliver elements have small volumes)
+    for _, p in ipairs(wall.particles) do h = math.max(h, self.vol[p] ^ (1 / self.dim)) end
+    local reach = chambers.OFFSET_SPACINGS * h
+    for i, o in ipairs(wall.offset) do
+      local len = 0
+      for a = 1, self.dim do len = len + o[a] ^ 2 end
+      len = math.sqrt(len)
+      if len > reach then
+        check.fail(where, string.format("wall.offset[%d] must be at most %g particle spacings long (%.4g: an offset " ..
+          "runs from the particle to the centroid of the surface it carries, about half a spacing, vol^(1/%d) = %.4g " ..
+          "for the wall's largest particle)", i, chambers.OFFSET_SPACINGS, reach, self.dim, h),
+          check.shown(string.format("%s, of length %.4g", check.list_text(o), len)))
+      end
+    end
+  end
   if surface then -- the surface a wall particle carries lies on the cavity's side: N (into the solid) . offset < 0
     local cos, area = 0, 0
     for i = 1, #wall.particles do
