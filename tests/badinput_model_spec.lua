@@ -466,6 +466,12 @@ local CASES = {
       local r, _, wall = chambered(); wall.offset[4] = { 5, 0 }; r:chamber { wall = wall } end,
     { "robot:chamber: wall.offset[4] must be at most 2 particle spacings long (0.02", "half a spacing",
       "(got {5, 0}, of length 5)" } },
+  -- issue 64 finding 12: the whole chambers table was indexed for .particles, and robot:box's "no chamber wall named"
+  -- answered
+  { "robot:chamber wall = group.chambers (the whole table)", function()
+      local r, g = chambered(); r:chamber { wall = g.chambers } end,
+    { "robot:chamber: wall must be one chamber wall, e.g. group.chambers.c, not a group's whole chambers table " ..
+      "(the walls in it: c)", "(got a chambers table of 1 wall)" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

@@ -188,9 +188,22 @@ function M.walls(where, robot, group, cavities, h)
   return M.named(where, walls, "cavity")
 end
 
+-- The tables M.named made (weak keys), so that robot:chamber knows a whole group.chambers passed as its wall.
+local NAMED = setmetatable({}, { __mode = "k" })
+
+--- The sorted names of the walls in t when t is a group's chambers table (M.named), else nil.
+function M.names_of(t)
+  if type(t) ~= "table" or not NAMED[t] then return nil end
+  local names = {}
+  for k in pairs(t) do names[#names + 1] = tostring(k) end
+  table.sort(names)
+  return names
+end
+
 --- Makes a table of chamber walls (name -> wall) refuse a name it does not hold, listing those it does: a typo in
 --- group.chambers.chamer would otherwise give robot:chamber a nil wall. what: "cavity" or "physical surface".
 function M.named(where, walls, what)
+  NAMED[walls] = true
   return setmetatable(walls, { __index = function(_, name)
     local names = {}
     for k in pairs(walls) do names[#names + 1] = tostring(k) end

@@ -432,6 +432,13 @@ function Robot:chamber(opts)
   local where = "robot:chamber"
   check.options(where, opts, CHAMBER_OPTIONS)
   local wall = opts.wall
+  local names = chambers.names_of(wall) -- (indexing it for wall.particles would raise its "no chamber wall named")
+  if names then
+    local first = names[1] and (names[1]:match("^[%a_][%w_]*$") and "." .. names[1] or "[" .. check.fmt(names[1]) .. "]")
+    check.fail(where, string.format("wall must be one chamber wall%s, not a group's whole chambers table (the walls " ..
+      "in it: %s)", first and ", e.g. group.chambers" .. first or "", #names > 0 and table.concat(names, ", ") or "none"),
+      check.shown(string.format("a chambers table of %d wall%s", #names, #names == 1 and "" or "s")))
+  end
   if type(wall) ~= "table" or type(wall.particles) ~= "table" or type(wall.normal) ~= "table" or type(wall.area) ~= "table" then
     check.fail(where, "wall must be a chamber wall { particles, normal, area } (group.chambers[name] of robot:box or " ..
       "robot:ball with cavities, or of robot:gmsh)", wall)
