@@ -472,6 +472,28 @@ local CASES = {
       local r, g = chambered(); r:chamber { wall = g.chambers } end,
     { "robot:chamber: wall must be one chamber wall, e.g. group.chambers.c, not a group's whole chambers table " ..
       "(the walls in it: c)", "(got a chambers table of 1 wall)" } },
+  -- issue 64 finding 7: unknown and conflicting keys of a cavity and of a wall were ignored
+  { "robot:chamber wall with a key foo", function()
+      local r, _, wall = chambered(); wall.foo = 1; r:chamber { wall = wall } end,
+    { "robot:chamber.wall: unknown option 'foo' (known: area", "particles", "(got \"foo\")" } },
+  { "robot:chamber wall with normals (a typo of normal)", function()
+      local r, _, wall = chambered(); r:chamber { wall = { particles = wall.particles, normal = wall.normal,
+        area = wall.area, normals = wall.normal } } end,
+    { "robot:chamber.wall: unknown option 'normals'", "(got \"normals\")" } },
+  { "robot:box cavity with offset, size, center and radius", function()
+      cq.robot():box { offset = { 0, 0 }, size = { 0.1, 0.1 }, spacing = 0.01,
+        cavities = { { offset = { 0.03, 0.03 }, size = { 0.04, 0.04 }, center = { 0.05, 0.05 }, radius = 0.02 } } } end,
+    { "robot:box: cavities[1]: give offset and size (a box) or center and radius (a ball), not both: center is a " ..
+      "ball's key, offset a box's", "(got {0.05, 0.05})" } },
+  { "robot:box box cavity with radius = 1", function()
+      cq.robot():box { offset = { 0, 0 }, size = { 0.1, 0.1 }, spacing = 0.01,
+        cavities = { { offset = { 0.03, 0.03 }, size = { 0.04, 0.04 }, radius = 1 } } } end,
+    { "cavities[1]: give offset and size (a box) or center and radius (a ball), not both: radius is a ball's key",
+      "(got 1)" } },
+  { "robot:ball cavity with a key foo", function()
+      cq.robot():ball { center = { 0.5, 0.5 }, radius = 0.1, spacing = 0.01,
+        cavities = { { center = { 0.5, 0.5 }, radius = 0.03, foo = 1 } } } end,
+    { "robot:ball: cavities[1]: unknown option 'foo' (known: center, name, offset, radius, size)", "(got \"foo\")" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

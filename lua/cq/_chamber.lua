@@ -9,6 +9,11 @@ local check = require "cq._check"
 
 local M = {}
 local SUB = 4 -- surface samples per particle spacing along the surface
+-- the keys of a cavity table (a box {offset, size} or a ball {center, radius}) and of a chamber wall (robot:chamber;
+-- robot:gmsh's walls also hold face_area, unmatched and unmatched_at, robot:mesh's surface mesh_area)
+local CAVITY_KEYS = check.option_set("robot:box cavities", { "offset", "size", "center", "radius", "name" })
+M.WALL_KEYS = check.option_set("robot:chamber wall", { "particles", "normal", "area", "offset", "face_area", "unmatched",
+  "unmatched_at", "mesh_area" })
 
 local function box_cavity(where, c, dim)
   check.vector(where, "offset", c.offset, dim)
@@ -98,10 +103,17 @@ function M.parse(where, cavities, dim)
   for i, c in ipairs(cavities) do
     local w = where .. ": cavities[" .. i .. "]"
     if type(c) ~= "table" then check.fail(w, "must be a table {offset, size} or {center, radius}", c) end
+    check.options(w, c, CAVITY_KEYS)
     local cav
-    if c.offset ~= nil or c.size ~= nil then
+    local box, ball = c.offset ~= nil or c.size ~= nil, c.center ~= nil or c.radius ~= nil
+    if box and ball then
+      local key = c.center ~= nil and "center" or "radius"
+      check.fail(w, string.format("give offset and size (a box) or center and radius (a ball), not both: %s is a " ..
+        "ball's key, %s a box's", key, c.offset ~= nil and "offset" or "size"), check.shown(check.list_text(c[key])))
+    end
+    if box then
       cav = box_cavity(w, c, dim)
-    elseif c.center ~= nil or c.radius ~= nil then
+    elseif ball then
       cav = ball_cavity(w, c, dim)
     else
       check.fail(w, "must give offset and size (a box) or center and radius (a ball)", "neither")

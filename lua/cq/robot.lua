@@ -443,6 +443,7 @@ function Robot:chamber(opts)
     check.fail(where, "wall must be a chamber wall { particles, normal, area } (group.chambers[name] of robot:box or " ..
       "robot:ball with cavities, or of robot:gmsh)", wall)
   end
+  check.options(where .. ".wall", wall, chambers.WALL_KEYS)
   -- lists without holes (ipairs would stop at one, robot:world index past it), one entry per particle each
   local count = check.list(where, "wall.particles", wall.particles)
   if count == 0 then check.fail(where, "wall has no particles", 0) end
