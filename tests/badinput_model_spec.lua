@@ -345,7 +345,7 @@ local CASES = {
     { "cavities[1]", "radius must be > 0", "(got -1)" } },
   { "robot:box cavity name = 3", function()
       cq.robot():box { offset = { 0, 0 }, size = { 0.1, 0.1 }, cavities = { { center = { 0.05, 0.05 }, radius = 0.02, name = 3 } } } end,
-    { "cavities[1]", "name must be a string", "(got 3)" } },
+    { "cavities[1]", "name must be a non-empty string", "(got 3)" } },
   { "robot:ball radius = 0", function() cq.robot():ball { center = { 0.5, 0.5 }, radius = 0 } end,
     { "robot:ball: radius must be > 0", "(got 0)" } },
   { "robot:ball center of 3 numbers in 2D", function() cq.robot():ball { center = { 0.5, 0.5, 0.5 }, radius = 0.1 } end,
@@ -494,6 +494,20 @@ local CASES = {
       cq.robot():ball { center = { 0.5, 0.5 }, radius = 0.1, spacing = 0.01,
         cavities = { { center = { 0.5, 0.5 }, radius = 0.03, foo = 1 } } } end,
     { "robot:ball: cavities[1]: unknown option 'foo' (known: center, name, offset, radius, size)", "(got \"foo\")" } },
+  -- issue 64 findings 6 and 14: a default name equal to another cavity's explicit one merged the two; "" was a name
+  { "robot:box cavities[2] named cavity1, the default name of the unnamed cavities[1]", function()
+      cq.robot():box { offset = { 0.3, 0.3 }, size = { 0.4, 0.2 }, spacing = 0.01,
+        cavities = { { offset = { 0.35, 0.35 }, size = { 0.1, 0.1 } },
+          { offset = { 0.55, 0.35 }, size = { 0.1, 0.1 }, name = "cavity1" } } } end,
+    { "robot:box: cavities[2]: name \"cavity1\" is the default name of cavities[1], which has none, so the two would " ..
+      "form one chamber", "(got \"cavity1\")" } },
+  { "robot:ball cavities[1] named cavity2, the default name of the unnamed cavities[2]", function()
+      cq.robot():ball { center = { 0.5, 0.5 }, radius = 0.2, spacing = 0.01,
+        cavities = { { center = { 0.42, 0.5 }, radius = 0.05, name = "cavity2" }, { center = { 0.58, 0.5 }, radius = 0.05 } } } end,
+    { "robot:ball: cavities[1]: name \"cavity2\" is the default name of cavities[2]", "(got \"cavity2\")" } },
+  { "robot:box cavity name = \"\"", function()
+      cq.robot():box { offset = { 0, 0 }, size = { 0.1, 0.1 }, cavities = { { center = { 0.05, 0.05 }, radius = 0.02, name = "" } } } end,
+    { "cavities[1]", "name must be a non-empty string", "(got \"\")" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

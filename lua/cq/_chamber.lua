@@ -118,9 +118,22 @@ function M.parse(where, cavities, dim)
     else
       check.fail(w, "must give offset and size (a box) or center and radius (a ball)", "neither")
     end
-    if c.name ~= nil and type(c.name) ~= "string" then check.fail(w, "name must be a string", c.name) end
+    if c.name ~= nil and (type(c.name) ~= "string" or c.name == "") then
+      check.fail(w, "name must be a non-empty string", c.name)
+    end
     cav.name = c.name or ("cavity" .. i)
     list[i] = cav
+  end
+  -- one name, one chamber: an explicit name that is another cavity's default would merge them without a word
+  local named = {}
+  for i, c in ipairs(cavities) do if c.name ~= nil and not named[c.name] then named[c.name] = i end end
+  for i, c in ipairs(cavities) do
+    local j = c.name == nil and named[list[i].name]
+    if j then
+      check.fail(where .. ": cavities[" .. j .. "]", string.format("name %q is the default name of cavities[%d], " ..
+        "which has none, so the two would form one chamber; give both that name to join them, or choose another",
+        list[i].name, i), list[i].name)
+    end
   end
   local function solid(x)
     for _, cav in ipairs(list) do if cav.inside(x) then return false end end
