@@ -508,6 +508,28 @@ local CASES = {
   { "robot:box cavity name = \"\"", function()
       cq.robot():box { offset = { 0, 0 }, size = { 0.1, 0.1 }, cavities = { { center = { 0.05, 0.05 }, radius = 0.02, name = "" } } } end,
     { "cavities[1]", "name must be a non-empty string", "(got \"\")" } },
+  -- issue 64 finding 8: a cavity between lattice points left no hole and a wall of cancelling normals
+  { "robot:box cavity 0.001 wide at spacing 0.01", function()
+      cq.robot():box { offset = { 0.3, 0.3 }, size = { 0.2, 0.2 }, spacing = 0.01,
+        cavities = { { offset = { 0.352, 0.352 }, size = { 0.001, 0.001 }, name = "t" } } } end,
+    { "robot:box: cavities[1] (t) holds no lattice point, so it leaves no hole in the body", "spacing 0.01",
+      "(got offset {0.352, 0.352}, size {0.001, 0.001} at spacing 0.01)" } },
+  { "robot:box ball cavity of radius 0.6 spacings between four lattice points", function()
+      cq.robot():box { offset = { 0.3, 0.3 }, size = { 0.2, 0.2 }, spacing = 0.01,
+        cavities = { { center = { 0.4, 0.4 }, radius = 0.006 } } } end,
+    { "cavities[1] (cavity1) holds no lattice point", "(got center {0.4, 0.4}, radius 0.006 at spacing 0.01)" } },
+  -- issue 64 finding 11: overlapping cavities were reported as "not enclosed by the body"
+  { "robot:box cavities c and d overlapping", function()
+      cq.robot():box { offset = { 0.3, 0.3 }, size = { 0.3, 0.2 }, spacing = 0.01,
+        cavities = { { offset = { 0.35, 0.35 }, size = { 0.1, 0.1 }, name = "c" },
+          { offset = { 0.4, 0.35 }, size = { 0.1, 0.1 }, name = "d" } } } end,
+    { "robot:box: cavities[1] (c) and cavities[2] (d) overlap: the surface of cavities[1] at", "lies inside cavities[2]",
+      "(got {offset {0.35, 0.35}, size {0.1, 0.1}} and {offset {0.4, 0.35}, size {0.1, 0.1}})" } },
+  { "robot:ball cavities of one name overlapping (an L of two boxes)", function()
+      cq.robot():ball { center = { 0.5, 0.5 }, radius = 0.2, spacing = 0.01,
+        cavities = { { offset = { 0.4, 0.4 }, size = { 0.2, 0.06 }, name = "L" },
+          { offset = { 0.4, 0.4 }, size = { 0.06, 0.2 }, name = "L" } } } end,
+    { "robot:ball: cavities[1] (L) and cavities[2] (L) overlap", "overlapping ones are not joined" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

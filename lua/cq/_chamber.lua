@@ -21,7 +21,9 @@ local function box_cavity(where, c, dim)
   for a = 1, dim do check.number(where, "size[" .. a .. "]", c.size[a], 0, math.huge, { open_lo = true }) end
   local lo, hi = c.offset, {}
   for a = 1, dim do hi[a] = lo[a] + c.size[a] end
-  local cav = {}
+  local cav = { text = "offset " .. check.list_text(c.offset) .. ", size " .. check.list_text(c.size) } -- for messages
+  cav.center = {}
+  for a = 1, dim do cav.center[a] = lo[a] + c.size[a] / 2 end
   function cav.inside(x)
     for a = 1, dim do if x[a] <= lo[a] or x[a] >= hi[a] then return false end end
     return true
@@ -61,7 +63,8 @@ end
 local function ball_cavity(where, c, dim)
   check.vector(where, "center", c.center, dim)
   local r = check.number(where, "radius", c.radius, 0, math.huge, { open_lo = true })
-  local cav = {}
+  local cav = { text = "center " .. check.list_text(c.center) .. ", radius " .. string.format("%.6g", r),
+    center = c.center }
   function cav.inside(x)
     local d2 = 0
     for a = 1, dim do d2 = d2 + (x[a] - c.center[a]) ^ 2 end
@@ -93,7 +96,7 @@ end
 
 --- Checks the cavities option (a list of {offset, size} boxes or {center, radius} balls, each with an optional name;
 --- cavities with the same name form one chamber; default names "cavity1", "cavity2", ...). Returns the parsed list
---- (each with inside(x), samples(h, emit) and name) and a function inside(x) true outside every cavity.
+--- (each with inside(x), samples(h, emit), name, and for messages text and center).
 function M.parse(where, cavities, dim)
   if type(cavities) ~= "table" or #cavities == 0 then
     check.fail(where, "cavities must be a list of {offset = ..., size = ...} boxes or {center = ..., radius = ...} " ..
@@ -135,11 +138,7 @@ function M.parse(where, cavities, dim)
         list[i].name, i), list[i].name)
     end
   end
-  local function solid(x)
-    for _, cav in ipairs(list) do if cav.inside(x) then return false end end
-    return true
-  end
-  return list, solid
+  return list
 end
 
 -- Items at positions pos(item) binned into cells of size h (cq._bins): the returned each(x, r, f) calls f(item) for
@@ -175,6 +174,19 @@ function M.walls(where, robot, group, cavities, h)
       order[#order + 1] = cav.name
     end
     cav.samples(h, function(x, normal, dA)
+      for j, other in ipairs(cavities) do
+        if j ~= i and other.inside(x) then -- (a wall through the other's space: no particle carries it)
+          local a, b = math.min(i, j), math.max(i, j)
+          local at = {}
+          for k = 1, dim do at[k] = string.format("%.4g", x[k]) end
+          check.fail(where, string.format("cavities[%d] (%s) and cavities[%d] (%s) overlap: the surface of " ..
+            "cavities[%d] at (%s) lies inside cavities[%d]; keep them apart (%s)", a, cavities[a].name, b,
+            cavities[b].name, i, table.concat(at, ", "), j, other.name == cav.name and "cavities of one name form " ..
+            "one chamber, yet each is a space of its own: overlapping ones are not joined" or "the walls between " ..
+            "chambers at least two particles thick"),
+            check.shown(string.format("{%s} and {%s}", cavities[a].text, cavities[b].text)))
+        end
+      end
       local p = nearest(x)
       if not p then
         check.fail(where, string.format("cavities[%d] (%s) is not enclosed by the body: no particle within 2 " ..

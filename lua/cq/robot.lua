@@ -84,12 +84,18 @@ end
 -- { particles, normal, area }, for robot:chamber).
 function Robot:_lattice(where, opts, offset, size, count, inside)
   local dim = self.dim
-  local cavities
+  local cavities, held -- held[k]: the lattice points inside cavity k (in the body or not)
   if opts.cavities ~= nil then
-    local solid
-    cavities, solid = chambers.parse(where, opts.cavities, dim)
+    cavities, held = chambers.parse(where, opts.cavities, dim), {}
+    for k = 1, #cavities do held[k] = 0 end
     local shape = inside
-    inside = function(x) return (not shape or shape(x)) and solid(x) end
+    inside = function(x)
+      local empty = false
+      for k, cav in ipairs(cavities) do
+        if cav.inside(x) then held[k], empty = held[k] + 1, true end
+      end
+      return not empty and (not shape or shape(x))
+    end
   end
   local total = 1
   for a = 1, dim do total = total * count[a] end
@@ -130,6 +136,17 @@ function Robot:_lattice(where, opts, offset, size, count, inside)
   if cavities then
     local h = math.huge -- the lattice spacing (the smallest, should count give unequal ones)
     for a = 1, dim do h = math.min(h, size[a] / count[a]) end
+    for k, cav in ipairs(cavities) do -- a cavity between lattice points leaves no hole: its wall would be a few
+      -- particles whose samples' normals cancel (a cavity outside the lattice is left to walls' "not enclosed")
+      local within = true
+      for a = 1, dim do within = within and cav.center[a] > offset[a] and cav.center[a] < offset[a] + size[a] end
+      if held[k] == 0 and within then
+        check.fail(where, string.format("cavities[%d] (%s) holds no lattice point, so it leaves no hole in the body: " ..
+          "make it wider than the particle spacing %g (a ball's diameter up to %.2g spacings can fall between points), " ..
+          "or the spacing finer", k, cav.name, h, math.sqrt(dim)),
+          check.shown(string.format("%s at spacing %g", cav.text, h)))
+      end
+    end
     local placed = { dim = dim, x = setmetatable({}, { __index = function(_, p) return xs[p - base] end }) }
     g.chambers = chambers.walls(where, placed, g, cavities, h)
   end
