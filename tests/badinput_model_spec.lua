@@ -407,7 +407,12 @@ local CASES = {
     { "max must be > 0", "(got 0)" } },
   { "robot:pressure_actuator on a group already actuated", function()
       local r, g = robot2(); r:pressure_actuator { groups = { g } }; r:pressure_actuator { groups = { g } } end,
-    { "particle 1 already belongs to actuator 1", "(got 2)" } },
+    { "particle 1 already belongs to actuator 1 (a particle belongs to one actuator)",
+      "(got groups[1].particles[1] = 1)" } }, -- (was "got 2", the new actuator's number: issue 64 finding 13)
+  { "robot:chamber on a wall whose particles a pressure actuator holds", function()
+      local r, g, wall = chambered(); r:pressure_actuator { groups = { g } }; r:chamber { wall = wall } end,
+    { "robot:chamber: particle " , " already belongs to actuator 1 (a particle carries one chamber's wall",
+      "(got wall.particles[1] = " } },
   { "robot:pressure_actuator particle index 99 of a 16-particle robot", function()
       local r = robot2(); r:pressure_actuator { groups = { { particles = { 99 } } } } end,
     { "groups[1].particles[1] must be", "[1, 16]", "(got 99)" } },

@@ -420,7 +420,10 @@ function Robot:pressure_actuator(opts)
   for i, g in ipairs(opts.groups) do
     for j, p in ipairs(g.particles) do
       check.integer(where, "groups[" .. i .. "].particles[" .. j .. "]", p, 1, #self.x)
-      if self.act_of[p] then check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p], id) end
+      if self.act_of[p] then -- (the value shown is what was passed, not the new actuator's number)
+        check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p] .. " (a particle belongs " ..
+          "to one actuator)", check.shown(string.format("groups[%d].particles[%d] = %d", i, j, p)))
+      end
       if mine[p] then
         check.fail(where, "particle " .. p .. " appears twice in groups (a particle belongs to one actuator)", p)
       end
@@ -504,7 +507,8 @@ function Robot:chamber(opts)
     if wall.offset ~= nil then check.vector(where, "wall.offset[" .. i .. "]", wall.offset[i], self.dim) end
     if self.act_of[p] then
       check.fail(where, "particle " .. p .. " already belongs to actuator " .. self.act_of[p] .. " (a particle carries " ..
-        "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)", id)
+        "one chamber's wall: make the walls between chambers at least two particles thick, or give the cavities one name)",
+        check.shown(string.format("wall.particles[%d] = %d", i, p)))
     end
   end
   if wall.offset ~= nil then -- an offset reaches the surface the particle carries: about half a spacing away
