@@ -535,6 +535,14 @@ local CASES = {
         cavities = { { offset = { 0.4, 0.4 }, size = { 0.2, 0.06 }, name = "L" },
           { offset = { 0.4, 0.4 }, size = { 0.06, 0.2 }, name = "L" } } } end,
     { "robot:ball: cavities[1] (L) and cavities[2] (L) overlap", "overlapping ones are not joined" } },
+  -- issue 64 finding 9: a state of another world of the same size ran
+  { "world:step of a state of another world of the same size", function()
+      local w = world4(); local _, s2 = world4(); w:step(s2) end,
+    { "world:step: s belongs to another world (cq.world: 2D 32x32, 4 particles", "not this one",
+      "s:copy_from(other)", "(got cq.state: 4 particles, substep 0)" } },
+  { "world:stress of a state of another world of the same size", function()
+      local w = world4(); local _, s2 = world4(); w:stress(s2) end,
+    { "world:stress: s belongs to another world", "(got cq.state: 4 particles" } },
   { "group.chambers.chamer (a typo)", function() local _, g = chambered(); return g.chambers.chamer end,
     { "no chamber wall named \"chamer\" (the cavities with a wall here: c)" } },
   { "robot:cable_actuator particles = { 1 }", function() local r = robot2(); r:cable_actuator { particles = { 1 } } end,

@@ -42,6 +42,18 @@ function M.check_arg(where, name, s, world)
   return s
 end
 
+--- As M.check_arg, and s must be world's own (world:step, world:stress: a state of another world of the same size would
+--- run against this world's parameters and its walls' reference state).
+function M.check_own(where, name, s, world)
+  M.check_arg(where, name, s, world)
+  if s.world ~= world then
+    check.fail(where, string.format("%s belongs to another world (%s), not this one; use a state of this world " ..
+      "(world:state(); s:copy_from(other) copies another world's state into one)", name, tostring(s.world)),
+      check.shown(tostring(s)))
+  end
+  return s
+end
+
 -- Components per particle of field, or an error naming the fields.
 local function field_len(self, where, field)
   self:_handle(where)

@@ -573,7 +573,7 @@ function World:step(s, u, force, stress)
   local where = "world:step"
   local h = self:_handle(where)
   if not self.committed then check.raise(where .. ": call world:commit() first") end
-  state.check_arg(where, "s", s, self)
+  state.check_own(where, "s", s, self)
   if not self._placed then self:_placement(s, where) end
   local fracture = not self._fracture_off
   if fracture and not self._fracture then self:_fracture_baseline(s) end
@@ -649,7 +649,7 @@ end
 function World:stress(s, u, stress, out)
   local where = "world:stress"
   local h = self:_handle(where)
-  state.check_arg(where, "s", s, self)
+  state.check_own(where, "s", s, self)
   local len = self.dim * self.dim * self.n
   if out ~= nil then check.doubles(where, "out", out, len) end
   out = out or check.alloc(where, "n", "double[?]", len)
