@@ -396,7 +396,26 @@ local cases = {
     "inequality[1].tol must be a number >= 0", "-1" },
   { "nlopt bounds lo > hi", function()
       local p = p2(); return cq.nlopt { algorithm = "lbfgs", params = { p }, objective = final, bounds = { [p] = { 1, 0 } } } end,
-    "bounds entry 1 must be numbers lo <= hi", "{1, 0}" },
+    "bounds entry 1 must be numbers lo <= hi", "(got {1, 0})" }, -- (was quoted, "{1, 0}": issue 64 finding 10)
+  -- issue 64 finding 10: {lo = 5, hi = 6} read as no bounds at all
+  { "nlopt bounds {lo = 5, hi = 6}", function()
+      local p = p2(); return cq.nlopt { algorithm = "lbfgs", params = { p }, objective = final,
+        bounds = { [p] = { lo = 5, hi = 6 } } } end,
+    "cq.nlopt: bounds[param] must be {lo, hi} (numbers or per-entry tables), without other keys; it has the keys " ..
+    "'hi', 'lo'", "(got {hi = 6, lo = 5})" },
+  { "nlopt bounds of three entries", function()
+      local p = p2(); return cq.nlopt { algorithm = "lbfgs", params = { p }, objective = final,
+        bounds = { [p] = { 0, 1, 2 } } } end,
+    "cq.nlopt: bounds[param] must be {lo, hi}", "it has the key 3" },
+  { "adam bounds {lo = 0, hi = 1}", function()
+      local p = p2(); return cq.adam { params = { p }, bounds = { [p] = { lo = 0, hi = 1 } } } end,
+    "cq.adam: bounds[param] must be {lo, hi} (numbers, tables of 2 numbers, or nil), without other keys", "'lo'",
+    "(got {hi = 1, lo = 0})" },
+  { "sgd group bounds {lo = 0}", function()
+      return cq.sgd { params = { { params = { p2() }, bounds = { lo = 0 } } } } end,
+    "cq.sgd params[1]: bounds must be {lo, hi}", "it has the key 'lo'" },
+  { "sgd bounds lo > hi", function() local p = p2(); return cq.sgd { params = { p }, bounds = { [p] = { 1, 0 } } } end,
+    "cq.sgd: bounds[param] must have lo <= hi (got 1 > 0)" }, -- (was quoted, "1 > 0")
   { "nlopt bounds per-entry table of the wrong length", function()
       local p = p2(); return cq.nlopt { algorithm = "lbfgs", params = { p }, objective = final, bounds = { [p] = { 0, { 1 } } } } end,
     "cq.nlopt", "bounds[param] hi must be a number or a table of 2 numbers", "a table of 1" },

@@ -257,7 +257,7 @@ describe("cq.nlopt errors", function()
     assert.matches("inequality%[1%]%.tol must be a number >= 0 %(got %-1%)", e)
     e = err_of(function() cq.nlopt { algorithm = "lbfgs", params = { p }, objective = f,
       bounds = { [p] = { 1, 0 } } } end)
-    assert.matches("bounds entry 1 must be numbers lo <= hi %(got \"{1, 0}\"%)", e)
+    assert.matches("bounds entry 1 must be numbers lo <= hi %(got {1, 0}%)", e)
   end)
 
   it("an error inside the objective or a constraint stops nlopt and is re-raised with its message", function()

@@ -128,6 +128,26 @@ function M.list(where, name, v)
   return n
 end
 
+--- Refuses a key of t other than 1..n: a pair written {lo = 5, hi = 6} instead of {5, 6} would read as empty. what:
+--- its name in messages; form: how it is written ("{lo, hi} (numbers or per-entry tables)").
+function M.indices_only(where, what, t, n, form)
+  local bad, keys = {}, {}
+  for k, v in pairs(t) do
+    local name = type(k) == "string" and k or "[" .. fmt(k) .. "]"
+    keys[#keys + 1] = name .. " = " .. (type(v) == "table" and M.list_text(v) or fmt(v))
+    if type(k) ~= "number" or k ~= math.floor(k) or k < 1 or k > n then
+      bad[#bad + 1] = type(k) == "string" and "'" .. k .. "'" or fmt(k)
+    end
+  end
+  if #bad > 0 then
+    table.sort(bad)
+    table.sort(keys)
+    M.fail(where, string.format("%s must be %s, without other keys; it has the key%s %s", what, form,
+      #bad > 1 and "s" or "", table.concat(bad, ", ")), M.shown("{" .. table.concat(keys, ", ") .. "}"))
+  end
+  return t
+end
+
 function M.oneof(where, name, v, set)
   local names = {}
   for i, s in ipairs(set) do

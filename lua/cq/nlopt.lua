@@ -168,6 +168,7 @@ function M.new(opts)
   for p, b in pairs(bounds) do
     if not listed[p] then check.fail(where, "bounds keys must be objects in params", p) end
     if type(b) ~= "table" then check.fail(where, "bounds[param] must be {lo, hi} (numbers or per-entry tables)", b) end
+    check.indices_only(where, "bounds[param]", b, 2, "{lo, hi} (numbers or per-entry tables)")
     for j, name in ipairs { "lo", "hi" } do
       if b[j] ~= nil and type(b[j]) ~= "number" and (type(b[j]) ~= "table" or #b[j] ~= p.n) then
         check.fail(where, "bounds[param] " .. name .. " must be a number or a table of " .. p.n .. " numbers", b[j])
@@ -177,7 +178,7 @@ function M.new(opts)
       local lo, hi = bound(b, 1, i), bound(b, 2, i)
       if type(lo) ~= "number" or type(hi) ~= "number" or lo ~= lo or hi ~= hi or lo > hi then
         check.fail(where, string.format("bounds entry %d must be numbers lo <= hi", i + 1),
-          string.format("{%s, %s}", tostring(lo), tostring(hi)))
+          check.shown(string.format("{%s, %s}", check.fmt(lo), check.fmt(hi))))
       end
     end
   end

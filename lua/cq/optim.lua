@@ -29,6 +29,7 @@ local function is_param(p) return type(p) == "table" and type(p.n) == "number" a
 -- bounds = {lo, hi}: numbers, tables of n numbers, or nil (unbounded).
 local function check_box(where, what, b, n)
   if type(b) ~= "table" then check.fail(where, what .. " must be {lo, hi}", b) end
+  check.indices_only(where, what, b, 2, "{lo, hi} (numbers, tables of " .. n .. " numbers, or nil)")
   for j, name in ipairs({ "lo", "hi" }) do
     local v = b[j]
     if v ~= nil and type(v) ~= "number" and (type(v) ~= "table" or #v ~= n) then
@@ -45,7 +46,7 @@ local function check_box(where, what, b, n)
     end
   end
   if type(b[1]) == "number" and type(b[2]) == "number" and b[1] > b[2] then
-    check.fail(where, what .. " must have lo <= hi", b[1] .. " > " .. b[2])
+    check.fail(where, what .. " must have lo <= hi", check.shown(check.fmt(b[1]) .. " > " .. check.fmt(b[2])))
   end
 end
 
