@@ -187,7 +187,16 @@ local CASES = {
   { "world:fill(\"E\", \"stiff\")", function() cq.world { n = 2 }:fill("E", "stiff") end,
     { "world:fill: E value must be a number", "(got \"stiff\")" } },
   { "world:fill(\"E\", { 1 }) on 2 particles", function() cq.world { n = 2 }:fill("E", { 1 }) end,
-    { "world:fill: E values[2] must be a number", "(got nil)" } },
+    { "world:fill: E values must hold one number per particle 1..2 (2)", "(got a table of 1)" } },
+  -- issue 64 finding 14: the values past the particles were dropped without a word
+  { "world:fill(\"E\", a list of n + 5) on 3 particles", function()
+      cq.world { n = 3 }:fill("E", { 1, 2, 3, 4, 5, 6, 7, 8 }) end,
+    { "world:fill: E values must hold one number per particle 1..3 (3)", "(got a table of 8)" } },
+  { "world:fill(\"E\", a list of 3, 2, 3) (particles 2..3)", function()
+      cq.world { n = 3 }:fill("E", { 1, 2, 3 }, 2, 3) end,
+    { "world:fill: E values must hold one number per particle 2..3 (2)", "(got a table of 3)" } },
+  { "world:fill(\"E\", { 1, nil, 3 }) on 3 particles", function() cq.world { n = 3 }:fill("E", { 1, nil, 3 }) end,
+    { "world:fill: E values must be a list without holes: E values[2] is nil, yet E values[3] is set" } },
   { "world:fill(\"E\", function returning nil)", function() cq.world { n = 2 }:fill("E", function() end) end,
     { "E function must return a number for particle 1", "(got nil)" } },
   { "world:fill(\"act_axis\", 1) (a number for a vector)", function() cq.world { n = 2 }:fill("act_axis", 1) end,

@@ -489,6 +489,11 @@ function World:fill(name, value, first, last)
     for p = first, last do arr[p - 1] = xs[p] end
   elseif type(value) == "table" or type(value) == "cdata" then
     local base = type(value) == "table" and 1 or 0
+    if base == 1 and check.list(where, name .. " values", value) ~= last - first + 1 then -- (extra values would be
+      -- dropped without a word)
+      check.fail(where, string.format("%s values must hold one number per particle %d..%d (%d)", name, first, last,
+        last - first + 1), value)
+    end
     for p = first, last do
       local x = value[p - first + base]
       if type(x) ~= "number" then check.fail(where, name .. " values[" .. (p - first + base) .. "] must be a number", x) end
