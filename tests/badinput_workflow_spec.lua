@@ -727,6 +727,16 @@ describe("legal input is not warned of", function()
     end)
     assert.are.same({}, warned)
   end)
+  it("cq.save into a directory that does not exist creates it, as docs/api.md says (issue 64 finding 14)", function()
+    local p = p2()
+    p.v[0], p.v[1] = 0.25, -3
+    local path = TMP .. "/missing/deeper/run.json"
+    assert.is_nil(io.open(TMP .. "/missing"))
+    assert.are.same({}, warn.warnings_of(cq.save, path, { p = { p } }))
+    local q = p2()
+    cq.load(path, { p = { q } })
+    assert.are.same({ 0.25, -3 }, { q.v[0], q.v[1] })
+  end)
 end)
 
 -- `cqlua study ...` in a child process: the message names the option or file and the value; exit status 1.
