@@ -469,6 +469,23 @@ describe("implicit error estimate", function()
     E.has(E.err_of(falling, 1, { adapt = "yes" }), "implicit.adapt must be true or false", "yes")
   end)
 
+  it("a blow-up after substeps above the bound names them and implicit.adapt", function()
+    local w, s = falling(1)
+    robot.warnings_of(function() for _ = 1, 3 do w:step(s) end end)
+    s.v[0] = 1e3 -- |v| dt = 20 m: the next step's input fails the cell check
+    local msg = E.err_of(w.step, w, s)
+    E.has(msg, "moved more than one cell", "3 substeps of this world were kept with their estimated position error " ..
+      "above implicit.error_tol = 0.02 cells (the largest 0.064 cells), the last in the step before this one: " ..
+      "implicit.adapt = true halves such substeps where needed, or use a smaller dt")
+    -- within the bound, nothing is added
+    local w2, s2 = falling(1, { error_tol = 0.07 })
+    for _ = 1, 3 do w2:step(s2) end
+    s2.v[0] = 1e3
+    local msg2 = E.err_of(w2.step, w2, s2)
+    E.has(msg2, "moved more than one cell")
+    assert.is_nil(msg2:find("estimated position error", 1, true))
+  end)
+
   it("with implicit.adapt halves a substep above the bound: the states of twice the substeps, bit for bit", function()
     local w, s = falling(1, { adapt = true })
     local warned = robot.warnings_of(function() for _ = 1, 3 do w:step(s) end end)

@@ -109,7 +109,7 @@ local function run(kPa)
   for k = 1, steps do
     local ok, e = pcall(w.step, w, s, { math.min(1, k * w.dt / ramp) })
     if not ok then
-      print(string.format("%5.1f kPa: failed at t = %.3f s: %s", kPa, k * w.dt, tostring(e):sub(1, 600)))
+      print(string.format("%5.1f kPa: failed at t = %.3f s: %s", kPa, k * w.dt, tostring(e):sub(1, 1200)))
       return
     end
     if o.trace > 0 and k % o.trace == 0 then

@@ -235,6 +235,7 @@ function World:_check(status, what)
   if status == 0 then return end
   self._failed_status = status -- cq.train's recovery policy: a CQ_ERR_BLOWUP is a numerical failure
   local msg = ffi.string(self._lib.cq_world_error(self._h))
+  if status == ffi.C.CQ_ERR_BLOWUP then msg = msg .. self:_error_advice() end
   if status == ffi.C.CQ_ERR_BLOWUP and self.groups then
     local b = ffi.new("cq_blowup")
     self._lib.cq_world_blowup(self._h, b)
@@ -247,6 +248,22 @@ function World:_check(status, what)
     end
   end
   check.raise(what .. ": " .. msg)
+end
+
+-- What an implicit blow-up's message adds when the world's substeps had gone over implicit.error_tol (noted by
+-- World:_error_check): a run that outgrows its step (a body inflated towards its limit, a mode that grows) shows it
+-- there first, and implicit.adapt = true halves those substeps instead (docs/results/history.md, the forty-fifth
+-- session: a thick tube at dx 0.5 mm blew up at 5 ms substeps and ran to its end with it). "" otherwise.
+function World:_error_advice()
+  if self.integrator ~= "implicit" or self.error_tol == false or not self._error_last_over then return "" end
+  local ago = (self._error_steps or 0) + 1 - self._error_last_over
+  local st = self._error_stats
+  return string.format(" [%d substeps of this world were kept with their estimated position error above " ..
+    "implicit.error_tol = %g cells (the largest %.3g cells), the last %s: %s]", tonumber(st.error_over),
+    self.error_tol, st.error_max, ago <= 1 and "in the step before this one" or
+    string.format("%d steps before this one", ago), self.adapt and
+    string.format("implicit.max_split = %d halvings did not bring them under it; use a smaller dt", self.max_split) or
+    "implicit.adapt = true halves such substeps where needed, or use a smaller dt")
 end
 
 --- The last blow-up: {check = name, particle = 1-based, step = control step, substep} or nil.
@@ -591,13 +608,18 @@ end
 -- After an implicit step (world:step, memo:step): warns once per world when a substep was kept with its local error
 -- estimate above implicit.error_tol (engine/integrators/integrator_implicit.c step_error; the solver stats'
 -- error_over).
+-- Every step also notes the last step whose substeps went over it (_error_last_over), which an implicit blow-up's
+-- message then names (World:_check).
 function World:_error_check(where)
-  if self._error_warned then return end
+  if self.error_tol == false then return end
   self._error_steps = (self._error_steps or 0) + 1
   local st = self._error_stats or ffi.new("cq_solver_stats")
   self._error_stats = st
   self._lib.cq_world_solver_stats(self._h, st, 0)
-  if st.error_over == 0 then return end
+  local over = tonumber(st.error_over)
+  if over > (self._error_over_seen or 0) then self._error_last_over = self._error_steps end
+  self._error_over_seen = over
+  if over == 0 or self._error_warned then return end
   self._error_warned = true
   local advice = self.adapt and string.format("even after implicit.max_split = %d halvings; use a smaller dt (or more " ..
     "substeps) or a larger implicit.max_split", self.max_split) or "use a smaller dt (or more substeps), or " ..
