@@ -88,7 +88,9 @@ function Memo:step(u, force, stress)
   if not self._begun then check.raise(where .. ": call memo:begin(s0) first (the state the recording starts from)") end
   local F = self._fracture
   local t0 = F and now()
-  self.world:_check(self.world._lib.cq_memo_step(h, self.world:_control(where, u, force, stress)), where)
+  local control = self.world:_control(where, u, force, stress)
+  self.world:_error_mark()
+  self.world:_check(self.world._lib.cq_memo_step(h, control), where)
   if self.world.integrator == "implicit" then self.world:_error_check(where) end
   if F and not F.warned then
     local msg = self.world:_fracture_check(self.state, now() - t0, F, where, true)

@@ -600,7 +600,9 @@ function World:step(s, u, force, stress)
   local fracture = not self._fracture_off
   if fracture and not self._fracture then self:_fracture_baseline(s) end
   local t0 = fracture and now()
-  self:_check(self._lib.cq_step(h, s:_handle(where), self:_control(where, u, force, stress)), where)
+  local control = self:_control(where, u, force, stress)
+  self:_error_mark()
+  self:_check(self._lib.cq_step(h, s:_handle(where), control), where)
   if self.integrator == "implicit" then self:_error_check(where) end
   if fracture then self:_fracture_check(s, now() - t0) end
 end
@@ -608,17 +610,28 @@ end
 -- After an implicit step (world:step, memo:step): warns once per world when a substep was kept with its local error
 -- estimate above implicit.error_tol (engine/integrators/integrator_implicit.c step_error; the solver stats'
 -- error_over).
--- Every step also notes the last step whose substeps went over it (_error_last_over), which an implicit blow-up's
--- message then names (World:_check).
-function World:_error_check(where)
-  if self.error_tol == false then return end
-  self._error_steps = (self._error_steps or 0) + 1
+-- Every step also notes whether its own substeps went over it (against the count _error_mark read before the
+-- step, so that a backward pass's recomputed substeps are not taken for the next step's): the last such step
+-- (_error_last_over) is what an implicit blow-up's message names (World:_check).
+function World:_error_stats_now()
   local st = self._error_stats or ffi.new("cq_solver_stats")
   self._error_stats = st
   self._lib.cq_world_solver_stats(self._h, st, 0)
+  return st
+end
+
+function World:_error_mark()
+  if self.integrator == "implicit" and self.error_tol ~= false then
+    self._error_over_before = tonumber(self:_error_stats_now().error_over)
+  end
+end
+
+function World:_error_check(where)
+  if self.error_tol == false then return end
+  self._error_steps = (self._error_steps or 0) + 1
+  local st = self:_error_stats_now()
   local over = tonumber(st.error_over)
-  if over > (self._error_over_seen or 0) then self._error_last_over = self._error_steps end
-  self._error_over_seen = over
+  if over > (self._error_over_before or 0) then self._error_last_over = self._error_steps end
   if over == 0 or self._error_warned then return end
   self._error_warned = true
   local advice = self.adapt and string.format("even after implicit.max_split = %d halvings; use a smaller dt (or more " ..
