@@ -166,10 +166,10 @@ describe("a thick tube inflated far into large strain (2D, nearly incompressible
   -- particle, p = integral from lambda_b to lambda_a of W'(l) / (l^2 - 1) dl, W = c10 (l^2 + l^-2 - 2). At 20 kPa the
   -- bore stretches 47 %. With the pressure's area from each wall particle's own F_p the tube inflated 16 / 17 / 22 %
   -- too little at dx 2 / 1 / 0.5 mm (the first layer's F_p falls behind its neighbours on a free surface); with the
-  -- area from the neighbours' positions (engine/terms/wall.h) -5 / -2 %; with the pressure also acting on the wall's
-  -- surface rather than at the particles (robot:chamber's default, chamber.h wall_surface_load) +1.7 / +0.6 %. At
-  -- these 5 ms steps that is two errors cancelling: integrated accurately (explicit) the default reads -4.3 % at
-  -- dx 1 mm, the implicit step adds about +5 % there (docs/results/history.md, the forty-fifth session).
+  -- area from a linear fit to the neighbours' positions (engine/terms/wall.h) and the pressure on the wall's surface
+  -- (robot:chamber's default) -3.8 / -4.3 / -4.6 %, integrated accurately (explicit): not converging; with the
+  -- quadratic fit at the surface point (the default where a wall is 3 cells thick or more) +4.6 / +0.3 / -1.2 %.
+  -- These 5 ms implicit steps add about +2 % (docs/results/history.md, the forty-fifth and forty-sixth sessions).
   local C10, A, B = 24.2e3, 0.01, 0.02
   local function pressure(la) -- Simpson's rule on the exact integral
     local lb = math.sqrt(1 + (la ^ 2 - 1) * (A / B) ^ 2)
@@ -206,15 +206,16 @@ describe("a thick tube inflated far into large strain (2D, nearly incompressible
     local la, exact = math.sqrt(1 + sum / w.n / A ^ 2), stretch_of(p)
     return (la - 1) / (exact - 1) - 1, la, exact
   end
-  -- (measured: +1.7 / +0.6 % at dx 2 / 1 mm)
-  it("inflates within 2 % of the exact stretch at 2 particles per cell, at dx 2 mm and at dx 1 mm", function()
+  -- (measured: +6.8 / +2.8 % at dx 2 / 1 mm)
+  it("inflates within 8 % of the exact stretch at dx 2 mm and within 3.5 % at dx 1 mm, converging", function()
     local coarse = inflate(1e-3)
     local fine, la, exact = inflate(0.5e-3)
     print(string.format("  error in (stretch - 1): dx 2 mm %+.1f %%, dx 1 mm %+.1f %% (stretch %.4f, exact %.4f)",
       100 * coarse, 100 * fine, la, exact))
-    assert.is_true(math.abs(coarse) < 0.02 and math.abs(fine) < 0.02)
+    assert.is_true(math.abs(coarse) < 0.08 and math.abs(fine) < 0.035 and math.abs(fine) < 0.5 * math.abs(coarse))
   end)
-  -- (measured: -4.7 / -1.9 % at dx 2 / 1 mm here; the script's smaller grid: -5.1 / -1.9 %)
+  -- (measured: -4.7 / -1.9 % at dx 2 / 1 mm here; the script's smaller grid: -5.1 / -1.9 %. Without a surface point
+  -- the walls keep the linear fit.)
   it("with the load at the particles (surface = false): within 3 % at dx 1 mm, closer than at 2 mm", function()
     local coarse = inflate(1e-3, false)
     local fine, la, exact = inflate(0.5e-3, false)

@@ -9,8 +9,9 @@
 --   la: the inner stretch (1.1607: the NeoHookean sphere, mu 48.4 kPa, at 20 kPa; the tube there: 1.4684)
 --   quad=1: a quadratic fit (x_k - x_p = F d + H(d, d)); atsurf=1: F taken at the surface point X_p + offset
 --   (needs rad >= 2.5 on a lattice: with two layers of neighbours on the wall's side the basis is singular: nan)
--- docs/experiments/wall_quad_fit.patch is the same quadratic fit in engine/terms/wall.c (the throwaway build of
--- docs/results/history.md's forty-fourth session; applies to commit b1a7268).
+-- docs/experiments/wall_quad_fit.patch is the same quadratic fit on every wall in engine/terms/wall.c (the throwaway
+-- build of docs/results/history.md's forty-fourth session; applies to commit b1a7268). Since the forty-sixth session
+-- the engine takes it on walls 3 cells thick or more.
 local cq = require "cq"
 local o = { dim = 3, A = 10, B = 20, h = 1.5, la = 1.1607, rad = 1.6, quad = 0 }
 for _, a in ipairs(arg or {}) do local k, v = a:match("^([%w_]+)=(.+)$"); o[k] = tonumber(v) or v end

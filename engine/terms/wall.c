@@ -1,6 +1,6 @@
 /* Chamber walls as a physics term (engine/terms/wall.h has the math): each wall particle's pressure takes its area
- * from a deformation gradient F_w fitted to its neighbours' positions. Here, on the host: the neighbour pairs and
- * their weights from a reference state (the robot's initial state, cqi_wall_take, else the first state the world
+ * from a deformation gradient F_w fitted to its neighbours' positions (a quadratic where the body behind the wall is
+ * 3 cells thick or more, else linear). Here, on the host: the neighbour pairs and their weights from a reference state (the robot's initial state, cqi_wall_take, else the first state the world
  * steps from; built again from the same reference when the model changes), uploaded to the backend; per substep
  * (begin) F_w of every wall particle, and in the adjoint (project_adj, after P2G's, the solve's and the cavities'
  * adjoints have added dL/dF_w) its share of dL/dx. */
@@ -23,7 +23,9 @@ typedef struct {
   long surf_built; /* the model generation the list was made for (-1: none) */
 } wall_self;
 
-#define RADIUS 1.6 /* the neighbourhood's radius in particle spacings: 8 neighbours on a square lattice, 18 on a cube */
+#define RADIUS 2.5     /* the quadratic fit's radius in particle spacings: three lattice layers on a wall's side */
+#define RADIUS_LIN 1.6 /* the linear fit's: 8 neighbours on a square lattice, 18 on a cube */
+#define THICK_QUAD 3.0 /* how thick (in cells) the body behind a wall must be for the quadratic fit */
 
 static int wall_on(const cqi_model* m) {
   for (int a = 0; a < m->n_act; a++)
@@ -88,13 +90,128 @@ static int invert(int D, const double* K, double* inv) {
   return 1;
 }
 
-/* A signature of which particles are walls and which are solids: the pairs are built again only when it changes
- * (not when a parameter such as vol0 is written, so that they stay constants of the loss). */
+/* LAPACK's Cholesky factorisation and solve (the engine links LAPACK for its sparse factorisation already). */
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, double* b,
+             const int* ldb, int* info);
+
+/* The basis of the quadratic fit at a neighbour's offset d (in units of rho): d, then d_a d_b for a <= b. */
+static int quad_basis(int D, const double* d, double* phi) {
+  int m = 0;
+  for (int a = 0; a < D; a++) phi[m++] = d[a];
+  for (int a = 0; a < D; a++)
+    for (int b = a; b < D; b++) phi[m++] = d[a] * d[b];
+  return m;
+}
+
+/* The b_k of F at wall particle p's surface point X_p + ds from a weighted least-squares fit of its neighbours'
+ * motion by a quadratic, x_k - x_p = F d_k + H(d_k, d_k) (d_k = X_k - X_p): F(X_p + ds) = F + 2 H(ds, .), a linear
+ * function of the x_k - x_p, so F_w = sum_k (x_k - x_p) b_k^T as the linear fit's. Returns 0 when the neighbours do not span
+ * the basis (two lattice layers only, or too few). */
+static int quad_fit(int D, const double* X, int n, int p, const int32_t* nb, long cnt, double rho, const double* ds,
+                    double* bv) {
+  int m = D + D * (D + 1) / 2, info = 0, nrhs = D;
+  double M[81] = {0}, Y[27] = {0}, phi[9], dsn[3];
+  for (int a = 0; a < D; a++) dsn[a] = ds[a] / rho;
+  for (long k = 0; k < cnt; k++) {
+    double d[3], r2 = 0;
+    for (int a = 0; a < D; a++) d[a] = (X[(long)a * n + nb[k]] - X[(long)a * n + p]) / rho, r2 += d[a] * d[a];
+    double w = (1 - r2) * (1 - r2);
+    quad_basis(D, d, phi);
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < m; j++) M[i * m + j] += w * phi[i] * phi[j];
+  }
+  for (int l = 0; l < D; l++) { /* c_l: dF_l/dz, the linear coefficient plus the quadratic's derivative at ds */
+    Y[l * m + l] = 1;
+    int q = D;
+    for (int a = 0; a < D; a++)
+      for (int b = a; b < D; b++, q++) Y[l * m + q] = (l == a ? dsn[b] : 0) + (l == b ? dsn[a] : 0);
+  }
+  double diag_max = 0;
+  for (int i = 0; i < m; i++) diag_max = fmax(diag_max, M[i * m + i]);
+  dpotrf_("L", &m, M, &m, &info);
+  if (info != 0) return 0;
+  for (int i = 0; i < m; i++)
+    if (!(M[i * m + i] * M[i * m + i] > 1e-8 * diag_max)) return 0;
+  dpotrs_("L", &m, &nrhs, M, &m, Y, &m, &info);
+  if (info != 0) return 0;
+  for (long k = 0; k < cnt; k++) {
+    double d[3], r2 = 0;
+    for (int a = 0; a < D; a++) d[a] = (X[(long)a * n + nb[k]] - X[(long)a * n + p]) / rho, r2 += d[a] * d[a];
+    double w = (1 - r2) * (1 - r2);
+    quad_basis(D, d, phi);
+    for (int l = 0; l < D; l++) {
+      double t = 0;
+      for (int i = 0; i < m; i++) t += Y[l * m + i] * phi[i];
+      bv[k * 3 + l] = w * t / rho;
+    }
+  }
+  return 1;
+}
+
+/* Whether any solid particle lies within r of point q (the particles sorted by cells of size cs). */
+static int occupied(const cqi_model* m, const double* X, const keyed* order, int solids, const long* dims, double cs,
+                    const double* q, double r) {
+  int n = m->n, D = m->dim;
+  long c[3] = {0, 0, 0};
+  for (int a = 0; a < D; a++) {
+    if (!(q[a] >= 0)) return 0;
+    c[a] = (long)floor(q[a] / cs) + 1;
+    if (c[a] >= dims[a] - 1) return 0;
+  }
+  for (int o = 0; o < (D == 3 ? 27 : 9); o++) {
+    long key = 0, off[3] = {o % 3 - 1, (o / 3) % 3 - 1, o / 9 - 1};
+    for (int a = D - 1; a >= 0; a--) key = key * dims[a] + c[a] + off[a];
+    int lo = 0, hi = solids;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (order[mid].key < key) lo = mid + 1;
+      else hi = mid;
+    }
+    for (int i = lo; i < solids && order[i].key == key; i++) {
+      double r2 = 0;
+      for (int a = 0; a < D; a++) r2 += (X[(long)a * n + order[i].p] - q[a]) * (X[(long)a * n + order[i].p] - q[a]);
+      if (r2 < r * r) return 1;
+    }
+  }
+  return 0;
+}
+
+/* Whether the body behind wall particle p is at least THICK_QUAD cells thick along its surface's normal (the
+ * direction of wall_offset): points every half spacing from the surface inwards each have a solid particle within
+ * 0.9 spacings. */
+static int thick(const cqi_model* m, const double* X, const keyed* order, int solids, const long* dims, double cs,
+                 int p, double hp) {
+  int n = m->n, D = m->dim;
+  double u[3] = {0, 0, 0}, len = 0;
+  for (int a = 0; a < D; a++) u[a] = m->wall_offset[(long)a * n + p], len += u[a] * u[a];
+  if (!(len > 0)) return 0;
+  len = sqrt(len);
+  double reach = THICK_QUAD * m->desc.dx - len;
+  for (double s = 0.5 * hp; s <= reach + 1e-9 * hp; s += 0.5 * hp) {
+    double q[3];
+    for (int a = 0; a < D; a++) q[a] = X[(long)a * n + p] - s * u[a] / len;
+    if (!occupied(m, X, order, solids, dims, cs, q, 0.9 * hp)) return 0;
+  }
+  return 1;
+}
+
+/* A signature of which particles are walls (and their surface offsets, on which the quadratic fit's b_k depend) and
+ * which are solids: the pairs are built again only when it changes (not when a parameter such as vol0 is written, so
+ * that they stay constants of the loss). */
 static unsigned long long signature(const cqi_model* m) {
   unsigned long long h = 1469598103934665603ull;
   for (int p = 0; p < m->n; p++) {
     h = (h ^ (unsigned long long)(is_wall(m, p) * 2 + (m->material[p] == CQ_MAT_FLUID))) * 1099511628211ull;
-    if (is_wall(m, p)) h = (h ^ (unsigned long long)m->act_id[p]) * 1099511628211ull;
+    if (is_wall(m, p)) {
+      h = (h ^ (unsigned long long)m->act_id[p]) * 1099511628211ull;
+      for (int a = 0; a < m->dim; a++) { /* quad_fit's b_k depend on the offsets */
+        double o = m->wall_offset[(long)a * m->n + p];
+        unsigned long long bits;
+        memcpy(&bits, &o, sizeof bits);
+        h = (h ^ bits) * 1099511628211ull;
+      }
+    }
   }
   return h;
 }
@@ -134,7 +251,7 @@ static int build(cqi_sim* sim, wall_self* W) {
   for (int p = 0; p < n && st == CQ_OK; p++) {
     start[p] = (int32_t)count;
     if (!is_wall(m, p) || !(cs > 0)) continue;
-    double rho = RADIUS * pow(m->vol0[p], 1.0 / D), K[9] = {0}, inv[9];
+    double hp = pow(m->vol0[p], 1.0 / D), rho = RADIUS * hp;
     long first = count;
     long c[3] = {0, 0, 0};
     for (int a = 0; a < D; a++) c[a] = (long)floor(fmax(X[(long)a * n + p], 0) / cs) + 1;
@@ -165,16 +282,32 @@ static int build(cqi_sim* sim, wall_self* W) {
             break;
           }
         }
-        double w = (1 - r2 / (rho * rho)) * (1 - r2 / (rho * rho));
-        for (int a = 0; a < D; a++) {
-          bv[count * 3 + a] = w * r[a]; /* w r, times K^-1 below */
-          for (int b = 0; b < D; b++) K[a * D + b] += w * r[a] * r[b];
-        }
         nbr[count] = j, owner[count] = p;
         count++;
       }
     }
     if (st != CQ_OK) break;
+    double ds[3] = {0, 0, 0};
+    for (int a = 0; a < D; a++) ds[a] = m->wall_offset[(long)a * n + p];
+    if (thick(m, X, order, solids, dims, cs, p, hp) &&
+        quad_fit(D, X, n, p, nbr + first, count - first, rho, ds, bv + first * 3))
+      continue;
+    /* the linear fit over the nearer neighbours (a wall too thin for the quadratic's third layer, or too few) */
+    double rl = RADIUS_LIN * hp, K[9] = {0}, inv[9];
+    long kept = first;
+    for (long k = first; k < count; k++) {
+      double r[3] = {0, 0, 0}, r2 = 0;
+      for (int a = 0; a < D; a++) r[a] = X[(long)a * n + nbr[k]] - X[(long)a * n + p], r2 += r[a] * r[a];
+      if (!(r2 < rl * rl)) continue;
+      double w = (1 - r2 / (rl * rl)) * (1 - r2 / (rl * rl));
+      for (int a = 0; a < D; a++) {
+        bv[kept * 3 + a] = w * r[a]; /* w r, times K^-1 below */
+        for (int b = 0; b < D; b++) K[a * D + b] += w * r[a] * r[b];
+      }
+      nbr[kept] = nbr[k], owner[kept] = p;
+      kept++;
+    }
+    count = kept;
     if (!invert(D, K, inv)) { /* too few neighbours to span the space (a lone particle): F_p, as before */
       count = first;
       continue;

@@ -5,13 +5,20 @@
  * (2 particles per cell and axis) the first layer's F_p had stretched 19 % around the tube where the particles had
  * stretched 36 %; the load's area, and with it the inflation, fell short, and more so on finer grids (-16 / -17 /
  * -22 % at dx 2 / 1 / 0.5 mm; docs/results/history.md, the forty-first session). Here the area comes from a
- * deformation gradient fitted to the positions of the particle's neighbours in a reference state (moving least
- * squares, as in corrected SPH gradients and peridynamic correspondence):
- *   F_w = sum_k (x_k - x_p) b_k^T,   b_k = w_k K^-1 (X_k - X_p),   K = sum_k w_k (X_k - X_p)(X_k - X_p)^T,
- * w_k = (1 - |X_k - X_p|^2 / rho^2)^2 within rho = 1.6 h, h = V0_p^(1/D) the particle spacing, over the solid
- * particles of the reference state (the robot's initial state, or the first state the world steps from; wall.c
- * builds the pairs on the host). F_w reproduces any affine motion exactly (F_w = I in the reference state), and the
- * pressure is f = u dA cof(F_w) N wherever F_p stood (P2G, the implicit solve, the cavities' balance).
+ * deformation gradient F_w fitted to the positions of the particle's neighbours in a reference state (moving least
+ * squares, as in corrected SPH gradients and peridynamic correspondence), over the solid particles of the reference
+ * state (the robot's initial state, or the first state the world steps from; wall.c builds the pairs on the host):
+ * - where the body behind the wall is at least 3 cells thick along its normal, a quadratic x_k - x_p = F d_k +
+ *   H(d_k, d_k) (d_k = X_k - X_p) within rho = 2.5 h, h = V0_p^(1/D) the particle spacing, weights w_k = (1 - |d_k|^2 /
+ *   rho^2)^2, and F_w = F + 2 H(o, .) the fit's gradient at the wall's surface point X_p + o (o = wall_offset);
+ * - elsewhere a linear fit within rho = 1.6 h: b_k = w_k K^-1 d_k, K = sum_k w_k d_k d_k^T.
+ * Either is linear in the motion: F_w = sum_k (x_k - x_p) b_k^T, the b_k constants of the loss; F_w reproduces any
+ * affine motion exactly (F_w = I in the reference state). The linear fit measures F about half a spacing inside the
+ * wall, where MPM's F has a boundary layer: a thick tube at 20 kPa, integrated accurately, fell -3.8 / -4.3 / -4.6 %
+ * short at dx 2 / 1 / 0.5 mm (not converging); with the quadratic at the surface point +4.6 / +0.3 / -1.2 %, a sphere
+ * -3.9 / -0.3 % at h 1.5 / 1.0 mm (the forty-fifth session). On walls thinner than 3 cells the quadratic fed the coarse
+ * grid's own modes: the 2D finger (walls 0.8-1.2 cells) tore in grid water at 5 ms implicit steps (the forty-sixth).
+ * The pressure is f = u dA cof(F_w) N wherever F_p stood (P2G, the implicit solve, the cavities' balance).
  *
  * Passes (engine/backends/passes.h): wall_deform writes F_w of each wall particle into out ([D*D][n]; every other
  * particle's F_p, so that out stands for F wherever the pressure is taken); wall_deform_adj adds dL/dx through F_w
