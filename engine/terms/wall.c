@@ -178,8 +178,9 @@ static int occupied(const cqi_model* m, const double* X, const keyed* order, int
 }
 
 /* Whether the body behind wall particle p is at least THICK_QUAD cells thick along its surface's normal (the
- * direction of wall_offset): points every half spacing from the surface inwards each have a solid particle within
- * 0.9 spacings. */
+ * direction of wall_offset): points every half spacing from the surface inwards, and the deepest, each have a solid
+ * particle within 0.9 spacings. Not for an offset longer than half the fit's radius (the quadratic would be taken
+ * outside its neighbours) or than the cells checked. */
 static int thick(const cqi_model* m, const double* X, const keyed* order, int solids, const long* dims, double cs,
                  int p, double hp) {
   int n = m->n, D = m->dim;
@@ -188,12 +189,13 @@ static int thick(const cqi_model* m, const double* X, const keyed* order, int so
   if (!(len > 0)) return 0;
   len = sqrt(len);
   double reach = THICK_QUAD * m->desc.dx - len;
-  for (double s = 0.5 * hp; s <= reach + 1e-9 * hp; s += 0.5 * hp) {
+  if (!(len <= 0.5 * RADIUS * hp) || !(reach > 0)) return 0;
+  for (double s = fmin(0.5 * hp, reach);; s = fmin(s + 0.5 * hp, reach)) {
     double q[3];
     for (int a = 0; a < D; a++) q[a] = X[(long)a * n + p] - s * u[a] / len;
     if (!occupied(m, X, order, solids, dims, cs, q, 0.9 * hp)) return 0;
+    if (s >= reach) return 1;
   }
-  return 1;
 }
 
 /* A signature of which particles are walls (and their surface offsets, on which the quadratic fit's b_k depend) and
