@@ -1,9 +1,10 @@
 /* Chamber walls as a physics term (engine/terms/wall.h has the math): each wall particle's pressure takes its area
  * from a deformation gradient F_w fitted to its neighbours' positions (a quadratic where the body behind the wall is
- * 3 cells thick or more, else linear). Here, on the host: the neighbour pairs and their weights from a reference state (the robot's initial state, cqi_wall_take, else the first state the world
- * steps from; built again from the same reference when the model changes), uploaded to the backend; per substep
- * (begin) F_w of every wall particle, and in the adjoint (project_adj, after P2G's, the solve's and the cavities'
- * adjoints have added dL/dF_w) its share of dL/dx. */
+ * 3 cells thick or more, else linear). Here, on the host: the neighbour pairs and their weights from a reference
+ * state (the robot's initial state, cqi_wall_take, else the first state the world steps from; built again from the
+ * same reference when the model changes), uploaded to the backend; per substep (begin) F_w of every wall particle,
+ * and in the adjoint (project_adj, after P2G's, the solve's and the cavities' adjoints have added dL/dF_w) its share
+ * of dL/dx. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,17 @@ static int by_key(const void* a, const void* b) {
   return x->key < y->key ? -1 : x->key > y->key ? 1 : x->p - y->p;
 }
 
+/* The first of the sorted particles in the cell of this key (solids if none is). */
+static int first_in(const keyed* order, int solids, long key) {
+  int lo = 0, hi = solids;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (order[mid].key < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* K^-1 of a symmetric D x D matrix (row-major); 0 when it is singular next to its scale. */
 static int invert(int D, const double* K, double* inv) {
   if (D == 2) {
@@ -106,8 +118,8 @@ static int quad_basis(int D, const double* d, double* phi) {
 
 /* The b_k of F at wall particle p's surface point X_p + ds from a weighted least-squares fit of its neighbours'
  * motion by a quadratic, x_k - x_p = F d_k + H(d_k, d_k) (d_k = X_k - X_p): F(X_p + ds) = F + 2 H(ds, .), a linear
- * function of the x_k - x_p, so F_w = sum_k (x_k - x_p) b_k^T as the linear fit's. Returns 0 when the neighbours do not span
- * the basis (two lattice layers only, or too few). */
+ * function of the x_k - x_p, so F_w = sum_k (x_k - x_p) b_k^T as the linear fit's. Returns 0 when the neighbours do
+ * not span the basis (two lattice layers only, or too few). */
 static int quad_fit(int D, const double* X, int n, int p, const int32_t* nb, long cnt, double rho, const double* ds,
                     double* bv) {
   int m = D + D * (D + 1) / 2, info = 0, nrhs = D;
@@ -162,13 +174,7 @@ static int occupied(const cqi_model* m, const double* X, const keyed* order, int
   for (int o = 0; o < (D == 3 ? 27 : 9); o++) {
     long key = 0, off[3] = {o % 3 - 1, (o / 3) % 3 - 1, o / 9 - 1};
     for (int a = D - 1; a >= 0; a--) key = key * dims[a] + c[a] + off[a];
-    int lo = 0, hi = solids;
-    while (lo < hi) {
-      int mid = (lo + hi) / 2;
-      if (order[mid].key < key) lo = mid + 1;
-      else hi = mid;
-    }
-    for (int i = lo; i < solids && order[i].key == key; i++) {
+    for (int i = first_in(order, solids, key); i < solids && order[i].key == key; i++) {
       double r2 = 0;
       for (int a = 0; a < D; a++) r2 += (X[(long)a * n + order[i].p] - q[a]) * (X[(long)a * n + order[i].p] - q[a]);
       if (r2 < r * r) return 1;
@@ -260,13 +266,7 @@ static int build(cqi_sim* sim, wall_self* W) {
     for (int o = 0; o < (D == 3 ? 27 : 9) && st == CQ_OK; o++) { /* the 3^D cells around p's */
       long key = 0, off[3] = {o % 3 - 1, (o / 3) % 3 - 1, o / 9 - 1};
       for (int a = D - 1; a >= 0; a--) key = key * dims[a] + c[a] + off[a];
-      int lo = 0, hi = solids; /* the first particle of the cell */
-      while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (order[mid].key < key) lo = mid + 1;
-        else hi = mid;
-      }
-      for (int i = lo; i < solids && order[i].key == key; i++) {
+      for (int i = first_in(order, solids, key); i < solids && order[i].key == key; i++) {
         int j = order[i].p;
         double r[3] = {0, 0, 0}, r2 = 0;
         for (int a = 0; a < D; a++) r[a] = X[(long)a * n + j] - X[(long)a * n + p], r2 += r[a] * r[a];
