@@ -351,9 +351,10 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
   local msg = string.format("cqlua: warning: robot:world: %.0f %% of chamber actuator %d's wall is thinner than %d " ..
     "cells (dx = %.4g; the thinnest %.2g cells, behind particle %d at (%s)): the grid does not resolve a wall with " ..
     "fewer cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.1 / 1.2 / 1.06 times as far as converged, at 2 " ..
-    "particles per cell and axis; a chamber section whose walls are under one cell can instead be far too stiff: " ..
+    "particles per cell and axis, and at 30-45 degrees to the grid 3 / 4 / 6 cells sag 1.13-1.15 / 1.09-1.10 / 1.05; " ..
+    "a chamber section whose walls are under one cell can instead be far too stiff: " ..
     "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, docs/pneumatic.md); " ..
-    "refine dx (walls at least %d cells thick, 4 for 5 %%)",
+    "refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle to it)",
     100 * thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
   require("cq._warn").warn(msg)
   return msg

@@ -418,8 +418,35 @@ def verify_annulus(hs=(0.4, 0.2, 0.1), A=4.0, B=8.0, pressures=(5.0, 10.0, 20.0)
     return out
 
 
+def probe_points():
+    """The chambers' shape probes (drawing frame, mm), the same as tools/fem/finger2d_mpm.lua's probe=true: for chamber
+    i, the roof's and the floor's mid-lines (y 15 and 4) at the chamber's middle and at the walls' middles on either
+    side, and the walls' middles at the chamber's half height (y 9.5)."""
+    pts = []
+    for i in range(8):
+        xl, xc, xr = 8.5 + 11 * i, 14.0 + 11 * i, 19.5 + 11 * i
+        pts += [(xl, 15.0), (xc, 15.0), (xr, 15.0), (xl, 4.0), (xc, 4.0), (xr, 4.0), (xl, 9.5), (xr, 9.5)]
+    return np.array(pts).T
+
+
+def chamber_metrics(cur):
+    """Per chamber: the roof's and the floor's bulge (the mid-point's signed distance from the chord between the walls'
+    middles, + towards the drawing's +y when straight), the chamber's height (roof mid to floor mid) and its spread
+    (wall middle to wall middle at half height), mm, from the 8 probes' current positions (2, 64)."""
+    out = []
+    for i in range(8):
+        q = cur[:, 8 * i:8 * i + 8]
+        def bulge(a, m, b):
+            d = q[:, b] - q[:, a]
+            n = np.array([-d[1], d[0]]) / np.hypot(d[0], d[1])
+            return float((q[:, m] - 0.5 * (q[:, a] + q[:, b])) @ n)
+        out.append((bulge(0, 1, 2), bulge(3, 4, 5), float(np.hypot(*(q[:, 1] - q[:, 4]))),
+                    float(np.hypot(*(q[:, 7] - q[:, 6])))))
+    return out
+
+
 def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1", lateral_g=0.0, profile=False,
-          geo_path=None):
+          geo_path=None, probe=False):
     t0 = time.time()
     fg = Finger(h, clamp=clamp, keep=keep, pelem=pelem, geo_path=geo_path)
     log("mesh %g mm: %d triangles, %d + %d unknowns (P2 displacement, %s pressure), %d chamber facets, clamp x <= %g mm"
@@ -480,6 +507,13 @@ def sweep(h, targets, clamp, pmax_step=0.25, log=print, keep=None, pelem="P1", l
                 prof.append("%g:%.4f" % (5 * b + 2.5, tip_area.assemble(fg.ub, ind=ind * duy) /
                                          tip_area.assemble(fg.ub, ind=ind)))
             log("  %6.3f kPa: profile (x_mm:world dx_mm) %s" % (target, " ".join(prof)))
+        if probe:
+            pts = probe_points()
+            P = fg.ub.probes(pts)
+            uv = P @ xs[:fg.Nu]
+            cur = pts + uv.reshape(2, -1)
+            log("  %6.3f kPa: chambers (roof bulge, floor bulge, height, spread mm) %s" % (target, " ".join(
+                "%d:%.4f,%.4f,%.4f,%.4f" % ((i,) + m) for i, m in enumerate(chamber_metrics(cur)))))
         dA = fg.ub.dx
         log("  %6.3f kPa: tip moved %.4f mm (world dx %.4f, dy %.4f), lambda_1 %.4g (%.2f rad/s), max |u| %.3f mm, "
             "J at the quadrature points in [%.4f, %.4f], mean |J - 1| %.2e, Newton steps %d, %.0f s"
@@ -502,6 +536,8 @@ def main():
                     help="only the check against the exact pressurised thick tube (annulus), then exit")
     ap.add_argument("--profile", action="store_true",
                     help="also print the sideways deflection along the finger (5 mm bins, area-weighted)")
+    ap.add_argument("--probe", action="store_true",
+                    help="also print each chamber's shape: roof and floor bulge, height, spread (see chamber_metrics)")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--geo", default=None,
                     help="your own section instead of scenes/finger2d.geo: in mm, x along the finger from its clamped "
@@ -531,7 +567,7 @@ def main():
     out = []
     for h in [float(v) for v in a.mesh.split(",")]:
         rows, fg, secs, reached = sweep(h, targets, a.clamp, pelem=a.pelem, lateral_g=a.lateral_g,
-                                         profile=a.profile, geo_path=a.geo)
+                                         profile=a.profile, geo_path=a.geo, probe=a.probe)
         print("mesh %g mm: %.0f s wall" % (h, secs))
         sys.stdout.flush()
         for r in rows:

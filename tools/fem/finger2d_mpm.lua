@@ -9,12 +9,14 @@
 --   lateral_g (m/s^2, world x): also the bending check, the tip under a sideways gravity (a force mass * g on every
 --   particle, ramped like the pressure) with no pressure, from the same rest state;
 --   variant: a diagnosis, not the example: "closed=false" (the chamber's raw Nanson forces, no net-force correction),
---   "pressure=implicit" (implicit.pressure), "volume=exact" (implicit.volume), "volumetric=particle", "own=64"
+--   "pressure=implicit" (implicit.pressure), "volume=exact" (implicit.volume), "surface=false" (the pressure at the wall particles), "volumetric=particle", "own=64"
 --   (volumetric_own), "error_tol=0.01" or "error_tol=false" (implicit.error_tol), "adapt=true" (implicit.adapt),
 --   "cmax=true" (also print the largest |dt C|_F of a particle per print interval), "dump=PREFIX" (with unload=true:
---   write every particle's x and F at rest, loaded and unloaded to PREFIX_<kPa>.txt, a line each: x y F11 F12 F21 F22), "dt=0.25e-3" (the step), "ramp=0.5" (the pressure's ramp, s; 0.1),
+--   write every particle's x and F at rest, loaded and unloaded to PREFIX_<kPa>.txt, a line each: x y F11 F12 F21 F22), "snap=PREFIX" (with "snap_from=0.4", "snap_every=10": every particle's reference x, x, v and F every
+--   snap_every steps from snap_from s to PREFIX_<kPa>_<t>.txt), "dt=0.25e-3" (the step), "ramp=0.5" (the pressure's ramp, s; 0.1),
 --   "gramp=0.3" (gravity as a force on every particle ramped over that time, s, instead of the world's sudden gravity), "split=true" (each of the 8 cavities its own
---   closed chamber, so each gets its own net-force and torque correction), "profile=true" (also print the sideways
+--   closed chamber, so each gets its own net-force and torque correction), "probe=true" (also print each chamber's shape as
+--   tools/fem/finger2d_fem.py --probe does), "profile=true" (also print the sideways
 --   deflection along the finger), "unload=true" (also ramp each pressure back to 0, hold, print where the tip is),
 --   comma-separated.
 --
@@ -85,7 +87,7 @@ if VAR.split == "true" then
     NACT = NACT + 1
   end
 else
-  r:chamber { wall = wall, max = P_MAX, closed = VAR.closed ~= "false" }
+  r:chamber { wall = wall, max = P_MAX, closed = VAR.closed ~= "false", surface = VAR.surface ~= "false" }
 end
 
 local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, GRAMP and 0 or -9.8 }, damping = 25,
@@ -124,6 +126,15 @@ local function settle(kPa, gx)
     local u = {}
     for a = 1, NACT do u[a] = kPa * 1e3 / P_MAX * ramp end
     world:step(s, u, force)
+    if VAR.snap and kPa > 0 and k * DT >= (tonumber(VAR.snap_from) or 0) - 1e-12 and k % (tonumber(VAR.snap_every) or 10) == 0 then
+      -- diagnosis: every particle's reference x, x, v and F now (X0 Y0 x y vx vy F11 F12 F21 F22 per line)
+      local f = assert(io.open(string.format("%s_%g_%.4f.txt", VAR.snap, kPa, k * DT), "w"))
+      for p = 0, n - 1 do
+        f:write(string.format("%.9g %.9g %.9g %.9g %.6g %.6g %.6g %.6g %.6g %.6g\n", s0.x[p], s0.x[n + p], s.x[p],
+          s.x[n + p], s.v[p], s.v[n + p], s.F[p], s.F[n + p], s.F[2 * n + p], s.F[3 * n + p]))
+      end
+      f:close()
+    end
     if VAR.cmax == "true" then -- diagnosis: the largest |dt C|_F of a particle in this step, and where it was reached
       local m = 0
       for p = 0, n - 1 do
@@ -182,6 +193,44 @@ local function profile(s)
   for b = 0, 19 do if cnt[b] then out[#out + 1] = string.format("%g:%.4f", 5 * b + 2.5, sum[b] / cnt[b]) end end
   return table.concat(out, " ")
 end
+-- The chambers' shape (VAR.probe = "true"): the probes of tools/fem/finger2d_fem.py --probe (its probe_points and
+-- chamber_metrics), each the mean position of the particles within 0.75 mm of the probe in the drawing at rest.
+local probes
+local function chamber_metrics(s)
+  if not probes then
+    probes = {}
+    for i = 0, 7 do
+      local xl, xc, xr = 8.5 + 11 * i, 14 + 11 * i, 19.5 + 11 * i
+      for _, q in ipairs({ { xl, 15 }, { xc, 15 }, { xr, 15 }, { xl, 4 }, { xc, 4 }, { xr, 4 }, { xl, 9.5 }, { xr, 9.5 } }) do
+        local set = {}
+        for p = 0, n - 1 do
+          local xd, yd = (Y0 - s0.x[n + p]) * 1e3, (s0.x[p] - X0) * 1e3
+          if (xd - q[1]) ^ 2 + (yd - q[2]) ^ 2 <= 0.75 ^ 2 then set[#set + 1] = p end
+        end
+        assert(#set > 0, "a probe with no particle")
+        probes[#probes + 1] = set
+      end
+    end
+  end
+  local cur = {}
+  for k, set in ipairs(probes) do
+    local sx, sy = 0, 0
+    for _, p in ipairs(set) do sx, sy = sx + (Y0 - s.x[n + p]) * 1e3, sy + (s.x[p] - X0) * 1e3 end
+    cur[k] = { sx / #set, sy / #set }
+  end
+  local out = {}
+  for i = 0, 7 do
+    local q = function(j) return cur[8 * i + j + 1] end
+    local function bulge(a, m, b)
+      local dx, dy = q(b)[1] - q(a)[1], q(b)[2] - q(a)[2]
+      local l = math.sqrt(dx * dx + dy * dy)
+      return ((q(m)[1] - 0.5 * (q(a)[1] + q(b)[1])) * -dy + (q(m)[2] - 0.5 * (q(a)[2] + q(b)[2])) * dx) / l
+    end
+    local function dist(a, b) return math.sqrt((q(a)[1] - q(b)[1]) ^ 2 + (q(a)[2] - q(b)[2]) ^ 2) end
+    out[#out + 1] = string.format("%d:%.4f,%.4f,%.4f,%.4f", i, bulge(0, 1, 2), bulge(3, 4, 5), dist(1, 4), dist(6, 7))
+  end
+  return table.concat(out, " ")
+end
 local tip0 = s0:mean("x", tip)
 print(string.format("finger2d_mpm: 0 kPa (gravity only): tip at (%.5f, %.5f) m, sagged (%.4f, %.4f) mm from the drawing, " ..
   "%.1f s cpu", rest[1], rest[2], (rest[1] - tip0[1]) * 1e3, (rest[2] - tip0[2]) * 1e3, rcpu))
@@ -189,6 +238,8 @@ for _, e in ipairs(rtrace) do
   print(string.format("  t %.2f s: tip (%.4f, %.4f) mm from its end position", e[1], (e[2][1] - rest[1]) * 1e3,
     (e[2][2] - rest[2]) * 1e3))
 end
+if VAR.probe == "true" then print("finger2d_mpm: 0 kPa: chambers (roof bulge, floor bulge, height, spread mm) " ..
+  chamber_metrics(srest)) end
 io.stdout:flush()
 if LATERAL_G then
   local t, trace, cpu = settle(0, LATERAL_G)
@@ -220,6 +271,8 @@ for _, kPa in ipairs(PRESSURES) do
     print(string.format("finger2d_mpm: %g kPa, unloaded to 0 and held %.2f s: the tip is (%.4f, %.4f) mm from rest", kPa,
       RAMP + HOLD, (back[1] - rest[1]) * 1e3, (back[2] - rest[2]) * 1e3))
   end
+  if ok and VAR.probe == "true" then print(string.format("finger2d_mpm: %g kPa: chambers (roof bulge, floor bulge, " ..
+    "height, spread mm) %s", kPa, chamber_metrics(sfin))) end
   if ok and VAR.profile == "true" then print(string.format("finger2d_mpm: %g kPa: profile (x_mm:world dx_mm) %s", kPa,
     profile(sfin))) end
   if not ok then
