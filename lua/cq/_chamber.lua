@@ -354,7 +354,8 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
     "particles per cell and axis, and at 30-45 degrees to the grid 3 / 4 / 6 cells sag 1.13-1.15 / 1.09-1.10 / 1.05; " ..
     "a chamber section whose walls are under one cell can instead be far too stiff: " ..
     "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, docs/pneumatic.md); " ..
-    "refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle to it)",
+    "refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle to it) or sample 4 " ..
+    "particles per cell and axis (robot:gmsh mesh_size 0.4 dx)",
     100 * thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
   require("cq._warn").warn(msg)
   return msg
