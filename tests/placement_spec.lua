@@ -109,7 +109,11 @@ describe("two bodies closer than 3 cells", function()
       local g = r:box { offset = { 0.2375, 0.2375 }, size = { 0.325, 0.225 }, spacing = DX / 2,
         cavities = { { name = "slit", offset = { 0.33, 0.35 - width * DX / 2 }, size = { 0.14, width * DX } } } }
       r:chamber { wall = g.chambers.slit, max = 10 }
-      return (robot.warnings_of(function() r:world { res = { 64, 64 }, dx = DX, dt = 1e-3 } end))
+      local out = {} -- (its walls, sampled at 2 per cell and axis and under 8 cells thick, are warned of too)
+      for _, w in ipairs(robot.warnings_of(function() r:world { res = { 64, 64 }, dx = DX, dt = 1e-3 } end)) do
+        if not w:find("is sampled at 2 particles per cell and axis", 1, true) then out[#out + 1] = w end
+      end
+      return out
     end
     local thin = slit(1)
     assert.are.equal(1, #thin)
@@ -123,12 +127,16 @@ describe("two bodies closer than 3 cells", function()
 end)
 
 -- A chamber wall bends right only with cells across its thickness (docs/experiments/wall_cells.lua: a cantilever 1 / 2
--- / 3 / 4 cells thick sags 2.12 / 1.21 / 1.06 / 1.05 times as far as converged); thinner than 3 are warned of.
+-- / 3 / 4 cells thick sags 2.12 / 1.21 / 1.06 / 1.05 times as far as converged); thinner than 3 are warned of. Sampled
+-- under 3 particles per cell and axis, walls thinner than 8 cells are (docs/experiments/wall_angle.lua: at 2 per cell
+-- and axis and 30-45 degrees to the grid 6 cells sag 1.05 times as far as 16, at 4 per cell 4 cells 1.05-1.07).
 describe("chamber walls", function()
-  -- A box round a 0.2 x 0.1 cavity with walls t cells thick on every side (2 particles per cell and axis)
-  local function walled(t, fluid)
+  -- A box round a 0.2 x 0.1 cavity with walls t cells thick on every side (per particles per cell and axis: 2 unless
+  -- given)
+  local function walled(t, fluid, per)
     local r = cq.robot { dim = 2 }
-    local g = r:box { offset = { 0.3, 0.3 }, size = { 0.2 + 2 * t * DX, 0.1 + 2 * t * DX }, spacing = DX / 2,
+    local sp = DX / (per or 2)
+    local g = r:box { offset = { 0.3, 0.3 }, size = { 0.2 + 2 * t * DX, 0.1 + 2 * t * DX }, spacing = sp,
       cavities = { { name = "c", offset = { 0.3 + t * DX, 0.3 + t * DX }, size = { 0.2, 0.1 } } } }
     r:chamber { wall = g.chambers.c, max = 10 }
     if fluid then -- water against the outside of the top wall: not part of the wall
@@ -140,20 +148,40 @@ describe("chamber walls", function()
 
   it("thinner than 3 cells are warned of when the world is made, with their thickness and where", function()
     for _, t in ipairs { 1, 2, 2.5 } do
-      local ws = walled(t)
-      assert.are.equal(1, #ws)
-      local share, cells = ws[1]:match("^cqlua: warning: robot:world: (%d+) %% of chamber actuator 1's wall is " ..
-        "thinner than 3 cells %(dx = 0%.0156%d; the thinnest ([%d.]+) cells, behind particle %d+ at %(.-%)%): the grid " ..
-        "does not resolve a wall with fewer cells across it")
-      assert.are.equal("100", share)
-      assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1]) -- measured 0.99, 2, 2.5
+      for _, per in ipairs { 2, 4 } do
+        local ws = walled(t, false, per)
+        assert.are.equal(1, #ws)
+        local share, cells = ws[1]:match("^cqlua: warning: robot:world: (%d+) %% of chamber actuator 1's wall is " ..
+          "thinner than 3 cells %(dx = 0%.0156%d; the thinnest ([%d.]+) cells, behind particle %d+ at %(.-%)%): the " ..
+          "grid does not resolve a wall with fewer cells across it")
+        assert.are.equal("100", share, ws[1])
+        assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1]) -- measured 0.99, 2, 2.5
+      end
     end
     -- (t = 3 is borderline: the box's lattice, centred in it, leaves walls of 2.97 cells of particles)
-    for _, t in ipairs { 3.5, 4 } do assert.are.same({}, walled(t)) end
+    for _, t in ipairs { 3.5, 4 } do assert.are.same({}, walled(t, false, 4)) end
+  end)
+
+  it("sampled under 3 particles per cell and axis, thinner than 8 cells are warned of, naming the sampling", function()
+    for _, t in ipairs { 3.5, 4, 6 } do
+      local ws = walled(t)
+      assert.are.equal(1, #ws)
+      local per, share, cells = ws[1]:match("^cqlua: warning: robot:world: chamber actuator 1's wall is sampled at " ..
+        "([%d.]+) particles per cell and axis and (%d+) %% of it is thinner than 8 cells %(dx = 0%.0156%d; the " ..
+        "thinnest ([%d.]+) cells, behind particle %d+ at %(.-%)%): sampled under 3 per cell and axis, a wall bends " ..
+        "too far once it turns against the grid")
+      assert.are.equal("2", per, ws[1])
+      assert.are.equal("100", share, ws[1])
+      assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1])
+      assert.matches("robot:gmsh mesh_size 0.4 dx = 0.00625, robot:box spacing dx / 4%) or refine dx %(walls at " ..
+        "least 8 cells thick%)$", ws[1])
+    end
+    assert.are.same({}, walled(8.5))
   end)
 
   it("are measured on a gmsh mesh too (triangle centres, gaps up to about 0.9 spacings): the 2D finger's 2-3 mm " ..
-    "walls are thin at dx 1.25 mm and not at 0.625 mm", function()
+    "walls are thin at dx 1.25 mm, too coarsely sampled at 0.625 mm with 0.5 mm triangles (2 per cell and axis), " ..
+    "and neither at 0.625 mm with 0.25 mm triangles (4 per cell and axis)", function()
     local function finger(dx, mesh)
       local r = cq.robot { dim = 2 }
       local f = r:gmsh { path = "scenes/finger2d.geo", scale = 1e-3, offset = { 0.02, 0.05 }, mesh_size = mesh,
@@ -166,7 +194,10 @@ describe("chamber walls", function()
     local coarse = finger(1.25e-3, 1)
     assert.are.equal(1, #coarse)
     assert.matches("thinner than 3 cells", coarse[1])
-    assert.are.same({}, finger(0.625e-3, 0.5))
+    local sparse = finger(0.625e-3, 0.5)
+    assert.are.equal(1, #sparse)
+    assert.matches("sampled at 1%.9 particles per cell and axis and %d+ %% of it is thinner than 8 cells", sparse[1])
+    assert.are.same({}, finger(0.625e-3, 0.25))
   end)
 
   it("are measured through the solid alone: water outside a thin wall does not thicken it", function()

@@ -305,22 +305,39 @@ end
 -- cell and axis) sags 2.53 / 1.39 / 1.12 / 1.08 / 1.04 times as far as converged (8 cells at 4 particles per cell and
 -- axis; docs/experiments/wall_cells.lua, docs/modelling.md): a thin chamber wall bends too far.
 M.WALL_CELLS = 3
--- The share of a chamber wall's area thinner than M.WALL_CELLS cells above which it is warned of (a corner's or an
--- edge's few slanted rays are not a thin wall).
+-- Sampled more coarsely than M.COARSE_PER_AXIS particles per cell and axis, a wall needs M.COARSE_WALL_CELLS cells
+-- across it to bend within 5 % once it turns against the grid: at 2 particles per cell and axis a cantilever 3 / 4 / 6
+-- / 8 cells thick at 30-45 degrees to the grid sags 1.13-1.15 / 1.09-1.10 / 1.05 / 1.03-1.04 times as far as 16
+-- cells at the same angle, at 4 particles 1.08-1.10 / 1.05-1.07 / 1.02-1.04 (docs/experiments/wall_angle.lua); the 2D
+-- finger at dx 0.625 mm (roofs 3.2 cells) is +8 / +18 % from its finite-element reference at 5 / 8 kPa at 2 and +3 /
+-- +4 % at 4, and comes apart at its chambers' corners at 10 kPa at 2, at about 14 kPa at 4 (docs/pneumatic.md).
+M.COARSE_PER_AXIS = 3
+M.COARSE_WALL_CELLS = 8
+-- The share of a chamber wall's area thinner than the limit above which it is warned of (a corner's or an edge's few
+-- slanted rays are not a thin wall).
 M.THIN_SHARE = 0.1
 
 --- Warns (cq._warn) when more than M.THIN_SHARE of chamber actuator `id`'s wall area has solid thinner than
---- M.WALL_CELLS cells (dx) behind it: from each wall particle a ray along its normal (from the cavity into the solid)
---- runs in steps of half its spacing (vol^(1/dim)) until no solid particle lies within one spacing of it (a lattice's
---- farthest point from a particle is 0.71 spacings away, a gmsh mesh's triangle centres' up to about 0.9); the wall's
---- thickness there is that distance (k particles across a lattice: k spacings). xs, vol: the robot's positions and
---- volumes (1-based); solid: the indices of its particles that are not fluid. Returns the warning or nil.
+--- M.WALL_CELLS cells (dx) behind it, or, where the wall's particles are sampled more coarsely than M.COARSE_PER_AXIS
+--- per cell and axis (dx over their median vol^(1/dim)), thinner than M.COARSE_WALL_CELLS. From each wall particle a
+--- ray along its normal (from the cavity into the solid) runs in steps of half its spacing (vol^(1/dim)) until no solid
+--- particle lies within one spacing of it (a lattice's farthest point from a particle is 0.71 spacings away, a gmsh
+--- mesh's triangle centres' up to about 0.9); the wall's thickness there is that distance (k particles across a
+--- lattice: k spacings). xs, vol: the robot's positions and volumes (1-based); solid: the indices of its particles that
+--- are not fluid. Returns the warning or nil.
 function M.thin(id, wall, xs, vol, solid, dx, dim)
   if #wall.particles == 0 then return nil end
-  local h = 0
-  for _, p in ipairs(wall.particles) do h = math.max(h, vol[p] ^ (1 / dim)) end
+  local h, spacings = 0, {}
+  for i, p in ipairs(wall.particles) do
+    spacings[i] = vol[p] ^ (1 / dim)
+    h = math.max(h, spacings[i])
+  end
+  table.sort(spacings)
+  local per_axis = dx / spacings[math.floor((#spacings + 1) / 2)]
+  local coarse = per_axis < M.COARSE_PER_AXIS * (1 - 1e-6)
+  local cells = coarse and M.COARSE_WALL_CELLS or M.WALL_CELLS
   local near = spatial_hash(solid, function(p) return xs[p] end, h, dim)
-  local limit, area, thin_area = M.WALL_CELLS * dx, 0, 0
+  local limit, area, thin_area, very_thin_area = cells * dx, 0, 0, 0
   local thinnest, at = math.huge, nil
   local y = {}
   for i, p in ipairs(wall.particles) do
@@ -340,23 +357,39 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
       if t >= limit then break end
     end
     area = area + wall.area[i]
-    if thickness and thickness < limit * (1 - 1e-6) then -- (a wall exactly WALL_CELLS thick is not thin)
+    if thickness and thickness < limit * (1 - 1e-6) then -- (a wall exactly `cells` thick is not thin)
       thin_area = thin_area + wall.area[i]
+      if thickness < M.WALL_CELLS * dx * (1 - 1e-6) then very_thin_area = very_thin_area + wall.area[i] end
       if thickness < thinnest then thinnest, at = thickness, p end
     end
   end
   if not (thin_area > M.THIN_SHARE * area) then return nil end
   local where = {}
   for a = 1, dim do where[a] = string.format("%.4g", xs[at][a]) end
-  local msg = string.format("cqlua: warning: robot:world: %.0f %% of chamber actuator %d's wall is thinner than %d " ..
-    "cells (dx = %.4g; the thinnest %.2g cells, behind particle %d at (%s)): the grid does not resolve a wall with " ..
-    "fewer cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.1 / 1.2 / 1.06 times as far as converged, at 2 " ..
-    "particles per cell and axis, and at 30-45 degrees to the grid 3 / 4 / 6 cells sag 1.13-1.15 / 1.09-1.10 / 1.05; " ..
-    "a chamber section whose walls are under one cell can instead be far too stiff: " ..
-    "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, docs/pneumatic.md); " ..
-    "refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle to it) or sample 4 " ..
-    "particles per cell and axis (robot:gmsh mesh_size 0.4 dx)",
-    100 * thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
+  local msg
+  if very_thin_area > M.THIN_SHARE * area then
+    msg = string.format("cqlua: warning: robot:world: %.0f %% of chamber actuator %d's wall is thinner than %d " ..
+      "cells (dx = %.4g; the thinnest %.2g cells, behind particle %d at (%s)): the grid does not resolve a wall with " ..
+      "fewer cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.1 / 1.2 / 1.06 times as far as converged, " ..
+      "at 2 particles per cell and axis, and at 30-45 degrees to the grid 3 / 4 / 6 cells sag 1.13-1.15 / 1.09-1.10 " ..
+      "/ 1.05; a chamber section whose walls are under one cell can instead be far too stiff: " ..
+      "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, " ..
+      "docs/pneumatic.md); refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle " ..
+      "to it) or sample 4 particles per cell and axis (robot:gmsh mesh_size 0.4 dx)",
+      100 * very_thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
+  else
+    msg = string.format("cqlua: warning: robot:world: chamber actuator %d's wall is sampled at %.2g particles per " ..
+      "cell and axis and %.0f %% of it is thinner than %d cells (dx = %.4g; the thinnest %.2g cells, behind particle " ..
+      "%d at (%s)): sampled under %d per cell and axis, a wall bends too far once it turns against the grid (at 2 " ..
+      "particles per cell and axis and 30-45 degrees to the grid a cantilever 3 / 4 / 6 / 8 cells thick sags " ..
+      "1.13-1.15 / 1.09-1.10 / 1.05 / 1.03-1.04 times as far as converged) and chambers' re-entrant corners come " ..
+      "apart under high pressure (the 2D finger at dx 0.625 mm: +8 / +18 %% from a finite-element reference at 5 / " ..
+      "8 kPa, apart at 10 kPa; at 4 particles per cell and axis +3 / +4 %%, apart at about 14 kPa: " ..
+      "docs/pneumatic.md); sample 4 particles per cell and axis (robot:gmsh mesh_size 0.4 dx = %.3g, robot:box " ..
+      "spacing dx / 4) or refine dx (walls at least %d cells thick)",
+      id, per_axis, 100 * thin_area / area, cells, dx, thinnest / dx, at, table.concat(where, ", "),
+      M.COARSE_PER_AXIS, 0.4 * dx, cells)
+  end
   require("cq._warn").warn(msg)
   return msg
 end
