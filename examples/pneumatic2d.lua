@@ -7,8 +7,9 @@
 -- Usage: cqlua examples/pneumatic2d.lua [pressures_kPa=0,0.5,1,1.5] [evaluations=10] [mesh_mm=2] [hold_s=0.3]
 --          [dx_mm=2.5] [ramp_s=0.1] [gravity_ramp_s=0]   (--help: every key and its meaning)
 -- dx_mm: the grid's cell (the clamp kept at the drawing's first 3.5 mm, the grid's size and the finger's place kept);
--- at 2.5 mm the walls are 0.8 cells and the tips 30 % short of the finite-element reference, at 0.625 mm (mesh 0.5)
--- within 3.5 % with ramp_s = 0.5 and gravity_ramp_s = 0.3 (docs/pneumatic.md, "How right the numbers are").
+-- at 2.5 mm the walls are 0.8 cells and the tips 23-24 % short of the finite-element reference, at 0.625 mm with
+-- mesh_mm = 0.25 (4 particles per cell and axis) within 4 % at 1.5-8 kPa with ramp_s = 0.5 and gravity_ramp_s = 0.3
+-- (docs/pneumatic.md, "How right the numbers are"; mesh 0.5 is warned of there: 2 per cell and axis).
 -- ramp_s: the pressure's ramp; gravity_ramp_s > 0: gravity as a force on every particle ramped in over that time
 -- (0: the world's gravity from the start).
 -- Writes out/pneumatic2d.csv (pressure, tip displacement) and out/pneumatic2d.png, and out/pneumatic2d_fit.csv (the
@@ -39,7 +40,7 @@ local C01 = require("cq.materials").presets.dragonskin30.c01 -- the seed's fit (
 
 -- 1. The robot: the .geo meshed by gmsh (one particle per triangle, mm scaled to m), its "chamber" curves the
 -- pressure's walls. The drawing runs along its x from the base; hung from the ceiling, its x becomes -y and its y +x
--- (positions and the walls' normals alike), so that the base's first 5 mm lie in the top wall's sticky band.
+-- (positions and the walls' normals alike), so that the base's first 3.5 mm (CLAMP_MM) lie in the top wall's sticky band.
 -- The grid: 2.5 mm cells on 48 x 56 by default; a finer dx keeps the grid's size. The sticky top band's nodes hold
 -- the drawing's first 3.5 mm at every dx (BAND cells thick, the base CLAMP_MM into it).
 local DX, CLAMP_MM = DXMM * 1e-3, 3.5
@@ -60,7 +61,7 @@ for i, o in ipairs(wall.offset) do wall.offset[i] = { o[2], -o[1] } end -- where
 r:chamber { wall = wall, max = P_MAX }
 
 -- 2. The world: 2.5 mm cells (the chambers span 3 cells, the walls between them about one), the top wall sticky and 3
--- cells thick (the clamp), gravity, damping 25/s (near-critical for the first bending mode, about 15 rad/s).
+-- cells thick (the clamp), gravity, damping 25/s (about half critical for the first bending mode, 23 rad/s by the FEM).
 local world, s0 = r:world { res = RES, dx = DX, dt = DT, gravity = { 0, GRAMP > 0 and 0 or -9.8 }, damping = 25,
   walls = { top = { type = "sticky", thickness = BAND } }, integrator = "implicit" }
 

@@ -156,6 +156,12 @@ describe("chamber walls", function()
           "grid does not resolve a wall with fewer cells across it")
         assert.are.equal("100", share, ws[1])
         assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1]) -- measured 0.99, 2, 2.5
+        if per == 2 then
+          assert.matches("or sample 4 particles per cell and axis %(robot:gmsh mesh_size = 0%.4 dx", ws[1])
+        else -- the sampling's remedy is taken already: only the cells are named
+          assert.matches("6%-8 at an angle to it%) %(it is sampled at 4 particles per cell and axis already: finer " ..
+            "sampling alone does not make up for the cells%)$", ws[1])
+        end
       end
     end
     -- (t = 3 is borderline: the box's lattice, centred in it, leaves walls of 2.97 cells of particles)
@@ -173,8 +179,9 @@ describe("chamber walls", function()
       assert.are.equal("2", per, ws[1])
       assert.are.equal("100", share, ws[1])
       assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1])
-      assert.matches("robot:gmsh mesh_size 0.4 dx = 0.00625, robot:box spacing dx / 4%) or refine dx %(walls at " ..
-        "least 8 cells thick%)$", ws[1])
+      assert.matches("sample 4 particles per cell and axis %(robot:gmsh mesh_size = 0%.4 dx = 0%.00625 m, in the " ..
+        "drawing's units before robot:gmsh's scale: 6%.25 for a drawing in mm with scale = 1e%-3; robot:box spacing = " ..
+        "dx / 4%) or refine dx %(walls at least 8 cells thick%)$", ws[1])
     end
     assert.are.same({}, walled(8.5))
   end)

@@ -317,6 +317,13 @@ M.COARSE_WALL_CELLS = 8
 -- slanted rays are not a thin wall).
 M.THIN_SHARE = 0.1
 
+--- How to sample 4 particles per cell and axis at cell dx (m), for a message: robot:gmsh's mesh_size is in the
+--- drawing's units, before its scale.
+function M.sampling_hint(dx)
+  return string.format("robot:gmsh mesh_size = 0.4 dx = %.3g m, in the drawing's units before robot:gmsh's scale: " ..
+    "%.3g for a drawing in mm with scale = 1e-3; robot:box spacing = dx / 4", 0.4 * dx, 0.4 * dx * 1e3)
+end
+
 --- Warns (cq._warn) when more than M.THIN_SHARE of chamber actuator `id`'s wall area has solid thinner than
 --- M.WALL_CELLS cells (dx) behind it, or, where the wall's particles are sampled more coarsely than M.COARSE_PER_AXIS
 --- per cell and axis (dx over their median vol^(1/dim)), thinner than M.COARSE_WALL_CELLS. From each wall particle a
@@ -375,8 +382,11 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
       "/ 1.05; a chamber section whose walls are under one cell can instead be far too stiff: " ..
       "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, " ..
       "docs/pneumatic.md); refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle " ..
-      "to it) or sample 4 particles per cell and axis (robot:gmsh mesh_size 0.4 dx)",
-      100 * very_thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS)
+      "to it)%s",
+      100 * very_thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS,
+      coarse and string.format(" or sample 4 particles per cell and axis (%s)", M.sampling_hint(dx)) or
+      string.format(" (it is sampled at %.2g particles per cell and axis already: finer sampling alone does not " ..
+        "make up for the cells)", per_axis))
   else
     msg = string.format("cqlua: warning: robot:world: chamber actuator %d's wall is sampled at %.2g particles per " ..
       "cell and axis and %.0f %% of it is thinner than %d cells (dx = %.4g; the thinnest %.2g cells, behind particle " ..
@@ -385,10 +395,9 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
       "1.13-1.15 / 1.09-1.10 / 1.05 / 1.03-1.04 times as far as converged) and chambers' re-entrant corners come " ..
       "apart under high pressure (the 2D finger at dx 0.625 mm: +8 / +18 %% from a finite-element reference at 5 / " ..
       "8 kPa, apart at 10 kPa; at 4 particles per cell and axis +3 / +4 %%, apart at about 14 kPa: " ..
-      "docs/pneumatic.md); sample 4 particles per cell and axis (robot:gmsh mesh_size 0.4 dx = %.3g, robot:box " ..
-      "spacing dx / 4) or refine dx (walls at least %d cells thick)",
+      "docs/pneumatic.md); sample 4 particles per cell and axis (%s) or refine dx (walls at least %d cells thick)",
       id, per_axis, 100 * thin_area / area, cells, dx, thinnest / dx, at, table.concat(where, ", "),
-      M.COARSE_PER_AXIS, 0.4 * dx, cells)
+      M.COARSE_PER_AXIS, M.sampling_hint(dx), cells)
   end
   require("cq._warn").warn(msg)
   return msg
