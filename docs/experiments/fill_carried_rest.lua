@@ -5,6 +5,8 @@
 -- rest fill is the K-weighted mean of its water particles' carried values. Forward only (no adjoint).
 -- usage: cqlua docs/experiments/fill_carried_rest.lua beam|tank [E=1e5] [K=2.2e4] [integrator=explicit] [dt]
 --        [T=1] [proto=0|1]   environment: ONE=1 (fluid_rest = "one"), PPA (the water's particles per cell and axis, 2.5)
+--   EXACT=1 (with proto=1): the carried values changed, least-norm, so that every node's mean is exactly its
+--   first-state rest fill
 --   beam: scenes/fluid_validation.lua's buoyed beam (gravity 9.8 E / 1e7 sideways), its tip's x every T / 10 (mm);
 --   tank: a 15 x 21-cell tank of grid water at rest under gravity 9.8, its mean height's fall and fastest particle.
 package.path = "./scenes/?.lua;" .. package.path
@@ -60,12 +62,65 @@ local function set_rest(w, s, thick)
     rest[kk] = phi > 0.8 and phi or 1
   end
   local arr = ffi.new("double[?]", n)
+  -- per fluid particle: its nodes and weights a = w V (K is the same for all the water)
+  local rows, cols, pw = {}, {}, {}
+  local c = {} -- node -> sum of a
   for p = 0, n - 1 do
     if w.params.material[p] == fluid then
-      local r = 0
-      stencil(p, function(idx, wt) r = r + wt * rest[key(idx)] end)
+      local r, list = 0, {}
+      local V = w.params.vol0[p]
+      stencil(p, function(idx, wt)
+        local kk = key(idx)
+        r = r + wt * rest[kk]
+        list[#list + 1] = { kk, wt * V }
+        c[kk] = (c[kk] or 0) + wt * V
+      end)
       arr[p] = r
+      pw[p] = list
     end
+  end
+  if os.getenv("EXACT") then -- least-norm change of the carried values so that every node's mean is its rest fill
+    local function Mx(x) -- node -> sum_q (a_iq / c_i) x_q
+      local out = {}
+      for p, list in pairs(pw) do
+        for _, e in ipairs(list) do out[e[1]] = (out[e[1]] or 0) + e[2] / c[e[1]] * x[p] end
+      end
+      return out
+    end
+    local function MTl(l) -- particle -> sum_i (a_iq / c_i) l_i
+      local out = {}
+      for p, list in pairs(pw) do
+        local v = 0
+        for _, e in ipairs(list) do v = v + e[2] / c[e[1]] * (l[e[1]] or 0) end
+        out[p] = v
+      end
+      return out
+    end
+    local r0 = {}
+    for p in pairs(pw) do r0[p] = arr[p] end
+    local m = Mx(r0)
+    local b, lam, res, dir = {}, {}, {}, {}
+    local rr = 0
+    for kk in pairs(c) do b[kk] = rest[kk] - m[kk]; lam[kk] = 0; res[kk] = b[kk]; dir[kk] = b[kk]; rr = rr + b[kk] ^ 2 end
+    local r_first = math.sqrt(rr)
+    for it = 1, 500 do
+      local Ad = Mx(MTl(dir))
+      local dAd = 0
+      for kk in pairs(c) do dAd = dAd + dir[kk] * Ad[kk] end
+      local alpha = rr / dAd
+      local rr2 = 0
+      for kk in pairs(c) do
+        lam[kk] = lam[kk] + alpha * dir[kk]; res[kk] = res[kk] - alpha * Ad[kk]; rr2 = rr2 + res[kk] ^ 2
+      end
+      if math.sqrt(rr2) < 1e-12 * math.max(1, r_first) then rr = rr2 break end
+      for kk in pairs(c) do dir[kk] = res[kk] + rr2 / rr * dir[kk] end
+      rr = rr2
+    end
+    local d = MTl(lam)
+    local dmax = 0
+    for p in pairs(pw) do arr[p] = arr[p] + d[p]; dmax = math.max(dmax, math.abs(d[p])) end
+    io.stderr:write(string.format("exact rest: residual %.2e -> %.2e, largest change %.3g\n", r_first,
+      math.sqrt(rr), dmax))
   end
   lib.cq_proto_set_rest(arr, n)
 end
