@@ -380,7 +380,7 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
       "fewer cells across it (a cantilever 1 / 2 / 3 cells thick sags 2.1 / 1.2 / 1.06 times as far as converged, " ..
       "at 2 particles per cell and axis, and at 30-45 degrees to the grid 3 / 4 / 6 cells sag 1.13-1.15 / 1.09-1.10 " ..
       "/ 1.05; a chamber section whose walls are under one cell can instead be far too stiff: " ..
-      "the 2D finger at 0.8 cells is 30 %% short of a finite-element reference; docs/modelling.md, " ..
+      "the 2D finger at 0.8 cells is 23 %% short of a finite-element reference; docs/modelling.md, " ..
       "docs/pneumatic.md); refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle " ..
       "to it)%s",
       100 * very_thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS,
