@@ -9,7 +9,10 @@
 -- Prints the tip's x displacement (mm) every T / 10 and at the end its ratio to the air run's when both ran.
 --
 -- usage: build/bin/cqlua docs/experiments/beam3d_water.lua [media=air,water] [gap_z_mm=0,5,10] [T=1] [gap_x_mm=15]
---   [BW_mm=10] [E=1e5] [K=2.2e5] [per_axis=2.5]
+--   [BW_mm=10] [E=1e5] [K=2.2e5] [per_axis=2.5] [thick_mm=8]
+--   thick_mm = 8.75 with per_axis = 2: the beam's lattice and the water's meet seamlessly (the forty-ninth session:
+--   docs/results/history.md, "the seam between a body and its water"); at 8 mm the beam's lattice (6 spacings of
+--   1.333 mm across) leaves a gap or an overlap against the water's.
 local cq = require "cq"
 local now = require("cq.clock").now
 
@@ -23,7 +26,7 @@ local MEDIA, GAPS = list(A[1], "air,water"), list(A[2], "0,5,10", true)
 local T, GX = tonumber(A[3]) or 1, (tonumber(A[4]) or 15) * 1e-3
 local BW, E, K, PPA = (tonumber(A[5]) or 10) * 1e-3, tonumber(A[6]) or 1e5, tonumber(A[7]) or 2.2e5,
   tonumber(A[8]) or 2.5
-local DX, THICK, LEN, BELOW, WALL = 2.5e-3, 8e-3, 50e-3, 15e-3, 3
+local DX, THICK, LEN, BELOW, WALL = 2.5e-3, (tonumber(A[9]) or 8) * 1e-3, 50e-3, 15e-3, 3
 
 local function run(medium, gz)
   -- the grid: the walls' innermost nodes at index WALL - 1 and res - WALL on each axis, so the water between them

@@ -153,4 +153,133 @@ function M.locking_fluid(world, material, fluid)
   return msg
 end
 
+
+-- The grid fluid's pressure answers how full each grid node is against the fill it had in the first state, so any
+-- unevenness of that fill that moves with a body is a pressure on the body that has nothing to do with the water's
+-- physics: a gap or an overlap between the body's particles and the water's (their lattices not meeting seamlessly;
+-- a meshed body always), or a water lattice at a fractional number of particles per cell and axis (its fill ripples
+-- 0.96-1.01 at 2.5, and the ripple moves with the water). The pressure is of the order of the water's bulk modulus
+-- times the unevenness, and it holds a soft body in place: a buoyed beam (E 1e5 Pa, water at 2.2e4 Pa) bends 96 % of
+-- its expected deflection in water sampled seamlessly round it (2 particles per cell and axis on the beam's own
+-- lattice), 10 % at 2.5 per cell and axis, 1 % with a 0.3-cell gap along one side (docs/experiments/water_seam2d.lua;
+-- docs/results/history.md, "the seam between a body and its water"). Nodes shared by the water and a solid whose
+-- fill is off 1 by more than this, or water at a fractional sampling, are warned of.
+M.SEAM_TOLERANCE = 0.005
+
+local function bspline_cdf(t)
+  if t <= -1.5 then return 0 end
+  if t <= -0.5 then return (t + 1.5) ^ 3 / 6 end
+  if t <= 0.5 then return 0.5 + 0.75 * t - t ^ 3 / 3 end
+  if t < 1.5 then return 1 - (1.5 - t) ^ 3 / 6 end
+  return 1
+end
+
+--- Warns (M.warn) of a world with fluid = "grid" whose water meets a solid where the first state's fill is uneven (see
+--- M.SEAM_TOLERANCE): the nodes shared by the water and a solid (group of world.groups) whose fill (every particle's
+--- B-spline-weighted volume V0 det F / dx^D, plus the walls' share, as engine/terms/fill.h takes it) differs from 1
+--- by more than M.SEAM_TOLERANCE among the full ones (fill above 0.8), and water sampled at a fractional number of
+--- particles per cell and axis. material, bulk, vol0: the world's parameter arrays (0-based); fluid: the fluid
+--- material's id. Returns the warning or nil.
+function M.water_seams(world, s, material, bulk, vol0, fluid)
+  if world.fluid ~= "grid" then return nil end
+  local n, D, dx, res = world.n, world.dim, world.dx, world.res
+  local fluids, K, fvol = 0, 0, 0
+  for p = 0, n - 1 do
+    if material[p] == fluid then fluids, K, fvol = fluids + 1, math.max(K, bulk[p]), fvol + vol0[p] end
+  end
+  if fluids == 0 or fluids == n then return nil end
+  local group_of = {}
+  for gi, g in ipairs(world.groups or {}) do
+    for p = g.first or 1, g.last or 0 do group_of[p - 1] = gi end
+  end
+  local x, F = s.x, s.F
+  local R1, R2 = res[2] + 4, D == 3 and res[3] + 4 or 1
+  local phi, fshare, sshare, sgroup, where = {}, {}, {}, {}, {}
+  local base, w = {}, {}
+  for p = 0, n - 1 do
+    local J
+    if D == 2 then
+      J = F[p] * F[3 * n + p] - F[n + p] * F[2 * n + p]
+    else
+      local f = function(i, j) return F[(i * 3 + j) * n + p] end
+      J = f(0, 0) * (f(1, 1) * f(2, 2) - f(1, 2) * f(2, 1)) - f(0, 1) * (f(1, 0) * f(2, 2) - f(1, 2) * f(2, 0)) +
+        f(0, 2) * (f(1, 0) * f(2, 1) - f(1, 1) * f(2, 0))
+    end
+    local V = vol0[p] * J / dx ^ D
+    for a = 1, D do
+      local u = x[(a - 1) * n + p] / dx
+      local b = math.floor(u - 0.5)
+      local fx = u - b
+      base[a] = b
+      w[a] = { 0.5 * (1.5 - fx) ^ 2, 0.75 - (fx - 1) ^ 2, 0.5 * (fx - 0.5) ^ 2 }
+    end
+    local isfluid = material[p] == fluid
+    for i = 0, 2 do for j = 0, 2 do for k = 0, D == 3 and 2 or 0 do
+      local key = ((base[1] + i + 2) * R1 + base[2] + j + 2) * R2 + (D == 3 and base[3] + k + 2 or 0)
+      local wt = w[1][i + 1] * w[2][j + 1] * (D == 3 and w[3][k + 1] or 1) * V
+      if not phi[key] then
+        phi[key], fshare[key], sshare[key] = 0, 0, 0
+        where[key] = { base[1] + i, base[2] + j, D == 3 and base[3] + k or nil }
+      end
+      phi[key] = phi[key] + wt
+      if isfluid then fshare[key] = fshare[key] + wt
+      else
+        sshare[key] = sshare[key] + wt
+        if not sgroup[key] then sgroup[key] = group_of[p] end
+      end
+    end end end
+  end
+  local thick = {}
+  for k = 0, 2 * D - 1 do thick[k] = 0 end
+  for _, band in ipairs(world._bands or {}) do thick[band.wall] = band.thickness end
+  local worst, worst_key, shared = 0, nil, 0
+  for key, f in pairs(phi) do
+    if fshare[key] > 1e-3 and sshare[key] > 1e-3 then
+      local inside, band = 1, false -- nodes near a wall band are left out (a body clamped in a band overlaps the
+      -- walls' share where it enters it; the walls do not move)
+      for a = 1, D do
+        local i, t0, t1 = where[key][a], thick[2 * (a - 1)], thick[2 * (a - 1) + 1]
+        local lo, hi = t0 > 0 and t0 - 1 or -1e9, t1 > 0 and res[a] - t1 or 1e9
+        inside = inside * (bspline_cdf(hi - i) - bspline_cdf(lo - i))
+        band = band or inside < 1 -- a node a wall band's nodes reach: the wall's share, no body's seam, moves
+      end
+      if f > 0.8 and not band then
+        shared = shared + 1
+        if math.abs(f - 1) > worst then worst, worst_key = math.abs(f - 1), key end
+      end
+    end
+  end
+  local per_axis = dx / (fvol / fluids) ^ (1 / D)
+  local fractional = math.abs(per_axis - math.floor(per_axis + 0.5)) > 0.02
+  if worst <= M.SEAM_TOLERANCE and not fractional then return nil end
+  local parts = {}
+  if worst > M.SEAM_TOLERANCE then
+    local g = worst_key and sgroup[worst_key]
+    local grp = g and world.groups[g]
+    local node = where[worst_key]
+    parts[#parts + 1] = string.format("where it meets %s the grid's fill is off by up to %.3g (node (%s), at x = " ..
+      "(%s)): a gap or an overlap between the body's particles and the water's", grp and grp.name and
+      ("robot group " .. g .. " '" .. grp.name .. "'") or g and ("robot group " .. g) or "a solid", worst,
+      table.concat(node, ", "), (function()
+        local t = {}
+        for a = 1, D do t[a] = string.format("%.4g", node[a] * dx) end
+        return table.concat(t, ", ")
+      end)())
+  end
+  if fractional then
+    parts[#parts + 1] = string.format("the water is sampled %.3g particles per cell and axis, a fraction, so its " ..
+      "fill ripples as it moves", per_axis)
+  end
+  local msg = string.format("cqlua: warning: the grid water (fluid = \"grid\", bulk modulus %.3g) will resist a " ..
+    "body moving in it far beyond its physics: %s. Its pressure answers such unevenness as a body moves (about bulk x unevenness = %.2g Pa), " ..
+    "which a soft body cannot overcome: a buoyed beam of E 1e5 Pa bends 96 %% of its expected deflection in water " ..
+    "sampled seamlessly round it, 10 %% at 2.5 particles per cell and axis, 1 %% with a 0.3-cell gap beside it " ..
+    "(docs/modelling.md, \"a fluid meeting a solid\"). For a body built on a lattice (robot:box), sample the water " ..
+    "at 2 particles per cell and axis (spacing dx / 2 = %.4g) on the body's own lattice, with no gap; a meshed " ..
+    "body's surface is never seamless, so read its results in this water as held (%d nodes shared)",
+    K, table.concat(parts, "; and "), K * math.max(worst, fractional and 0.04 or 0), dx / 2, shared)
+  M.warn(msg)
+  return msg
+end
+
 return M

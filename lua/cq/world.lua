@@ -403,11 +403,13 @@ function World:commit()
 end
 
 -- Warns once per world, at the first state it steps from (world:step, memo:begin), of a body close to a wall band
--- (cq._warn.near_walls).
+-- (cq._warn.near_walls) and of grid water whose fill is uneven where it meets a body (cq._warn.water_seams).
 function World:_placement(s, where)
   self._placed = true
   local warn = require("cq._warn")
   warn.near_walls(self, s, self.params.material, registry.MATERIAL.fluid)
+  warn.water_seams(self, s, self.params.material, self.params.bulk, self.params.vol0, registry.MATERIAL.fluid) -- a
+  -- grid water that will hold the bodies in it
   warn.idle_actuators(self, self.params.act_id, self._cabled or {}, where or "world:step") -- and of actuators that
   -- drive nothing
 end
