@@ -234,7 +234,7 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
   for _, band in ipairs(world._bands or {}) do thick[band.wall] = band.thickness end
   local worst, worst_key, shared = 0, nil, 0
   for key, f in pairs(phi) do
-    if fshare[key] > 1e-3 and sshare[key] > 1e-3 then
+    if fshare[key] > 0.05 and sshare[key] > 0.05 then
       local inside, band = 1, false -- nodes near a wall band are left out (a body clamped in a band overlaps the
       -- walls' share where it enters it; the walls do not move)
       for a = 1, D do
@@ -243,7 +243,12 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
         inside = inside * (bspline_cdf(hi - i) - bspline_cdf(lo - i))
         band = band or inside < 1 -- a node a wall band's nodes reach: the wall's share, no body's seam, moves
       end
-      if f > 0.8 and not band then
+      local surface = false -- a node within a cell of a free surface or of air (a neighbour less than 0.8 full):
+      -- its fill falls off there whatever the seams
+      for di = -1, 1 do for dj = -1, 1 do for dk = D == 3 and -1 or 0, D == 3 and 1 or 0 do
+        if (phi[key + (di * R1 + dj) * R2 + dk] or 0) < 0.8 then surface = true end
+      end end end
+      if f > 0.8 and not band and not surface then
         shared = shared + 1
         if math.abs(f - 1) > worst then worst, worst_key = math.abs(f - 1), key end
       end
