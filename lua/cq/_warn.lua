@@ -177,8 +177,10 @@ end
 --- Warns (M.warn) of a world with fluid = "grid" whose water meets a solid where the first state's fill is uneven (see
 --- M.SEAM_TOLERANCE): the nodes shared by the water and a solid (group of world.groups) whose fill (every particle's
 --- B-spline-weighted volume V0 det F / dx^D, plus the walls' share, as engine/terms/fill.h takes it) differs from 1
---- by more than M.SEAM_TOLERANCE among the full ones (fill above 0.8), and water sampled at a fractional number of
---- particles per cell and axis. material, bulk, vol0: the world's parameter arrays (0-based); fluid: the fluid
+--- by more than M.SEAM_TOLERANCE among the full ones (fill above 0.8; water and solid each above 5 % of it; left out:
+--- the nodes a wall band's nodes reach, where a body clamped in the band overlaps the walls' share, and those within a
+--- cell of a free surface or of air, whose fill falls off whatever the seams), and water sampled at a fractional number
+--- of particles per cell and axis. material, bulk, vol0: the world's parameter arrays (0-based); fluid: the fluid
 --- material's id. Returns the warning or nil.
 function M.water_seams(world, s, material, bulk, vol0, fluid)
   if world.fluid ~= "grid" then return nil end
