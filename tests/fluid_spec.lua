@@ -193,7 +193,8 @@ describe("a soft beam buoyed in water (scenes/fluid_validation.lua buoyed_beam)"
   -- sampled 2.5 times per cell and axis at its real 2.2 GPa locks with each particle's own J (docs/results/history.md,
   -- "Issue 11: the water locks"); in the averaged groups it lets the beam bend. At the implicit 5 ms step only: the
   -- grid fluid's same beam bends 103 % at 5 ms, 82 % at 1 ms and 32 % explicitly, and a softer beam (E 1e5) 3-25 %
-  -- (docs/results/history.md, the forty-eighth session): the water's hold on a soft body is open (issue 62 item 5).
+  -- (docs/results/history.md, the forty-eighth session): what holds it is the seam between its lattice and the water's
+  -- (the forty-ninth session; the describe below).
   it("bends 2/3 as far as in air within 15 % with volumetric = \"averaged\", and locks (< 5 %) without", function()
     local air = fv.buoyed_beam { T = 0.5, reports = 1 }.path[1]
     local avg = fv.buoyed_beam { per_axis = 2.5, volumetric = "averaged", T = 0.5, reports = 1 }.path[1]
