@@ -163,7 +163,7 @@ end
 -- its expected deflection in water sampled seamlessly round it (2 particles per cell and axis on the beam's own
 -- lattice), 10 % at 2.5 per cell and axis, 1 % with a 0.3-cell gap along one side (docs/experiments/water_seam2d.lua;
 -- docs/results/history.md, "the seam between a body and its water"). Nodes shared by the water and a solid whose
--- fill is off 1 by more than this, or water at a fractional sampling, are warned of.
+-- fill is off 1 by more than this, or water whose own fill ripples by more than this, are warned of.
 M.SEAM_TOLERANCE = 0.005
 
 local function bspline_cdf(t)
@@ -180,7 +180,7 @@ end
 --- by more than M.SEAM_TOLERANCE among the full ones (fill above 0.8; water and solid each above 5 % of it; left out:
 --- the nodes a wall band's nodes reach, where a body clamped in the band overlaps the walls' share, and those within a
 --- cell of a free surface or of air, whose fill falls off whatever the seams), and water sampled at a fractional number
---- of particles per cell and axis. material, bulk, vol0: the world's parameter arrays (0-based); fluid: the fluid
+--- of particles per cell and axis (its own fill, at the nodes no solid shares, rippling by more than M.SEAM_TOLERANCE). material, bulk, vol0: the world's parameter arrays (0-based); fluid: the fluid
 --- material's id. Returns the warning or nil.
 function M.water_seams(world, s, material, bulk, vol0, fluid)
   if world.fluid ~= "grid" then return nil end
@@ -235,8 +235,9 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
   for k = 0, 2 * D - 1 do thick[k] = 0 end
   for _, band in ipairs(world._bands or {}) do thick[band.wall] = band.thickness end
   local worst, worst_key, shared = 0, nil, 0
+  local low, high = math.huge, -math.huge -- the water's own fill, at nodes no solid shares
   for key, f in pairs(phi) do
-    if fshare[key] > 0.05 and sshare[key] > 0.05 then
+    if fshare[key] > 0.05 and f > 0.8 then
       local inside, band = 1, false -- nodes near a wall band are left out (a body clamped in a band overlaps the
       -- walls' share where it enters it; the walls do not move)
       for a = 1, D do
@@ -250,14 +251,19 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
       for di = -1, 1 do for dj = -1, 1 do for dk = D == 3 and -1 or 0, D == 3 and 1 or 0 do
         if (phi[key + (di * R1 + dj) * R2 + dk] or 0) < 0.8 then surface = true end
       end end end
-      if f > 0.8 and not band and not surface then
-        shared = shared + 1
-        if math.abs(f - 1) > worst then worst, worst_key = math.abs(f - 1), key end
+      if not band and not surface then
+        if sshare[key] > 0.05 then
+          shared = shared + 1
+          if math.abs(f - 1) > worst then worst, worst_key = math.abs(f - 1), key end
+        elseif sshare[key] == 0 then
+          low, high = math.min(low, f), math.max(high, f)
+        end
       end
     end
   end
   local per_axis = dx / (fvol / fluids) ^ (1 / D)
-  local fractional = math.abs(per_axis - math.floor(per_axis + 0.5)) > 0.02
+  local ripple = high > low and high - low or 0
+  local fractional = ripple > M.SEAM_TOLERANCE
   if worst <= M.SEAM_TOLERANCE and not fractional then return nil end
   local parts = {}
   if worst > M.SEAM_TOLERANCE then
@@ -274,8 +280,9 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
       end)())
   end
   if fractional then
-    parts[#parts + 1] = string.format("the water is sampled %.3g particles per cell and axis, a fraction, so its " ..
-      "fill ripples as it moves", per_axis)
+    parts[#parts + 1] = string.format("the water's own fill ripples by %.3g from node to node (it is sampled %.3g " ..
+      "particles per cell and axis; a lattice at a whole number fills every node alike wherever it stands), and the " ..
+      "ripple moves with it", ripple, per_axis)
   end
   local msg = string.format("cqlua: warning: the grid water (fluid = \"grid\", bulk modulus %.3g) will resist a " ..
     "body moving in it far beyond its physics: %s. Its pressure answers such unevenness as a body moves (about bulk x unevenness = %.2g Pa), " ..
@@ -284,7 +291,7 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
     "(docs/modelling.md, \"a fluid meeting a solid\"). For a body built on a lattice (robot:box), sample the water " ..
     "at 2 particles per cell and axis (spacing dx / 2 = %.4g) on the body's own lattice, with no gap; a meshed " ..
     "body's surface is never seamless, so read its results in this water as held (%d nodes shared)",
-    K, table.concat(parts, "; and "), K * math.max(worst, fractional and 0.04 or 0), dx / 2, shared)
+    K, table.concat(parts, "; and "), K * math.max(worst, ripple), dx / 2, shared)
   M.warn(msg)
   return msg
 end
