@@ -231,7 +231,7 @@ describe("grid water meeting a body's sampling seams", function()
       assert.truthy(gap.warned[1]:find("robot group 1 'beam' the grid's fill is off by up to 0.19", 1, true))
       assert.truthy(gap.warned[1]:find("spacing dx / 2 = 0.00125", 1, true))
     end)
-  it("warns of water whose own fill ripples (a fractional number of particles per cell and axis), not of a whole number",
+  it("warns of water whose own fill ripples (a fractional number of particles per cell and axis), naming the ripple",
     function()
       local r = fv.buoyed_beam { E = 1e5, K = 2.2e4, per_axis = 2.5, integrator = "explicit", dt = 1.5e-4, T = 1.5e-4,
         reports = 1, width = 9e-3 }

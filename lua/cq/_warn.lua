@@ -179,9 +179,10 @@ end
 --- B-spline-weighted volume V0 det F / dx^D, plus the walls' share, as engine/terms/fill.h takes it) differs from 1
 --- by more than M.SEAM_TOLERANCE among the full ones (fill above 0.8; water and solid each above 5 % of it; left out:
 --- the nodes a wall band's nodes reach, where a body clamped in the band overlaps the walls' share, and those within a
---- cell of a free surface or of air, whose fill falls off whatever the seams), and water sampled at a fractional number
---- of particles per cell and axis (its own fill, at the nodes no solid shares, rippling by more than M.SEAM_TOLERANCE). material, bulk, vol0: the world's parameter arrays (0-based); fluid: the fluid
---- material's id. Returns the warning or nil.
+--- cell of a free surface or of air, whose fill falls off whatever the seams), and water whose own fill (at the
+--- nodes no solid shares) ripples by more than M.SEAM_TOLERANCE (a fractional number of particles per cell and axis).
+--- The fill is recomputed here from the state (the engine does not expose its nodes' fill). material, bulk, vol0: the
+--- world's parameter arrays (0-based); fluid: the fluid material's id. Returns the warning or nil.
 function M.water_seams(world, s, material, bulk, vol0, fluid)
   if world.fluid ~= "grid" then return nil end
   local n, D, dx, res = world.n, world.dim, world.dx, world.res
@@ -263,8 +264,8 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
   end
   local per_axis = dx / (fvol / fluids) ^ (1 / D)
   local ripple = high > low and high - low or 0
-  local fractional = ripple > M.SEAM_TOLERANCE
-  if worst <= M.SEAM_TOLERANCE and not fractional then return nil end
+  local rippled = ripple > M.SEAM_TOLERANCE
+  if worst <= M.SEAM_TOLERANCE and not rippled then return nil end
   local parts = {}
   if worst > M.SEAM_TOLERANCE then
     local g = worst_key and sgroup[worst_key]
@@ -279,13 +280,14 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
         return table.concat(t, ", ")
       end)())
   end
-  if fractional then
+  if rippled then
     parts[#parts + 1] = string.format("the water's own fill ripples by %.3g from node to node (it is sampled %.3g " ..
       "particles per cell and axis; a lattice at a whole number fills every node alike wherever it stands), and the " ..
       "ripple moves with it", ripple, per_axis)
   end
   local msg = string.format("cqlua: warning: the grid water (fluid = \"grid\", bulk modulus %.3g) will resist a " ..
-    "body moving in it far beyond its physics: %s. Its pressure answers such unevenness as a body moves (about bulk x unevenness = %.2g Pa), " ..
+    "body moving in it far beyond its physics: %s. Its pressure answers such unevenness as a body moves (about " ..
+    "bulk x unevenness = %.2g Pa), " ..
     "which a soft body cannot overcome: a buoyed beam of E 1e5 Pa bends 96 %% of its expected deflection in water " ..
     "sampled seamlessly round it, 10 %% at 2.5 particles per cell and axis, 1 %% with a 0.3-cell gap beside it " ..
     "(docs/modelling.md, \"a fluid meeting a solid\"). For a body built on a lattice (robot:box), sample the water " ..
