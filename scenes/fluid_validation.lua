@@ -187,7 +187,9 @@ end
 --- term on the beam), volumetric = "particle", damping = 25 (1/s, the world's: the beam's; the water is undamped), T = 1 (s),
 --- reports = 10, fluid (the world's: "particle" or "grid"), width = 8e-3 (m; the beam's lattice keeps dx / 2 along the
 --- beam and the nearest spacing to it across: 8 mm at 2 per cell and axis leaves a 0.75 mm strip of no particle between
---- the beam and the water on its right, 8.75 mm meets the water seamlessly), integrator = "implicit", dt = 0.005.
+--- the beam and the water on its right, 8.75 mm meets the water seamlessly), integrator = "implicit", dt = 0.005,
+--- mesh (nil: the beam is robot:box's lattice; "elements": a gmsh rectangle, one particle per triangle of 1.25 mm;
+--- "lattice": the same mesh sampled by robot:gmsh{spacing = dx / 2}, the water's lattice).
 --- dx 2.5 mm, slip walls. Returns { path = the tip's x deflection (m) at T / reports, 2 T / reports, ..., T; n =
 --- particles; stats = world:solver_stats() at the end; warned = the warnings of its first step (cq._warn) }.
 function M.buoyed_beam(o)
@@ -196,14 +198,30 @@ function M.buoyed_beam(o)
   local bx0, by0, by1 = 45e-3, 40e-3, 115e-3
   local bx1 = bx0 + (o.width or 8e-3)
   local r = cq.robot { dim = 2 }
-  r:box { offset = { bx0, by0 }, size = { bx1 - bx0, by1 - by0 }, spacing = dx / 2, name = "beam",
-    material = { model = "neohookean", E = E, nu = 0.3, bulk = o.bulk, density = 3000 } }
+  local mat = { model = "neohookean", E = E, nu = 0.3, bulk = o.bulk, density = 3000 }
+  local body -- the gmsh group
+  if o.mesh then
+    local geo = os.tmpname() .. ".geo"
+    local f = assert(io.open(geo, "w"))
+    f:write(string.format('SetFactory("OpenCASCADE");\nRectangle(1) = {0, 0, 0, %.17g, %.17g};\n',
+      bx1 - bx0, by1 - by0))
+    f:close()
+    body = r:gmsh { path = geo, offset = { bx0, by0 }, mesh_size = dx / 2,
+      spacing = o.mesh == "lattice" and dx / 2 or nil, name = "beam", material = mat }
+    os.remove(geo)
+    os.remove(geo:sub(1, -5))
+  else
+    r:box { offset = { bx0, by0 }, size = { bx1 - bx0, by1 - by0 }, spacing = dx / 2, name = "beam", material = mat }
+  end
   local nb = #r.x
   if o.per_axis then -- the tank from the walls' first nodes to below the sticky band, less the beam
     local h, lo, hi, top = dx / o.per_axis, 2 * dx, (res[1] - 3) * dx, 112.5e-3
     r:box { offset = { lo, lo }, size = { math.floor((hi - lo) / h + 1e-9) * h, math.floor((top - lo) / h + 1e-9) * h },
       spacing = h, name = "water", material = { preset = "water", bulk = o.K or 2.2e9 },
-      keep = function(x) return x[1] < bx0 - h / 4 or x[1] > bx1 + h / 4 or x[2] < by0 - h / 4 end }
+      keep = function(x)
+        if body and body.inside then return not body.inside(x) end -- (the meshed beam on the lattice: its outline)
+        return x[1] < bx0 - h / 4 or x[1] > bx1 + h / 4 or x[2] < by0 - h / 4
+      end }
   end
   -- sparse water is measured here on purpose: its warning is dropped
   local dt = o.dt or 0.005

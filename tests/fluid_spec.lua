@@ -231,6 +231,17 @@ describe("grid water meeting a body's sampling seams", function()
       assert.truthy(gap.warned[1]:find("robot group 1 'beam' the grid's fill is off by up to 0.19", 1, true))
       assert.truthy(gap.warned[1]:find("spacing dx / 2 = 0.00125", 1, true))
     end)
+  it("lets a meshed beam sampled on the water's lattice (robot:gmsh spacing = dx / 2) bend as the lattice beam does",
+    function()
+      local box = beam(8.75e-3)
+      local meshed = fv.buoyed_beam { E = 1e5, K = 2.2e4, per_axis = 2, integrator = "explicit", dt = 1.5e-4, T = 0.4,
+        reports = 1, width = 8.75e-3, mesh = "lattice" }
+      print(string.format("tip at 0.4 s: gmsh rectangle on the lattice %.4f mm, robot:box %.4f mm", meshed.path[1] * 1e3,
+        box.path[1] * 1e3))
+      assert.are.equal(box.n, meshed.n) -- the same lattice points
+      assert.is_true(math.abs(meshed.path[1] - box.path[1]) < 1e-3 * box.path[1]) -- measured equal to 5 digits
+      assert.are.same({}, meshed.warned)
+    end)
   it("warns of water whose own fill ripples (a fractional number of particles per cell and axis), naming the ripple",
     function()
       local r = fv.buoyed_beam { E = 1e5, K = 2.2e4, per_axis = 2.5, integrator = "explicit", dt = 1.5e-4, T = 1.5e-4,

@@ -350,6 +350,85 @@ Physical Curve("top") = Curve In BoundingBox{-0.01, 0.99, -1, 1.01, 1.01, 1};
     end
   end)
 
+  it("samples a mesh on the world's lattice with spacing: every point inside once, groups, walls from the faces",
+    function()
+      -- the hand-written cube (6 tetrahedra round its diagonal) placed at (2, 3, 4), side 2: its faces lie between the
+      -- lattice's points (m + 1/2) 0.25, and the tetrahedra's shared faces run through 64 of them (x = y, ...), each
+      -- of which one tetrahedron takes
+      local path = write("cube_lattice.msh", files.binary(files.cube()))
+      local r = cq.robot { dim = 3 }
+      local h = 0.25
+      local g = r:gmsh { path = path, offset = { 2, 3, 4 }, scale = 2, spacing = h }
+      assert.are.equal(8 * 8 * 8, #g.particles)
+      local seen = {}
+      for _, p in ipairs(g.particles) do
+        close(r.vol[p], h ^ 3, 1e-15, "lattice volume")
+        local key = {}
+        for a = 1, 3 do
+          local m = r.x[p][a] / h - 0.5
+          assert.is_true(math.abs(m - math.floor(m + 0.5)) < 1e-12, "on the world's lattice")
+          key[a] = math.floor(m + 0.5)
+        end
+        key = table.concat(key, ",")
+        assert.is_nil(seen[key], "each point once")
+        seen[key] = true
+      end
+      assert.are.same(g.particles, g.groups.cube.particles)
+      assert.are.equal(6, g.mesh.elements)
+      -- the skin: every face piece goes to the nearest particle; the areas sum to the cube's, the vectors to zero
+      local skin = g.chambers.skin
+      close(skin.face_area, 24, 1e-12, "skin area")
+      local area, vec = wall_sums(skin)
+      assert.are.equal(8 * 8 * 8 - 6 * 6 * 6, #skin.particles) -- the lattice's outer layer
+      -- |sum N dA| per particle: 0.0625 on a face, sqrt 2 times it at an edge, sqrt 3 times at a corner (within the
+      -- pieces' split between neighbours)
+      close(area, 6 * 36 * 0.0625 + 12 * 6 * 0.0625 * math.sqrt(2) + 8 * 0.0625 * math.sqrt(3), 0.01, "wall area")
+      for k = 1, 3 do assert.is_true(math.abs(vec[k]) < 1e-12) end
+      for i, p in ipairs(skin.particles) do
+        local inward, len = 0, 0
+        for a = 1, 3 do
+          inward = inward + skin.normal[i][a] * (({ 3, 4, 5 })[a] - r.x[p][a])
+          len = len + skin.offset[i][a] ^ 2
+        end
+        assert.is_true(inward > 0, "normal into the solid")
+        assert.is_true(math.sqrt(len) <= math.sqrt(3) / 2 * h + 1e-12, "offset within the particle's cell")
+      end
+    end)
+
+  it("samples scenes/finger2d.geo on a lattice: its groups, a closed chamber wall, normals into the solid", function()
+    local r = cq.robot { dim = 2 }
+    local h = 0.5e-3 -- the drawing's features (mm) lie between the lattice points, so the lattice holds its areas exactly
+    local g = r:gmsh { path = "scenes/finger2d.geo", offset = { 0.01, 0.02 }, scale = 0.001, mesh_size = 2, spacing = h }
+    local mm2 = 1e-6
+    close((volume_of(r, g.groups.body.particles)), (100 * 13 - 8 * 8 * 9) * mm2, 1e-9, "body area")
+    close((volume_of(r, g.groups.layer.particles)), 100 * 3 * mm2, 1e-9, "layer area")
+    assert.are.equal(#g.particles, #g.groups.body.particles + #g.groups.layer.particles)
+    local ch = g.chambers.chamber
+    close(ch.face_area, 8 * 2 * (8 + 9) * 1e-3, 1e-9, "chamber perimeter")
+    local area, vec = wall_sums(ch)
+    close(area, ch.face_area, 1e-9, "wall length (each piece's normal along one axis)")
+    for k = 1, 2 do assert.is_true(math.abs(vec[k]) < 1e-15) end
+    for i, p in ipairs(ch.particles) do
+      local x = (r.x[p][1] - 0.01) * 1e3
+      local c = math.max(0, math.min(7, math.floor((x - 14) / 11 + 0.5)))
+      local away = ch.normal[i][1] * (x - (14 + 11 * c)) + ch.normal[i][2] * ((r.x[p][2] - 0.02) * 1e3 - 9.5)
+      assert.is_true(away > 0, "normal from the chamber into the solid")
+    end
+    -- its outline: the body's lattice points and its closed chambers inside, the rest of its bounding box and beyond out
+    for _, p in ipairs(g.particles) do assert.is_true(g.inside(r.x[p])) end
+    for c = 0, 7 do assert.is_true(g.inside({ 0.01 + (14 + 11 * c) * 1e-3, 0.02 + 9.5e-3 }), "chamber " .. c) end
+    for _, x in ipairs { { 0.0099, 0.03 }, { 0.1101, 0.03 }, { 0.05, 0.0199 }, { 0.05, 0.0361 }, { -1, 0 } } do
+      assert.is_false(g.inside(x))
+    end
+    -- refused: a spacing that is not a length, one whose lattice would be too large, one no point of which is inside
+    has(err_of(r.gmsh, r, { path = "scenes/finger2d.geo", offset = { 0, 0 }, scale = 0.001, spacing = -1 }),
+      "robot:gmsh: spacing must be", "-1")
+    has(err_of(r.gmsh, r, { path = "scenes/finger2d.geo", offset = { 0, 0 }, scale = 0.001, spacing = 1e-7 }),
+      "robot:gmsh: spacing: the lattice over the mesh's bounding box would hold more than 5e+07 points")
+    has(err_of(r.gmsh, r, { path = "scenes/finger2d.geo", offset = { 0, 0 }, scale = 0.001, spacing = 1 }),
+      "robot:gmsh: spacing: no lattice point lies inside the mesh's elements")
+  end)
+
   it("says what is wrong with a file, a gmsh run or an option", function()
     local r3, r2 = cq.robot { dim = 3 }, cq.robot { dim = 2 }
     local bad = write("bad.geo", "Box(1) = {0, 0, 0, 1, 1};\n")
@@ -367,7 +446,7 @@ Physical Curve("top") = Curve In BoundingBox{-0.01, 0.99, -1, 1.01, 1.01, 1};
     has(err_of(r3.gmsh, r3, { path = cube, offset = { 0, 0, 0 }, groups = { body = {} } }),
       "the mesh has no physical volume named body (it has: \"cube\")")
     has(err_of(r3.gmsh, r3, { path = cube, offset = { 0, 0 } }), "offset must be a table of 3 numbers")
-    has(err_of(r3.gmsh, r3, { path = cube, offset = { 0, 0, 0 }, spacing = 1 }), "unknown option 'spacing'")
+    has(err_of(r3.gmsh, r3, { path = cube, offset = { 0, 0, 0 }, up = "z" }), "unknown option 'up'")
     has(err_of(r2.gmsh, r2, { path = cube, offset = { 0, 0 } }), "a 2D robot needs a mesh in a plane z = constant")
     local surface_only = files.cube()
     table.remove(surface_only.elements, 4) -- the tetrahedra

@@ -37,4 +37,21 @@ cqh_msh* cqh_msh_read(const char* path, double max_bytes, char* err, int err_siz
 /* The same from size bytes in memory (what the fuzzer drives: tests/fuzz/fuzz_msh.c). */
 cqh_msh* cqh_msh_parse(const unsigned char* data, size_t size, char* err, int err_size);
 void cqh_msh_free(cqh_msh* m);
+
+/* The points of a world-aligned lattice inside a mesh's elements (robot:gmsh{spacing = ...}). */
+typedef struct cqh_msh_lattice {
+  int n;        /* points inside an element */
+  double* x;    /* 3 per point: position, (m + 1/2) spacing per axis for whole m (2D: z the first node's), lattice order */
+  int* element; /* per point: the element holding it (0-based) */
+  int count[3]; /* lattice points per axis over the mesh's bounding box (2D: 1 along z) */
+  double origin[3]; /* the box's corner: point (i, j, k) of it is at origin + (i + 1/2, j + 1/2, k + 1/2) spacing */
+} cqh_msh_lattice;
+
+/* The lattice points inside the elements: n_elements elements of k nodes (4: tetrahedra; 3: triangles, in x and y)
+ * with node indices into X (3 coordinates per node, placed). A point on a face two elements share goes to one of
+ * them; one on the mesh's surface to one side of it, alike for all. At most max_points lattice points over the
+ * elements' bounding box. Returns NULL with the problem in err. Free with cqh_msh_lattice_free. */
+cqh_msh_lattice* cqh_msh_lattice_fill(const double* X, int n_nodes, const int* nodes, int n_elements, int k,
+                                      double spacing, double max_points, char* err, int err_size);
+void cqh_msh_lattice_free(cqh_msh_lattice* f);
 #endif

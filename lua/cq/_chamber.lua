@@ -8,7 +8,8 @@
 local check = require "cq._check"
 
 local M = {}
-local SUB = 4 -- surface samples per particle spacing along the surface
+M.SUB = 4 -- surface samples per particle spacing along the surface (cavities here, robot:gmsh{spacing} faces)
+local SUB = M.SUB
 -- the keys of a cavity table (a box {offset, size} or a ball {center, radius}) and of a chamber wall (robot:chamber;
 -- robot:gmsh's walls also hold face_area, unmatched and unmatched_at, robot:mesh's surface mesh_area)
 local CAVITY_KEYS = check.option_set("robot:box cavities", { "offset", "size", "center", "radius", "name" })
@@ -149,14 +150,11 @@ local function spatial_hash(items, pos, h, dim)
   return function(x, r, f) near(x[1], x[2], x[3] or 0, r, function(k) f(items[k + 1]) end) end
 end
 
---- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area,
---- offset } } (1-based robot particle indices; unit normals from the cavity into the solid; areas, 2D: lengths;
---- offsets from each particle to the centroid of the surface it carries). h is the
---- lattice spacing. A surface sample farther than 2 h from every particle means the cavity is not enclosed.
-function M.walls(where, robot, group, cavities, h)
-  local dim, xs = robot.dim, robot.x
-  local near = spatial_hash(group.particles, function(p) return xs[p] end, h, dim) -- the group's particles
-  local function nearest(x)
+--- The nearest of the particles (a list of 1-based indices into xs, the robot's positions) to a position x within 2 h
+--- (the lowest index among equals), or nil: returns that search, nearest(x).
+function M.nearest(xs, particles, h, dim)
+  local near = spatial_hash(particles, function(p) return xs[p] end, h, dim)
+  return function(x)
     local best, best_d2 = nil, (2 * h) ^ 2
     near(x, 2, function(p)
       local d2 = 0
@@ -165,6 +163,47 @@ function M.walls(where, robot, group, cavities, h)
     end)
     return best
   end
+end
+
+--- Adds a surface sample (position x, unit normal from the cavity into the solid, area dA) to the sum of particle p
+--- (xs[p] its position) in sums: { [p] = { N dA summed (1..dim), o = offsets' area-weighted sum, A = area } }.
+function M.add_sample(sums, p, xs, x, normal, dA, dim)
+  local v = sums[p] or { o = {}, A = 0 }
+  for a = 1, dim do
+    v[a] = (v[a] or 0) + normal[a] * dA
+    v.o[a] = (v.o[a] or 0) + (x[a] - xs[p][a]) * dA -- the surface's centroid, relative to the particle
+  end
+  v.A = v.A + dA
+  sums[p] = v
+end
+
+--- The wall { particles, normal, area, offset } of the sums M.add_sample made (particles ascending; each particle's
+--- unit normal and area from its summed N dA, its offset the centroid of its samples less its position).
+function M.wall_of(sums, dim)
+  local wall, ps = { particles = {}, normal = {}, area = {}, offset = {} }, {}
+  for p in pairs(sums) do ps[#ps + 1] = p end
+  table.sort(ps)
+  for _, p in ipairs(ps) do
+    local v, len = sums[p], 0
+    for a = 1, dim do len = len + (v[a] or 0) ^ 2 end
+    len = math.sqrt(len)
+    if len > 0 then
+      local n, o = {}, {}
+      for a = 1, dim do n[a], o[a] = v[a] / len, v.o[a] / v.A end
+      wall.particles[#wall.particles + 1], wall.normal[#wall.normal + 1], wall.area[#wall.area + 1] = p, n, len
+      wall.offset[#wall.offset + 1] = o
+    end
+  end
+  return wall
+end
+
+--- The chamber walls of the group's particles around the parsed cavities: { [name] = { particles, normal, area,
+--- offset } } (1-based robot particle indices; unit normals from the cavity into the solid; areas, 2D: lengths;
+--- offsets from each particle to the centroid of the surface it carries). h is the
+--- lattice spacing. A surface sample farther than 2 h from every particle means the cavity is not enclosed.
+function M.walls(where, robot, group, cavities, h)
+  local dim, xs = robot.dim, robot.x
+  local nearest = M.nearest(xs, group.particles, h, dim)
   local sums, order = {}, {} -- per chamber name: particle -> summed N dA
   for i, cav in ipairs(cavities) do
     local s = sums[cav.name]
@@ -193,35 +232,11 @@ function M.walls(where, robot, group, cavities, h)
           "spacings of its surface point (%s); keep walls at least one spacing thick", i, cav.name, table.concat(x, ", ")),
           check.shown(string.format("spacing %g", h)))
       end
-      local v = s[p] or { o = {}, A = 0 }
-      for a = 1, dim do
-        v[a] = (v[a] or 0) + normal[a] * dA
-        v.o[a] = (v.o[a] or 0) + (x[a] - xs[p][a]) * dA -- the surface's centroid, relative to the particle
-      end
-      v.A = v.A + dA
-      s[p] = v
+      M.add_sample(s, p, xs, x, normal, dA, dim)
     end)
   end
   local walls = {}
-  for _, name in ipairs(order) do
-    local wall, ps = { particles = {}, normal = {}, area = {}, offset = {} }, {}
-    for p in pairs(sums[name]) do ps[#ps + 1] = p end
-    table.sort(ps)
-    for _, p in ipairs(ps) do
-      local v, len = sums[name][p], 0
-      for a = 1, dim do len = len + v[a] * v[a] end
-      len = math.sqrt(len)
-      if len > 0 then
-        local n = {}
-        for a = 1, dim do n[a] = v[a] / len end
-        local o = {}
-        for a = 1, dim do o[a] = v.o[a] / v.A end
-        wall.particles[#wall.particles + 1], wall.normal[#wall.normal + 1], wall.area[#wall.area + 1] = p, n, len
-        wall.offset[#wall.offset + 1] = o
-      end
-    end
-    walls[name] = wall
-  end
+  for _, name in ipairs(order) do walls[name] = M.wall_of(sums[name], dim) end
   return M.named(where, walls, "cavity")
 end
 

@@ -1,8 +1,9 @@
 -- Private: robots from Gmsh meshes for robot:gmsh (seed 003 sec. 4.1): a .geo file meshed by gmsh (a subprocess:
 -- GPL, never linked) or a .msh file, read by the host's MSH 4.1 reader (engine/host/msh.h via ffi.C); one particle per
--- tetrahedron (2D: triangle) at its centroid with its volume (area), groups per physical volume (surface), and the
--- chamber walls of every physical surface (curve): for each face, the element owning it, its area and the unit
--- normal pointing from the cavity into the solid.
+-- tetrahedron (2D: triangle) at its centroid with its volume (area), or with spacing one per point of the world's
+-- lattice inside an element (engine/host/msh_lattice.c); groups per physical volume (surface), and the chamber walls
+-- of every physical surface (curve): for each face, the element owning it, its area and the unit normal pointing from
+-- the cavity into the solid, handed to the element's particle or, split into pieces, to the nearest particles.
 local ffi = require "ffi"
 local check = require "cq._check"
 local warn_ = require "cq._warn"
@@ -12,7 +13,8 @@ require "cq._ffi" -- declares cqh_msh_* (engine/host/msh.h)
 
 local M = {}
 M.OPTIONS = check.option_set("robot:gmsh", { "path", "scale", "offset", "material", "groups", "mesh_size", "velocity",
-  "name" })
+  "name", "spacing" })
+M.MAX_LATTICE = 5e7 -- lattice points over a mesh's bounding box with spacing (an int each while filling)
 M.GMSH = "gmsh"      -- the program run for .geo files (a test points it elsewhere to see the message without it)
 M.MAX_BYTES = 2 ^ 31 -- .msh files larger than this are refused before they are read
 
@@ -127,8 +129,9 @@ local FACES = { [4] = { { 0, 1, 2, 3 }, { 0, 1, 3, 2 }, { 0, 2, 3, 1 }, { 1, 2, 
   [3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 2, 0 } } }
 
 -- The chamber tables of the face groups: for each face of a group, the element sharing all its nodes (found through
--- a hash of the sorted node list built once over the wanted faces, then one pass over the elements' faces).
-local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
+-- a hash of the sorted node list built once over the wanted faces, then one pass over the elements' faces). carry(sum,
+-- nodes, area, normal, element) hands a wall face to the particles that carry it (cq._chamber.add_sample's sums).
+local function chambers(P, dim, els, k, faces, groups_of, n_nodes, carry)
   local fk = k - 1
   local wanted = {} -- wanted[lo * n_nodes + mid][hi] = face index (0-based); 2D: lo, hi and hi
   local function key(a, b, c)
@@ -174,17 +177,7 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
         local n = {}
         for j = 1, fk do n[j] = faces.nodes[fk * f + j - 1] end
         local area, normal = wall(P, dim, n[1], n[2], n[3], owner[f][2])
-        local p = particle_of[owner[f][1]]
-        local s = ch.sum[p] or { 0, 0, 0, o = { 0, 0, 0 }, A = 0 }
-        local ec = element_shape(P, els, k, owner[f][1], dim) -- the particle: its element's centroid
-        for a = 1, 3 do
-          local fc = 0 -- the face's centroid
-          for j = 1, fk do fc = fc + P[n[j]][a] / fk end
-          s[a] = s[a] + area * normal[a]
-          s.o[a] = s.o[a] + area * (fc - ec[a])
-        end
-        s.A = s.A + area
-        ch.sum[p] = s
+        carry(ch.sum, n, area, normal, owner[f][1], name)
         ch.face_area = ch.face_area + area
       else
         ch.unmatched = ch.unmatched + 1 -- on no element (not meshed) or between two (an interface, not a wall)
@@ -200,20 +193,63 @@ local function chambers(P, dim, els, k, faces, groups_of, n_nodes, particle_of)
     end
   end
   for name, ch in pairs(out) do
-    local t = { particles = {}, normal = {}, area = {}, offset = {}, face_area = ch.face_area, unmatched = ch.unmatched,
-      unmatched_at = ch.unmatched_at }
-    for p in pairs(ch.sum) do t.particles[#t.particles + 1] = p end
-    table.sort(t.particles)
-    for i, p in ipairs(t.particles) do
-      local s = ch.sum[p]
-      local len = math.sqrt(s[1] ^ 2 + s[2] ^ 2 + s[3] ^ 2)
-      t.area[i] = len
-      t.normal[i] = dim == 2 and { s[1] / len, s[2] / len } or { s[1] / len, s[2] / len, s[3] / len }
-      t.offset[i] = dim == 2 and { s.o[1] / s.A, s.o[2] / s.A } or { s.o[1] / s.A, s.o[2] / s.A, s.o[3] / s.A }
-    end
+    local t = chambers_.wall_of(ch.sum, dim)
+    t.face_area, t.unmatched, t.unmatched_at = ch.face_area, ch.unmatched, ch.unmatched_at
     out[name] = t
   end
   return out, count
+end
+
+-- The body's outline at the lattice's resolution (robot:gmsh{spacing}): inside(x) is true where the lattice point
+-- nearest x (the centre of the lattice cell holding x) is one of the body's, or lies in a space the body encloses (a
+-- cavity: points that no path of empty neighbours, along the axes, joins to the border of the lattice's box).
+local function outline(f, h, dim)
+  local n = { f.count[0], f.count[1], f.count[2] }
+  local o = { f.origin[0], f.origin[1], f.origin[2] }
+  local N = n[1] * n[2] * n[3]
+  local mark = ffi.new("uint8_t[?]", N) -- 0 enclosed (until reached), 1 the body's, 2 outside
+  local floor = math.floor
+  for j = 0, f.n - 1 do
+    local c1, c2 = floor((f.x[3 * j] - o[1]) / h), floor((f.x[3 * j + 1] - o[2]) / h)
+    local c3 = dim == 3 and floor((f.x[3 * j + 2] - o[3]) / h) or 0
+    mark[(c1 * n[2] + c2) * n[3] + c3] = 1
+  end
+  local stack, top = ffi.new("int32_t[?]", N), 0
+  local function reach(i)
+    if mark[i] == 0 then
+      mark[i] = 2
+      stack[top] = i
+      top = top + 1
+    end
+  end
+  for c1 = 0, n[1] - 1 do
+    for c2 = 0, n[2] - 1 do
+      for c3 = 0, n[3] - 1 do
+        if c1 == 0 or c1 == n[1] - 1 or c2 == 0 or c2 == n[2] - 1 or (dim == 3 and (c3 == 0 or c3 == n[3] - 1)) then
+          reach((c1 * n[2] + c2) * n[3] + c3)
+        end
+      end
+    end
+  end
+  local stride = { n[2] * n[3], n[3], 1 }
+  while top > 0 do
+    top = top - 1
+    local i = stack[top]
+    local c = { floor(i / stride[1]), floor(i / n[3]) % n[2], i % n[3] }
+    for a = 1, dim do
+      if c[a] > 0 then reach(i - stride[a]) end
+      if c[a] < n[a] - 1 then reach(i + stride[a]) end
+    end
+  end
+  return function(x)
+    local i = 0
+    for a = 1, dim do
+      local c = floor((x[a] - o[a]) / h)
+      if not (c >= 0 and c < n[a]) then return false end
+      i = i + c * stride[a]
+    end
+    return mark[i] ~= 2
+  end
 end
 
 --- robot:gmsh (lua/cq/robot.lua): adds the particles of the mesh to robot r; returns the group (docs/api.md).
@@ -226,6 +262,7 @@ function M.build(r, where, opts, material)
   local s = check.number(where, "scale", opts.scale or 1, 0, math.huge, { open_lo = true })
   check.vector(where, "offset", opts.offset, dim)
   if opts.mesh_size ~= nil then check.number(where, "mesh_size", opts.mesh_size, 0, math.huge, { open_lo = true }) end
+  if opts.spacing ~= nil then check.number(where, "spacing", opts.spacing, 0, math.huge, { open_lo = true }) end
   if opts.velocity then check.vector(where, "velocity", opts.velocity, dim) end
   if opts.groups ~= nil and type(opts.groups) ~= "table" then
     check.fail(where, "groups must be a table { [physical name] = material }", opts.groups)
@@ -276,67 +313,153 @@ function M.build(r, where, opts, material)
     end
     mats[name] = material(where .. " groups." .. name, mat, dim)
   end
+  -- the sampling: one particle per element at its centroid with its volume, or (spacing) one per lattice point inside
+  -- an element with volume spacing^dim; element_of(j): sample j's element (0-based), j = 1.. in element or lattice order
+  local h = opts.spacing
+  local samples, n_samples = nil, els.n
+  if h then
+    local X = ffi.new("double[?]", 3 * m.n_nodes)
+    for n = 0, m.n_nodes - 1 do
+      for a = 1, 3 do X[3 * n + a - 1] = P[n][a] end
+    end
+    local err = ffi.new("char[512]")
+    local f = ffi.C.cqh_msh_lattice_fill(X, m.n_nodes, els.nodes, els.n, k, h, M.MAX_LATTICE, err, 512)
+    if f == nil then check.fail(where, "spacing: " .. ffi.string(err), h) end
+    samples = ffi.gc(f, ffi.C.cqh_msh_lattice_free)
+    n_samples = samples.n
+    if n_samples == 0 then
+      check.fail(where, string.format("spacing: no lattice point lies inside the mesh's elements (%s); a smaller " ..
+        "spacing", opts.path), h)
+    end
+  end
+  local function element_of(j) return samples and samples.element[j - 1] or j - 1 end
   local order, buckets = {}, {}
-  for i = 0, els.n - 1 do
+  for j = 1, n_samples do
+    local i = element_of(j)
     local names = els.entity[i] >= 0 and groups_of[els.entity[i]] or {}
     local home = names[1] or ""
-    for j = 2, #names do
-      local given = opts.groups and opts.groups[names[j]]
+    for l = 2, #names do
+      local given = opts.groups and opts.groups[names[l]]
       if given ~= nil and given ~= opts.groups[home] then
         check.fail(where, string.format("groups: '%s' and '%s' give different materials to the elements they share",
-          home, names[j]), names[j])
+          home, names[l]), names[l])
       end
     end
     if not buckets[home] then buckets[home] = {}; order[#order + 1] = home end
     local b = buckets[home]
-    b[#b + 1] = i
+    b[#b + 1] = j
   end
-  r:_room(where, els.n, "mesh_size = " .. tostring(opts.mesh_size))
+  r:_room(where, n_samples, h and "spacing = " .. tostring(h) or "mesh_size = " .. tostring(opts.mesh_size))
   local label = opts.name or opts.path:match("([^/]+)$")
   local vel = opts.velocity or {}
   local all = { first = #r.x + 1, particles = {}, name = label, material = default, groups = {} }
-  local particle_of, volume, shapes = {}, 0, {}
-  for b, home in ipairs(order) do -- every element is checked before any group is added to the robot
+  local particle_of, element_at, volume, shapes = {}, {}, 0, {}
+  for i = 0, els.n - 1 do -- every element is checked before any group is added to the robot
+    local _, v = element_shape(P, els, k, i, dim)
+    if not (v > 0) then
+      local what = dim == 3 and "tetrahedron %d has no volume (its nodes are coplanar)" or
+        "triangle %d has no area (its nodes are collinear)"
+      check.raise(string.format("%s: %s: " .. what, where, opts.path, i + 1))
+    end
+    volume = volume + v
+  end
+  for b, home in ipairs(order) do
     local xs, vols = {}, {}
-    for j, i in ipairs(buckets[home]) do
-      local c, v = element_shape(P, els, k, i, dim)
-      if not (v > 0) then
-        local what = dim == 3 and "tetrahedron %d has no volume (its nodes are coplanar)" or
-          "triangle %d has no area (its nodes are collinear)"
-        check.raise(string.format("%s: %s: " .. what, where, opts.path, i + 1))
+    for l, j in ipairs(buckets[home]) do
+      if samples then
+        local x = samples.x + 3 * (j - 1)
+        xs[l], vols[l] = dim == 2 and { x[0], x[1] } or { x[0], x[1], x[2] }, h ^ dim
+      else
+        local c, v = element_shape(P, els, k, j - 1, dim)
+        xs[l], vols[l] = dim == 2 and { c[1], c[2] } or c, v
       end
-      xs[j], vols[j] = dim == 2 and { c[1], c[2] } or c, v
-      volume = volume + v
     end
     shapes[b] = { xs, vols }
   end
   for b, home in ipairs(order) do
     local xs, vols = shapes[b][1], shapes[b][2]
     local g = r:_add_group(xs, 0, mats[home] or default, vel, home ~= "" and (label .. " " .. home) or label)
-    for j, i in ipairs(buckets[home]) do
-      local p = g.first + j - 1
-      r.vol[p] = vols[j] -- per-element volumes: _add_group gives one to all
-      particle_of[i] = p
+    for l, j in ipairs(buckets[home]) do
+      local p = g.first + l - 1
+      r.vol[p] = vols[l] -- per-element volumes: _add_group gives one to all
+      particle_of[j - 1] = p -- (by element without spacing; by lattice point with it)
+      element_at[p] = element_of(j)
     end
   end
   all.last = #r.x
   for p = all.first, all.last do all.particles[#all.particles + 1] = p end
+  if samples then all.inside = outline(samples, h, dim) end
   -- .groups[name]: every physical group of the elements' dimension, in the form robot:select returns
-  for i = 0, els.n - 1 do
+  for p = all.first, all.last do
+    local i = element_at[p]
     for _, name in ipairs(els.entity[i] >= 0 and groups_of[els.entity[i]] or {}) do
       local g = all.groups[name]
       if not g then
         g = { particles = {}, name = name, material = mats[name] or default, parent = all }
         all.groups[name] = g
       end
-      g.particles[#g.particles + 1] = particle_of[i]
+      g.particles[#g.particles + 1] = p
     end
   end
   for _, g in pairs(all.groups) do
     table.sort(g.particles)
     g.first, g.last = g.particles[1], g.particles[#g.particles]
   end
-  all.chambers, all.faces = chambers(P, dim, els, k, faces, entity_groups(m, dim - 1), m.n_nodes, particle_of)
+  local fk = k - 1
+  local carry
+  if samples then -- each face split into pieces no longer than spacing / SUB, each piece to the nearest particle
+    local nearest = chambers_.nearest(r.x, all.particles, h, dim)
+    local SUB = chambers_.SUB
+    carry = function(sum, n, area, normal, _, name)
+      local A, B, C = P[n[1]], P[n[2]], P[n[3] or n[2]]
+      local edge = 0
+      for _, e in ipairs { { A, B }, { B, C }, { C, A } } do
+        local d2 = 0
+        for a = 1, dim do d2 = d2 + (e[1][a] - e[2][a]) ^ 2 end
+        edge = math.max(edge, math.sqrt(d2))
+      end
+      local q = math.max(1, math.ceil(edge * SUB / h))
+      local function emit(u, v, dA) -- the piece centred at A + u (B - A) + v (C - A)
+        local x = {}
+        for a = 1, dim do x[a] = A[a] + u * (B[a] - A[a]) + v * (C[a] - A[a]) end
+        local p = nearest(x)
+        if not p then
+          local at = {}
+          for a = 1, dim do at[a] = string.format("%.4g", x[a]) end
+          check.fail(where, string.format("the physical %s '%s' has a point (%s) with no particle within 2 spacings: " ..
+            "the solid behind it is thinner than the spacing resolves; a smaller spacing", dim == 3 and "surface" or
+            "curve", name, table.concat(at, ", ")), h)
+        end
+        chambers_.add_sample(sum, p, r.x, x, normal, dA, dim)
+      end
+      if fk == 2 then
+        for i = 0, q - 1 do emit((i + 0.5) / q, 0, area / q) end
+      else
+        local dA = area / (q * q)
+        for i = 0, q - 1 do
+          for j = 0, q - 1 - i do
+            emit((i + 1 / 3) / q, (j + 1 / 3) / q, dA)
+            if i + j <= q - 2 then emit((i + 2 / 3) / q, (j + 2 / 3) / q, dA) end
+          end
+        end
+      end
+    end
+  else -- each face to its element's particle
+    carry = function(sum, n, area, normal, e)
+      local p = particle_of[e]
+      local s = sum[p] or { 0, 0, 0, o = { 0, 0, 0 }, A = 0 }
+      local ec = element_shape(P, els, k, e, dim) -- the particle: its element's centroid
+      for a = 1, 3 do
+        local fc = 0 -- the face's centroid
+        for j = 1, fk do fc = fc + P[n[j]][a] / fk end
+        s[a] = s[a] + area * normal[a]
+        s.o[a] = s.o[a] + area * (fc - ec[a])
+      end
+      s.A = s.A + area
+      sum[p] = s
+    end
+  end
+  all.chambers, all.faces = chambers(P, dim, els, k, faces, entity_groups(m, dim - 1), m.n_nodes, carry)
   -- a physical surface whose faces are not all walls of the mesh: say so, and where (a surface left unmeshed, a tag
   -- on an interface between two volumes), rather than leave them out of its wall silently
   local names = {}

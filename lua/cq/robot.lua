@@ -283,7 +283,8 @@ end
 
 local gmsh = require "cq._msh" -- loaded with robot.lua: it declares robot:gmsh's option set
 --- Particles from a Gmsh mesh (.geo meshed by gmsh, or .msh): one per tetrahedron (2D: triangle) at its centroid with
---- its volume, sub-groups per physical volume and chamber walls per physical surface (lua/cq/_msh.lua, docs/api.md).
+--- its volume, or (spacing) one per point of the world's lattice inside the mesh; sub-groups per physical volume and
+--- chamber walls per physical surface (lua/cq/_msh.lua, docs/api.md).
 function Robot:gmsh(opts)
   if type(opts) == "table" then check_name("robot:gmsh", opts.name) end
   return gmsh.build(self, "robot:gmsh", opts, material)
