@@ -11,13 +11,17 @@ M.RES = { 64, 56, 24 }
 M.SHEAR = 2 * (1.19e3 + 23.028e3) -- Pa: G = 2 (C10 + C01) of the DragonSkin-30 fit
 
 --- The explicit substep: half the CFL limit dx / c of the P-wave speed c = sqrt((K + 4G/3) / rho).
-function M.explicit_dt(bulk) return 0.5 * M.DX / math.sqrt((bulk + 4 / 3 * M.SHEAR) / 1080) end
+function M.explicit_dt(bulk, dx) return 0.5 * (dx or M.DX) / math.sqrt((bulk + 4 / 3 * M.SHEAR) / 1080) end
 
 --- A world and state. opts: mesh_size (mm, 3), msh (a .msh file of scenes/finger.geo already meshed, for machines
 --- without gmsh; replaces mesh_size), bulk (Pa, 1.75e9), damping (1/s, 25: near-critical for the first bending mode,
 --- ~15 rad/s), integrator ("explicit"), dt (the explicit substep by default), control_dt (s: a control step of
 --- ceil(control_dt / dt) substeps; default one substep), implicit (solver options), threads, water (nil: the finger
---- hangs in air; a table: it hangs in a tank of water, see M.WATER), gravity (m/s^2, 9.8).
+--- hangs in air; a table: it hangs in a tank of water, see M.WATER), gravity (m/s^2, 9.8), spacing (m: the finger's
+--- particles on the world's lattice of this spacing, robot:gmsh's option, instead of one per tetrahedron; the finger's
+--- corner then moves down to a whole number of spacings, and in water the water takes the same lattice (its spacing
+--- replaced), so the two meet without a seam: docs/modelling.md "a fluid meeting a solid"), dx (m, M.DX: the cell; the
+--- grid keeps its room in metres, the base 3.5 mm inside the top band of 3 cells).
 -- The mesh runs along its x from the base (x = 0) to the tip, y up; here it hangs from the ceiling: mesh x becomes
 -- world -y and mesh y world +x (a rotation about z), positions and chamber normals alike. The base's first 5 mm sit
 -- inside the top wall's sticky band (3 cells: its last 3.5 mm), which clamps them; the finger curls towards -x,
@@ -38,7 +42,14 @@ local WALL = 3 -- cells of every wall of the grid
 
 -- The finger's outer box in world coordinates (the mesh is L x H x W = 100 x 16 x 20 mm, posed as below).
 local LENGTH, HEIGHT, WIDTH = 0.100, 0.016, 0.020
-local function y0() return (M.RES[2] - 1.6) * M.DX end -- the base just inside the grid's last valid row
+-- The base: 3.5 mm inside the top band of 3 cells (at dx 2.5 mm just inside the grid's last valid row).
+local function y0(res2, dx) return (res2 - 3) * dx + 3.5e-3 end
+-- The air's grid at cell dx: M.RES's room (160 x 140 x 60 mm).
+local function air_res(dx)
+  local res = {}
+  for a = 1, 3 do res[a] = math.ceil(M.RES[a] * M.DX / dx - 1e-9) end
+  return res
+end
 
 -- The water options: opts.water (true or a table) merged over M.WATER, checked.
 local function water_options(o)
@@ -59,22 +70,31 @@ end
 --- water the grid's walls' innermost nodes (WALL - 1 and res - WALL) lie gap from the finger, the slack (cells are
 --- 2.5 mm) on its +x side and shared by its z sides: the water fills the grid up to those nodes (docs/api.md, fluids:
 --- water placed a cell inside them creeps into the gap).
-function M.tank(water)
+function M.tank(water, spacing, dx)
+  dx = dx or M.DX
   local w = water and water_options(water) or nil
-  local res, X0, Z0 = M.RES, 0.11, 0.02
+  local res, X0, Z0 = air_res(dx), 0.11, 0.02
   if w then
-    local function cells(width) return 2 * WALL - 1 + math.ceil(width / M.DX - 1e-9) end
-    res = { cells(w.gap[1] + HEIGHT + w.gap[2]), M.RES[2], cells(WIDTH + 2 * w.gap[3]) }
-    local inside_z = (res[3] - 2 * WALL + 1) * M.DX -- between the walls' innermost nodes
-    X0, Z0 = (WALL - 1) * M.DX + w.gap[1], (WALL - 1) * M.DX + (inside_z - WIDTH) / 2
+    local function cells(width) return 2 * WALL - 1 + math.ceil(width / dx - 1e-9) end
+    res = { cells(w.gap[1] + HEIGHT + w.gap[2]), res[2], cells(WIDTH + 2 * w.gap[3]) }
+    local inside_z = (res[3] - 2 * WALL + 1) * dx -- between the walls' innermost nodes
+    X0, Z0 = (WALL - 1) * dx + w.gap[1], (WALL - 1) * dx + (inside_z - WIDTH) / 2
   end
-  local t = { res = res, finger_lo = { X0, y0() - LENGTH, Z0 }, finger_hi = { X0 + HEIGHT, math.huge, Z0 + WIDTH } }
+  local Y0 = y0(res[2], dx)
+  if spacing then -- the finger's lattice on the world's: its corner a whole number of spacings
+    X0, Y0, Z0 = M.on_lattice(X0, spacing), M.on_lattice(Y0, spacing), M.on_lattice(Z0, spacing)
+  end
+  local t = { res = res, finger_lo = { X0, Y0 - LENGTH, Z0 }, finger_hi = { X0 + HEIGHT, math.huge, Z0 + WIDTH },
+    base = Y0 }
   if w then
-    t.water_lo = { (WALL - 1) * M.DX, (WALL - 1) * M.DX, (WALL - 1) * M.DX }
-    t.water_hi = { (res[1] - WALL) * M.DX, w.level, (res[3] - WALL) * M.DX }
+    t.water_lo = { (WALL - 1) * dx, (WALL - 1) * dx, (WALL - 1) * dx }
+    t.water_hi = { (res[1] - WALL) * dx, w.level, (res[3] - WALL) * dx }
   end
   return t
 end
+
+--- x rounded down to a whole number of spacings h.
+function M.on_lattice(x, h) return math.floor(x / h + 1e-9) * h end
 
 -- Adds the water w to robot in tank t (M.tank): the water's room less the finger's box, as one even lattice whose
 -- cells meet the finger's faces in x and z, so that the water's first particles sit half a spacing from every side
@@ -89,7 +109,8 @@ local function add_water(robot, w, t)
     size[a] = math.floor((hi[a] - offset[a]) / h + 1e-9) * h
   end
   local function outside_finger(x)
-    for a = 1, 3 do if x[a] < flo[a] - h / 4 or x[a] > fhi[a] + h / 4 then return true end end
+    for a = 1, 3 do if x[a] < flo[a] - h / 4 or x[a] > fhi[a] + h / 4 then return true end end -- (h / 4: a point
+    -- half a spacing outside a face is water, one a quarter inside it is the finger's)
     return false
   end
   robot:box { offset = offset, size = size, spacing = h, material = { preset = "water", bulk = w.bulk, visc = w.visc },
@@ -103,9 +124,11 @@ function M.build(opts)
   local robot = cq.robot { dim = 3 }
   local mesh_size = not opts.msh and (opts.mesh_size or 3) or nil
   local finger = robot:gmsh { path = opts.msh or "scenes/finger.geo", mesh_size = mesh_size, scale = 1e-3,
-    offset = { 0, 0, 0 }, material = { preset = "dragonskin30", bulk = bulk } }
-  local tank = M.tank(opts.water)
-  local X0, Y0, Z0 = tank.finger_lo[1], y0(), tank.finger_lo[3]
+    offset = { 0, 0, 0 }, spacing = opts.spacing, material = { preset = "dragonskin30", bulk = bulk } }
+  if water and opts.spacing then water.spacing = opts.spacing end
+  local dx = opts.dx or M.DX
+  local tank = M.tank(opts.water, opts.spacing, dx)
+  local X0, Y0, Z0 = tank.finger_lo[1], tank.base, tank.finger_lo[3]
   for _, p in ipairs(finger.particles) do
     local x = robot.x[p]
     x[1], x[2], x[3] = X0 + x[2], Y0 - x[1], Z0 + x[3]
@@ -116,18 +139,18 @@ function M.build(opts)
   robot:chamber { wall = wall, max = M.P_MAX }
   local walls = { top = { type = "sticky", thickness = 3 } }
   local gravity = opts.gravity or 9.8
-  local dt = opts.dt or M.explicit_dt(bulk)
+  local dt = opts.dt or M.explicit_dt(bulk, dx)
   if water then
     add_water(robot, water, tank)
     walls.all = { type = "slip", thickness = WALL }
-    dt = opts.dt or math.min(dt, 0.5 * M.DX / math.sqrt(water.bulk / 1000))
+    dt = opts.dt or math.min(dt, 0.5 * dx / math.sqrt(water.bulk / 1000))
   end
   local substeps = 1
   if opts.control_dt then
     substeps = math.ceil(opts.control_dt / dt - 1e-9)
     dt = opts.control_dt
   end
-  local world, s = robot:world { res = tank.res, dx = M.DX, dt = dt, substeps = substeps, gravity = { 0, -gravity, 0 },
+  local world, s = robot:world { res = tank.res, dx = dx, dt = dt, substeps = substeps, gravity = { 0, -gravity, 0 },
     damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads, volumetric = opts.volumetric,
     fluid = opts.fluid, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }

@@ -34,7 +34,9 @@ end
 --- fluid ("particle" or "grid", the world's), volumetric ("averaged"), volumetric_groups and volumetric_own (the
 --- world's), integrator ("implicit"), dt (s, 5e-3),
 --- control_dt (s: a control step of ceil(control_dt / dt) substeps; default one substep), gravity (m/s^2, 0),
---- damping (1/s, 25), implicit (solver options), threads.
+--- damping (1/s, 25), implicit (solver options), threads, spacing (m: the finger's particles on the world's lattice of
+--- this spacing, robot:gmsh's option, instead of one per triangle; in water the water takes the same lattice, less the
+--- finger's outer box, so the two meet without a seam: docs/modelling.md "a fluid meeting a solid").
 function M.build(opts)
   opts = opts or {}
   local water = opts.water and merged(M.WATER, opts.water, "water") or nil
@@ -44,17 +46,18 @@ function M.build(opts)
   local res = { math.ceil((M.X0 + M.LENGTH + gap) / dx) + 3, math.ceil((y0 + M.HEIGHT + gap + 0.01) / dx) + 3 }
   local r = cq.robot { dim = 2 }
   local g = r:gmsh { path = "scenes/finger2d.geo", offset = { M.X0, y0 }, scale = 1e-3,
-    mesh_size = (opts.mesh or 0.6 * dx) * 1e3, material = { preset = "dragonskin30", bulk = opts.bulk or 1.75e9 } }
+    mesh_size = (opts.mesh or 0.6 * dx) * 1e3, spacing = opts.spacing, material = { preset = "dragonskin30", bulk = opts.bulk or 1.75e9 } }
   r:chamber { wall = g.chambers.chamber, max = M.P_MAX }
   local n_finger = #r.x
   if water then
-    local h = dx / water.per_axis
+    local h = opts.spacing or dx / water.per_axis
+    local tol = opts.spacing and h / 4 or h / 2 -- (a lattice point at the finger's box's face, h / 2 from it, is water)
     local x1 = (res[1] - 3) * dx
     r:box { offset = { 2 * dx, 2 * dx },
       size = { math.floor((x1 - 2 * dx) / h) * h, math.floor((y0 + M.HEIGHT + gap - 2 * dx) / h) * h },
       spacing = h, name = "water", material = { preset = "water", bulk = water.bulk, visc = water.visc },
       keep = function(x)
-        return not (x[1] < M.X0 + M.LENGTH + h / 2 and x[2] > y0 - h / 2 and x[2] < y0 + M.HEIGHT + h / 2)
+        return not (x[1] < M.X0 + M.LENGTH + tol and x[2] > y0 - tol and x[2] < y0 + M.HEIGHT + tol)
       end }
   end
   local dt, substeps = opts.dt or 5e-3, 1

@@ -1,0 +1,33 @@
+-- docs/experiments/finger3d_gmsh_water.lua: seed 003's 3D finger (scenes/finger.lua: finger.geo meshed by gmsh,
+-- DragonSkin-30 with its bulk lowered to 2 MPa, hanging from the top sticky band, no gravity, explicit, one thread) in
+-- air or in its tank of grid water (bulk K), the chamber at p_kPa ramped over 0.1 s. sampling "lattice":
+-- robot:gmsh{spacing = dx / 2} (the world's lattice, 2 per cell and axis; at dx 2 mm its points lie between the
+-- drawing's whole millimetres) with the water on the same lattice less the finger's outer box, so they meet without a
+-- seam; "elements": one particle per tetrahedron (mesh 3 mm) and the scene's water at 2.5 per cell and axis (the
+-- seams robot:world warns of). Prints the tip's (dx, dy, dz) in mm six
+-- times over T (docs/results/history.md, "a meshed body on the water's lattice").
+-- usage: cqlua docs/experiments/finger3d_gmsh_water.lua [media=water|air] [sampling=lattice|elements] [K=2e6]
+--        [p_kPa=10] [T=0.6] [dx_mm=2.5]
+package.path = "./scenes/?.lua;" .. package.path
+local finger = require "finger"
+local media, sampling, K = arg[1] or "water", arg[2] or "lattice", tonumber(arg[3] or 2e6)
+local pk, T = tonumber(arg[4] or 10), tonumber(arg[5] or 0.6)
+local lattice = sampling == "lattice"
+local dx = tonumber(arg[6] or 2.5) * 1e-3
+local w, s, nf = finger.build { dx = dx, mesh_size = 3, spacing = lattice and dx / 2 or nil, bulk = 2e6, gravity = 0,
+  water = media == "water" and { bulk = K } or nil, threads = 1 }
+local tip = finger.tip_of(w, s, nf)
+local x0 = tip()
+local steps = math.floor(T / w.dt + 0.5)
+local every = math.floor(steps / 6)
+local t0 = os.clock()
+for k = 1, steps do
+  w:step(s, { pk * 1e3 / finger.P_MAX * math.min(1, k * w.dt / 0.1) })
+  if k % every == 0 then
+    local x = tip()
+    print(string.format("%s %s K %g p %g kPa t %.2f s: tip (%.3f, %.3f, %.3f) mm; %d finger particles, %d in all, %.0f s",
+      media, sampling, K, pk, k * w.dt, (x[1] - x0[1]) * 1e3, (x[2] - x0[2]) * 1e3, (x[3] - x0[3]) * 1e3, nf, w.n,
+      os.clock() - t0))
+    io.stdout:flush()
+  end
+end
