@@ -345,9 +345,9 @@ $(FUZZ_BUILD)/mesh_lattice.o: $(HOST_DIR)/mesh_lattice.c $(HOST_HDR) Makefile | 
 $(FUZZ_BUILD)/fuzz_png: tests/fuzz/fuzz_png.c $(HOST_DIR)/png.c $(HOST_DIR)/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_png.c $(HOST_DIR)/png.c $(HOST_DIR)/readfile.c -lm
-$(FUZZ_BUILD)/fuzz_msh: tests/fuzz/fuzz_msh.c $(HOST_DIR)/msh.c $(HOST_DIR)/readfile.c $(HOST_HDR) | fuzz-deps
+$(FUZZ_BUILD)/fuzz_msh: tests/fuzz/fuzz_msh.c $(HOST_DIR)/msh.c $(HOST_DIR)/msh_lattice.c $(HOST_DIR)/readfile.c $(HOST_HDR) | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_msh.c $(HOST_DIR)/msh.c $(HOST_DIR)/readfile.c -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ tests/fuzz/fuzz_msh.c $(HOST_DIR)/msh.c $(HOST_DIR)/msh_lattice.c $(HOST_DIR)/readfile.c -lm
 # (the Lua code it drives is read at run time: the target is rebuilt for the C side only)
 $(FUZZ_BUILD)/fuzz_json: tests/fuzz/fuzz_json.c | fuzz-deps
 	mkdir -p $(FUZZ_BUILD)

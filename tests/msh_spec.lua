@@ -395,6 +395,20 @@ Physical Curve("top") = Curve In BoundingBox{-0.01, 0.99, -1, 1.01, 1.01, 1};
       end
     end)
 
+  it("takes no far lattice point as inside a small element (the fuzzer's case: orientations from its corners)",
+    function()
+      -- a small tetrahedron near the origin and a long one spanning 1.6e9: the lattice's spacing is 2.7e8, and its
+      -- point at 1.3e8 was taken as inside the small one while its orientations were differences from the point
+      local X = ffi.new("double[24]", { 0.28, 0, 0, 0.64, 0.1, 0.05, 0.3, 0.35, 0.1, 0.4, 0.1, 0.28,
+        -8e8, -8e8, -8e8, 8e8, -8e8, -8e8, -8e8, -8e8 + 1, -8e8, -8e8, -8e8, -8e8 + 1 })
+      local nodes = ffi.new("int[8]", { 0, 1, 2, 3, 4, 5, 6, 7 })
+      local err = ffi.new("char[512]")
+      local f = ffi.C.cqh_msh_lattice_fill(X, 8, nodes, 2, 4, 1.6e9 / 6, 1e5, err, 512)
+      assert.is_true(f ~= nil, ffi.string(err))
+      assert.are.equal(0, f.n)
+      ffi.C.cqh_msh_lattice_free(f)
+    end)
+
   it("samples scenes/finger2d.geo on a lattice: its groups, a closed chamber wall, normals into the solid", function()
     local r = cq.robot { dim = 2 }
     local h = 0.5e-3 -- the drawing's features (mm) lie between the lattice points, so the lattice holds its areas exactly
@@ -448,6 +462,9 @@ Physical Curve("top") = Curve In BoundingBox{-0.01, 0.99, -1, 1.01, 1.01, 1};
     has(err_of(r3.gmsh, r3, { path = cube, offset = { 0, 0 } }), "offset must be a table of 3 numbers")
     has(err_of(r3.gmsh, r3, { path = cube, offset = { 0, 0, 0 }, up = "z" }), "unknown option 'up'")
     has(err_of(r2.gmsh, r2, { path = cube, offset = { 0, 0 } }), "a 2D robot needs a mesh in a plane z = constant")
+    local g = r3:gmsh { path = cube, offset = { 0, 0, 0 } }
+    has(err_of(function() local inside = g.inside { 0.5, 0.5, 0.5 } return inside end), "msh_spec.lua:", "robot:gmsh: group.inside needs the mesh sampled on a " ..
+      "lattice: robot:gmsh{spacing = ...}")
     local surface_only = files.cube()
     table.remove(surface_only.elements, 4) -- the tetrahedra
     local flat = write("flat.msh", files.ascii(surface_only))

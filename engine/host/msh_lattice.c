@@ -26,17 +26,19 @@ static double orient2(const double* a, const double* b, const double* c) {
 }
 
 /* Whether q lies strictly inside the element whose corners are v[0..k-1] (k = 4: a tetrahedron; 3: a triangle in
- * x, y): q on the same side of every face as the element's other corner. */
+ * x, y): q on the same side of every face as the element's other corner. Each orientation is taken from a corner (the
+ * differences from q would cancel where q is far: the fuzzer found a point 1e8 away taken as inside), so the face
+ * opposite v[0] is turned: orient3(q, a, b, c) = -orient3(a, b, c, q) (a 4-cycle), orient2(q, a, b) = orient2(a, b, q). */
 static int inside(const double* const* v, int k, const double* q) {
   if (k == 4) {
     double s = orient3(v[0], v[1], v[2], v[3]);
     if (s == 0) return 0;
-    return orient3(q, v[1], v[2], v[3]) * s > 0 && orient3(v[0], q, v[2], v[3]) * s > 0 &&
+    return -orient3(v[1], v[2], v[3], q) * s > 0 && orient3(v[0], q, v[2], v[3]) * s > 0 &&
            orient3(v[0], v[1], q, v[3]) * s > 0 && orient3(v[0], v[1], v[2], q) * s > 0;
   }
   double s = orient2(v[0], v[1], v[2]);
   if (s == 0) return 0;
-  return orient2(q, v[1], v[2]) * s > 0 && orient2(v[0], q, v[2]) * s > 0 && orient2(v[0], v[1], q) * s > 0;
+  return orient2(v[1], v[2], q) * s > 0 && orient2(v[0], q, v[2]) * s > 0 && orient2(v[0], v[1], q) * s > 0;
 }
 
 cqh_msh_lattice* cqh_msh_lattice_fill(const double* X, int n_nodes, const int* nodes, int n_elements, int k,

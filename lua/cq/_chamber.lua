@@ -336,7 +336,8 @@ M.THIN_SHARE = 0.1
 --- drawing's units, before its scale.
 function M.sampling_hint(dx)
   return string.format("robot:gmsh mesh_size = 0.4 dx = %.3g m, in the drawing's units before robot:gmsh's scale: " ..
-    "%.3g for a drawing in mm with scale = 1e-3; robot:box spacing = dx / 4", 0.4 * dx, 0.4 * dx * 1e3)
+    "%.3g for a drawing in mm with scale = 1e-3, or on a lattice robot:gmsh spacing = dx / 4 = %.3g m (water beside it " ..
+    "on the same lattice); robot:box spacing = dx / 4", 0.4 * dx, 0.4 * dx * 1e3, dx / 4)
 end
 
 --- Warns (cq._warn) when more than M.THIN_SHARE of chamber actuator `id`'s wall area has solid thinner than

@@ -388,7 +388,14 @@ function M.build(r, where, opts, material)
   end
   all.last = #r.x
   for p = all.first, all.last do all.particles[#all.particles + 1] = p end
-  if samples then all.inside = outline(samples, h, dim) end
+  if samples then
+    all.inside = outline(samples, h, dim)
+  else -- (one particle per element: no lattice to tell inside from outside at)
+    all.inside = function()
+      check.raise(where .. ": group.inside needs the mesh sampled on a lattice: robot:gmsh{spacing = ...} (docs/api.md, " ..
+        "\"Sampling on a lattice\")")
+    end
+  end
   -- .groups[name]: every physical group of the elements' dimension, in the form robot:select returns
   for p = all.first, all.last do
     local i = element_at[p]

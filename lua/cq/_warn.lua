@@ -292,7 +292,8 @@ function M.water_seams(world, s, material, bulk, vol0, fluid)
     "sampled seamlessly round it, 10 %% at 2.5 particles per cell and axis, 1 %% with a 0.3-cell gap beside it " ..
     "(docs/modelling.md, \"a fluid meeting a solid\"). Put the body and the water on one lattice of spacing dx / 2 = " ..
     "%.4g (2 particles per cell and axis), the water on every lattice point outside the body: robot:box with that " ..
-    "spacing and an offset a whole number of spacings; robot:gmsh{spacing = %.4g} samples a mesh on the world's " ..
+    "spacing and its offset and size whole numbers of spacings (robot:box stretches the spacing to fit the size); " ..
+    "robot:gmsh{spacing = %.4g} samples a mesh on the world's " ..
     "lattice (points at (m + 1/2) spacing) instead of one particle per element (%d nodes shared)",
     K, table.concat(parts, "; and "), K * math.max(worst, ripple), dx / 2, dx / 2, shared)
   M.warn(msg)
