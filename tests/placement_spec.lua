@@ -123,6 +123,16 @@ describe("two bodies closer than 3 cells", function()
       thin[1])
     assert.are.equal(1, #slit(2))
     assert.are.same({}, slit(4))
+    -- not two particles side by side across the solid between two chambers of one actuator (scenes/finger2d.geo on a
+    -- lattice: a corner's normal (-0.6, 0.8) 2.5 cells from a wall's (1, 0), at 90 degrees to the line between them)
+    local dx = 1.25e-3
+    local r = cq.robot { dim = 2 }
+    local g = r:gmsh { path = "scenes/finger2d.geo", scale = 1e-3, offset = { 4 * dx - 3.5e-3, 17e-3 },
+      spacing = dx / 2 }
+    r:chamber { wall = g.chambers.chamber, max = 10 }
+    for _, w in ipairs(robot.warnings_of(function() r:world { res = { 104, 40 }, dx = dx, dt = 1e-5 } end)) do
+      assert.is_nil(w:find("face each other across its cavity", 1, true), w)
+    end
   end)
 end)
 

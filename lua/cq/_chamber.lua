@@ -284,7 +284,8 @@ M.CLOSED_TOL = 1e-2
 M.GAP_CELLS = 3
 
 --- Warns (cq._warn) when the walls of chamber actuator `id` face each other across its cavity closer than
---- M.GAP_CELLS cells (dx): particles i, j of the wall with N_i . N_j < -0.5 and j on i's cavity side. xs: the robot's
+--- M.GAP_CELLS cells (dx): particles i, j of the wall with N_i . N_j < -0.5, each within 60 degrees of the other's
+--- cavity side (x_j - x_i) . N_i < -|x_j - x_i| / 2 and the same from j. xs: the robot's
 --- positions (1-based tables). Returns the warning or nil.
 function M.narrow(id, wall, xs, dx, dim)
   local reach, index = M.GAP_CELLS * dx, {}
@@ -295,14 +296,17 @@ function M.narrow(id, wall, xs, dx, dim)
     local x, N = xs[p], wall.normal[i]
     near(x, 1, function(j)
       local y, M2 = xs[wall.particles[j]], wall.normal[j]
-      local dot, along, d2 = 0, 0, 0
+      local dot, along, back, d2 = 0, 0, 0, 0
       for a = 1, dim do
         dot = dot + N[a] * M2[a]
         along = along + (y[a] - x[a]) * N[a]
+        back = back + (x[a] - y[a]) * M2[a]
         d2 = d2 + (y[a] - x[a]) ^ 2
       end
       local d = math.sqrt(d2)
-      if dot < -0.5 and along < 0 and d < best then best, bi, bj = d, p, wall.particles[j] end
+      -- each within 60 degrees of the other's cavity side: a pair merely side by side (a corner's normal at 90
+      -- degrees to the line between them, across the solid between two chambers) does not face across a cavity
+      if dot < -0.5 and along < -0.5 * d and back < -0.5 * d and d < best then best, bi, bj = d, p, wall.particles[j] end
     end)
   end
   if not bi then return nil end
