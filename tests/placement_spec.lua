@@ -190,7 +190,8 @@ describe("chamber walls", function()
       assert.are.equal("100", share, ws[1])
       assert.is_true(math.abs(tonumber(cells) - t) < 0.25, ws[1])
       assert.matches("sample 4 particles per cell and axis %(robot:gmsh mesh_size = 0%.4 dx = 0%.00625 m, in the " ..
-        "drawing's units before robot:gmsh's scale: 6%.25 for a drawing in mm with scale = 1e%-3; robot:box spacing = " ..
+        "drawing's units before robot:gmsh's scale: 6%.25 for a drawing in mm with scale = 1e%-3, or on a lattice " ..
+        "robot:gmsh spacing = dx / 4 = 0%.00391 m %(water beside it on the same lattice%); robot:box spacing = " ..
         "dx / 4%) or refine dx %(walls at least 8 cells thick%)$", ws[1])
     end
     assert.are.same({}, walled(8.5))
