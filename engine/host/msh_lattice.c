@@ -65,7 +65,6 @@ cqh_msh_lattice* cqh_msh_lattice_fill(const double* X, int n_nodes, const int* n
   /* points at (m + 1/2) spacing for whole m: o a whole number of spacings, n covering [lo, hi] */
   for (a = 0; a < dim; a++) {
     o[a] = floor(lo[a] / spacing) * spacing;
-    n[a] = 0;
     double count = ceil((hi[a] - o[a]) / spacing) + 1;
     total *= count;
     if (!(total <= max_points) || count > 2e9)
@@ -122,8 +121,7 @@ cqh_msh_lattice* cqh_msh_lattice_fill(const double* X, int n_nodes, const int* n
   f->n = 0;
   for (size_t i = 0; i < (size_t)total; i++) {
     if (owner[i] < 0) continue;
-    size_t r = i;
-    int c2 = (int)(r % n[2]), c1 = (int)(r / n[2] % n[1]), c0 = (int)(r / n[2] / n[1]);
+    int c2 = (int)(i % n[2]), c1 = (int)(i / n[2] % n[1]), c0 = (int)(i / n[2] / n[1]);
     double* x = f->x + 3 * (size_t)f->n;
     x[0] = o[0] + (c0 + 0.5) * spacing;
     x[1] = o[1] + (c1 + 0.5) * spacing;

@@ -382,7 +382,7 @@ function M.build(r, where, opts, material)
     for l, j in ipairs(buckets[home]) do
       local p = g.first + l - 1
       r.vol[p] = vols[l] -- per-element volumes: _add_group gives one to all
-      particle_of[j - 1] = p -- (by element without spacing; by lattice point with it)
+      if not samples then particle_of[j - 1] = p end -- element -> its particle, for the walls' faces
       element_at[p] = element_of(j)
     end
   end
