@@ -9,7 +9,7 @@ local M = {}
 M.P_MAX = 20e3 -- Pa at u = 1
 M.DX = 2.5e-3  -- m: the cell, as the 3D finger's
 M.LENGTH, M.HEIGHT = 0.100, 0.016 -- m: the section's outer box (finger2d.geo)
-M.WATER = { bulk = 2.2e9, visc = 1e-3, per_axis = 2.5 }
+M.WATER = { bulk = 2.2e9, visc = 1e-3, density = 1000, per_axis = 2.5 }
 M.X0 = 0.01 -- m: the base's x (inside the sticky left wall's 15 mm)
 
 local function merged(defaults, given, what)
@@ -30,7 +30,7 @@ end
 
 --- A world, its state and the finger's particle count (they come first, then the water's). opts (all optional): dx
 --- (m, M.DX), mesh (the finger's mesh size, m; 0.6 dx), bulk (the silicone's bulk modulus, Pa, 1.75e9), gap (m, 5e-3),
---- water (nil: in air; true or a table over M.WATER: bulk (Pa), visc (Pa s), per_axis (particles per cell and axis)),
+--- water (nil: in air; true or a table over M.WATER: bulk (Pa), visc (Pa s), density (kg/m^3), per_axis (particles per cell and axis)),
 --- fluid ("particle" or "grid", the world's), volumetric ("averaged"), volumetric_groups and volumetric_own (the
 --- world's), integrator ("implicit"), dt (s, 5e-3),
 --- control_dt (s: a control step of ceil(control_dt / dt) substeps; default one substep), gravity (m/s^2, 0),
@@ -55,7 +55,8 @@ function M.build(opts)
     local x1 = (res[1] - 3) * dx
     r:box { offset = { 2 * dx, 2 * dx },
       size = { math.floor((x1 - 2 * dx) / h) * h, math.floor((y0 + M.HEIGHT + gap - 2 * dx) / h) * h },
-      spacing = h, name = "water", material = { preset = "water", bulk = water.bulk, visc = water.visc },
+      spacing = h, name = "water", material = { preset = "water", bulk = water.bulk, visc = water.visc,
+        density = water.density },
       keep = function(x)
         return not (x[1] < M.X0 + M.LENGTH + tol and x[2] > y0 - tol and x[2] < y0 + M.HEIGHT + tol)
       end }

@@ -6,16 +6,20 @@
 -- seam; "elements": one particle per tetrahedron (mesh 3 mm) and the scene's water at 2.5 per cell and axis (the
 -- seams robot:world warns of). Prints the tip's (dx, dy, dz) in mm six
 -- times over T (docs/results/history.md, "a meshed body on the water's lattice").
+-- rho: the water's density (kg/m^3; a lighter water tells its inertia from its pressure), gap_z_mm: the water beside
+-- the finger's two z faces (the scene's 10 mm).
 -- usage: cqlua docs/experiments/finger3d_gmsh_water.lua [media=water|air] [sampling=lattice|elements] [K=2e6]
---        [p_kPa=10] [T=0.6] [dx_mm=2.5]
+--        [p_kPa=10] [T=0.6] [dx_mm=2.5] [rho=1000] [gap_z_mm=10]
 package.path = "./scenes/?.lua;" .. package.path
 local finger = require "finger"
 local media, sampling, K = arg[1] or "water", arg[2] or "lattice", tonumber(arg[3] or 2e6)
 local pk, T = tonumber(arg[4] or 10), tonumber(arg[5] or 0.6)
 local lattice = sampling == "lattice"
 local dx = tonumber(arg[6] or 2.5) * 1e-3
+local rho, gap_z = tonumber(arg[7] or 1000), tonumber(arg[8] or 10) * 1e-3
+local gap = { finger.WATER.gap[1], finger.WATER.gap[2], gap_z }
 local w, s, nf = finger.build { dx = dx, mesh_size = 3, spacing = lattice and dx / 2 or nil, bulk = 2e6, gravity = 0,
-  water = media == "water" and { bulk = K } or nil, threads = 1 }
+  water = media == "water" and { bulk = K, density = rho, gap = gap } or nil, threads = 1 }
 local tip = finger.tip_of(w, s, nf)
 local x0 = tip()
 local steps = math.floor(T / w.dt + 0.5)
@@ -25,9 +29,9 @@ for k = 1, steps do
   w:step(s, { pk * 1e3 / finger.P_MAX * math.min(1, k * w.dt / 0.1) })
   if k % every == 0 then
     local x = tip()
-    print(string.format("%s %s K %g p %g kPa t %.2f s: tip (%.3f, %.3f, %.3f) mm; %d finger particles, %d in all, %.0f s",
-      media, sampling, K, pk, k * w.dt, (x[1] - x0[1]) * 1e3, (x[2] - x0[2]) * 1e3, (x[3] - x0[3]) * 1e3, nf, w.n,
-      os.clock() - t0))
+    print(string.format("%s %s K %g rho %g gap_z %g mm p %g kPa t %.2f s: tip (%.3f, %.3f, %.3f) mm; %d finger particles, "
+      .. "%d in all, %.0f s", media, sampling, K, rho, gap_z * 1e3, pk, k * w.dt, (x[1] - x0[1]) * 1e3,
+      (x[2] - x0[2]) * 1e3, (x[3] - x0[3]) * 1e3, nf, w.n, os.clock() - t0))
     io.stdout:flush()
   end
 end
