@@ -6,9 +6,11 @@
 -- at 2.5 per cell and axis (the seams robot:world warns of). Prints the tip's (dx, dy) in mm five times over T
 -- (docs/results/history.md, "a meshed body on the water's lattice").
 -- rho: the water's density (kg/m^3; a lighter water tells its inertia from its pressure); integrator and dt (s: the
--- explicit substep 0.4 dx / c by default, c about the faster of the water's and the finger's wave speeds).
+-- explicit substep 0.4 dx / c by default, c about the faster of the water's and the finger's wave speeds), fluid (the
+-- world's option, "grid"; "particle" for the throwaway engine of water_two_field_throwaway.patch, with JBAR_WATER=1
+-- and TWO_FIELD=1 set).
 -- usage: cqlua docs/experiments/finger2d_gmsh_water.lua [media=water|air] [sampling=lattice|elements] [K=2.2e5]
---        [p_kPa=5] [T=1] [dx_mm=2.5] [gap_mm=5] [gravity=0] [rho=1000] [integrator=explicit] [dt]
+--        [p_kPa=5] [T=1] [dx_mm=2.5] [gap_mm=5] [gravity=0] [rho=1000] [integrator=explicit] [dt] [fluid=grid]
 package.path = "./scenes/?.lua;" .. package.path
 local finger2d = require "finger2d"
 local media, sampling, K = arg[1] or "water", arg[2] or "lattice", tonumber(arg[3] or 2.2e5)
@@ -23,7 +25,7 @@ local dt = tonumber(arg[11]) or 0.4 * dx / c
 local w, s, nf = finger2d.build { dx = dx, gap = gap, bulk = 2e6, spacing = lattice and dx / 2 or nil, mesh = 1.5e-3,
   water = media == "water" and { bulk = K, density = rho, per_axis = lattice and 2 or 2.5 } or nil,
   integrator = integrator, dt = dt,
-  gravity = gravity, threads = 1, volumetric = "solids", fluid = "grid" }
+  gravity = gravity, threads = 1, volumetric = "solids", fluid = arg[12] or "grid" }
 local tip = finger2d.tip(s, nf)
 local x0 = s:mean("x", tip)
 local steps = math.floor(T / dt + 0.5)
