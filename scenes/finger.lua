@@ -28,7 +28,8 @@ function M.explicit_dt(bulk, dx) return 0.5 * (dx or M.DX) / math.sqrt((bulk + 4
 -- its layer's side.
 -- The tank of water (seed 003 sec. 4.3): a grid narrowed around the finger in x and z, so that its slip walls (3
 -- cells, on every side) are the tank's walls and floor (about 40 x 40 mm inside), filled from the floor to level (m,
--- its free surface, below the clamp) with Newtonian water (density 1000 kg/m^3, viscosity 1 mPa s: `density`, `visc`) sampled every spacing
+-- its free surface, below the clamp) with Newtonian water (density 1000 kg/m^3, viscosity 1 mPa s: `density`,
+-- `visc`) sampled every spacing
 -- (m; one that divides the finger's 16 x 20 mm sides keeps the water half a spacing from them; 1 mm, 2.5 particles
 -- per cell and axis: at 2 mm, 1.25, the water sank and dragged the finger, docs/results/history.md "Issue 11: the water
 -- sinks"; robot:world warns below 2), less the finger's
@@ -37,7 +38,8 @@ function M.explicit_dt(bulk, dx) return 0.5 * (dx or M.DX) / math.sqrt((bulk + 4
 -- hold the explicit substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times
 -- the fingertip's speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep
 -- is 40 times longer; implicit substeps take the real one.
-M.WATER = { bulk = 2e6, visc = 1e-3, density = 1000, spacing = M.DX / 2.5, level = 0.125, gap = { 0.014, 0.010, 0.010 } }
+M.WATER = { bulk = 2e6, visc = 1e-3, density = 1000, spacing = M.DX / 2.5, level = 0.125,
+  gap = { 0.014, 0.010, 0.010 } }
 local WALL = 3 -- cells of every wall of the grid
 
 -- The finger's outer box in world coordinates (the mesh is L x H x W = 100 x 16 x 20 mm, posed as below).
@@ -57,7 +59,8 @@ local function water_options(o)
   for k, v in pairs(M.WATER) do w[k] = v end
   for k, v in pairs(o == true and {} or o) do
     if M.WATER[k] == nil then
-      error(string.format("finger.build: water.%s is not an option (bulk, visc, density, spacing, level, gap)", tostring(k)), 3)
+      error(string.format("finger.build: water.%s is not an option (bulk, visc, density, spacing, level, gap)",
+        tostring(k)), 3)
     end
     w[k] = v
   end
@@ -114,7 +117,8 @@ local function add_water(robot, w, t)
     return false
   end
   robot:box { offset = offset, size = size, spacing = h,
-    material = { preset = "water", bulk = w.bulk, visc = w.visc, density = w.density }, name = "water", keep = outside_finger }
+    material = { preset = "water", bulk = w.bulk, visc = w.visc, density = w.density }, name = "water",
+    keep = outside_finger }
 end
 
 function M.build(opts)

@@ -30,7 +30,8 @@ end
 
 --- A world, its state and the finger's particle count (they come first, then the water's). opts (all optional): dx
 --- (m, M.DX), mesh (the finger's mesh size, m; 0.6 dx), bulk (the silicone's bulk modulus, Pa, 1.75e9), gap (m, 5e-3),
---- water (nil: in air; true or a table over M.WATER: bulk (Pa), visc (Pa s), density (kg/m^3), per_axis (particles per cell and axis)),
+--- water (nil: in air; true or a table over M.WATER: bulk (Pa), visc (Pa s), density (kg/m^3), per_axis (particles
+--- per cell and axis)),
 --- fluid ("particle" or "grid", the world's), volumetric ("averaged"), volumetric_groups and volumetric_own (the
 --- world's), integrator ("implicit"), dt (s, 5e-3),
 --- control_dt (s: a control step of ceil(control_dt / dt) substeps; default one substep), gravity (m/s^2, 0),
