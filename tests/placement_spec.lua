@@ -222,6 +222,11 @@ describe("chamber walls", function()
     local ws = walled(2, true)
     assert.are.equal(1, #ws)
     assert.matches("thinner than 3 cells", ws[1])
+    -- and, the body being in water, that the water pushes such a wall (docs/results/history.md, "a resolved actuator
+    -- in water"); a dry body's warning does not say so
+    assert.matches("%. In water such a wall is pushed by the water it displaces: .- bends in the same water " ..
+      "%(docs/results/history%.md, \"a resolved actuator in water\"%); refine dx", ws[1])
+    assert.is_nil(walled(2)[1]:find("In water", 1, true))
   end)
 end)
 

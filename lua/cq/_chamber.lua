@@ -351,8 +351,9 @@ end
 --- particle lies within one spacing of it (a lattice's farthest point from a particle is 0.71 spacings away, a gmsh
 --- mesh's triangle centres' up to about 0.9); the wall's thickness there is that distance (k particles across a
 --- lattice: k spacings). xs, vol: the robot's positions and volumes (1-based); solid: the indices of its particles that
---- are not fluid. Returns the warning or nil.
-function M.thin(id, wall, xs, vol, solid, dx, dim)
+--- are not fluid; fluid: whether the robot has fluid particles (a wall under 3 cells in water is also pushed by the
+--- water it displaces: docs/results/history.md, "a resolved actuator in water"). Returns the warning or nil.
+function M.thin(id, wall, xs, vol, solid, dx, dim, fluid)
   if #wall.particles == 0 then return nil end
   local h, spacings = 0, {}
   for i, p in ipairs(wall.particles) do
@@ -401,9 +402,13 @@ function M.thin(id, wall, xs, vol, solid, dx, dim)
       "at 2 particles per cell and axis, and at 30-45 degrees to the grid 3 / 4 / 6 cells sag 1.13-1.15 / 1.09-1.10 " ..
       "/ 1.05; a chamber section whose walls are under one cell can instead be far too stiff: " ..
       "the 2D finger at 0.8 cells is 23 %% short of a finite-element reference; docs/modelling.md, " ..
-      "docs/pneumatic.md); refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle " ..
+      "docs/pneumatic.md)%s; refine dx (walls at least %d cells thick; for 5 %% 4 along a grid axis, 6-8 at an angle " ..
       "to it)%s",
-      100 * very_thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "), M.WALL_CELLS,
+      100 * very_thin_area / area, id, M.WALL_CELLS, dx, thinnest / dx, at, table.concat(where, ", "),
+      fluid and ". In water such a wall is pushed by the water it displaces: a block whose chamber walls are 1.5 " ..
+        "cells thick bent 0.7 mm the wrong way where in air it bends 0.5 mm, and seed 003's 3D finger at 1.2-1.6 " ..
+        "cells bends 30 % as far as in air, while the same block with walls of 3 cells bends in the same water " ..
+        "(docs/results/history.md, \"a resolved actuator in water\")" or "", M.WALL_CELLS,
       coarse and string.format(" or sample 4 particles per cell and axis (%s)", M.sampling_hint(dx)) or
       string.format(" (it is sampled at %.2g particles per cell and axis already: finer sampling alone does not " ..
         "make up for the cells)", per_axis))

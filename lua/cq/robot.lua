@@ -674,7 +674,7 @@ function Robot:world(opts)
         solid = {}
         for p = 1, n do if self.mat[p].model ~= "fluid" then solid[#solid + 1] = p end end
       end
-      chambers.thin(i, a.wall, self.x, self.vol, solid, w.dx, self.dim)
+      chambers.thin(i, a.wall, self.x, self.vol, solid, w.dx, self.dim, #solid < n)
     end
   end
   w:commit()
