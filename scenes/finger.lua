@@ -29,15 +29,14 @@ function M.explicit_dt(bulk, dx) return 0.5 * (dx or M.DX) / math.sqrt((bulk + 4
 -- The tank of water (seed 003 sec. 4.3): a grid narrowed around the finger in x and z, so that its slip walls (3
 -- cells, on every side) are the tank's walls and floor (about 40 x 40 mm inside), filled from the floor to level (m,
 -- its free surface, below the clamp) with Newtonian water (density 1000 kg/m^3, viscosity 1 mPa s: `density`,
--- `visc`) sampled every spacing
--- (m; one that divides the finger's 16 x 20 mm sides keeps the water half a spacing from them; 1 mm, 2.5 particles
--- per cell and axis: at 2 mm, 1.25, the water sank and dragged the finger, docs/results/history.md "Issue 11: the water
--- sinks"; robot:world warns below 2), less the finger's
--- outer box. gap (m): the water between the finger and the walls on its -x side (where it bends), its +x side and
--- either z side (at least; the finger is centred in z). bulk: the water's bulk modulus. Water's real 2.2 GPa would
--- hold the explicit substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times
--- the fingertip's speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep
--- is 40 times longer; implicit substeps take the real one.
+-- `visc`) sampled every spacing (m; one that divides the finger's 16 x 20 mm sides keeps the water half a spacing
+-- from them; 1 mm, 2.5 particles per cell and axis: at 2 mm, 1.25, the water sank and dragged the finger,
+-- docs/results/history.md "Issue 11: the water sinks"; robot:world warns below 2), less the finger's outer box. gap
+-- (m): the water between the finger and the walls on its -x side (where it bends), its +x side and either z side (at
+-- least; the finger is centred in z). bulk: the water's bulk modulus. Water's real 2.2 GPa would hold the explicit
+-- substep to about 1 us; the default 2e6 Pa still gives a sound speed of 45 m/s, a hundred times the fingertip's
+-- speed, so the water stays within 0.1 % of its volume (incompressible for this flow) while the substep is 40 times
+-- longer; implicit substeps take the real one.
 M.WATER = { bulk = 2e6, visc = 1e-3, density = 1000, spacing = M.DX / 2.5, level = 0.125,
   gap = { 0.014, 0.010, 0.010 } }
 local WALL = 3 -- cells of every wall of the grid

@@ -91,7 +91,8 @@ describe("scenes/finger.lua", function()
     package.path = "./scenes/?.lua;" .. package.path
     local ok, err = pcall(require("finger").build, { water = { lo = { 0, 0, 0 } } })
     assert.is_false(ok)
-    assert.is_truthy(tostring(err):find("water.lo is not an option (bulk, visc, density, spacing, level, gap)", 1, true))
+    assert.is_truthy(tostring(err):find("water.lo is not an option (bulk, visc, density, spacing, level, gap)", 1,
+      true))
   end)
 
   it("fills the tank as one even lattice: the water starts half a spacing from the finger's side faces and from " ..
