@@ -24,7 +24,8 @@ local rho, gap_z = tonumber(arg[7] or 1000), tonumber(arg[8] or 10) * 1e-3
 local gap, fluid = { finger.WATER.gap[1], finger.WATER.gap[2], gap_z }, arg[9] or "grid"
 local level = tonumber(arg[10] or 125) * 1e-3
 local w, s, nf = finger.build { dx = dx, mesh_size = 3, spacing = lattice and dx / 2 or nil, bulk = 2e6, gravity = 0,
-  water = media == "water" and { bulk = K, density = rho, gap = gap, level = level } or nil, threads = 1, fluid = fluid }
+  water = media == "water" and { bulk = K, density = rho, gap = gap, level = level } or nil, threads = 1,
+  fluid = fluid }
 local tip = finger.tip_of(w, s, nf)
 local x0 = tip()
 local steps = math.floor(T / w.dt + 0.5)

@@ -38,8 +38,8 @@ local Y0 = top - BY
 local r = cq.robot { dim = dim }
 local blk = r:box { offset = cut { X0, Y0, Z0 }, size = cut { BX, BY, BZ }, spacing = h,
   material = { preset = "dragonskin30", bulk = 2e6 }, name = "block",
-  cavities = { { offset = cut { X0 + wall, Y0 + 0.0075, Z0 + wall }, size = cut { 0.0175 - wall, 0.065, BZ - 2 * wall },
-    name = "chamber" } } }
+  cavities = { { offset = cut { X0 + wall, Y0 + 0.0075, Z0 + wall },
+    size = cut { 0.0175 - wall, 0.065, BZ - 2 * wall }, name = "chamber" } } }
 r:chamber { wall = blk.chambers.chamber, max = 50e3 }
 local nb = #blk.particles
 if water then
@@ -59,8 +59,8 @@ end
 local dt = 0.5 * dx / math.sqrt(math.max(K / 1000, (2e6 + 4 / 3 * 48e3) / 1080))
 local walls = { top = { type = "sticky", thickness = 3 } }
 if water then walls.all = { type = "slip", thickness = W } end
-local w, s = r:world { res = res, dx = dx, dt = dt, gravity = cut { 0, 0, 0 }, damping = 25, walls = walls, threads = 1,
-  fluid = water and fluid or nil }
+local w, s = r:world { res = res, dx = dx, dt = dt, gravity = cut { 0, 0, 0 }, damping = 25, walls = walls,
+  threads = 1, fluid = water and fluid or nil }
 local tip = {}
 for i = 0, nb - 1 do if s.x[w.n + i] < Y0 + 3e-3 then tip[#tip + 1] = i + 1 end end
 local x0 = s:mean("x", tip)
@@ -71,9 +71,9 @@ for k = 1, steps do
   w:step(s, { pk * 1e3 / 50e3 * math.min(1, k * dt / 0.1) })
   if k % every == 0 then
     local x = s:mean("x", tip)
-    print(string.format("%s wall %g mm K %g gap %g mm p %g kPa t %.3f s: tip (%.3f, %.3f, %.3f) mm; %d block particles, %d in all, "
-      .. "%.0f s", media, wall * 1e3, K, gap * 1e3, pk, k * dt, (x[1] - x0[1]) * 1e3, (x[2] - x0[2]) * 1e3, ((x[3] or 0) - (x0[3] or 0)) * 1e3, nb,
-      w.n, os.clock() - t0))
+    print(string.format("%s wall %g mm K %g gap %g mm p %g kPa t %.3f s: tip (%.3f, %.3f, %.3f) mm; %d block "
+      .. "particles, %d in all, %.0f s", media, wall * 1e3, K, gap * 1e3, pk, k * dt, (x[1] - x0[1]) * 1e3,
+      (x[2] - x0[2]) * 1e3, ((x[3] or 0) - (x0[3] or 0)) * 1e3, nb, w.n, os.clock() - t0))
     io.stdout:flush()
   end
 end
