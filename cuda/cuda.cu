@@ -696,6 +696,11 @@ extern "C" cqi_backend* cqi_backend_cuda_create(const cqi_model* m, cqi_err* err
   char why[256];
   if (cq_cuda_device_count(why, sizeof why) <= 0)
     return cqi_errorf(err, CQ_ERR_ARG, "backend cuda: no usable CUDA device (%s)", why), (cqi_backend*)NULL;
+  if (cqi_model_fields(m) > 1) /* its region loops and prepare take one field so far (cpu_loops.h has two) */
+    return cqi_errorf(err, CQ_ERR_ARG,
+                      "backend cuda: fluid_contact = \"separate\" runs on the CPU backend only so far; use "
+                      "backend = \"cpu\" or fluid_contact = \"sticky\""),
+           (cqi_backend*)NULL;
   cuda_backend* g = (cuda_backend*)calloc(1, sizeof *g);
   if (!g) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), (cqi_backend*)NULL;
   cqi_backend* b = &g->base;

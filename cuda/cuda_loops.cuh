@@ -436,8 +436,8 @@ __global__ void CQ_D(cqk_grid_sums)(CQK_SUBSTEP c, cqi_box b, const cq_real* x, 
 
 /* ---- host side: the primitives for dimension D ---- */
 
-static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all,
-                              cqi_check* bad) {
+static int CQ_D(cuda_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                              int check_all, cqi_check* bad) {
   cuda_backend* g = (cuda_backend*)b;
   CK(cudaMemcpyAsync(g->info, g->info + 6, sizeof(int) * 6, cudaMemcpyDeviceToDevice, g->stream)); /* initial values */
   g->region_ctx = *c;

@@ -10,9 +10,10 @@ M.prand = prand
 --- (actuator 1: stress, actuator 2: force, or a chamber with opts.act2 = "chamber" or "cavity": its particles carry a wall
 --- normal and area). opts: dim, material, inc_p, params ({field = value}: more per-particle parameters), bc,
 --- friction, moving, precision, backend, steps, substeps, gravity, strain (initial F spread), act2, E (mean Young's
---- modulus, default 30), integrator, implicit, volumetric, volumetric_groups, volumetric_own and fluid (cq.world's
---- options), particle_damping (the damping parameter of every third particle from the second on; every third from the
---- third 0, the rest -1: the world's damping, none for a fluid).
+--- modulus, default 30), integrator, implicit, volumetric, volumetric_groups, volumetric_own, fluid and
+--- fluid_contact (cq.world's options), mixed_fluid ({bulk, visc}: the half of the block along its last axis a fluid
+--- of them, the other half the solid material), particle_damping (the damping parameter of every third particle from
+--- the second on; every third from the third 0, the rest -1: the world's damping, none for a fluid).
 function M.scene(opts)
   local dim = opts.dim
   local side = opts.side or (dim == 2 and 6 or 4)
@@ -28,7 +29,8 @@ function M.scene(opts)
     precision = opts.precision or "f64", threads = opts.threads or 2, walls = walls,
     backend = opts.backend or "cpu", -- FD checks run on the CPU reference; tests/gpu_spec.lua compares CUDA to it
     integrator = opts.integrator, implicit = opts.implicit, volumetric = opts.volumetric, damping = opts.damping,
-    fluid = opts.fluid, fluid_rest = opts.fluid_rest, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
+    fluid = opts.fluid, fluid_rest = opts.fluid_rest, fluid_contact = opts.fluid_contact,
+    volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
   w:fill("material", opts.material or "neohookean")
   w:fill("inc_p", opts.inc_p or 0)
   w:fill("E", function(p) return (opts.E or 30) * (1 + 0.2 * prand(p, 1)) end)
@@ -69,6 +71,14 @@ function M.scene(opts)
       salt = salt + 1
       w:fill(name, function(p) return value * (1 + 0.2 * prand(p, salt)) end)
     end
+  end
+  if opts.mixed_fluid then -- the particles placed in the block's upper half (index order: the last axis fastest)
+    local upper = function(p) return (p - 1) % side >= side / 2 end
+    local MAT = require("cq._registry").MATERIAL
+    local fluid, material = MAT.fluid, MAT[opts.material or "neohookean"]
+    w:fill("material", function(p) return upper(p) and fluid or material end)
+    w:fill("bulk", function(p) return upper(p) and opts.mixed_fluid.bulk * (1 + 0.2 * prand(p, 61)) or 0 end)
+    w:fill("visc", function(p) return upper(p) and opts.mixed_fluid.visc * (1 + 0.2 * prand(p, 62)) or 0 end)
   end
   if opts.particle_damping then
     w:fill("damping", function(p) return ({ -1, opts.particle_damping, 0 })[(p - 1) % 3 + 1] end)

@@ -49,6 +49,10 @@ local materials = {
   -- through the weights' derivatives into x, the volumes V0 det F into vol0 and F, and the bulk modulus
   { name = "fluid, grid fluid", model = "fluid", params = { bulk = 35, visc = 0.15 }, fluid = "grid",
     kinds = { "bulk", "visc" }, bcs = { "slip", "moving" } },
+  -- fluid_contact = "separate": the block's half a grid fluid on its own copy of the grid's velocities, the other half
+  -- a solid on the first; they meet only through the fill's pressure (kernel_types.h field_nodes)
+  { name = "neohookean + fluid, separate fields", model = "neohookean", mixed_fluid = { bulk = 35, visc = 0.15 },
+    fluid = "grid", fluid_contact = "separate", kinds = { "E", "nu", "bulk", "visc" }, bcs = { "slip", "moving" } },
   -- actuator 2 a pneumatic chamber: gradients w.r.t. the pressure signal ("act"), the state and the wall geometry
   { name = "neohookean, chamber", model = "neohookean", act2 = "chamber", strain = 0.1,
     kinds = { "E", "nu", "wall_area" }, bcs = { "friction", "moving" } },
@@ -86,7 +90,8 @@ for _, dim in ipairs { 2, 3 } do
         it(name, function()
           local w, s0 = G.scene { dim = dim, material = mat.model, inc_p = mat.inc_p, params = mat.params,
             strain = mat.strain, act2 = mat.act2, bc = bc == "moving" and "friction" or bc, moving = bc == "moving",
-            volumetric = mat.volumetric, fluid = mat.fluid, volumetric_groups = mat.volumetric_groups,
+            volumetric = mat.volumetric, fluid = mat.fluid, fluid_contact = mat.fluid_contact,
+            mixed_fluid = mat.mixed_fluid, volumetric_groups = mat.volumetric_groups,
             volumetric_own = mat.volumetric_own, damping = mat.damping, particle_damping = mat.particle_damping }
           local P = G.problem(w, s0, 100)
           P.loss()

@@ -302,16 +302,22 @@ describe("energy of an elastic block bouncing on a floor", function()
 end)
 
 describe("determinism", function()
-  -- the third and fourth scenes have only stress actuators: their P2G adjoint runs as SIMD lanes (engine/backends/cpu/cpu_loops.h)
-  for _, cfg in ipairs { { dim = 3 }, { dim = 2 }, { dim = 2, act2 = "stress" }, { dim = 3, act2 = "stress" } } do
-    local name = string.format("%dD%s", cfg.dim, cfg.act2 and ", stress actuators only (SIMD lanes)" or "")
+  -- the third and fourth scenes have only stress actuators: their P2G adjoint runs as SIMD lanes (engine/backends/cpu/cpu_loops.h);
+  -- the last two a solid and a grid fluid on two velocity fields (fluid_contact = "separate"), wide enough for several
+  -- slabs, whose scatters reach both fields' copies of the grid and the fill's physical nodes
+  for _, cfg in ipairs { { dim = 3 }, { dim = 2 }, { dim = 2, act2 = "stress" }, { dim = 3, act2 = "stress" },
+    { dim = 2, fields = true, side = 16 }, { dim = 3, fields = true, side = 8 } } do
+    local name = string.format("%dD%s", cfg.dim, cfg.act2 and ", stress actuators only (SIMD lanes)" or
+      (cfg.fields and ", a solid and a fluid on two velocity fields" or ""))
     it("gives bit-identical states and gradients with 1 and 2 threads, " .. name, function()
       local G = require "tests._grad"
       local out = {}
       for _, threads in ipairs { 1, 2 } do
         -- CQ_FIXED_THREADS: 2 threads even when other processes keep the cores busy (the backend would take 1)
         local w, s0 = G.with_env("CQ_FIXED_THREADS", "1", function()
-          return G.scene { dim = cfg.dim, act2 = cfg.act2, bc = "friction", threads = threads }
+          return G.scene { dim = cfg.dim, act2 = cfg.act2, bc = "friction", threads = threads, side = cfg.side,
+            mixed_fluid = cfg.fields and { bulk = 35, visc = 0.15 }, fluid = cfg.fields and "grid" or nil,
+            fluid_contact = cfg.fields and "separate" or nil }
         end)
         local P = G.problem(w, s0, 60)
         local L = P.loss()

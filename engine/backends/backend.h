@@ -69,8 +69,9 @@ typedef struct cqi_backend_ops {
 
   /* Substep stages. prepare checks every particle (all the checks of g2p.h's particle_check when check_all, else
    * only a finite position inside the grid, which the stencils need) into *bad, and sets the active grid region
-   * that the grid primitives below work on. */
-  int (*prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all, cqi_check* bad);
+   * that the grid primitives below work on (m: each particle's velocity field, kernel_types.h cqi_field). */
+  int (*prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, int check_all,
+                 cqi_check* bad);
   int (*grid_clear)(cqi_backend* b, cq_real* grid); /* zeroes the active region of a grid vector, (D+1) per node */
   /* P2G: scatter mass and momentum (eqs. 4-6, 15-16) into grid; cache (may be NULL) receives the stresses. */
   int (*p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m, const cq_ctl* ctl,
@@ -174,7 +175,7 @@ typedef struct cqi_backend_ops {
 struct cqi_backend {
   const cqi_backend_ops* ops;
   int dim, n, n_act;   /* dimension, particles, actuators */
-  long n_nodes;        /* grid nodes */
+  long n_nodes;        /* grid nodes (twice the physical grid's with fluid_contact = "separate": kernel_types.h) */
   int res[3];          /* grid nodes per axis */
   int threads;         /* CPU threads of the current control step (set_threads; 1 on the GPU) */
   cqi_err* err;        /* where failures are reported (the world's) */
@@ -188,7 +189,7 @@ static inline void cqi_backend_base_init(cqi_backend* b, const cqi_backend_ops* 
   b->dim = m->dim;
   b->n = m->n;
   b->n_act = m->n_act;
-  b->n_nodes = m->n_nodes;
+  b->n_nodes = m->n_nodes * cqi_model_fields(m);
   for (int a = 0; a < 3; a++) b->res[a] = a < m->dim ? m->desc.res[a] : 1;
   b->err = err;
   b->threads = 1;

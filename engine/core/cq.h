@@ -77,6 +77,8 @@ typedef struct cq_world_desc {
   int volumetric; /* CQ_VOLUMETRIC_*: each particle's own J in the bulk term, or J averaged per node (volumetric.h) */
   int fluid;      /* CQ_FLUID_*: a fluid's pressure from its own J, or from the grid's fill (fill.h) */
   int fluid_rest; /* fluid = grid: CQ_FILL_REST_* (each node's rest fill: 1, or its fill at the first step) */
+  int fluid_contact;     /* fluid = grid: CQ_FLUID_CONTACT_* (the fluids on the solids' grid velocities, or on their own
+                      * copy of the grid, meeting the solids only through the fill's pressure: slip and separation) */
   int volumetric_groups; /* volumetric = averaged: CQ_VOL_GROUPS_* (a particle's group: its node now, or first) */
   double volumetric_own; /* volumetric = averaged: the bulk modulus each particle keeps on its own J, as a multiple of
                             * its model's P-wave modulus, in [1e-6, 1e6] (0 = 1; volumetric.h vol_own_bulk) */
@@ -125,6 +127,7 @@ enum { CQ_VOL_GROUPS_CURRENT = 0, CQ_VOL_GROUPS_INITIAL = 1 };
  * state the world steps from (cq_world_reset_fill). */
 enum { CQ_FLUID_PARTICLE = 0, CQ_FLUID_FILL = 1 };
 enum { CQ_FILL_REST_ONE = 0, CQ_FILL_REST_INITIAL = 1 };
+enum { CQ_FLUID_CONTACT_STICKY = 0, CQ_FLUID_CONTACT_SEPARATE = 1 };
 
 typedef struct cq_solver_stats {
   long substeps;         /* implicit substeps solved (forward, and forward recomputations inside the backward pass) */

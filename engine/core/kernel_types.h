@@ -168,6 +168,11 @@ typedef struct cq_substep {
   const cq_real* vol_p0;        /* averaged, implicit: [n] the lagged group pressure, the state's pg (implicit.h) */
   cq_real* vol_g0;              /* averaged, implicit backward: [n] dL/d(it), added by implicit_stress_adj */
   int fill;                     /* 1: fluid = "grid", the fluids' pressure from the grid's fill (fill.h) */
+  /* fluid_contact = "separate": the fluids' grid velocities on a second copy of the grid laid beside the first along
+   * axis 0 (nodes res[0]..2 res[0]-1 of a grid twice as long, node + field_nodes), the solids' on the first; the two
+   * meet only through the fill's pressure. 0 without (one field). */
+  int field_cells;  /* res[0] or 0: a fluid particle's stencil base along axis 0 moves by it */
+  long field_nodes; /* the physical grid's node count or 0: a fluid particle's node index moves by it */
   /* Chamber walls (engine/terms/wall.h): each wall particle's neighbours in the reference state and weights b, its
    * deformation gradient from their positions (the Nanson area of its pressure), and that matrix's gradient. NULL
    * (wall_start) without chamber walls: the pressure takes F_p. */
@@ -200,5 +205,16 @@ CQ_HD cqi_variant cqi_any(void) {
   return v;
 }
 #define CQI_ANY cqi_any()
+
+/* The velocity field of particle p: 1 (the grid's second copy) for a fluid with fluid_contact = "separate", else 0. */
+CQ_HD int cqi_field(const cq_substep* c, const cq_params* m, int p) {
+  return c->field_cells && m->material[p] == CQ_MAT_FLUID;
+}
+/* The same in a body that takes a variant: 0 in a plain block, which holds no fluid (the CPU's SIMD lanes: a lane
+ * material is never a fluid, and G2P's lanes leave blocks with fluids out), so that the lanes keep no per-particle
+ * load of the material (GCC then vectorises them, tests/engine_spec.lua "compile to vector gathers"). */
+CQ_HD int cqi_field_v(const cq_substep* c, const cq_params* m, int p, cqi_variant v) {
+  return v.plain ? 0 : cqi_field(c, m, p);
+}
 
 #endif

@@ -75,6 +75,16 @@ static int check_desc(const cq_world_desc* d, cqi_err* e) {
     return cqi_errorf(e, CQ_ERR_ARG, "fluid must be 0 (particle) or 1 (fill) (got %d)", d->fluid);
   if (d->fluid_rest != CQ_FILL_REST_ONE && d->fluid_rest != CQ_FILL_REST_INITIAL)
     return cqi_errorf(e, CQ_ERR_ARG, "fluid_rest must be 0 (one) or 1 (initial) (got %d)", d->fluid_rest);
+  if (d->fluid_contact != CQ_FLUID_CONTACT_STICKY && d->fluid_contact != CQ_FLUID_CONTACT_SEPARATE)
+    return cqi_errorf(e, CQ_ERR_ARG, "fluid_contact must be 0 (sticky) or 1 (separate) (got %d)", d->fluid_contact);
+  if (d->fluid_contact == CQ_FLUID_CONTACT_SEPARATE && d->fluid != CQ_FLUID_FILL)
+    return cqi_errorf(e, CQ_ERR_ARG,
+                      "fluid_contact = \"separate\" needs fluid = \"grid\" (the fields meet through the grid "
+                      "fluid's pressure) (got fluid = \"particle\")");
+  if (d->fluid_contact == CQ_FLUID_CONTACT_SEPARATE && d->integrator != CQ_INTEGRATOR_EXPLICIT)
+    return cqi_errorf(e, CQ_ERR_ARG,
+                      "fluid_contact = \"separate\" works with the explicit integrator only so far (got the "
+                      "implicit one); use fluid_contact = \"sticky\" with it");
   if (d->implicit_pressure != CQ_PRESSURE_IMPLICIT && d->implicit_pressure != CQ_PRESSURE_LAGGED)
     return cqi_errorf(e, CQ_ERR_ARG, "implicit.pressure must be 0 (lagged) or 1 (implicit) (got %d)",
                       d->implicit_pressure);
@@ -601,5 +611,9 @@ cq_substep cqi_substep_piece_ctx(const cqi_model* m, const int32_t* node_bc_inde
   c.implicit_volume = d->implicit_volume;
   c.vol_averaged = cqi_vol_active(m);
   c.fill = d->fluid == CQ_FLUID_FILL;
+  if (cqi_model_fields(m) == 2) {
+    c.field_cells = d->res[0];
+    c.field_nodes = m->n_nodes;
+  }
   return c;
 }

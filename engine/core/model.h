@@ -31,6 +31,12 @@ typedef struct cqi_model {
   int vol_members;    /* particles with a bulk modulus on the averaged term's groups (volumetric.h vol_group_bulk) */
 } cqi_model;
 
+/* The grid's velocity fields: 2 with fluid_contact = "separate" (the fluids' on a second copy of the grid,
+ * kernel_types.h field_nodes), else 1. */
+static inline int cqi_model_fields(const cqi_model* m) {
+  return m->desc.fluid == CQ_FLUID_FILL && m->desc.fluid_contact == CQ_FLUID_CONTACT_SEPARATE ? 2 : 1;
+}
+
 /* Checks desc and allocates a model with every parameter at its default; CQ_OK or a message in err. */
 int cqi_model_init(cqi_model* m, const cq_world_desc* desc, cqi_err* err);
 void cqi_model_free(cqi_model* m);

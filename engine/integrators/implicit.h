@@ -47,7 +47,7 @@ CQ_HD void CQ_D(implicit_load)(const cq_substep* c, const cq_particles* s, int p
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
-  CQ_D(stencil)(c, x, st);
+  CQ_D(stencil)(c, x, 0, st); /* one velocity field: model.c refuses fluid_contact = "separate" here */
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     long node = CQ_D(stencil_node)(c, st, off, &w, gw, dpos);

@@ -67,7 +67,7 @@ static int explicit_substep(cqi_sim* sim, cq_particles* s, const cq_ctl* ctl, lo
   cqi_backend* be = sim->be;
   const cqi_backend_ops* op = be->ops;
   cq_substep c = cqi_substep_ctx(sim->model, sim->view->node_bc_index, sim->view->node_bcs, k);
-  TRY(op->prepare(be, &c, s, fresh, bad)); /* a state out of the previous G2P was checked there */
+  TRY(op->prepare(be, &c, s, &sim->view->params, fresh, bad)); /* a state out of the previous G2P was checked there */
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
   TRY(cqi_terms_project(sim, &c, s)); /* the physics terms (term.h): their input, base and stress quantities */
   TRY(cqi_terms_begin(sim, &c, s));
@@ -98,7 +98,7 @@ static int explicit_substep_adj(cqi_sim* sim, const cq_particles* s_in, const cq
   int restored = cqi_keep_restore(sim, ws->grid);
   if (!restored) { /* the forward grid again, from prepare on */
     cqi_check bad;
-    TRY(op->prepare(be, &c, s_in, 0, &bad));
+    TRY(op->prepare(be, &c, s_in, &sim->view->params, 0, &bad));
     if (bad.check != CQ_CHECK_OK) return cqi_recompute_failed(sim, k, &bad);
   }
   cq_particles in; /* the input as the forward's stages saw it */

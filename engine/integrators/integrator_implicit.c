@@ -516,7 +516,7 @@ static cq_substep piece_ctx(cqi_sim* sim, const cq_ctl* ctl, long k, long j, int
  * came from, so that a recomputation makes it again. */
 static int piece_solve(cqi_sim* sim, cq_substep* c, cq_particles* s, const cq_ctl* ctl, long k, cqi_check* bad,
                        cq_ctl* kc) {
-  TRY(sim->be->ops->prepare(sim->be, c, s, 1, bad));
+  TRY(sim->be->ops->prepare(sim->be, c, s, &sim->view->params, 1, bad));
   if (bad->check != CQ_CHECK_OK) return CQ_ERR_BLOWUP;
   TRY(cqi_terms_project(sim, c, s)); /* the physics terms' projection and base (term.h) */
   TRY(cqi_terms_begin(sim, c, s));

@@ -1,18 +1,22 @@
 /* Quadratic B-spline weights and their derivatives w.r.t. the particle position (seed 000 eqs. 4-9). Per dimension. */
 
-/* Stencil of one particle: base node, fractional offset fx in [0.5, 1.5), weights w and dw/dx_p per axis. */
+/* Stencil of one particle: base node, fractional offset fx in [0.5, 1.5), weights w and dw/dx_p per axis. base and
+ * the node indices are on the particle's velocity field's copy of the grid (kernel_types.h field_nodes): shift nodes
+ * past the physical grid's (node - shift is the physical node, where the grid fluid's node vectors live). */
 typedef struct {
   int base[D];
+  cqi_node shift;
   cq_real fx[D];
   cq_real w[D][3];
   cq_real dw[D][3]; /* derivative of w w.r.t. the particle coordinate (includes 1/dx) */
 } CQ_D(cqi_stencil);
 
-CQ_HD void CQ_D(stencil)(const cq_substep* c, const cq_real xp[D], CQ_D(cqi_stencil) * s) {
+CQ_HD void CQ_D(stencil)(const cq_substep* c, const cq_real xp[D], int field, CQ_D(cqi_stencil) * s) {
+  s->shift = field ? (cqi_node)c->field_nodes : 0;
   for (int a = 0; a < D; a++) {
     int b = (int)cq_floor(cq_cell_coord(xp[a], c->dx, c->inv_dx));
     cq_real f = xp[a] * c->inv_dx - (cq_real)b; /* 0.5 <= f < 1.5, up to its rounding at an edge */
-    s->base[a] = b;
+    s->base[a] = b + (a == 0 && field ? c->field_cells : 0);
     s->fx[a] = f;
     s->w[a][0] = (cq_real)0.5 * ((cq_real)1.5 - f) * ((cq_real)1.5 - f);
     s->w[a][1] = (cq_real)0.75 - (f - 1) * (f - 1);

@@ -180,7 +180,7 @@ CQ_HD int CQ_D(wall_surface_load)(const cq_substep* c, const cq_params* m, int p
   for (int a = 0; a < D; a++) fp[a] = 0;
   CQ_D(nanson_force)(m, p, n, Fs, ua, fp);
   CQ_D(wall_surface_shift)(m, p, n, Fs, d, r, sft);
-  CQ_D(stencil)(c, x, st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), st);
   for (int a = 0; a < D; a++) {
     for (int k = 0; k < 3; k++) w0[a][k] = st->w[a][k];
     CQ_D(tilt_axis)(w0[a], st->fx[a], sft[a] * c->inv_dx, q[a]);

@@ -107,7 +107,7 @@ CQ_HD int CQ_D(g2p_v)(const cq_substep* c, cq_particles* s, const cq_params* m, 
   cq_real x[D], v[D] = {0}, B[D][D] = {{0}}, F[D][D];
   for (int a = 0; a < D; a++) x[a] = s->x[a * n + p];
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field_v(c, m, p, vr), &st);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
@@ -172,7 +172,7 @@ CQ_HD void CQ_D(g2p_adj_begin_v)(const cq_substep* c, const cq_particles* s, con
   for (int a = 0; a < D; a++)
     for (int b = 0; b < D; b++) F[a][b] = s->F[(a * D + b) * n + p];
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field_v(c, m, p, vr), &st);
   *st_out = st;
   cq_real kC = 4 * c->inv_dx * c->inv_dx;
   cq_real e = vr.plain ? 1 : CQ_D(damping_factor)(c, m, p); /* the material's own damping (forward above) */

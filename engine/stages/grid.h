@@ -69,7 +69,8 @@ CQ_HD void CQ_D(bc_apply_adj)(const cq_bc* b, const cq_real v[D], cq_real g[D]) 
   }
 }
 
-/* Which boundary regions touch node (i[]), in application order: walls 0..2D-1, then the node's own BC. */
+/* Which boundary regions touch node (i[] its physical coordinates), in application order: walls 0..2D-1, then the
+ * node's own BC. */
 CQ_HD int CQ_D(node_bcs)(const cq_substep* c, long node, const int i[D], const cq_bc* out[2 * D + 1]) {
   int k = 0;
   for (int w = 0; w < 2 * D; w++) {
@@ -78,8 +79,8 @@ CQ_HD int CQ_D(node_bcs)(const cq_substep* c, long node, const int i[D], const c
     int ax = w / 2, side = w % 2;
     if ((side == 0 && i[ax] < th) || (side == 1 && i[ax] >= c->res[ax] - th)) out[k++] = &c->walls[w];
   }
-  if (c->node_bc_index) {
-    int32_t b = c->node_bc_index[node];
+  if (c->node_bc_index) { /* by the physical node: every velocity field meets the same boundaries */
+    int32_t b = c->node_bc_index[c->field_nodes && node >= c->field_nodes ? node - c->field_nodes : node];
     if (b >= 0) out[k++] = &c->node_bcs[b];
   }
   return k;

@@ -110,7 +110,7 @@ CQ_HD void CQ_D(p2g_begin)(const cq_substep* c, const cq_particles* s, const cq_
                            cq_real* cache_out, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st, cq_real mv[D]) {
   CQ_D(p2g_load)(c, s, m, ctl, p, q, NULL, CQI_ANY);
   if (cache_out) CQ_D(p2g_cache_io)(q, cache_out, s->n, p, 1);
-  CQ_D(stencil)(c, q->x, st);
+  CQ_D(stencil)(c, q->x, cqi_field(c, m, p), st);
   CQ_D(p2g_momentum)(c, q, mv, 1);
 }
 
@@ -205,9 +205,11 @@ CQ_HD void CQ_D(p2g_store)(const cq_substep* c, const cq_particles* s, const cq_
   CQ_D(p2g_momentum)(c, &q, mv + p, s->n);
 }
 
-/* What p2g_store left of particle p: q's m and G (all p2g_node reads), its stencil and mv. */
-CQ_HD void CQ_D(p2g_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, const cq_real* cache,
-                            const cq_real* mv, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st, cq_real mvp[D]) {
+/* What p2g_store left of particle p: q's m and G (all p2g_node reads), its stencil on velocity field `field`
+ * (kernel_types.h cqi_field) and mv. */
+CQ_HD void CQ_D(p2g_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p, int field,
+                            const cq_real* cache, const cq_real* mv, CQ_D(cqi_p2g) * q, CQ_D(cqi_stencil) * st,
+                            cq_real mvp[D]) {
   int n = s->n;
   cq_real x[D];
   q->m = m->mass[p];
@@ -216,7 +218,7 @@ CQ_HD void CQ_D(p2g_stored)(const cq_substep* c, const cq_particles* s, const cq
     mvp[a] = mv[a * n + p];
     for (int b = 0; b < D; b++) q->G[a][b] = cache[(long)(2 * D * D + a * D + b) * n + p];
   }
-  CQ_D(stencil)(c, x, st);
+  CQ_D(stencil)(c, x, field, st);
 }
 
 CQ_HD void CQ_D(p2g_scatter_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
@@ -224,18 +226,19 @@ CQ_HD void CQ_D(p2g_scatter_stored)(const cq_substep* c, const cq_particles* s, 
   CQ_D(cqi_p2g) q;
   CQ_D(cqi_stencil) st;
   cq_real mvp[D];
-  CQ_D(p2g_stored)(c, s, m, p, cache, mv, &q, &st, mvp);
+  CQ_D(p2g_stored)(c, s, m, p, cqi_field(c, m, p), cache, mv, &q, &st, mvp);
   CQ_D(p2g_scatter)(c, &q, &st, mvp, grid);
 }
 
 /* p2g_scatter_stored without the scatter (the CPU's SIMD lanes): node k's grid index into idx[k * stride] and its
- * D + 1 terms into add[(k * (D + 1) + a) * stride], in CQI_FOR_STENCIL's order. */
+ * D + 1 terms into add[(k * (D + 1) + a) * stride], in CQI_FOR_STENCIL's order. The index is the physical grid's:
+ * the caller adds the particle's field's shift (kernel_types.h field_nodes), so that the lanes load no material. */
 CQ_HD void CQ_D(p2g_terms_stored)(const cq_substep* c, const cq_particles* s, const cq_params* m, int p,
                                   const cq_real* cache, const cq_real* mv, cqi_node* idx, cq_real* add, int stride) {
   CQ_D(cqi_p2g) q;
   CQ_D(cqi_stencil) st;
   cq_real mvp[D];
-  CQ_D(p2g_stored)(c, s, m, p, cache, mv, &q, &st, mvp);
+  CQ_D(p2g_stored)(c, s, m, p, 0, cache, mv, &q, &st, mvp);
   int k = 0;
   CQI_FOR_STENCIL(off) {
     cq_real out[D + 1];
@@ -261,7 +264,7 @@ CQ_HD void CQ_D(p2g_adj_v)(const cq_substep* c, const cq_particles* s, const cq_
   CQ_D(cqi_p2g) q;
   CQ_D(p2g_load)(c, s, m, ctl, p, &q, cache, v);
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, q.x, &st);
+  CQ_D(stencil)(c, q.x, cqi_field_v(c, m, p, v), &st);
   cq_real mv[D], gv[D] = {0}, gx[D] = {0}, gG[D][D] = {{0}}, sum_gp[D] = {0}, gm = 0, gf[D] = {0};
   CQ_D(p2g_momentum)(c, &q, mv, 1);
   CQI_FOR_STENCIL(off) {

@@ -22,6 +22,10 @@
  * linearisation = (dphi, p, K_i / phi0_i^2 where r > 1, or where the node is under pressure at v + d after an
  * active-set round's CQI_FILL_PREDICT). Included once per dimension by kernels.h. */
 
+/* With fluid_contact = "separate" (kernel_types.h field_nodes) the node vectors hold the physical nodes (every field's
+ * fill sums at the node it fills), while the grid velocities, momenta and multipliers a particle reads or writes are
+ * on its own field's copy: node - st.shift is the physical node of a stencil node. */
+
 /* Its backend passes (engine/backends/passes.h: X(op, body, over, key, gpu, (kind, arg)...)). fill_scatter adds each
  * particle's fill sums (v NULL) or the fill's change at the grid velocities v into out (a grid vector); fill_node runs
  * one node pass (mode CQI_FILL_*) over the active region on the grid vectors base, ref, at, out (any but the mode's may
@@ -63,12 +67,12 @@ CQ_HD void CQ_D(fill_scatter)(const cq_substep* c, const cq_particles* s, const 
   for (int a = 0; a < D; a++) Vc *= c->dx;
   cq_real Vr = m->vol0[p] * CQ_D(det)(F) / Vc;
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), &st);
   if (!v) {
     cq_real K = m->material[p] == CQ_MAT_FLUID ? m->bulk[p] : 0;
     CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];
-      cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+      cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos) - st.shift; /* physical */
       CQ_SCATTER_ADD(&out[node * (D + 1)], w * Vr);
       if (K > 0) CQ_SCATTER_ADD(&out[node * (D + 1) + 1], w * Vr * K);
     }
@@ -82,7 +86,7 @@ CQ_HD void CQ_D(fill_scatter)(const cq_substep* c, const cq_particles* s, const 
   }
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos) - st.shift; /* physical */
     cq_real d = 0;
     for (int a = 0; a < D; a++) d += gw[a] * u[a];
     CQ_SCATTER_ADD(&out[node * (D + 1)], c->dt * Vr * d);
@@ -207,10 +211,10 @@ CQ_HD void CQ_D(fill_force)(const cq_substep* c, const cq_particles* s, const cq
   CQ_D(vol_load)(s, p, x, F);
   cq_real V = m->vol0[p] * CQ_D(det)(F);
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), &st);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
-    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
+    cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos) - st.shift; /* physical */
     cq_real pi = pn[node * (D + 1) + 1];
     for (int a = 0; a < D; a++) f[a] += pi * gw[a];
   }
@@ -235,7 +239,7 @@ CQ_HD void CQ_D(fill_rows)(const cq_substep* c, const cq_particles* s, const cq_
   for (int a = 0; a < D; a++) Vc *= c->dx;
   double k = (double)(c->dt * m->vol0[p] * CQ_D(det)(F) / Vc);
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), &st);
   int32_t sl[NS];
   int co[NS][D], n = 0;
   CQI_FOR_STENCIL(off) {
@@ -290,11 +294,11 @@ CQ_HD void CQ_D(fill_adj)(const cq_substep* c, const cq_particles* s, const cq_p
   for (int a = 0; a < D; a++) Vc *= c->dx;
   cq_real J = CQ_D(det)(F), V = m->vol0[p] * J, K = m->material[p] == CQ_MAT_FLUID ? m->bulk[p] : 0;
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), &st);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-    const cq_real* ln = lin + node * (D + 1);
+    const cq_real* ln = lin + (node - st.shift) * (D + 1); /* the node vectors: physical nodes */
     for (int a = 0; a < D; a++) {
       L[a] += w * lam[node * (D + 1) + a];
       if (v) u[a] += w * v[node * (D + 1) + a];
@@ -308,7 +312,8 @@ CQ_HD void CQ_D(fill_adj)(const cq_substep* c, const cq_particles* s, const cq_p
     cq_real w, gw[D], dpos[D], H[D][D];
     cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
     CQ_D(fill_hessian_w)(c, &st, off, H);
-    const cq_real *ln = lin + node * (D + 1), *ad = adj + node * (D + 1), *lj = lam + node * (D + 1);
+    const cq_real *ln = lin + (node - st.shift) * (D + 1), *ad = adj + (node - st.shift) * (D + 1);
+    const cq_real* lj = lam + node * (D + 1);
     cq_real ls = 0, gu = 0;
     for (int a = 0; a < D; a++) {
       ls += lj[a] * sq[a];
@@ -331,7 +336,7 @@ CQ_HD void CQ_D(fill_adj)(const cq_substep* c, const cq_particles* s, const cq_p
     CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];
       cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
-      for (int a = 0; a < D; a++) Dg[a] += adj[node * (D + 1) + 2] * gw[a];
+      for (int a = 0; a < D; a++) Dg[a] += adj[(node - st.shift) * (D + 1) + 2] * gw[a];
     }
     CQI_FOR_STENCIL(off) {
       cq_real w, gw[D], dpos[D];

@@ -119,7 +119,7 @@ CQ_HD cq_real CQ_D(vol_strain)(const cq_substep* c, const cq_particles* s, int p
   cq_real J = CQ_D(det)(F);
   if (!v) return J - 1;
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, 0, &st); /* implicit only: one velocity field (model.c) */
   cq_real tr = 0;
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
@@ -231,7 +231,7 @@ CQ_HD void CQ_D(vol_strain_adj)(const cq_substep* c, const cq_particles* s, cons
   CQ_D(vol_load)(s, p, x, F);
   cq_real k = gJ[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
   CQ_D(cqi_stencil) st;
-  CQ_D(stencil)(c, x, &st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), &st);
   CQI_FOR_STENCIL(off) {
     cq_real w, gw[D], dpos[D];
     cqi_node node = CQ_D(stencil_node)(c, &st, off, &w, gw, dpos);
@@ -312,7 +312,7 @@ CQ_HD cq_real CQ_D(vol_gradient_rows)(const cq_substep* c, const cq_particles* s
                                       CQ_D(cqi_stencil) * st) {
   cq_real F[D][D], x[D];
   CQ_D(vol_load)(s, p, x, F);
-  CQ_D(stencil)(c, x, st);
+  CQ_D(stencil)(c, x, cqi_field(c, m, p), st);
   return m->vol0[p] * CQ_D(det)(F) * c->dt * 4 * c->inv_dx * c->inv_dx;
 }
 

@@ -14,7 +14,7 @@ M.World = World
 local WALLS = { left = 0, right = 1, bottom = 2, floor = 2, top = 3, ceiling = 3, back = 4, front = 5 }
 local OPTIONS = check.option_set("cq.world", { "dim", "res", "dx", "dt", "substeps", "gravity", "damping", "n",
   "n_actuators", "precision", "threads", "walls", "backend", "integrator", "implicit", "volumetric", "fluid",
-  "fluid_rest", "volumetric_groups", "volumetric_own" })
+  "fluid_rest", "fluid_contact", "volumetric_groups", "volumetric_own" })
 local IMPLICIT_OPTIONS = check.option_set("cq.world implicit", { "tol", "max_newton", "max_cg", "precond", "volume",
   "max_split", "pressure", "fill_rounds", "error_tol", "adapt" })
 local PRECONDITIONERS = { auto = 0, mass = 1, factor = 2 } -- engine/core/cq.h CQ_PRECOND_*
@@ -77,7 +77,8 @@ function Params.__newindex(t, name)
 end
 
 --- cq.world{dim, res, dx, dt, substeps, gravity, damping, n, n_actuators, precision, threads, walls, backend,
---- integrator, implicit, volumetric, volumetric_groups, volumetric_own, fluid, fluid_rest}: see docs/api.md.
+--- integrator, implicit, volumetric, volumetric_groups, volumetric_own, fluid, fluid_rest, fluid_contact}: see
+--- docs/api.md.
 --- backend: "auto" (default: CUDA when its library loads and sees a device, else the CPU), "cpu" or "cuda".
 function M.new(opts)
   local where = "cq.world"
@@ -89,6 +90,11 @@ function M.new(opts)
     check.fail(where, "integrator must be one of " .. registry.names(registry.INTEGRATOR), integrator)
   end
   local lib
+  if backend == "auto" and opts.fluid_contact == "separate" then -- two velocity fields: the CPU's only, so far
+    backend = "cpu"
+  elseif backend == "cuda" and opts.fluid_contact == "separate" then
+    check.fail(where, 'fluid_contact = "separate" runs on the CPU backend only so far; backend', backend)
+  end
   lib, backend = library(where, precision, backend)
   local d = ffi.new("cq_world_desc")
   lib.cq_world_desc_default(d)
@@ -136,6 +142,17 @@ function M.new(opts)
   d.fluid = check.oneof(where, "fluid", fluid or "particle", { "particle", "grid" }) == "grid" and 1 or 0
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
     == "initial" and 1 or 0
+  -- CQ_FLUID_CONTACT_*: the fluids on the solids' grid velocities, or on their own copy of the grid (kernel_types.h)
+  local contact = check.oneof(where, "fluid_contact", opts.fluid_contact or "sticky", { "sticky", "separate" })
+  if contact == "separate" and d.fluid ~= 1 then
+    check.fail(where, 'fluid_contact = "separate" needs fluid = "grid" (the two velocity fields meet through the ' ..
+      "grid fluid's pressure); fluid", fluid or "particle")
+  end
+  if contact == "separate" and integrator ~= "explicit" then
+    check.fail(where, 'fluid_contact = "separate" works with the explicit integrator only so far; integrator',
+      integrator)
+  end
+  d.fluid_contact = contact == "separate" and 1 or 0
   local error_tol = 0.02 -- implicit.error_tol's default (engine/integrators/integrator_implicit.c DEFAULT_ERROR_TOL)
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
     local io = opts.implicit
@@ -201,7 +218,7 @@ function M.new(opts)
   local self = setmetatable({ _h = h, _lib = lib, dim = dim, n = d.n, n_actuators = d.n_actuators, backend = backend,
     precision = precision, res = res, dx = d.dx, dt = d.dt, substeps = d.substeps, integrator = integrator,
     threads = d.threads, volumetric = volumetric, fluid = d.fluid == 1 and "grid" or "particle",
-    error_tol = error_tol, adapt = d.implicit_adapt == 1,
+    fluid_contact = d.fluid_contact == 1 and "separate" or "sticky", error_tol = error_tol, adapt = d.implicit_adapt == 1,
     max_split = d.implicit_max_split == 0 and 6 or math.max(0, d.implicit_max_split), -- for the error warning
     volumetric_groups = d.volumetric_groups == 1 and "initial" or "current",
     volumetric_own = d.volumetric_own, committed = false, _real = C.real_ctype[precision], _views = {}, _fields = {},

@@ -35,7 +35,8 @@ int main(void) {
   cq_substep c = cqi_substep_ctx(&m, NULL, NULL, 0);
   cqi_check bad;
   op->set_threads(b, 1);
-  op->prepare(b, &c, &s, 1, &bad);
+  cq_params params = cqi_model_params(&m);
+  op->prepare(b, &c, &s, &params, 1, &bad);
   expect(bad.check == CQ_CHECK_OK, "prepare: every particle passes", bad.check, CQ_CHECK_OK);
   long nodes = m.n_nodes * 3;
   cq_real *x = op->alloc(b, sizeof(cq_real) * nodes), *y = op->alloc(b, sizeof(cq_real) * nodes);

@@ -81,7 +81,7 @@ int main(void) {
   f.c = cqi_substep_ctx(&model, NULL, NULL, 0);
   cqi_check bad;
   op->set_threads(b, 1);
-  op->prepare(b, &f.c, &f.s, 1, &bad);
+  op->prepare(b, &f.c, &f.s, &view.params, 1, &bad);
   expect(bad.check == CQ_CHECK_OK, "prepare: every particle passes", bad.check, CQ_CHECK_OK);
   f.len = model.n_nodes * 3;
   cq_real *v = grid_vector(&f), *x = grid_vector(&f), *g = grid_vector(&f), *gp = grid_vector(&f),

@@ -21,12 +21,13 @@ typedef struct cpu_backend {
   int keep;            /* 0 when CQ_KEEP=0: no kept P2G records (every adjoint substep recomputes P2G) */
   double probed;       /* time of that probe (s, monotonic); 0 = never */
   int32_t* perm;       /* [n] particles bucketed by slab along axis 0 */
-  int32_t* slab_start; /* [res0 + 2] */
+  int32_t* slab_start; /* [res0 * fields + 2] */
   int32_t* base0;      /* [n] base cell along axis 0 */
   int n_slabs;
-  int lo[3], hi[3];                      /* active node region of the current substep (inclusive) */
-  cq_substep region_ctx;                 /* strides of the active region (from the last prepare) */
-  double* layer_sum;                     /* [4][res0] per-layer partial sums of grid_dot, grid_norm_inf and grid_sums */
+  int lo[3], hi[3];      /* active node region of the current substep (inclusive) */
+  int lo1, hi1;          /* and the second velocity field's nodes along axis 0 (none: hi1 < lo1) */
+  cq_substep region_ctx; /* strides of the active region (from the last prepare) */
+  double* layer_sum;     /* [4][res0 * fields] per-layer partial sums of grid_dot, grid_norm_inf and grid_sums */
   cqi_cavity_sums *cav_sums, *cav_gsums; /* [n_act] the cavities' sums over their walls, and their gradients */
   cqi_cavity_coef *cav_coef, *cav_gcoef; /* [n_act] their corrections' coefficients, and their gradients */
   cq_real *p2g_mv, *p2g_stress; /* P2G's first pass (cpu_loops.h): momenta [D][n], stresses [3 D^2][n] (no cache) */
@@ -145,7 +146,7 @@ CQI_DIM_DISPATCH(cpu)
 /* Kept P2G records (backend.h keep): the head, slab_start[n_slabs + 1] and perm[n] (int32), then the grid's active
  * region node by node (cpu_region_copy), 8-byte aligned. */
 typedef struct {
-  int lo[3], hi[3], n_slabs;
+  int lo[3], hi[3], lo1, hi1, n_slabs;
   cq_substep region_ctx; /* whole, as prepare sets it; the grid loops read only its strides */
 } cpu_kept_head;
 
@@ -157,8 +158,8 @@ static size_t cpu_kept_grid_offset(const cpu_backend* cb, int n) {
 static size_t cpu_keep_bytes(cqi_backend* b) {
   cpu_backend* cb = (cpu_backend*)b;
   if (!cb->keep) return 0;
-  size_t nodes = 1;
-  for (int a = 0; a < b->dim; a++) nodes *= (size_t)(cb->hi[a] - cb->lo[a] + 1);
+  size_t nodes = (size_t)(cb->hi[0] - cb->lo[0] + 1 + cb->hi1 - cb->lo1 + 1); /* both fields' layers */
+  for (int a = 1; a < b->dim; a++) nodes *= (size_t)(cb->hi[a] - cb->lo[a] + 1);
   return cpu_kept_grid_offset(cb, b->n) + sizeof(cq_real) * (size_t)(b->dim + 1) * nodes;
 }
 
@@ -168,10 +169,10 @@ static void cpu_kept_io(cpu_backend* cb, cq_real* grid, char* record, int store)
   cpu_kept_head* h = (cpu_kept_head*)record;
   if (store) {
     memcpy(h->lo, cb->lo, sizeof h->lo), memcpy(h->hi, cb->hi, sizeof h->hi);
-    h->n_slabs = cb->n_slabs, h->region_ctx = cb->region_ctx;
+    h->lo1 = cb->lo1, h->hi1 = cb->hi1, h->n_slabs = cb->n_slabs, h->region_ctx = cb->region_ctx;
   } else {
     memcpy(cb->lo, h->lo, sizeof h->lo), memcpy(cb->hi, h->hi, sizeof h->hi);
-    cb->n_slabs = h->n_slabs, cb->region_ctx = h->region_ctx;
+    cb->lo1 = h->lo1, cb->hi1 = h->hi1, cb->n_slabs = h->n_slabs, cb->region_ctx = h->region_ctx;
   }
   int32_t* ints = (int32_t*)(h + 1);
   size_t slabs = sizeof(int32_t) * (cb->n_slabs + 1), perm = sizeof(int32_t) * n;
@@ -288,24 +289,27 @@ static const cqi_backend_ops cpu_ops = {CQ_BACKEND_CPU,
                                         CQ_PASSES(CQI_CPU_OP_ROW)};
 
 cqi_backend* cqi_backend_cpu_create(const cqi_model* m, cqi_err* err) {
-  if ((double)m->n_nodes * (m->dim + 1) > 2147483647.0) /* the kernels' 32-bit node indices (cqi_node) */
+  double fields = cqi_model_fields(m);
+  if ((double)m->n_nodes * fields * (m->dim + 1) > 2147483647.0) /* the kernels' 32-bit node indices (cqi_node) */
     return cqi_errorf(err, CQ_ERR_ARG,
-                      "res: the CPU backend holds at most 2^31 - 1 grid values (dim + 1 per node); "
-                      "this grid has %ld nodes, %.4g values: lower res or use the CUDA backend",
-                      m->n_nodes, (double)m->n_nodes * (m->dim + 1)),
+                      "res: the CPU backend holds at most 2^31 - 1 grid values (dim + 1 per node, for each of %g "
+                      "velocity fields); this grid has %ld nodes, %.4g values: lower res or use the CUDA backend",
+                      fields, m->n_nodes, (double)m->n_nodes * fields * (m->dim + 1)),
            NULL;
   cpu_backend* cb = calloc(1, sizeof *cb);
   if (!cb) return cqi_errorf(err, CQ_ERR_NOMEM, "out of memory"), NULL;
   cqi_backend* b = &cb->base;
   cqi_backend_base_init(b, &cpu_ops, m, err);
+  long len0 = (long)m->desc.res[0] * cqi_model_fields(m); /* axis 0's nodes, every field's copy */
   cb->threads = 1;
+  cb->hi1 = -1; /* no second field's nodes before the first prepare */
   cb->fixed = getenv("CQ_FIXED_THREADS") != NULL;
   cb->simd = !(getenv("CQ_SIMD") && strcmp(getenv("CQ_SIMD"), "0") == 0);
   cb->keep = !(getenv("CQ_KEEP") && strcmp(getenv("CQ_KEEP"), "0") == 0);
   cb->perm = malloc(sizeof(int32_t) * m->n);
   cb->base0 = malloc(sizeof(int32_t) * m->n);
-  cb->slab_start = malloc(sizeof(int32_t) * (m->desc.res[0] + 2));
-  cb->layer_sum = malloc(sizeof(double) * 4 * m->desc.res[0]);
+  cb->slab_start = malloc(sizeof(int32_t) * (len0 + 2));
+  cb->layer_sum = malloc(sizeof(double) * 4 * len0);
   if (!cb->perm || !cb->base0 || !cb->slab_start || !cb->layer_sum) {
     cpu_destroy(b);
     return cqi_errorf(err, CQ_ERR_NOMEM, "n: out of memory for the CPU workspace of %d particles", m->n), NULL;

@@ -5,6 +5,8 @@
  * on the thread count. */
 
 #define CQI_SLAB 3 /* cells per slab: 2 keeps same-color slabs disjoint; 3 also tolerates a base cell off by one */
+/* With two velocity fields (kernel_types.h field_nodes) the slabs are by the physical cell, so that a slab's scatters
+ * into either field's copy and into the grid fluid's physical node vectors stay disjoint from its color's others. */
 
 /* SIMD lanes: the particle loops without scatters (G2P, P2G's stress pass, the P2G adjoint) run in fixed blocks of
  * CQI_LANES particles by index; the scatters (P2G's, the G2P adjoint's) compute their node terms per chunk of
@@ -60,17 +62,17 @@ static inline void CQ_D(check_from_key)(long key, int n, int after, cqi_check* b
 }
 
 /* The particle checks (all, or finite and inside the grid), active region and slab buckets of the positions. */
-static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, int check_all,
-                             cqi_check* bad) {
+static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
+                             int check_all, cqi_check* bad) {
   cpu_backend* cb = (cpu_backend*)b;
   const int n = s->n;
   const cq_real inv_dx = c->inv_dx;
-  int lo[D], hi[D];
+  int lo[D], hi[D], lo1 = 1 << 30, hi1 = -(1 << 30); /* lo1, hi1: the second velocity field's particles along axis 0 */
   long key = LONG_MAX;
   for (int a = 0; a < D; a++) lo[a] = 1 << 30, hi[a] = -(1 << 30);
 #pragma omp parallel num_threads(cb->threads)
   {
-    int tlo[D], thi[D];
+    int tlo[D], thi[D], tlo1 = 1 << 30, thi1 = -(1 << 30);
     long tkey = LONG_MAX;
     for (int a = 0; a < D; a++) tlo[a] = 1 << 30, thi[a] = -(1 << 30);
 #pragma omp for schedule(static) nowait
@@ -88,9 +90,13 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
           break;
         }
         int base = (int)g;
-        if (a == 0) cb->base0[p] = base;
-        if (base < tlo[a]) tlo[a] = base;
+        if (base < tlo[a]) tlo[a] = base; /* the physical cells, where the grid fluid's node vectors are too */
         if (base > thi[a]) thi[a] = base;
+        if (a == 0) {
+          cb->base0[p] = base; /* a slab holds both fields' particles of its cells */
+          if (cqi_field(c, m, p) && base < tlo1) tlo1 = base;
+          if (cqi_field(c, m, p) && base > thi1) thi1 = base;
+        }
       }
       long k = CQ_D(check_key)(check, p, n);
       if (k < tkey) tkey = k;
@@ -101,6 +107,8 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
         if (tlo[a] < lo[a]) lo[a] = tlo[a];
         if (thi[a] > hi[a]) hi[a] = thi[a];
       }
+      if (tlo1 < lo1) lo1 = tlo1;
+      if (thi1 > hi1) hi1 = thi1;
       if (tkey < key) key = tkey;
     }
   }
@@ -111,6 +119,8 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
     cb->lo[a] = a < D ? lo[a] : 0;
     cb->hi[a] = a < D ? hi[a] + 2 : 0; /* last node touched */
   }
+  cb->lo1 = lo1 <= hi1 ? lo1 + c->field_cells : 0; /* the second field's copy, or none (hi1 < lo1) */
+  cb->hi1 = lo1 <= hi1 ? hi1 + 2 + c->field_cells : -1;
   /* counting sort of particles into slabs along axis 0 (stable: keeps index order inside a slab) */
   int ns = (hi[0] - lo[0]) / CQI_SLAB + 1;
   int32_t* start = cb->slab_start;
@@ -127,25 +137,33 @@ static int CQ_D(cpu_prepare)(cqi_backend* b, const cq_substep* c, const cq_parti
   return CQ_OK;
 }
 
-/* Calls body for every node (flat index `node`, coordinates i[]) of the active region, parallel over axis 0. */
+/* Calls body for every node (flat index `node`, coordinates i[]) of the active region, parallel over axis 0. With two
+ * velocity fields (kernel_types.h field_nodes) the region is two ranges along axis 0: the physical grid's nodes that
+ * any particle touches (the first field's copy, and the grid fluid's node vectors), then the second field's copy
+ * lo1..hi1, whose nodes have the physical coordinates i[0] - res[0]. t0 numbers the region's layers along axis 0 in
+ * that order (CQI_LAYERS of them). */
+#define CQI_LAYERS(cb) ((cb)->hi[0] - (cb)->lo[0] + 1 + (cb)->hi1 - (cb)->lo1 + 1)
+#define CQI_LAYER_X(cb, t0) \
+  ((t0) <= (cb)->hi[0] - (cb)->lo[0] ? (cb)->lo[0] + (t0) : (cb)->lo1 + (t0) - ((cb)->hi[0] - (cb)->lo[0] + 1))
 #define CQI_FOR_REGION(cb, c, body) \
   _Pragma("omp parallel for schedule(static) num_threads((cb)->threads)") CQI_FOR_REGION_SERIAL(cb, c, body)
 
 /* The same, on one thread in region order (where the node passes write each other's data, or their order counts). */
-#define CQI_FOR_REGION_SERIAL(cb, c, body)                                                    \
-  for (int i0 = (cb)->lo[0]; i0 <= (cb)->hi[0]; i0++) {                                       \
-    int i[3] = {i0, 0, 0};                                                                    \
-    for (i[1] = (cb)->lo[1]; i[1] <= (cb)->hi[1]; i[1]++) {                                   \
-      if (D == 2) {                                                                           \
-        long node = i[0] * (c).stride[0] + i[1] * (c).stride[1];                              \
-        body;                                                                                 \
-      } else {                                                                                \
-        for (i[2] = (cb)->lo[D - 1]; i[2] <= (cb)->hi[D - 1]; i[2]++) {                       \
-          long node = i[0] * (c).stride[0] + i[1] * (c).stride[1] + i[2] * (c).stride[D - 1]; \
-          body;                                                                               \
-        }                                                                                     \
-      }                                                                                       \
-    }                                                                                         \
+#define CQI_FOR_REGION_SERIAL(cb, c, body)                                                  \
+  for (int t0 = 0; t0 < CQI_LAYERS(cb); t0++) {                                             \
+    int i0 = CQI_LAYER_X(cb, t0);                                                           \
+    int i[3] = {i0 >= (c).res[0] ? i0 - (c).res[0] : i0, 0, 0};                             \
+    for (i[1] = (cb)->lo[1]; i[1] <= (cb)->hi[1]; i[1]++) {                                 \
+      if (D == 2) {                                                                         \
+        long node = i0 * (c).stride[0] + i[1] * (c).stride[1];                              \
+        body;                                                                               \
+      } else {                                                                              \
+        for (i[2] = (cb)->lo[D - 1]; i[2] <= (cb)->hi[D - 1]; i[2]++) {                     \
+          long node = i0 * (c).stride[0] + i[1] * (c).stride[1] + i[2] * (c).stride[D - 1]; \
+          body;                                                                             \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
   }
 
 /* Calls body(p) for every particle, slabs of one color at a time (scatters without atomics). */
@@ -180,7 +198,7 @@ static void CQ_D(cpu_region_copy)(cqi_backend* b, cq_real* grid, cq_real* packed
   cq_substep c = cb->region_ctx;
   long n1 = cb->hi[1] - cb->lo[1] + 1, n2 = D == 3 ? cb->hi[D - 1] - cb->lo[D - 1] + 1 : 1;
   CQI_FOR_REGION(cb, c, {
-    long q = ((long)(i[0] - cb->lo[0]) * n1 + (i[1] - cb->lo[1])) * n2 + (D == 3 ? i[2] - cb->lo[D - 1] : 0);
+    long q = ((long)t0 * n1 + (i[1] - cb->lo[1])) * n2 + (D == 3 ? i[2] - cb->lo[D - 1] : 0);
     q *= D + 1;
     for (int a = 0; a <= D; a++) {
       if (store)
@@ -226,14 +244,16 @@ static void CQ_D(p2g_scatter_chunk)(const cq_substep* c, const cq_particles* s, 
   cq_real add[NODES * (D + 1) * CQI_LANES];
 #pragma omp simd
   for (int l = 0; l < CQI_LANES; l++) CQ_D(p2g_terms_stored)(c, s, m, pp[l], stress, mv, idx + l, add + l, CQI_LANES);
-  for (int l = 0; l < CQI_LANES; l++)
+  for (int l = 0; l < CQI_LANES; l++) {
+    long shift = cqi_field(c, m, pp[l]) ? c->field_nodes : 0; /* the terms' indices are the physical grid's */
     for (int r = 0; r < NODES / 3; r++) {
       cq_real t[CQI_ROW];
       for (int j = 0; j < CQI_ROW; j++) t[j] = add[(3 * r * (D + 1) + j) * CQI_LANES + l];
-      cq_real* g = grid + idx[3 * r * CQI_LANES + l] * (D + 1);
+      cq_real* g = grid + (idx[3 * r * CQI_LANES + l] + shift) * (D + 1);
 #pragma omp simd
       for (int j = 0; j < CQI_ROW; j++) g[j] += t[j];
     }
+  }
 }
 
 static int CQ_D(cpu_p2g)(cqi_backend* b, const cq_substep* c, const cq_particles* s, const cq_params* m,
@@ -495,13 +515,12 @@ static int CQ_D(cpu_grid_dot)(cqi_backend* b, const cq_real* x, const cq_real* y
   cpu_backend* cb = (cpu_backend*)b;
   cq_substep c = cb->region_ctx;
   double* layer = cb->layer_sum;
-  int lo0 = cb->lo[0];
-  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++) layer[i0 - lo0] = 0;
+  for (int t0 = 0; t0 < CQI_LAYERS(cb); t0++) layer[t0] = 0;
   CQI_FOR_REGION(cb, c, {
-    for (int d = 0; d < D; d++) layer[i0 - lo0] += (double)x[node * (D + 1) + d] * y[node * (D + 1) + d];
+    for (int d = 0; d < D; d++) layer[t0] += (double)x[node * (D + 1) + d] * y[node * (D + 1) + d];
   })
   double sum = 0;
-  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++) sum += layer[i0 - lo0];
+  for (int t0 = 0; t0 < CQI_LAYERS(cb); t0++) sum += layer[t0];
   *out = sum;
   return CQ_OK;
 }
@@ -509,28 +528,27 @@ static int CQ_D(cpu_grid_norm_inf)(cqi_backend* b, const cq_real* x, double* out
   cpu_backend* cb = (cpu_backend*)b;
   cq_substep c = cb->region_ctx;
   double* layer = cb->layer_sum;
-  int lo0 = cb->lo[0];
-  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++) layer[i0 - lo0] = 0;
+  for (int t0 = 0; t0 < CQI_LAYERS(cb); t0++) layer[t0] = 0;
   CQI_FOR_REGION(cb, c, {
     for (int d = 0; d < D; d++) {
       double v = cq_fabs(x[node * (D + 1) + d]);
-      if (cqi_max_wins(v, layer[i0 - lo0])) layer[i0 - lo0] = v;
+      if (cqi_max_wins(v, layer[t0])) layer[t0] = v;
     }
   })
   double m = 0;
-  for (int i0 = cb->lo[0]; i0 <= cb->hi[0]; i0++)
-    if (cqi_max_wins(layer[i0 - lo0], m)) m = layer[i0 - lo0];
+  for (int t0 = 0; t0 < CQI_LAYERS(cb); t0++)
+    if (cqi_max_wins(layer[t0], m)) m = layer[t0];
   *out = m;
   return CQ_OK;
 }
 static int CQ_D(cpu_grid_sums)(cqi_backend* b, const cq_real* x, double* out) {
   cpu_backend* cb = (cpu_backend*)b;
   cq_substep c = cb->region_ctx;
-  int lo0 = cb->lo[0], layers = cb->hi[0] - lo0 + 1;
+  int layers = CQI_LAYERS(cb);
   double* layer = cb->layer_sum; /* slot d of layer l at [d * layers + l] */
   for (int l = 0; l < (D + 1) * layers; l++) layer[l] = 0;
   CQI_FOR_REGION(cb, c, {
-    for (int d = 0; d <= D; d++) layer[d * layers + i0 - lo0] += (double)x[node * (D + 1) + d];
+    for (int d = 0; d <= D; d++) layer[d * layers + t0] += (double)x[node * (D + 1) + d];
   })
   for (int d = 0; d <= D; d++) {
     double sum = 0;
