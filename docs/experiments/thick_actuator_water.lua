@@ -10,8 +10,10 @@
 -- block's lattice (robot:box spacing dx / 2 for both), so they meet without a seam. No gravity. Explicit, one thread.
 -- Prints the tip's (dx, dy, dz) in mm six times over T.
 -- usage: cqlua docs/experiments/thick_actuator_water.lua [media=water|air] [p_kPa=20] [T=0.3] [K=2e6] [gap_mm=10]
---        [fluid=grid] [dx_mm=2.5] [wall_mm=7.5] [dim=3] [surface_mm=10]
+--        [fluid=grid] [dx_mm=2.5] [wall_mm=7.5] [dim=3] [surface_mm=10] [contact=sticky]
 -- surface_mm: the water's free surface below the block's base (the headroom the displaced water rises into).
+-- contact: the world's fluid_contact, "sticky" (one velocity field, the default) or "separate" (the water on its own
+-- copy of the grid's velocities, meeting the block through the fill's pressure only).
 -- dim 2: the block's x-y section in plane strain (no z walls), a quick stand-in for the 3D block.
 local cq = require "cq"
 local media, pk, T = arg[1] or "water", tonumber(arg[2] or 20), tonumber(arg[3] or 0.3)
@@ -20,6 +22,7 @@ local dx = tonumber(arg[7] or 2.5) * 1e-3
 local wall = tonumber(arg[8] or 7.5) * 1e-3
 local dim = tonumber(arg[9] or 3)
 local surface = tonumber(arg[10] or 10) * 1e-3
+local contact = arg[11] or "sticky"
 local h = dx / 2
 local W = 3 -- the grid's walls (cells)
 local BX, BY, BZ = 0.035, 0.080, 0.030
@@ -60,7 +63,7 @@ local dt = 0.5 * dx / math.sqrt(math.max(K / 1000, (2e6 + 4 / 3 * 48e3) / 1080))
 local walls = { top = { type = "sticky", thickness = 3 } }
 if water then walls.all = { type = "slip", thickness = W } end
 local w, s = r:world { res = res, dx = dx, dt = dt, gravity = cut { 0, 0, 0 }, damping = 25, walls = walls,
-  threads = 1, fluid = water and fluid or nil }
+  threads = 1, fluid = water and fluid or nil, fluid_contact = water and contact or nil }
 local tip = {}
 for i = 0, nb - 1 do if s.x[w.n + i] < Y0 + 3e-3 then tip[#tip + 1] = i + 1 end end
 local x0 = s:mean("x", tip)
@@ -71,8 +74,9 @@ for k = 1, steps do
   w:step(s, { pk * 1e3 / 50e3 * math.min(1, k * dt / 0.1) })
   if k % every == 0 then
     local x = s:mean("x", tip)
-    print(string.format("%s wall %g mm K %g gap %g mm p %g kPa t %.3f s: tip (%.3f, %.3f, %.3f) mm; %d block "
-      .. "particles, %d in all, %.0f s", media, wall * 1e3, K, gap * 1e3, pk, k * dt, (x[1] - x0[1]) * 1e3,
+    print(string.format("%s%s wall %g mm K %g gap %g mm p %g kPa t %.3f s: tip (%.3f, %.3f, %.3f) mm; %d block "
+      .. "particles, %d in all, %.0f s", media, water and " (" .. contact .. ")" or "", wall * 1e3, K, gap * 1e3, pk,
+      k * dt, (x[1] - x0[1]) * 1e3,
       (x[2] - x0[2]) * 1e3, ((x[3] or 0) - (x0[3] or 0)) * 1e3, nb, w.n, os.clock() - t0))
     io.stdout:flush()
   end
