@@ -16,7 +16,8 @@ function M.explicit_dt(bulk, dx) return 0.5 * (dx or M.DX) / math.sqrt((bulk + 4
 --- A world and state. opts: mesh_size (mm, 3), msh (a .msh file of scenes/finger.geo already meshed, for machines
 --- without gmsh; replaces mesh_size), bulk (Pa, 1.75e9), damping (1/s, 25: near-critical for the first bending mode,
 --- ~15 rad/s), integrator ("explicit"), dt (the explicit substep by default), control_dt (s: a control step of
---- ceil(control_dt / dt) substeps; default one substep), implicit (solver options), threads, water (nil: the finger
+--- ceil(control_dt / dt) substeps; default one substep), implicit (solver options), threads, volumetric, fluid,
+--- fluid_contact, volumetric_groups, volumetric_own (cq.world's options), water (nil: the finger
 --- hangs in air; a table: it hangs in a tank of water, see M.WATER), gravity (m/s^2, 9.8), spacing (m: the finger's
 --- particles on the world's lattice of this spacing, robot:gmsh's option, instead of one per tetrahedron; the finger's
 --- corner then moves down to a whole number of spacings, and in water the water takes the same lattice (its spacing
@@ -156,7 +157,8 @@ function M.build(opts)
   local world, s = robot:world { res = tank.res, dx = dx, dt = dt, substeps = substeps, gravity = { 0, -gravity, 0 },
     damping = opts.damping or 25, walls = walls,
     integrator = opts.integrator, implicit = opts.implicit, threads = opts.threads, volumetric = opts.volumetric,
-    fluid = opts.fluid, volumetric_groups = opts.volumetric_groups, volumetric_own = opts.volumetric_own }
+    fluid = opts.fluid, fluid_contact = opts.fluid_contact, volumetric_groups = opts.volumetric_groups,
+    volumetric_own = opts.volumetric_own }
   return world, s, #finger.particles -- the finger's particles come first, then the water's
 end
 

@@ -10,7 +10,8 @@
 -- the finger's two z faces (the scene's 10 mm), fluid: the world's option ("grid"; "particle" for the J-bar and
 -- two-field throwaway engine of water_two_field_throwaway.patch, with JBAR_WATER=1 and TWO_FIELD=1 set).
 -- usage: cqlua docs/experiments/finger3d_gmsh_water.lua [media=water|air] [sampling=lattice|elements] [K=2e6]
---        [p_kPa=10] [T=0.6] [dx_mm=2.5] [rho=1000] [gap_z_mm=10] [fluid=grid] [level_mm=125]
+--        [p_kPa=10] [T=0.6] [dx_mm=2.5] [rho=1000] [gap_z_mm=10] [fluid=grid] [level_mm=125] [contact=sticky]
+-- contact: the world's fluid_contact ("separate": the water on a velocity field of its own, docs/api.md).
 -- level_mm: the water's free surface (the scene's 125 mm: 7.5 mm below the top band's nodes at dx 2.5 mm; the water
 -- the finger displaces comes within 1.5 cells of them by 0.15 s at 10 kPa: docs/results/history.md, the fifty-third
 -- session).
@@ -23,9 +24,10 @@ local dx = tonumber(arg[6] or 2.5) * 1e-3
 local rho, gap_z = tonumber(arg[7] or 1000), tonumber(arg[8] or 10) * 1e-3
 local gap, fluid = { finger.WATER.gap[1], finger.WATER.gap[2], gap_z }, arg[9] or "grid"
 local level = tonumber(arg[10] or 125) * 1e-3
+local contact = arg[11] or "sticky"
 local w, s, nf = finger.build { dx = dx, mesh_size = 3, spacing = lattice and dx / 2 or nil, bulk = 2e6, gravity = 0,
   water = media == "water" and { bulk = K, density = rho, gap = gap, level = level } or nil, threads = 1,
-  fluid = fluid }
+  fluid = fluid, fluid_contact = media == "water" and contact or nil }
 local tip = finger.tip_of(w, s, nf)
 local x0 = tip()
 local steps = math.floor(T / w.dt + 0.5)
