@@ -91,9 +91,7 @@ function M.new(opts)
   end
   local lib
   if backend == "auto" and opts.fluid_contact == "separate" then -- two velocity fields: the CPU's only, so far
-    backend = "cpu"
-  elseif backend == "cuda" and opts.fluid_contact == "separate" then
-    check.fail(where, 'fluid_contact = "separate" runs on the CPU backend only so far; backend', backend)
+    backend = "cpu" -- (backend = "cuda" is refused by cuda/cuda.cu with the reason)
   end
   lib, backend = library(where, precision, backend)
   local d = ffi.new("cq_world_desc")
@@ -143,15 +141,8 @@ function M.new(opts)
   d.fluid_rest = check.oneof(where, "fluid_rest", opts.fluid_rest or "initial", { "initial", "one" })
     == "initial" and 1 or 0
   -- CQ_FLUID_CONTACT_*: the fluids on the solids' grid velocities, or on their own copy of the grid (kernel_types.h)
+  -- (which combinations it needs: engine/core/model.c, like the other options that depend on each other)
   local contact = check.oneof(where, "fluid_contact", opts.fluid_contact or "sticky", { "sticky", "separate" })
-  if contact == "separate" and d.fluid ~= 1 then
-    check.fail(where, 'fluid_contact = "separate" needs fluid = "grid" (the two velocity fields meet through the ' ..
-      "grid fluid's pressure); fluid", fluid or "particle")
-  end
-  if contact == "separate" and integrator ~= "explicit" then
-    check.fail(where, 'fluid_contact = "separate" works with the explicit integrator only so far; integrator',
-      integrator)
-  end
   d.fluid_contact = contact == "separate" and 1 or 0
   local error_tol = 0.02 -- implicit.error_tol's default (engine/integrators/integrator_implicit.c DEFAULT_ERROR_TOL)
   if opts.implicit ~= nil then -- the implicit integrator's solver (0 = the engine's default)
